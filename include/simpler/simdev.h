@@ -1,0 +1,343 @@
+/*
+ * simpler/simdev.h — the device: an accelerator simulated by host threads.
+ *
+ * Owns: the public device API that every layer above the device uses, in the
+ * role CUDA's or CANN's runtime plays for a framework: device selection,
+ * topology, device memory, streams, events, launches, stream capture and
+ * graphs, and the per-core register windows the device runtime dispatches
+ * through. Code above this header never learns that the device is simulated:
+ * it never dereferences device pointers, and every asynchronous operation
+ * returns before the work runs.
+ *
+ * Conventions: every fallible call returns 0 or a negative code from
+ * status.h; outputs are written only on success; arguments are checked
+ * before state; a rejected call changes nothing. Once a device is lost
+ * (PTO_RUNTIME_ERR_DEVICE_LOST) every call on it fails with that code,
+ * except destroy/free calls, which release host-side resources, and
+ * simdev_device_reset.
+ *
+ * See docs/device.md for the model.
+ */
+#ifndef SIMPLER_SIMDEV_H
+#define SIMPLER_SIMDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simpler/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- devices */
+
+#define SIMDEV_MAX_DEVICES 8
+#define SIMDEV_MAX_AICPU_THREADS 16
+#define SIMDEV_MAX_CORES 64
+
+/*
+ * Topology and limits of one device. Fixed when the device is first used.
+ * Environment variables (read when a device is first used without an
+ * explicit simdev_device_configure) override the defaults:
+ *   SIMDEV_AICPU_THREADS, SIMDEV_AIC_CORES, SIMDEV_AIV_CORES,
+ *   SIMDEV_MEMORY_BYTES, SIMDEV_WATCHDOG_MS, SIMDEV_SPIN_NS.
+ */
+struct simdev_config {
+    uint32_t aicpu_threads; /* 1..SIMDEV_MAX_AICPU_THREADS; default 2 */
+    uint32_t aic_cores;     /* cube cores; default 1 */
+    uint32_t aiv_cores;     /* vector cores; default 2; aic+aiv in 1..SIMDEV_MAX_CORES */
+    uint64_t memory_bytes;  /* device memory capacity; default 1 GiB; > 0 */
+    uint32_t watchdog_ms;   /* a device function running longer loses the
+                               device; 0 = no watchdog; default 30000 */
+    uint32_t spin_ns;       /* how long an idle device thread spins before it
+                               parks; default 50000 (50 us) */
+};
+
+/* Writes the built-in defaults (not the environment) to *out. */
+int simdev_config_default(struct simdev_config *out);
+
+/*
+ * Sets the topology of `device` before its first use. INVALID_ARGUMENT for a
+ * bad id or out-of-range field; INVALID_STATE once the device has been used
+ * (its threads exist) — reset it first to change the topology.
+ */
+int simdev_device_configure(int device, const struct simdev_config *config);
+
+/* Writes the topology `device` has (or will have on first use) to *out. */
+int simdev_device_get_config(int device, struct simdev_config *out);
+
+/* Number of device ids (SIMDEV_MAX_DEVICES). */
+int simdev_device_count(int *count);
+
+/*
+ * Per-thread current device (default 0). Calls without a stream argument
+ * (malloc, sync copies, device sync, stream/event creation) act on it.
+ */
+int simdev_set_device(int device);
+int simdev_get_device(int *device);
+
+/* Waits until every stream of the current device is drained; returns the
+ * first carried stream error (clearing it, as simdev_stream_sync does). */
+int simdev_device_sync(void);
+
+/*
+ * Destroys everything `device` holds — streams, events, graphs, memory,
+ * threads — and returns it to the unused state (a lost device becomes usable
+ * again; its configuration is kept). Handles of the device become invalid.
+ * Blocks until every device function still running has returned.
+ */
+int simdev_device_reset(int device);
+
+/* 1 if `device` is lost (an unrecoverable fault happened), else 0. */
+int simdev_device_is_lost(int device);
+
+/* ----------------------------------------------------------------- memory */
+
+enum simdev_copy_kind {
+    SIMDEV_COPY_HOST_TO_DEVICE = 1,
+    SIMDEV_COPY_DEVICE_TO_HOST = 2,
+    SIMDEV_COPY_DEVICE_TO_DEVICE = 3,
+};
+
+struct simdev_mem_info {
+    uint64_t capacity;    /* configured memory_bytes */
+    uint64_t in_use;      /* bytes currently allocated */
+    uint64_t high_water;  /* largest in_use since first use / reset */
+    uint64_t allocations; /* live allocations */
+};
+
+/*
+ * Allocates `bytes` (> 0) of device memory on the current device, aligned to
+ * 64 bytes. OUT_OF_DEVICE_MEMORY when in_use + bytes would pass capacity.
+ * Forbidden from a thread that is capturing (CAPTURE_UNSUPPORTED; the
+ * capture is invalidated), in every capture mode.
+ */
+int simdev_malloc(void **dev_ptr, size_t bytes);
+
+/* Frees a pointer returned by simdev_malloc (NULL: no-op). INVALID_ARGUMENT
+ * for a pointer that is not a live allocation of the current device. */
+int simdev_free(void *dev_ptr);
+
+int simdev_mem_get_info(int device, struct simdev_mem_info *out);
+
+/*
+ * Synchronous copy on the current device: the device side of the copy must
+ * lie inside one live allocation (INVALID_ARGUMENT otherwise). Waits for
+ * nothing else. Forbidden from a capturing thread in strict mode.
+ */
+int simdev_memcpy(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind);
+
+/* ---------------------------------------------------------------- streams */
+
+typedef struct simdev_stream *simdev_stream_t;
+typedef struct simdev_event *simdev_event_t;
+typedef struct simdev_graph *simdev_graph_t;
+typedef struct simdev_graph_exec *simdev_graph_exec_t;
+
+/* Creates a stream on the current device. Ops run in FIFO order, on a
+ * device-side executor, asynchronously to the caller. */
+int simdev_stream_create(simdev_stream_t *out);
+
+/* Waits for the stream's pending work, then destroys it. INVALID_STATE while
+ * it is capturing. */
+int simdev_stream_destroy(simdev_stream_t stream);
+
+/*
+ * Waits until every op enqueued on `stream` so far has finished. Returns the
+ * error the stream carries (0 if none) and clears it, so the stream runs new
+ * work again. CAPTURE_UNSUPPORTED if the stream is capturing, or if the
+ * calling thread is capturing in strict mode (the capture is invalidated).
+ */
+int simdev_stream_sync(simdev_stream_t stream);
+
+/* 0 when drained and clean, NOT_READY while work is pending, else the carried
+ * error (not cleared). CAPTURE_UNSUPPORTED on a capturing stream. */
+int simdev_stream_query(simdev_stream_t stream);
+
+/* Async copy/memset: enqueue and return. Same range rules as simdev_memcpy. */
+int simdev_memcpy_async(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind,
+                        simdev_stream_t stream);
+int simdev_memset_async(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream);
+
+/* ---------------------------------------------------- device-side contexts */
+
+enum simdev_core_type { SIMDEV_CORE_AIC = 0, SIMDEV_CORE_AIV = 1 };
+
+struct simdev_core_regs; /* one core's register window */
+
+struct simdev_aicpu_ctx {
+    int device;
+    uint32_t thread_index; /* 0..thread_count-1 */
+    uint32_t thread_count; /* as launched */
+};
+
+struct simdev_core_ctx {
+    int device;
+    uint32_t core_id;             /* AIC cores are 0..aic_count-1, AIV after */
+    enum simdev_core_type core_type;
+    uint32_t core_count;          /* aic_count + aiv_count */
+    uint32_t aic_count;
+    uint32_t aiv_count;
+    struct simdev_core_regs *regs; /* this core's register window */
+};
+
+/*
+ * A device function returns 0 or a negative status; a negative status fails
+ * the op and the stream. `args` points to the launch's own copy of the
+ * argument bytes (args_size of them; NULL when 0), shared read-only by every
+ * thread of the launch.
+ */
+typedef int (*simdev_aicpu_fn)(const struct simdev_aicpu_ctx *ctx, const void *args,
+                               size_t args_size);
+typedef int (*simdev_aicore_fn)(const struct simdev_core_ctx *ctx, const void *args,
+                                size_t args_size);
+typedef int (*simdev_host_fn)(void *user_data);
+
+#define SIMDEV_MAX_LAUNCH_ARGS 4096
+
+/*
+ * Enqueues `fn` to run on `thread_count` AICPU threads at once (1..the
+ * device's aicpu_threads). The `args_size` bytes at `args` are copied before
+ * this returns, so the caller may reuse them at once. The op's status is the
+ * first nonzero status any thread returned.
+ */
+int simdev_launch_aicpu(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t thread_count,
+                        const void *args, size_t args_size);
+
+/* Enqueues `fn` to run once on every AICore (all at once), args copied as
+ * above. */
+int simdev_launch_aicore(simdev_stream_t stream, simdev_aicore_fn fn, const void *args,
+                         size_t args_size);
+
+/* Enqueues a host callback, run on the stream's executor in FIFO order; its
+ * nonzero return fails the stream. `user_data` is borrowed until it runs
+ * (in a graph: until the graph is destroyed). */
+int simdev_launch_host_func(simdev_stream_t stream, simdev_host_fn fn, void *user_data);
+
+/* ----------------------------------------------------------------- events */
+
+int simdev_event_create(simdev_event_t *out);
+/* Destroys the event; pending waits on it still complete. */
+int simdev_event_destroy(simdev_event_t event);
+
+/* Marks the current end of `stream`: the event completes when the stream
+ * reaches this point, carrying the stream's error at that point. */
+int simdev_event_record(simdev_event_t event, simdev_stream_t stream);
+
+/* Makes later work on `stream` wait for the event's most recent record (a
+ * never-recorded event is already complete). If that record carries an
+ * error, `stream` inherits it. */
+int simdev_stream_wait_event(simdev_stream_t stream, simdev_event_t event);
+
+/* 0 when the latest record completed clean (or none), NOT_READY while
+ * pending, else the error it carries. */
+int simdev_event_query(simdev_event_t event);
+
+/* Waits for the latest record; returns its carried error (0 if clean).
+ * Forbidden from a capturing thread in strict mode. */
+int simdev_event_sync(simdev_event_t event);
+
+/* ------------------------------------------------------ capture and graphs */
+
+enum simdev_capture_mode {
+    SIMDEV_CAPTURE_MODE_STRICT = 0,  /* default: sync calls from a capturing
+                                        thread fail and invalidate its capture */
+    SIMDEV_CAPTURE_MODE_RELAXED = 1, /* sync copies / synchronize allowed */
+};
+
+/*
+ * Starts recording on `stream`: later ops enqueued on it become graph nodes
+ * instead of running. The calling thread becomes a capturing thread until
+ * the capture ends. INVALID_STATE if the stream is already capturing.
+ */
+int simdev_stream_begin_capture(simdev_stream_t stream);
+
+/*
+ * Ends the capture begun on `stream` (the origin) and writes the graph.
+ * Every stream pulled into the capture leaves it. Fails — and discards the
+ * recording — with CAPTURE_INVALIDATED if a forbidden op happened during the
+ * capture, CAPTURE_UNJOINED if a stream pulled in did not join back into
+ * the origin stream, INVALID_STATE if `stream` is not the origin of a
+ * capture.
+ */
+int simdev_stream_end_capture(simdev_stream_t stream, simdev_graph_t *graph);
+
+/* 1 if the stream is capturing (as origin or pulled in), else 0; writes it
+ * to *capturing. */
+int simdev_stream_is_capturing(simdev_stream_t stream, int *capturing);
+
+/* Sets the calling thread's capture mode and writes the previous one to
+ * *mode (exchange, so it can be restored). */
+int simdev_thread_exchange_capture_mode(enum simdev_capture_mode *mode);
+
+/* Number of nodes (ops) in a graph. */
+int simdev_graph_node_count(simdev_graph_t graph, size_t *count);
+int simdev_graph_destroy(simdev_graph_t graph);
+
+/* Makes an executable graph; the graph may be destroyed afterwards. */
+int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph);
+
+/*
+ * Enqueues one replay of the graph on `stream`: every node runs with the
+ * arguments frozen at capture, branches captured on different streams run
+ * concurrently, and the replay completes when every node has. Replays of one
+ * executable graph never overlap. A failing node fails the replay, and the
+ * stream carries its error. CAPTURE_UNSUPPORTED on a capturing stream.
+ */
+int simdev_graph_launch(simdev_graph_exec_t exec, simdev_stream_t stream);
+int simdev_graph_exec_destroy(simdev_graph_exec_t exec);
+
+/* ------------------------------------------------------ register windows */
+
+/*
+ * Each AICore has a register window: a doorbell word written by the AICPU
+ * side and a condition word written by the core. Writes are release stores,
+ * reads acquire loads; a write wakes the other side if it is parked. The
+ * device runtime's dispatch protocol is built on these.
+ */
+
+/* The window of `core` on `device` (valid until the device is reset). */
+struct simdev_core_regs *simdev_core_regs_get(int device, uint32_t core);
+
+/* AICPU side: publish `value` in the core's doorbell (release; pairs with
+ * the acquire in simdev_core_wait_doorbell) and wake the core if parked. */
+void simdev_regs_ring_doorbell(struct simdev_core_regs *regs, uint64_t value);
+
+/* Acquire load of the core's condition word. */
+uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs);
+
+/* Core side: acquire load of the doorbell. */
+uint64_t simdev_regs_read_doorbell(const struct simdev_core_regs *regs);
+
+/*
+ * Core side: waits until the doorbell differs from `last_seen`, spinning for
+ * the device's spin_ns and then parking. Writes the new value to *value.
+ * TIMEOUT after `timeout_ns` (0 = wait forever); DEVICE_LOST if the device
+ * is lost while waiting.
+ */
+int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
+                              uint64_t timeout_ns, uint64_t *value);
+
+/* Core side: publish `value` in the condition word (release; pairs with the
+ * acquire in simdev_regs_read_cond / simdev_cond_wait) and wake a parked
+ * AICPU waiter. */
+void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value);
+
+/*
+ * AICPU side: every condition write on the device bumps a device-wide
+ * sequence. simdev_cond_seq reads it; simdev_cond_wait waits (spin, then
+ * park) until it differs from `seen`, so a scheduler can watch many cores at
+ * once. TIMEOUT after timeout_ns (0 = forever); DEVICE_LOST as above.
+ */
+uint64_t simdev_cond_seq(int device);
+int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns);
+
+/* Monotonic device clock in nanoseconds. */
+uint64_t simdev_clock_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIMPLER_SIMDEV_H */

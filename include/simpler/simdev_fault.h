@@ -1,0 +1,61 @@
+/*
+ * simpler/simdev_fault.h — test-only fault injection and op counters.
+ *
+ * Owns: the interface tests of the layers above the device use to make the
+ * Nth device operation of a kind fail, and to count what a call did. Not for
+ * production code: nothing in src/ outside src/simdev may include it.
+ *
+ * Counting: every call of a kind that passes argument and state checks is an
+ * *attempt*. An armed fault counts attempts of its kind from the moment it is
+ * armed; the Nth attempt fails with the armed code and does nothing at all
+ * (no work enqueued, nothing allocated or destroyed); the fault then disarms.
+ * Every attempt that is not failed this way is *performed* and counted.
+ */
+#ifndef SIMPLER_SIMDEV_FAULT_H
+#define SIMPLER_SIMDEV_FAULT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum simdev_op_kind {
+    SIMDEV_OP_STREAM_CREATE = 0,
+    SIMDEV_OP_STREAM_DESTROY,
+    SIMDEV_OP_EVENT_CREATE,
+    SIMDEV_OP_EVENT_DESTROY,
+    SIMDEV_OP_MALLOC,
+    SIMDEV_OP_FREE,
+    SIMDEV_OP_COPY,   /* simdev_memcpy, simdev_memcpy_async, simdev_memset_async */
+    SIMDEV_OP_LAUNCH, /* simdev_launch_aicpu, simdev_launch_aicore, simdev_launch_host_func */
+    SIMDEV_OP_RECORD, /* simdev_event_record */
+    SIMDEV_OP_WAIT,   /* simdev_stream_wait_event */
+    SIMDEV_OP_SYNC,   /* simdev_stream_sync, simdev_event_sync, simdev_device_sync */
+    SIMDEV_OP_GRAPH_LAUNCH,
+    SIMDEV_OP_KIND_COUNT
+};
+
+/*
+ * Arms one fault on `device`: the `nth` (>= 1) attempt of `kind` from now
+ * fails with `code` (negative). Re-arming a kind replaces its fault.
+ */
+int simdev_fault_inject(int device, enum simdev_op_kind kind, uint64_t nth, int code);
+
+/* Disarms every fault on `device`. */
+int simdev_fault_clear(int device);
+
+/* Writes the number of performed ops of `kind` on `device` to *count. */
+int simdev_op_count(int device, enum simdev_op_kind kind, uint64_t *count);
+
+/* Zeroes every op counter of `device`. */
+int simdev_op_counts_reset(int device);
+
+/* Name of a kind ("malloc", "launch", ...); "unknown" when out of range. */
+const char *simdev_op_kind_name(enum simdev_op_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIMPLER_SIMDEV_FAULT_H */
