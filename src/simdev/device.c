@@ -1,0 +1,535 @@
+/*
+ * simdev/device.c — devices: topology, lifecycle, device threads, launches.
+ *
+ * Owns: the device table, the per-thread current device, configuration,
+ * the persistent AICPU and AICore threads, gang-scheduled launches and the
+ * watchdog that loses a device, and device reset. Does not own streams,
+ * events or graphs (their own files), only the lists that let reset destroy
+ * them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev/internal.h"
+
+static struct sd_device g_devices[SIMDEV_MAX_DEVICES];
+static pthread_once_t g_devices_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_started[SIMDEV_MAX_DEVICES]; /* release: device fully started */
+static _Thread_local int tls_current_device;
+
+static void devices_init(void)
+{
+    for (int i = 0; i < SIMDEV_MAX_DEVICES; i++) {
+        struct sd_device *dev = &g_devices[i];
+        dev->id = i;
+        pthread_mutex_init(&dev->lock, NULL);
+        pthread_mutex_init(&dev->pool_lock, NULL);
+        pthread_cond_init(&dev->pool_cond, NULL);
+        pthread_mutex_init(&dev->mem_lock, NULL);
+    }
+}
+
+struct sd_device *sd_device_peek(int id)
+{
+    if (id < 0 || id >= SIMDEV_MAX_DEVICES)
+        return NULL;
+    pthread_once(&g_devices_once, devices_init);
+    return &g_devices[id];
+}
+
+/* ----------------------------------------------------------- configuration */
+
+int simdev_config_default(struct simdev_config *out)
+{
+    if (!out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    out->aicpu_threads = 2;
+    out->aic_cores = 1;
+    out->aiv_cores = 2;
+    out->memory_bytes = 1ull << 30;
+    out->watchdog_ms = 30000;
+    out->spin_ns = 50000;
+    return 0;
+}
+
+static int config_check(const struct simdev_config *c)
+{
+    uint64_t cores = (uint64_t)c->aic_cores + c->aiv_cores;
+    if (c->aicpu_threads < 1 || c->aicpu_threads > SIMDEV_MAX_AICPU_THREADS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (cores < 1 || cores > SIMDEV_MAX_CORES || c->memory_bytes == 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return 0;
+}
+
+/* Reads one numeric environment override; ignores a malformed value. */
+static void env_u64(const char *name, uint64_t *value)
+{
+    const char *text = getenv(name);
+    if (!text || !*text)
+        return;
+    char *end = NULL;
+    unsigned long long parsed = strtoull(text, &end, 0);
+    if (end && *end == '\0')
+        *value = parsed;
+    else
+        fprintf(stderr, "simdev: ignoring malformed %s=%s\n", name, text);
+}
+
+static void env_u32(const char *name, uint32_t *value)
+{
+    uint64_t wide = *value;
+    env_u64(name, &wide);
+    if (wide <= UINT32_MAX)
+        *value = (uint32_t)wide;
+}
+
+static void config_from_env(struct simdev_config *c)
+{
+    simdev_config_default(c);
+    struct simdev_config env = *c;
+    env_u32("SIMDEV_AICPU_THREADS", &env.aicpu_threads);
+    env_u32("SIMDEV_AIC_CORES", &env.aic_cores);
+    env_u32("SIMDEV_AIV_CORES", &env.aiv_cores);
+    env_u64("SIMDEV_MEMORY_BYTES", &env.memory_bytes);
+    env_u32("SIMDEV_WATCHDOG_MS", &env.watchdog_ms);
+    env_u32("SIMDEV_SPIN_NS", &env.spin_ns);
+    if (config_check(&env) == 0)
+        *c = env;
+    else
+        fprintf(stderr, "simdev: environment topology out of range; using defaults\n");
+}
+
+int simdev_device_configure(int device, const struct simdev_config *config)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (!dev || !config || config_check(config) != 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&dev->lock);
+    int rc = 0;
+    if (dev->started) {
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    } else {
+        dev->config = *config;
+        dev->configured = true;
+    }
+    pthread_mutex_unlock(&dev->lock);
+    return rc;
+}
+
+int simdev_device_get_config(int device, struct simdev_config *out)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (!dev || !out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&dev->lock);
+    if (dev->configured)
+        *out = dev->config;
+    else
+        config_from_env(out);
+    pthread_mutex_unlock(&dev->lock);
+    return 0;
+}
+
+int simdev_device_count(int *count)
+{
+    if (!count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    *count = SIMDEV_MAX_DEVICES;
+    return 0;
+}
+
+int simdev_set_device(int device)
+{
+    if (!sd_device_peek(device))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    tls_current_device = device;
+    return 0;
+}
+
+int simdev_get_device(int *device)
+{
+    if (!device)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    *device = tls_current_device;
+    return 0;
+}
+
+int simdev_device_is_lost(int device)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    return dev && sd_device_lost(dev) ? 1 : 0;
+}
+
+/* ---------------------------------------------------------- device threads */
+
+static bool worker_has_job(void *arg)
+{
+    struct sd_worker *w = arg;
+    /* acquire: pairs with the release store of the job in launch_assign */
+    return atomic_load_explicit(&w->job, memory_order_acquire) != NULL ||
+           atomic_load_explicit(&w->dev->stopping, memory_order_acquire);
+}
+
+static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
+{
+    struct sd_device *dev = w->dev;
+    int status;
+    if (w->is_core) {
+        struct simdev_core_ctx ctx = {
+            .device = dev->id,
+            .core_id = w->index,
+            .core_type = w->index < dev->config.aic_cores ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV,
+            .core_count = dev->config.aic_cores + dev->config.aiv_cores,
+            .aic_count = dev->config.aic_cores,
+            .aiv_count = dev->config.aiv_cores,
+            .regs = &dev->regs[w->index],
+        };
+        status = job->aicore_fn(&ctx, job->args_copy, job->args_size);
+    } else {
+        struct simdev_aicpu_ctx ctx = {
+            .device = dev->id,
+            .thread_index = index,
+            .thread_count = job->thread_count,
+        };
+        status = job->aicpu_fn(&ctx, job->args_copy, job->args_size);
+    }
+    if (status != 0) {
+        int expected = 0;
+        atomic_compare_exchange_strong_explicit(&job->status, &expected, status,
+                                                memory_order_relaxed, memory_order_relaxed);
+    }
+    /* acq_rel: the last finisher's release publishes every thread's status
+     * write; pairs with the acquire in job_done. */
+    if (atomic_fetch_sub_explicit(&job->remaining, 1, memory_order_acq_rel) == 1)
+        sd_wake(&job->done);
+}
+
+static void *worker_main(void *arg)
+{
+    struct sd_worker *w = arg;
+    for (;;) {
+        sd_wait(&w->wake, worker_has_job, w, w->dev->config.spin_ns, 0, NULL);
+        /* acquire: pairs with the release store in launch_assign */
+        struct sd_job *job = atomic_exchange_explicit(&w->job, NULL, memory_order_acquire);
+        if (!job) {
+            if (atomic_load_explicit(&w->dev->stopping, memory_order_acquire))
+                break;
+            continue;
+        }
+        /* AICPU workers find their thread index in the job's index table. */
+        uint32_t index = 0;
+        if (!w->is_core) {
+            uint32_t *indices = (uint32_t *)((unsigned char *)job + sizeof(*job));
+            index = indices[w->index];
+        }
+        run_job(w, job, index);
+        w->ran_jobs++;
+    }
+    return NULL;
+}
+
+static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint32_t count,
+                         bool is_core)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        struct sd_worker *w = &workers[i];
+        memset(w, 0, sizeof(*w));
+        w->dev = dev;
+        w->is_core = is_core;
+        w->index = i;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            return (int)i + 1; /* 1-based count of threads to keep */
+    }
+    return 0;
+}
+
+static void stop_workers(struct sd_device *dev, struct sd_worker *workers, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        sd_wake(&workers[i].wake);
+    for (uint32_t i = 0; i < count; i++)
+        pthread_join(workers[i].thread, NULL);
+    (void)dev;
+}
+
+/* Starts the device's threads. Caller must hold dev->lock. */
+static int device_start(struct sd_device *dev)
+{
+    if (!dev->configured) {
+        config_from_env(&dev->config);
+        dev->configured = true;
+    }
+    uint32_t ncores = dev->config.aic_cores + dev->config.aiv_cores;
+    int rc = sd_regs_create(dev);
+    if (rc != 0)
+        return rc;
+    atomic_store(&dev->stopping, 0);
+    atomic_store(&dev->lost, 0);
+    dev->aicpu_free = dev->config.aicpu_threads;
+    memset(dev->aicpu_busy, 0, sizeof(dev->aicpu_busy));
+    dev->cores_busy = false;
+    dev->next_ticket = dev->serving_ticket = 0;
+    dev->in_use = dev->high_water = 0;
+
+    int made = start_workers(dev, dev->aicpu, dev->config.aicpu_threads, false);
+    if (made == 0) {
+        int made_cores = start_workers(dev, dev->cores, ncores, true);
+        if (made_cores == 0) {
+            dev->started = true;
+            atomic_store_explicit(&g_started[dev->id], 1, memory_order_release);
+            return 0;
+        }
+        atomic_store(&dev->stopping, 1);
+        stop_workers(dev, dev->cores, (uint32_t)made_cores - 1);
+        made = (int)dev->config.aicpu_threads + 1;
+    }
+    atomic_store(&dev->stopping, 1);
+    stop_workers(dev, dev->aicpu, (uint32_t)made - 1);
+    sd_regs_destroy(dev);
+    return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+}
+
+int sd_device_acquire(int id, struct sd_device **out)
+{
+    struct sd_device *dev = sd_device_peek(id);
+    if (!dev)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    /* acquire: pairs with the release in device_start */
+    if (!atomic_load_explicit(&g_started[id], memory_order_acquire)) {
+        pthread_mutex_lock(&dev->lock);
+        int rc = dev->started ? 0 : device_start(dev);
+        pthread_mutex_unlock(&dev->lock);
+        if (rc != 0)
+            return rc;
+    }
+    if (sd_device_lost(dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    *out = dev;
+    return 0;
+}
+
+int sd_device_current(struct sd_device **out)
+{
+    return sd_device_acquire(tls_current_device, out);
+}
+
+/* --------------------------------------------------------------- launches */
+
+static bool job_done(void *arg)
+{
+    struct sd_job *job = arg;
+    /* acquire: pairs with the last finisher's acq_rel in run_job */
+    return atomic_load_explicit(&job->remaining, memory_order_acquire) == 0;
+}
+
+/* Jobs in flight, so losing the device can wake their launchers. Caller must
+ * hold pool_lock. */
+static struct sd_job *g_inflight[SIMDEV_MAX_DEVICES][SIMDEV_MAX_AICPU_THREADS + 1];
+
+static void inflight_set(struct sd_device *dev, struct sd_job *job, struct sd_job *value)
+{
+    for (int i = 0; i <= SIMDEV_MAX_AICPU_THREADS; i++) {
+        if (g_inflight[dev->id][i] == job) {
+            g_inflight[dev->id][i] = value;
+            return;
+        }
+    }
+}
+
+void sd_device_mark_lost(struct sd_device *dev)
+{
+    int was = atomic_exchange_explicit(&dev->lost, 1, memory_order_acq_rel);
+    if (was)
+        return;
+    fprintf(stderr, "simdev: device %d lost: a device function exceeded the %u ms watchdog\n",
+            dev->id, dev->config.watchdog_ms);
+    pthread_mutex_lock(&dev->pool_lock);
+    for (int i = 0; i <= SIMDEV_MAX_AICPU_THREADS; i++)
+        if (g_inflight[dev->id][i])
+            sd_wake(&g_inflight[dev->id][i]->done);
+    pthread_cond_broadcast(&dev->pool_cond);
+    pthread_mutex_unlock(&dev->pool_lock);
+    sd_wake(&dev->cond_word);
+    sd_regs_wake_all(dev);
+}
+
+/* Takes the threads the launch needs, in ticket order. Returns 0 or
+ * DEVICE_LOST. Fills workers[] with the chosen workers. */
+static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
+                               struct sd_worker **workers)
+{
+    pthread_mutex_lock(&dev->pool_lock);
+    uint64_t ticket = dev->next_ticket++;
+    for (;;) {
+        if (sd_device_lost(dev)) {
+            /* Let later tickets see the loss too. */
+            if (dev->serving_ticket == ticket)
+                dev->serving_ticket++;
+            pthread_cond_broadcast(&dev->pool_cond);
+            pthread_mutex_unlock(&dev->pool_lock);
+            return PTO_RUNTIME_ERR_DEVICE_LOST;
+        }
+        bool available = on_cores ? !dev->cores_busy : dev->aicpu_free >= job->thread_count;
+        if (dev->serving_ticket == ticket && available)
+            break;
+        pthread_cond_wait(&dev->pool_cond, &dev->pool_lock);
+    }
+    if (on_cores) {
+        dev->cores_busy = true;
+        for (uint32_t i = 0; i < job->thread_count; i++)
+            workers[i] = &dev->cores[i];
+    } else {
+        uint32_t taken = 0;
+        uint32_t *indices = (uint32_t *)((unsigned char *)job + sizeof(*job));
+        for (uint32_t i = 0; i < dev->config.aicpu_threads && taken < job->thread_count; i++) {
+            if (!dev->aicpu_busy[i]) {
+                dev->aicpu_busy[i] = true;
+                indices[i] = taken;
+                workers[taken++] = &dev->aicpu[i];
+            }
+        }
+        dev->aicpu_free -= job->thread_count;
+    }
+    inflight_set(dev, NULL, job);
+    dev->serving_ticket++;
+    pthread_cond_broadcast(&dev->pool_cond);
+    pthread_mutex_unlock(&dev->pool_lock);
+    return 0;
+}
+
+static void launch_return_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
+                                  struct sd_worker **workers)
+{
+    pthread_mutex_lock(&dev->pool_lock);
+    if (on_cores) {
+        dev->cores_busy = false;
+    } else {
+        for (uint32_t i = 0; i < job->thread_count; i++)
+            dev->aicpu_busy[workers[i]->index] = false;
+        dev->aicpu_free += job->thread_count;
+    }
+    inflight_set(dev, job, NULL);
+    pthread_cond_broadcast(&dev->pool_cond);
+    pthread_mutex_unlock(&dev->pool_lock);
+}
+
+/* The job is still referenced by hung device threads: keep it until reset. */
+static void launch_abandon(struct sd_device *dev, struct sd_job *job)
+{
+    pthread_mutex_lock(&dev->pool_lock);
+    inflight_set(dev, job, NULL);
+    job->next_abandoned = dev->abandoned;
+    dev->abandoned = job;
+    pthread_mutex_unlock(&dev->pool_lock);
+}
+
+int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op)
+{
+    bool on_cores = op->type == SD_OP_AICORE;
+    uint32_t count = on_cores ? dev->config.aic_cores + dev->config.aiv_cores
+                              : op->u.aicpu.thread_count;
+    /* The job carries its own copy of the args (a hung launch must not read
+     * memory its op's owner frees) and the AICPU index table. */
+    size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
+    struct sd_job *job = calloc(1, sizeof(*job) + index_bytes + op->args_size);
+    if (!job)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    if (on_cores)
+        job->aicore_fn = op->u.aicore.fn;
+    else
+        job->aicpu_fn = op->u.aicpu.fn;
+    job->args_size = op->args_size;
+    job->thread_count = count;
+    atomic_init(&job->remaining, count);
+    if (op->args_size) {
+        job->args_copy = (unsigned char *)job + sizeof(*job) + index_bytes;
+        memcpy(job->args_copy, op->args, op->args_size);
+    }
+    struct sd_worker *workers[SIMDEV_MAX_CORES];
+    int rc = launch_take_threads(dev, job, on_cores, workers);
+    if (rc != 0) {
+        free(job);
+        return rc;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        /* release: publishes the job; pairs with the acquire in worker_has_job */
+        atomic_store_explicit(&workers[i]->job, job, memory_order_release);
+        sd_wake(&workers[i]->wake);
+    }
+    uint64_t deadline = 0;
+    if (dev->config.watchdog_ms)
+        deadline = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
+    rc = sd_wait(&job->done, job_done, job, dev->config.spin_ns, deadline, &dev->lost);
+    if (rc == 0) {
+        launch_return_threads(dev, job, on_cores, workers);
+        int status = atomic_load_explicit(&job->status, memory_order_relaxed);
+        free(job);
+        return status;
+    }
+    if (rc == PTO_RUNTIME_ERR_TIMEOUT)
+        sd_device_mark_lost(dev);
+    /* Hung threads still reference the job (never the op): keep it. */
+    launch_abandon(dev, job);
+    return PTO_RUNTIME_ERR_DEVICE_LOST;
+}
+
+/* ------------------------------------------------------------------ reset */
+
+int simdev_device_reset(int device)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (!dev)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&dev->lock);
+    if (!dev->started) {
+        pthread_mutex_unlock(&dev->lock);
+        sd_fault_reset(dev);
+        return 0;
+    }
+    sd_capture_abort_device(dev);
+    struct simdev_stream *streams = dev->streams;
+    struct simdev_graph_exec *execs = dev->execs;
+    struct simdev_graph *graphs = dev->graphs;
+    struct simdev_event *events = dev->events;
+    dev->streams = NULL;
+    dev->execs = NULL;
+    dev->graphs = NULL;
+    dev->events = NULL;
+    pthread_mutex_unlock(&dev->lock);
+
+    /* Streams first: their pending ops hold references to graphs and event
+     * records. */
+    while (streams) {
+        struct simdev_stream *next = streams->next_in_device;
+        sd_stream_teardown(streams);
+        streams = next;
+    }
+    sd_graph_exec_teardown_list(execs);
+    sd_graph_teardown_list(graphs);
+    while (events) {
+        struct simdev_event *next = events->next_in_device;
+        sd_event_teardown(events);
+        events = next;
+    }
+
+    pthread_mutex_lock(&dev->lock);
+    atomic_store_explicit(&dev->stopping, 1, memory_order_release);
+    stop_workers(dev, dev->aicpu, dev->config.aicpu_threads);
+    stop_workers(dev, dev->cores, dev->config.aic_cores + dev->config.aiv_cores);
+    while (dev->abandoned) {
+        struct sd_job *next = dev->abandoned->next_abandoned;
+        free(dev->abandoned);
+        dev->abandoned = next;
+    }
+    sd_memory_release_all(dev);
+    sd_regs_destroy(dev);
+    memset(g_inflight[dev->id], 0, sizeof(g_inflight[dev->id]));
+    atomic_store_explicit(&g_started[dev->id], 0, memory_order_release);
+    dev->started = false;
+    atomic_store(&dev->lost, 0);
+    pthread_mutex_unlock(&dev->lock);
+    sd_fault_reset(dev);
+    return 0;
+}

@@ -1,0 +1,242 @@
+/*
+ * simdev/event.c — events: record, cross-stream wait, query, synchronize.
+ *
+ * Owns: events and their records. Each record is a separate, reference-
+ * counted object completed by the stream that reaches it, so a wait always
+ * targets the record that was latest when the wait was enqueued, and an
+ * event can be re-recorded or destroyed while waits on it are pending.
+ * Records made inside a capture are edges of the graph, handled by
+ * capture.c.
+ */
+#include <stdlib.h>
+
+#include "simdev/internal.h"
+
+struct sd_event_record *sd_record_new(void)
+{
+    struct sd_event_record *record = calloc(1, sizeof(*record));
+    if (!record)
+        return NULL;
+    atomic_init(&record->refs, 1);
+    pthread_mutex_init(&record->lock, NULL);
+    pthread_cond_init(&record->cond, NULL);
+    return record;
+}
+
+void sd_record_ref(struct sd_event_record *record)
+{
+    atomic_fetch_add_explicit(&record->refs, 1, memory_order_relaxed);
+}
+
+void sd_record_unref(struct sd_event_record *record)
+{
+    /* acq_rel: the last owner sees every other owner's writes before freeing */
+    if (atomic_fetch_sub_explicit(&record->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (record->capture)
+        sd_capture_unref(record->capture);
+    free(record->capture_tail);
+    pthread_cond_destroy(&record->cond);
+    pthread_mutex_destroy(&record->lock);
+    free(record);
+}
+
+void sd_record_complete(struct sd_event_record *record, int status)
+{
+    pthread_mutex_lock(&record->lock);
+    record->status = status;
+    /* release: pairs with the acquire in record_is_done */
+    atomic_store_explicit(&record->done, 1, memory_order_release);
+    pthread_cond_broadcast(&record->cond);
+    pthread_mutex_unlock(&record->lock);
+}
+
+static bool record_is_done(const struct sd_event_record *record)
+{
+    /* acquire: pairs with the release in sd_record_complete */
+    return atomic_load_explicit(&((struct sd_event_record *)record)->done, memory_order_acquire);
+}
+
+int sd_record_wait(struct sd_event_record *record)
+{
+    pthread_mutex_lock(&record->lock);
+    while (!record_is_done(record))
+        pthread_cond_wait(&record->cond, &record->lock);
+    int status = record->status;
+    pthread_mutex_unlock(&record->lock);
+    return status;
+}
+
+/* The event's latest record with a reference taken, or NULL. */
+static struct sd_event_record *latest_record(struct simdev_event *event)
+{
+    pthread_mutex_lock(&event->lock);
+    struct sd_event_record *record = event->latest;
+    if (record)
+        sd_record_ref(record);
+    pthread_mutex_unlock(&event->lock);
+    return record;
+}
+
+int simdev_event_create(simdev_event_t *out)
+{
+    if (!out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev;
+    int rc = sd_device_current(&dev);
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(dev, SIMDEV_OP_EVENT_CREATE);
+    if (rc != 0)
+        return rc;
+    struct simdev_event *event = calloc(1, sizeof(*event));
+    if (!event)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    event->dev = dev;
+    pthread_mutex_init(&event->lock, NULL);
+    pthread_mutex_lock(&dev->lock);
+    event->next_in_device = dev->events;
+    dev->events = event;
+    pthread_mutex_unlock(&dev->lock);
+    sd_count(dev, SIMDEV_OP_EVENT_CREATE);
+    *out = event;
+    return 0;
+}
+
+void sd_event_teardown(struct simdev_event *event)
+{
+    if (event->latest)
+        sd_record_unref(event->latest);
+    pthread_mutex_destroy(&event->lock);
+    free(event);
+}
+
+int simdev_event_destroy(simdev_event_t event)
+{
+    if (!event)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = event->dev;
+    int rc = sd_fault_check(dev, SIMDEV_OP_EVENT_DESTROY);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&dev->lock);
+    SD_LIST_REMOVE(&dev->events, event, struct simdev_event, next_in_device);
+    pthread_mutex_unlock(&dev->lock);
+    sd_event_teardown(event);
+    sd_count(dev, SIMDEV_OP_EVENT_DESTROY);
+    return 0;
+}
+
+/* Replaces the event's latest record (takes the caller's reference). */
+void sd_event_set_latest(struct simdev_event *event, struct sd_event_record *record)
+{
+    pthread_mutex_lock(&event->lock);
+    struct sd_event_record *old = event->latest;
+    event->latest = record;
+    pthread_mutex_unlock(&event->lock);
+    if (old)
+        sd_record_unref(old);
+}
+
+int simdev_event_record(simdev_event_t event, simdev_stream_t stream)
+{
+    if (!event || !stream || event->dev != stream->dev)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = stream->dev;
+    if (sd_device_lost(dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    int rc = sd_fault_check(dev, SIMDEV_OP_RECORD);
+    if (rc != 0)
+        return rc;
+    int status;
+    if (sd_capture_record(event, stream, &status)) {
+        if (status == 0)
+            sd_count(dev, SIMDEV_OP_RECORD);
+        return status;
+    }
+    struct sd_event_record *record = sd_record_new();
+    struct sd_op *op = record ? sd_op_new(SD_OP_RECORD, NULL, 0) : NULL;
+    if (!op) {
+        if (record)
+            sd_record_unref(record);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    sd_record_ref(record); /* one for the op, one for the event */
+    op->u.record = record;
+    sd_stream_submit(stream, op);
+    sd_event_set_latest(event, record);
+    sd_count(dev, SIMDEV_OP_RECORD);
+    return 0;
+}
+
+int simdev_stream_wait_event(simdev_stream_t stream, simdev_event_t event)
+{
+    if (!event || !stream || event->dev != stream->dev)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = stream->dev;
+    if (sd_device_lost(dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    int rc = sd_fault_check(dev, SIMDEV_OP_WAIT);
+    if (rc != 0)
+        return rc;
+    struct sd_event_record *record = latest_record(event);
+    int status;
+    if (sd_capture_wait(stream, record, &status)) {
+        if (record)
+            sd_record_unref(record);
+        if (status == 0)
+            sd_count(dev, SIMDEV_OP_WAIT);
+        return status;
+    }
+    struct sd_op *op = sd_op_new(SD_OP_WAIT, NULL, 0);
+    if (!op) {
+        if (record)
+            sd_record_unref(record);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    op->u.record = record; /* the op owns the reference; NULL: no-op */
+    sd_stream_submit(stream, op);
+    sd_count(dev, SIMDEV_OP_WAIT);
+    return 0;
+}
+
+int simdev_event_query(simdev_event_t event)
+{
+    if (!event)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (sd_device_lost(event->dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    struct sd_event_record *record = latest_record(event);
+    if (!record)
+        return 0;
+    /* A record of a finished capture is done with status 0: nothing to
+     * wait for. */
+    int status = sd_capture_forbid_record(record);
+    if (status == 0)
+        status = record_is_done(record) ? record->status : PTO_RUNTIME_ERR_NOT_READY;
+    sd_record_unref(record);
+    return status;
+}
+
+int simdev_event_sync(simdev_event_t event)
+{
+    if (!event)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = event->dev;
+    int rc = sd_capture_check_sync();
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(dev, SIMDEV_OP_SYNC);
+    if (rc != 0)
+        return rc;
+    struct sd_event_record *record = latest_record(event);
+    int status = sd_capture_forbid_record(record);
+    if (status == 0 && record)
+        status = sd_record_wait(record);
+    if (record)
+        sd_record_unref(record);
+    sd_count(dev, SIMDEV_OP_SYNC);
+    if (status == 0 && sd_device_lost(dev))
+        status = PTO_RUNTIME_ERR_DEVICE_LOST;
+    return status;
+}

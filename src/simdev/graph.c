@@ -1,0 +1,377 @@
+/*
+ * simdev/graph.c — graphs captured from streams, and their replay.
+ *
+ * Owns: graphs (the nodes a capture recorded), executable graphs
+ * (instantiated copies with one lane per captured stream) and replay. A
+ * replay runs lane 0 on the launching stream's executor and every other lane
+ * on a helper thread the executable graph owns, so branches captured on
+ * different streams run concurrently, as they did eagerly; a node starts
+ * when the nodes it depends on (its lane predecessor and its cross-lane
+ * edges) have finished in this replay.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev/internal.h"
+
+struct lane_helper {
+    struct simdev_graph_exec *exec;
+    pthread_t thread;
+    uint32_t lane;
+    struct sd_waitword wake;
+    _Atomic uint64_t start_gen; /* release: replay `gen` may start */
+    _Atomic uint64_t done_gen;  /* release: replay `gen` finished */
+};
+
+struct simdev_graph_exec {
+    struct sd_device *dev;
+    struct simdev_graph_exec *next_in_device; /* caller must hold dev->lock */
+    _Atomic uint32_t refs; /* the owner's, and one per enqueued launch */
+    struct sd_gnode *nodes;
+    size_t node_count;
+    uint32_t lane_count;
+    size_t **lane_nodes; /* node ids of each lane, in capture order */
+    size_t *lane_length;
+
+    pthread_mutex_t replay_lock; /* replays never overlap */
+    uint64_t gen;                /* current replay; guarded by replay_lock */
+    _Atomic uint64_t *node_done_gen;
+    int *node_status;            /* written before node_done_gen is released */
+    struct sd_waitword progress; /* bumped whenever a node or lane finishes */
+    struct lane_helper *helpers; /* lanes 1..lane_count-1 */
+    _Atomic int stopping;
+};
+
+/* ------------------------------------------------------------------ nodes */
+
+void sd_gnodes_free(struct sd_gnode *nodes, size_t count)
+{
+    if (!nodes)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        sd_op_free(nodes[i].op);
+        free(nodes[i].deps);
+    }
+    free(nodes);
+}
+
+/* Deep copy of a node array (ops with their argument bytes, dependency
+ * lists). NULL when out of memory. */
+static struct sd_gnode *gnodes_clone(const struct sd_gnode *nodes, size_t count)
+{
+    struct sd_gnode *copy = calloc(count ? count : 1, sizeof(*copy));
+    if (!copy)
+        return NULL;
+    for (size_t i = 0; i < count; i++) {
+        copy[i] = nodes[i];
+        copy[i].op = sd_op_clone(nodes[i].op);
+        copy[i].deps = malloc((nodes[i].dep_count ? nodes[i].dep_count : 1) * sizeof(size_t));
+        if (!copy[i].op || !copy[i].deps) {
+            sd_op_free(copy[i].op);
+            free(copy[i].deps);
+            sd_gnodes_free(copy, i);
+            return NULL;
+        }
+        if (nodes[i].dep_count)
+            memcpy(copy[i].deps, nodes[i].deps, nodes[i].dep_count * sizeof(size_t));
+    }
+    return copy;
+}
+
+/* ----------------------------------------------------------------- graphs */
+
+int sd_graph_from_capture(struct sd_device *dev, struct sd_gnode *nodes, size_t node_count,
+                          uint32_t lane_count, struct simdev_graph **out)
+{
+    struct simdev_graph *graph = calloc(1, sizeof(*graph));
+    if (!graph) {
+        sd_gnodes_free(nodes, node_count);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    graph->dev = dev;
+    graph->nodes = nodes;
+    graph->node_count = node_count;
+    graph->lane_count = lane_count;
+    pthread_mutex_lock(&dev->lock);
+    graph->next_in_device = dev->graphs;
+    dev->graphs = graph;
+    pthread_mutex_unlock(&dev->lock);
+    *out = graph;
+    return 0;
+}
+
+int simdev_graph_node_count(simdev_graph_t graph, size_t *count)
+{
+    if (!graph || !count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    *count = graph->node_count;
+    return 0;
+}
+
+static void graph_free(struct simdev_graph *graph)
+{
+    sd_gnodes_free(graph->nodes, graph->node_count);
+    free(graph);
+}
+
+int simdev_graph_destroy(simdev_graph_t graph)
+{
+    if (!graph)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&graph->dev->lock);
+    SD_LIST_REMOVE(&graph->dev->graphs, graph, struct simdev_graph, next_in_device);
+    pthread_mutex_unlock(&graph->dev->lock);
+    graph_free(graph);
+    return 0;
+}
+
+void sd_graph_teardown_list(struct simdev_graph *graphs)
+{
+    while (graphs) {
+        struct simdev_graph *next = graphs->next_in_device;
+        graph_free(graphs);
+        graphs = next;
+    }
+}
+
+/* ----------------------------------------------------------------- replay */
+
+struct node_wait {
+    struct simdev_graph_exec *exec;
+    size_t node;
+    uint64_t gen;
+};
+
+static bool node_finished(void *arg)
+{
+    struct node_wait *w = arg;
+    /* acquire: pairs with the release in run_lane after the node ran */
+    return atomic_load_explicit(&w->exec->node_done_gen[w->node], memory_order_acquire) >= w->gen;
+}
+
+/* Runs one lane of replay `gen`; a node after a failure in its lane, or
+ * after a failed dependency, is skipped with that failure. */
+static void run_lane(struct simdev_graph_exec *exec, uint32_t lane, uint64_t gen)
+{
+    struct sd_device *dev = exec->dev;
+    int carried = 0;
+    for (size_t i = 0; i < exec->lane_length[lane]; i++) {
+        size_t id = exec->lane_nodes[lane][i];
+        const struct sd_gnode *node = &exec->nodes[id];
+        for (size_t d = 0; d < node->dep_count; d++) {
+            struct node_wait w = {.exec = exec, .node = node->deps[d], .gen = gen};
+            sd_wait(&exec->progress, node_finished, &w, dev->config.spin_ns, 0, NULL);
+            if (carried == 0)
+                carried = exec->node_status[node->deps[d]];
+        }
+        int status = carried ? carried : sd_op_run(dev, node->op);
+        exec->node_status[id] = status;
+        /* release: publishes node_status; pairs with node_finished */
+        atomic_store_explicit(&exec->node_done_gen[id], gen, memory_order_release);
+        sd_wake(&exec->progress);
+        carried = status;
+    }
+}
+
+static bool helper_has_work(void *arg)
+{
+    struct lane_helper *h = arg;
+    /* acquire: pairs with the release of start_gen in sd_graph_exec_run */
+    return atomic_load_explicit(&h->start_gen, memory_order_acquire) >
+               atomic_load_explicit(&h->done_gen, memory_order_relaxed) ||
+           atomic_load_explicit(&h->exec->stopping, memory_order_acquire);
+}
+
+static void *helper_main(void *arg)
+{
+    struct lane_helper *h = arg;
+    struct simdev_graph_exec *exec = h->exec;
+    for (;;) {
+        sd_wait(&h->wake, helper_has_work, h, exec->dev->config.spin_ns, 0, NULL);
+        if (atomic_load_explicit(&exec->stopping, memory_order_acquire))
+            break;
+        uint64_t gen = atomic_load_explicit(&h->start_gen, memory_order_acquire);
+        run_lane(exec, h->lane, gen);
+        /* release: pairs with the acquire in helper_finished */
+        atomic_store_explicit(&h->done_gen, gen, memory_order_release);
+        sd_wake(&exec->progress);
+    }
+    return NULL;
+}
+
+struct helper_wait {
+    struct lane_helper *helper;
+    uint64_t gen;
+};
+
+static bool helper_finished(void *arg)
+{
+    struct helper_wait *w = arg;
+    return atomic_load_explicit(&w->helper->done_gen, memory_order_acquire) >= w->gen;
+}
+
+int sd_graph_exec_run(struct simdev_graph_exec *exec)
+{
+    pthread_mutex_lock(&exec->replay_lock);
+    uint64_t gen = ++exec->gen;
+    for (uint32_t lane = 1; lane < exec->lane_count; lane++) {
+        struct lane_helper *h = &exec->helpers[lane - 1];
+        /* release: pairs with the acquire in helper_has_work */
+        atomic_store_explicit(&h->start_gen, gen, memory_order_release);
+        sd_wake(&h->wake);
+    }
+    run_lane(exec, 0, gen);
+    for (uint32_t lane = 1; lane < exec->lane_count; lane++) {
+        struct helper_wait w = {.helper = &exec->helpers[lane - 1], .gen = gen};
+        sd_wait(&exec->progress, helper_finished, &w, exec->dev->config.spin_ns, 0, NULL);
+    }
+    int status = 0;
+    for (size_t i = 0; i < exec->node_count && status == 0; i++)
+        status = exec->node_status[i];
+    pthread_mutex_unlock(&exec->replay_lock);
+    return status;
+}
+
+/* -------------------------------------------------------- executable graph */
+
+static void exec_free(struct simdev_graph_exec *exec, uint32_t helpers_started)
+{
+    atomic_store_explicit(&exec->stopping, 1, memory_order_release);
+    for (uint32_t i = 0; i < helpers_started; i++)
+        sd_wake(&exec->helpers[i].wake);
+    for (uint32_t i = 0; i < helpers_started; i++)
+        pthread_join(exec->helpers[i].thread, NULL);
+    if (exec->lane_nodes)
+        for (uint32_t lane = 0; lane < exec->lane_count; lane++)
+            free(exec->lane_nodes[lane]);
+    free(exec->lane_nodes);
+    free(exec->lane_length);
+    free(exec->helpers);
+    free(exec->node_done_gen);
+    free(exec->node_status);
+    sd_gnodes_free(exec->nodes, exec->node_count);
+    pthread_mutex_destroy(&exec->replay_lock);
+    free(exec);
+}
+
+/* Splits the nodes into per-lane lists. */
+static int exec_build_lanes(struct simdev_graph_exec *exec)
+{
+    exec->lane_nodes = calloc(exec->lane_count, sizeof(*exec->lane_nodes));
+    exec->lane_length = calloc(exec->lane_count, sizeof(*exec->lane_length));
+    if (!exec->lane_nodes || !exec->lane_length)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    for (uint32_t lane = 0; lane < exec->lane_count; lane++) {
+        exec->lane_nodes[lane] = malloc((exec->node_count ? exec->node_count : 1) * sizeof(size_t));
+        if (!exec->lane_nodes[lane])
+            return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    for (size_t i = 0; i < exec->node_count; i++) {
+        uint32_t lane = exec->nodes[i].lane;
+        exec->lane_nodes[lane][exec->lane_length[lane]++] = i;
+    }
+    return 0;
+}
+
+int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
+{
+    if (!out || !graph)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = graph->dev;
+    if (sd_device_lost(dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    struct simdev_graph_exec *exec = calloc(1, sizeof(*exec));
+    if (!exec)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    exec->dev = dev;
+    atomic_init(&exec->refs, 1);
+    pthread_mutex_init(&exec->replay_lock, NULL);
+    exec->node_count = graph->node_count;
+    exec->lane_count = graph->lane_count ? graph->lane_count : 1;
+    exec->nodes = gnodes_clone(graph->nodes, graph->node_count);
+    size_t slots = exec->node_count ? exec->node_count : 1;
+    exec->node_done_gen = calloc(slots, sizeof(*exec->node_done_gen));
+    exec->node_status = calloc(slots, sizeof(*exec->node_status));
+    exec->helpers = calloc(exec->lane_count, sizeof(*exec->helpers));
+    uint32_t started = 0;
+    int rc = exec->nodes && exec->node_done_gen && exec->node_status && exec->helpers
+                 ? exec_build_lanes(exec)
+                 : PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    for (uint32_t lane = 1; rc == 0 && lane < exec->lane_count; lane++) {
+        struct lane_helper *h = &exec->helpers[lane - 1];
+        h->exec = exec;
+        h->lane = lane;
+        if (pthread_create(&h->thread, NULL, helper_main, h) != 0)
+            rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+        else
+            started++;
+    }
+    if (rc != 0) {
+        exec_free(exec, started);
+        return rc;
+    }
+    pthread_mutex_lock(&dev->lock);
+    exec->next_in_device = dev->execs;
+    dev->execs = exec;
+    pthread_mutex_unlock(&dev->lock);
+    *out = exec;
+    return 0;
+}
+
+void sd_graph_exec_ref(struct simdev_graph_exec *exec)
+{
+    atomic_fetch_add_explicit(&exec->refs, 1, memory_order_relaxed);
+}
+
+void sd_graph_exec_unref(struct simdev_graph_exec *exec)
+{
+    /* acq_rel: the last owner sees every replay's writes before freeing */
+    if (atomic_fetch_sub_explicit(&exec->refs, 1, memory_order_acq_rel) == 1)
+        exec_free(exec, exec->lane_count - 1);
+}
+
+int simdev_graph_exec_destroy(simdev_graph_exec_t exec)
+{
+    if (!exec)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&exec->dev->lock);
+    SD_LIST_REMOVE(&exec->dev->execs, exec, struct simdev_graph_exec, next_in_device);
+    pthread_mutex_unlock(&exec->dev->lock);
+    sd_graph_exec_unref(exec); /* pending replays keep it alive */
+    return 0;
+}
+
+void sd_graph_exec_teardown_list(struct simdev_graph_exec *execs)
+{
+    while (execs) {
+        struct simdev_graph_exec *next = execs->next_in_device;
+        sd_graph_exec_unref(execs);
+        execs = next;
+    }
+}
+
+int simdev_graph_launch(simdev_graph_exec_t exec, simdev_stream_t stream)
+{
+    if (!exec || !stream || exec->dev != stream->dev)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = stream->dev;
+    if (sd_device_lost(dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    int rc = sd_capture_forbid_on_stream(stream);
+    if (rc == 0)
+        rc = sd_fault_check(dev, SIMDEV_OP_GRAPH_LAUNCH);
+    if (rc != 0)
+        return rc;
+    struct sd_op *op = sd_op_new(SD_OP_GRAPH, NULL, 0);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    sd_graph_exec_ref(exec);
+    op->u.graph = exec;
+    rc = sd_stream_submit(stream, op);
+    if (rc != 0) {
+        sd_op_free(op);
+        return rc;
+    }
+    sd_count(dev, SIMDEV_OP_GRAPH_LAUNCH);
+    return 0;
+}

@@ -1,0 +1,194 @@
+/*
+ * simdev/memory.c — device memory: allocation, accounting, synchronous copies.
+ *
+ * Owns: the table of live allocations of each device (sorted by address, so a
+ * copy's device range can be checked against the allocation holding it) and
+ * the exact accounting (in use, high-water mark, live count). Device memory
+ * is host memory, but only device code and explicit copies touch it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev/internal.h"
+
+#define SD_MEM_ALIGN 64
+
+/* Index of the first allocation whose base is > addr. Caller must hold
+ * mem_lock. */
+static size_t alloc_upper_bound(const struct sd_device *dev, uintptr_t addr)
+{
+    size_t lo = 0, hi = dev->alloc_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (dev->allocs[mid].base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Caller must hold mem_lock. */
+static int range_inside_locked(const struct sd_device *dev, uintptr_t addr, size_t bytes)
+{
+    size_t i = alloc_upper_bound(dev, addr);
+    if (i == 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    const struct sd_alloc *a = &dev->allocs[i - 1];
+    if (addr - a->base > a->bytes || bytes > a->bytes - (addr - a->base))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return 0;
+}
+
+int sd_memory_check_range(struct sd_device *dev, const void *ptr, size_t bytes)
+{
+    if (!ptr)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&dev->mem_lock);
+    int rc = range_inside_locked(dev, (uintptr_t)ptr, bytes);
+    pthread_mutex_unlock(&dev->mem_lock);
+    return rc;
+}
+
+int sd_memory_check_copy(struct sd_device *dev, void *dst, const void *src, size_t bytes,
+                         enum simdev_copy_kind kind)
+{
+    if (!dst || !src || bytes == 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    switch (kind) {
+    case SIMDEV_COPY_HOST_TO_DEVICE:
+        return sd_memory_check_range(dev, dst, bytes);
+    case SIMDEV_COPY_DEVICE_TO_HOST:
+        return sd_memory_check_range(dev, src, bytes);
+    case SIMDEV_COPY_DEVICE_TO_DEVICE: {
+        int rc = sd_memory_check_range(dev, dst, bytes);
+        return rc ? rc : sd_memory_check_range(dev, src, bytes);
+    }
+    }
+    return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+}
+
+int simdev_malloc(void **dev_ptr, size_t bytes)
+{
+    if (!dev_ptr || bytes == 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev;
+    int rc = sd_device_current(&dev);
+    if (rc != 0)
+        return rc;
+    rc = sd_capture_check_alloc();
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(dev, SIMDEV_OP_MALLOC);
+    if (rc != 0)
+        return rc;
+
+    pthread_mutex_lock(&dev->mem_lock);
+    if (bytes > dev->config.memory_bytes - dev->in_use) {
+        pthread_mutex_unlock(&dev->mem_lock);
+        return PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY;
+    }
+    if (dev->alloc_count == dev->alloc_cap) {
+        size_t cap = dev->alloc_cap ? dev->alloc_cap * 2 : 64;
+        struct sd_alloc *grown = realloc(dev->allocs, cap * sizeof(*grown));
+        if (!grown) {
+            pthread_mutex_unlock(&dev->mem_lock);
+            return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+        }
+        dev->allocs = grown;
+        dev->alloc_cap = cap;
+    }
+    size_t rounded = (bytes + SD_MEM_ALIGN - 1) & ~(size_t)(SD_MEM_ALIGN - 1);
+    void *mem = aligned_alloc(SD_MEM_ALIGN, rounded);
+    if (!mem) {
+        pthread_mutex_unlock(&dev->mem_lock);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    size_t at = alloc_upper_bound(dev, (uintptr_t)mem);
+    memmove(&dev->allocs[at + 1], &dev->allocs[at], (dev->alloc_count - at) * sizeof(*dev->allocs));
+    dev->allocs[at] = (struct sd_alloc){.base = (uintptr_t)mem, .bytes = bytes};
+    dev->alloc_count++;
+    dev->in_use += bytes;
+    if (dev->in_use > dev->high_water)
+        dev->high_water = dev->in_use;
+    pthread_mutex_unlock(&dev->mem_lock);
+    sd_count(dev, SIMDEV_OP_MALLOC);
+    *dev_ptr = mem;
+    return 0;
+}
+
+/* Removal does not need a live device: freeing works after a loss. */
+int simdev_free(void *dev_ptr)
+{
+    if (!dev_ptr)
+        return 0;
+    int id;
+    simdev_get_device(&id);
+    struct sd_device *dev = sd_device_peek(id);
+    pthread_mutex_lock(&dev->mem_lock);
+    size_t i = alloc_upper_bound(dev, (uintptr_t)dev_ptr);
+    if (i == 0 || dev->allocs[i - 1].base != (uintptr_t)dev_ptr) {
+        pthread_mutex_unlock(&dev->mem_lock);
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    }
+    int rc = sd_fault_check(dev, SIMDEV_OP_FREE);
+    if (rc != 0) {
+        pthread_mutex_unlock(&dev->mem_lock);
+        return rc;
+    }
+    dev->in_use -= dev->allocs[i - 1].bytes;
+    memmove(&dev->allocs[i - 1], &dev->allocs[i], (dev->alloc_count - i) * sizeof(*dev->allocs));
+    dev->alloc_count--;
+    pthread_mutex_unlock(&dev->mem_lock);
+    free(dev_ptr);
+    sd_count(dev, SIMDEV_OP_FREE);
+    return 0;
+}
+
+int simdev_mem_get_info(int device, struct simdev_mem_info *out)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (!dev || !out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct simdev_config config;
+    simdev_device_get_config(device, &config);
+    pthread_mutex_lock(&dev->mem_lock);
+    out->capacity = config.memory_bytes;
+    out->in_use = dev->in_use;
+    out->high_water = dev->high_water;
+    out->allocations = dev->alloc_count;
+    pthread_mutex_unlock(&dev->mem_lock);
+    return 0;
+}
+
+void sd_memory_release_all(struct sd_device *dev)
+{
+    pthread_mutex_lock(&dev->mem_lock);
+    for (size_t i = 0; i < dev->alloc_count; i++)
+        free((void *)dev->allocs[i].base);
+    free(dev->allocs);
+    dev->allocs = NULL;
+    dev->alloc_count = dev->alloc_cap = 0;
+    dev->in_use = dev->high_water = 0;
+    pthread_mutex_unlock(&dev->mem_lock);
+}
+
+int simdev_memcpy(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind)
+{
+    struct sd_device *dev;
+    int rc = sd_device_current(&dev);
+    if (rc != 0)
+        return rc;
+    rc = sd_memory_check_copy(dev, dst, src, bytes, kind);
+    if (rc != 0)
+        return rc;
+    rc = sd_capture_check_sync();
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(dev, SIMDEV_OP_COPY);
+    if (rc != 0)
+        return rc;
+    memmove(dst, src, bytes);
+    sd_count(dev, SIMDEV_OP_COPY);
+    return 0;
+}

@@ -1,0 +1,142 @@
+/*
+ * simdev/regs.c — per-core register windows: doorbell and condition words.
+ *
+ * Owns: the register windows of every core and the device-wide condition
+ * sequence. The AICPU side writes a core's doorbell and reads its condition
+ * word; the core does the opposite. Each write is a release store paired
+ * with the other side's acquire load, then a wake-up of the other side if it
+ * parked (park.c). The device runtime's dispatch protocol is built on these.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev/internal.h"
+
+int sd_regs_create(struct sd_device *dev)
+{
+    struct simdev_core_regs *regs =
+        aligned_alloc(SD_CACHELINE, SIMDEV_MAX_CORES * sizeof(struct simdev_core_regs));
+    if (!regs)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    memset(regs, 0, SIMDEV_MAX_CORES * sizeof(*regs));
+    for (uint32_t i = 0; i < SIMDEV_MAX_CORES; i++) {
+        regs[i].dev = dev;
+        regs[i].core_id = i;
+    }
+    dev->regs = regs;
+    return 0;
+}
+
+void sd_regs_destroy(struct sd_device *dev)
+{
+    free(dev->regs);
+    dev->regs = NULL;
+}
+
+void sd_regs_wake_all(struct sd_device *dev)
+{
+    if (!dev->regs)
+        return;
+    for (uint32_t i = 0; i < SIMDEV_MAX_CORES; i++)
+        sd_wake(&dev->regs[i].doorbell_wait);
+}
+
+struct simdev_core_regs *simdev_core_regs_get(int device, uint32_t core)
+{
+    struct sd_device *dev;
+    if (sd_device_acquire(device, &dev) != 0)
+        return NULL;
+    if (core >= dev->config.aic_cores + dev->config.aiv_cores)
+        return NULL;
+    return &dev->regs[core];
+}
+
+void simdev_regs_ring_doorbell(struct simdev_core_regs *regs, uint64_t value)
+{
+    /* release: pairs with the acquire in simdev_regs_read_doorbell */
+    atomic_store_explicit(&regs->doorbell, value, memory_order_release);
+    sd_wake(&regs->doorbell_wait);
+}
+
+uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs)
+{
+    /* acquire: pairs with the release in simdev_core_write_cond */
+    return atomic_load_explicit(&((struct simdev_core_regs *)regs)->cond, memory_order_acquire);
+}
+
+uint64_t simdev_regs_read_doorbell(const struct simdev_core_regs *regs)
+{
+    /* acquire: pairs with the release in simdev_regs_ring_doorbell */
+    return atomic_load_explicit(&((struct simdev_core_regs *)regs)->doorbell,
+                                memory_order_acquire);
+}
+
+struct doorbell_wait {
+    struct simdev_core_regs *regs;
+    uint64_t last_seen;
+    uint64_t value;
+};
+
+static bool doorbell_changed(void *arg)
+{
+    struct doorbell_wait *w = arg;
+    w->value = simdev_regs_read_doorbell(w->regs);
+    return w->value != w->last_seen;
+}
+
+static uint64_t deadline_after(uint64_t timeout_ns)
+{
+    return timeout_ns ? simdev_clock_ns() + timeout_ns : 0;
+}
+
+int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
+                              uint64_t timeout_ns, uint64_t *value)
+{
+    if (!regs || !value)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct doorbell_wait w = {.regs = regs, .last_seen = last_seen};
+    struct sd_device *dev = regs->dev;
+    int rc = sd_wait(&regs->doorbell_wait, doorbell_changed, &w, dev->config.spin_ns,
+                     deadline_after(timeout_ns), &dev->lost);
+    if (rc == 0)
+        *value = w.value;
+    return rc;
+}
+
+void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value)
+{
+    /* release: pairs with the acquire in simdev_regs_read_cond */
+    atomic_store_explicit(&regs->cond, value, memory_order_release);
+    sd_wake(&regs->dev->cond_word);
+}
+
+uint64_t simdev_cond_seq(int device)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (!dev)
+        return 0;
+    /* acquire: pairs with the seq_cst increment in sd_wake after a cond write */
+    return atomic_load_explicit(&dev->cond_word.seq, memory_order_acquire);
+}
+
+struct cond_wait {
+    struct sd_device *dev;
+    uint32_t seen;
+};
+
+static bool cond_seq_changed(void *arg)
+{
+    struct cond_wait *w = arg;
+    return atomic_load_explicit(&w->dev->cond_word.seq, memory_order_acquire) != w->seen;
+}
+
+int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
+{
+    struct sd_device *dev;
+    int rc = sd_device_acquire(device, &dev);
+    if (rc != 0)
+        return rc;
+    struct cond_wait w = {.dev = dev, .seen = (uint32_t)seen};
+    return sd_wait(&dev->cond_word, cond_seq_changed, &w, dev->config.spin_ns,
+                   deadline_after(timeout_ns), &dev->lost);
+}

@@ -1,0 +1,416 @@
+/*
+ * simdev/stream.c — streams: FIFO op queues run asynchronously to the host.
+ *
+ * Owns: stream creation and destruction, each stream's executor thread, the
+ * op queue, the error a stream carries (skip, inherit, clear on sync), and
+ * the enqueue entry points for launches, copies, memsets and host callbacks.
+ * Capture decisions are delegated to capture.c; events to event.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev/internal.h"
+
+/* -------------------------------------------------------------------- ops */
+
+struct sd_op *sd_op_new(enum sd_op_type type, const void *args, size_t args_size)
+{
+    struct sd_op *op = malloc(sizeof(*op) + args_size);
+    if (!op)
+        return NULL;
+    memset(op, 0, sizeof(*op));
+    op->type = type;
+    op->args_size = args_size;
+    if (args_size)
+        memcpy(op->args, args, args_size);
+    return op;
+}
+
+struct sd_op *sd_op_clone(const struct sd_op *op)
+{
+    struct sd_op *copy = malloc(sizeof(*op) + op->args_size);
+    if (!copy)
+        return NULL;
+    memcpy(copy, op, sizeof(*op) + op->args_size);
+    copy->next = NULL;
+    return copy;
+}
+
+void sd_op_free(struct sd_op *op)
+{
+    if (!op)
+        return;
+    if ((op->type == SD_OP_RECORD || op->type == SD_OP_WAIT) && op->u.record)
+        sd_record_unref(op->u.record);
+    if (op->type == SD_OP_GRAPH)
+        sd_graph_exec_unref(op->u.graph);
+    free(op);
+}
+
+int sd_op_run(struct sd_device *dev, struct sd_op *op)
+{
+    if (sd_device_lost(dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    switch (op->type) {
+    case SD_OP_AICPU:
+    case SD_OP_AICORE:
+        return sd_device_run_launch(dev, op);
+    case SD_OP_COPY:
+        memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+        return 0;
+    case SD_OP_MEMSET:
+        memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
+        return 0;
+    case SD_OP_HOST_FN:
+        return op->u.host.fn(op->u.host.user_data);
+    default:
+        return PTO_RUNTIME_ERR_INTERNAL;
+    }
+}
+
+/* --------------------------------------------------------------- executor */
+
+/*
+ * Runs one op with the stream's carried error: an op after a failure is
+ * skipped and fails with the carried code; a record completes with it; a
+ * wait inherits the error of the record it waited for. Returns the status
+ * the stream carries afterwards. Called without the stream lock.
+ */
+static int execute(struct simdev_stream *stream, struct sd_op *op, int carried)
+{
+    if (carried == 0 && sd_device_lost(stream->dev))
+        carried = PTO_RUNTIME_ERR_DEVICE_LOST;
+    switch (op->type) {
+    case SD_OP_RECORD:
+        sd_record_complete(op->u.record, carried);
+        return carried;
+    case SD_OP_WAIT:
+        if (carried == 0 && op->u.record)
+            carried = sd_record_wait(op->u.record);
+        return carried;
+    case SD_OP_GRAPH:
+        return carried ? carried : sd_graph_exec_run(op->u.graph);
+    default:
+        return carried ? carried : sd_op_run(stream->dev, op);
+    }
+}
+
+static void *executor_main(void *arg)
+{
+    struct simdev_stream *stream = arg;
+    pthread_mutex_lock(&stream->lock);
+    for (;;) {
+        while (!stream->head && !stream->stopping)
+            pthread_cond_wait(&stream->work_cond, &stream->lock);
+        struct sd_op *op = stream->head;
+        if (!op)
+            break; /* stopping and drained */
+        int carried = stream->carried_status;
+        pthread_mutex_unlock(&stream->lock);
+
+        int after = execute(stream, op, carried);
+
+        pthread_mutex_lock(&stream->lock);
+        stream->head = op->next;
+        if (!stream->head)
+            stream->tail = NULL;
+        /* Keep an error set meanwhile by nobody else: only the executor and
+         * sync (which waits for completion first) write carried_status. */
+        stream->carried_status = after;
+        stream->completed++;
+        pthread_cond_broadcast(&stream->idle_cond);
+        pthread_mutex_unlock(&stream->lock);
+        sd_op_free(op);
+        pthread_mutex_lock(&stream->lock);
+    }
+    pthread_mutex_unlock(&stream->lock);
+    return NULL;
+}
+
+static void stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
+{
+    op->next = NULL;
+    pthread_mutex_lock(&stream->lock);
+    if (stream->tail)
+        stream->tail->next = op;
+    else
+        stream->head = op;
+    stream->tail = op;
+    stream->enqueued++;
+    pthread_cond_signal(&stream->work_cond);
+    pthread_mutex_unlock(&stream->lock);
+}
+
+int sd_stream_submit(struct simdev_stream *stream, struct sd_op *op)
+{
+    int status;
+    if (sd_capture_submit(stream, op, &status))
+        return status;
+    stream_enqueue(stream, op);
+    return 0;
+}
+
+/* ------------------------------------------------------------ create/destroy */
+
+int simdev_stream_create(simdev_stream_t *out)
+{
+    if (!out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev;
+    int rc = sd_device_current(&dev);
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(dev, SIMDEV_OP_STREAM_CREATE);
+    if (rc != 0)
+        return rc;
+    struct simdev_stream *stream = calloc(1, sizeof(*stream));
+    if (!stream)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    stream->dev = dev;
+    pthread_mutex_init(&stream->lock, NULL);
+    pthread_cond_init(&stream->work_cond, NULL);
+    pthread_cond_init(&stream->idle_cond, NULL);
+    if (pthread_create(&stream->executor, NULL, executor_main, stream) != 0) {
+        pthread_cond_destroy(&stream->idle_cond);
+        pthread_cond_destroy(&stream->work_cond);
+        pthread_mutex_destroy(&stream->lock);
+        free(stream);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    pthread_mutex_lock(&dev->lock);
+    stream->next_in_device = dev->streams;
+    dev->streams = stream;
+    pthread_mutex_unlock(&dev->lock);
+    sd_count(dev, SIMDEV_OP_STREAM_CREATE);
+    *out = stream;
+    return 0;
+}
+
+void sd_stream_teardown(struct simdev_stream *stream)
+{
+    pthread_mutex_lock(&stream->lock);
+    stream->stopping = true;
+    pthread_cond_signal(&stream->work_cond);
+    pthread_mutex_unlock(&stream->lock);
+    pthread_join(stream->executor, NULL);
+    free(stream->capture_tail);
+    pthread_cond_destroy(&stream->idle_cond);
+    pthread_cond_destroy(&stream->work_cond);
+    pthread_mutex_destroy(&stream->lock);
+    free(stream);
+}
+
+int simdev_stream_destroy(simdev_stream_t stream)
+{
+    if (!stream)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = stream->dev;
+    if (atomic_load_explicit(&stream->capture, memory_order_acquire))
+        return PTO_RUNTIME_ERR_INVALID_STATE;
+    int rc = sd_fault_check(dev, SIMDEV_OP_STREAM_DESTROY);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&dev->lock);
+    SD_LIST_REMOVE(&dev->streams, stream, struct simdev_stream, next_in_device);
+    pthread_mutex_unlock(&dev->lock);
+    sd_stream_teardown(stream); /* drains pending work first */
+    sd_count(dev, SIMDEV_OP_STREAM_DESTROY);
+    return 0;
+}
+
+/* ------------------------------------------------------------ sync/query */
+
+/* Waits until the ops enqueued before the call completed; returns the
+ * carried status and clears it. */
+static int stream_drain(struct simdev_stream *stream)
+{
+    pthread_mutex_lock(&stream->lock);
+    uint64_t target = stream->enqueued;
+    while (stream->completed < target)
+        pthread_cond_wait(&stream->idle_cond, &stream->lock);
+    int status = stream->carried_status;
+    stream->carried_status = 0;
+    pthread_mutex_unlock(&stream->lock);
+    return status;
+}
+
+/* The checks shared by stream and device sync: a capturing stream can't be
+ * synchronized, nor anything from a strict capturing thread. */
+static int sync_allowed(struct simdev_stream *stream)
+{
+    int rc = stream ? sd_capture_forbid_on_stream(stream) : 0;
+    if (rc == 0)
+        rc = sd_capture_check_sync();
+    return rc;
+}
+
+int simdev_stream_sync(simdev_stream_t stream)
+{
+    if (!stream)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev = stream->dev;
+    int rc = sync_allowed(stream);
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(dev, SIMDEV_OP_SYNC);
+    if (rc != 0)
+        return rc;
+    int status = stream_drain(stream);
+    sd_count(dev, SIMDEV_OP_SYNC);
+    if (status == 0 && sd_device_lost(dev))
+        status = PTO_RUNTIME_ERR_DEVICE_LOST;
+    return status;
+}
+
+int simdev_stream_query(simdev_stream_t stream)
+{
+    if (!stream)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = sd_capture_forbid_on_stream(stream);
+    if (rc != 0)
+        return rc;
+    if (sd_device_lost(stream->dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    pthread_mutex_lock(&stream->lock);
+    int status = stream->completed < stream->enqueued ? PTO_RUNTIME_ERR_NOT_READY
+                                                      : stream->carried_status;
+    pthread_mutex_unlock(&stream->lock);
+    return status;
+}
+
+int simdev_device_sync(void)
+{
+    struct sd_device *dev;
+    int rc = sd_device_current(&dev);
+    if (rc != 0)
+        return rc;
+    rc = sync_allowed(NULL);
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(dev, SIMDEV_OP_SYNC);
+    if (rc != 0)
+        return rc;
+    /* Snapshot the streams under the device lock; a stream destroyed while
+     * we drain would be the caller's own race, as with any device sync. */
+    pthread_mutex_lock(&dev->lock);
+    size_t count = 0;
+    for (struct simdev_stream *s = dev->streams; s; s = s->next_in_device)
+        count++;
+    struct simdev_stream **list = count ? malloc(count * sizeof(*list)) : NULL;
+    if (count && !list) {
+        pthread_mutex_unlock(&dev->lock);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    size_t n = 0;
+    for (struct simdev_stream *s = dev->streams; s; s = s->next_in_device)
+        if (!atomic_load_explicit(&s->capture, memory_order_acquire))
+            list[n++] = s;
+    pthread_mutex_unlock(&dev->lock);
+    int first = 0;
+    for (size_t i = 0; i < n; i++) {
+        int status = stream_drain(list[i]);
+        if (first == 0)
+            first = status;
+    }
+    free(list);
+    sd_count(dev, SIMDEV_OP_SYNC);
+    if (first == 0 && sd_device_lost(dev))
+        first = PTO_RUNTIME_ERR_DEVICE_LOST;
+    return first;
+}
+
+/* ------------------------------------------------------------ enqueue API */
+
+/* The common tail of every enqueue of kind LAUNCH or COPY: state check,
+ * fault check, submit, count. Frees the op when it is not submitted. */
+static int submit_counted(simdev_stream_t stream, struct sd_op *op, enum simdev_op_kind kind)
+{
+    struct sd_device *dev = stream->dev;
+    int rc = sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : 0;
+    if (rc == 0)
+        rc = sd_fault_check(dev, kind);
+    if (rc == 0)
+        rc = sd_stream_submit(stream, op);
+    if (rc != 0) {
+        sd_op_free(op);
+        return rc;
+    }
+    sd_count(dev, kind);
+    return 0;
+}
+
+static int launch_args_check(const void *args, size_t args_size)
+{
+    if (args_size > SIMDEV_MAX_LAUNCH_ARGS || (args_size && !args))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return 0;
+}
+
+int simdev_launch_aicpu(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t thread_count,
+                        const void *args, size_t args_size)
+{
+    if (!stream || !fn || thread_count == 0 || launch_args_check(args, args_size) != 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (thread_count > stream->dev->config.aicpu_threads)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_op *op = sd_op_new(SD_OP_AICPU, args, args_size);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    op->u.aicpu.fn = fn;
+    op->u.aicpu.thread_count = thread_count;
+    return submit_counted(stream, op, SIMDEV_OP_LAUNCH);
+}
+
+int simdev_launch_aicore(simdev_stream_t stream, simdev_aicore_fn fn, const void *args,
+                         size_t args_size)
+{
+    if (!stream || !fn || launch_args_check(args, args_size) != 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_op *op = sd_op_new(SD_OP_AICORE, args, args_size);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    op->u.aicore.fn = fn;
+    return submit_counted(stream, op, SIMDEV_OP_LAUNCH);
+}
+
+int simdev_launch_host_func(simdev_stream_t stream, simdev_host_fn fn, void *user_data)
+{
+    if (!stream || !fn)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_op *op = sd_op_new(SD_OP_HOST_FN, NULL, 0);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    op->u.host.fn = fn;
+    op->u.host.user_data = user_data;
+    return submit_counted(stream, op, SIMDEV_OP_LAUNCH);
+}
+
+int simdev_memcpy_async(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind,
+                        simdev_stream_t stream)
+{
+    if (!stream)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = sd_memory_check_copy(stream->dev, dst, src, bytes, kind);
+    if (rc != 0)
+        return rc;
+    struct sd_op *op = sd_op_new(SD_OP_COPY, NULL, 0);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    op->u.copy.dst = dst;
+    op->u.copy.src = src;
+    op->u.copy.bytes = bytes;
+    return submit_counted(stream, op, SIMDEV_OP_COPY);
+}
+
+int simdev_memset_async(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream)
+{
+    if (!stream || bytes == 0 || sd_memory_check_range(stream->dev, dev_ptr, bytes) != 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_op *op = sd_op_new(SD_OP_MEMSET, NULL, 0);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    op->u.memset.dst = dev_ptr;
+    op->u.memset.value = value;
+    op->u.memset.bytes = bytes;
+    return submit_counted(stream, op, SIMDEV_OP_COPY);
+}
