@@ -203,7 +203,7 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     /* acq_rel: the last finisher's release publishes every thread's status
      * write; pairs with the acquire in job_done. */
     if (atomic_fetch_sub_explicit(&job->remaining, 1, memory_order_acq_rel) == 1)
-        sd_wake(&job->done);
+        sd_wake(&dev->launch_done); /* never touch the job after the decrement */
 }
 
 static void *worker_main(void *arg)
@@ -324,20 +324,6 @@ static bool job_done(void *arg)
     return atomic_load_explicit(&job->remaining, memory_order_acquire) == 0;
 }
 
-/* Jobs in flight, so losing the device can wake their launchers. Caller must
- * hold pool_lock. */
-static struct sd_job *g_inflight[SIMDEV_MAX_DEVICES][SIMDEV_MAX_AICPU_THREADS + 1];
-
-static void inflight_set(struct sd_device *dev, struct sd_job *job, struct sd_job *value)
-{
-    for (int i = 0; i <= SIMDEV_MAX_AICPU_THREADS; i++) {
-        if (g_inflight[dev->id][i] == job) {
-            g_inflight[dev->id][i] = value;
-            return;
-        }
-    }
-}
-
 void sd_device_mark_lost(struct sd_device *dev)
 {
     int was = atomic_exchange_explicit(&dev->lost, 1, memory_order_acq_rel);
@@ -346,11 +332,9 @@ void sd_device_mark_lost(struct sd_device *dev)
     fprintf(stderr, "simdev: device %d lost: a device function exceeded the %u ms watchdog\n",
             dev->id, dev->config.watchdog_ms);
     pthread_mutex_lock(&dev->pool_lock);
-    for (int i = 0; i <= SIMDEV_MAX_AICPU_THREADS; i++)
-        if (g_inflight[dev->id][i])
-            sd_wake(&g_inflight[dev->id][i]->done);
     pthread_cond_broadcast(&dev->pool_cond);
     pthread_mutex_unlock(&dev->pool_lock);
+    sd_wake(&dev->launch_done);
     sd_wake(&dev->cond_word);
     sd_regs_wake_all(dev);
 }
@@ -392,7 +376,6 @@ static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool o
         }
         dev->aicpu_free -= job->thread_count;
     }
-    inflight_set(dev, NULL, job);
     dev->serving_ticket++;
     pthread_cond_broadcast(&dev->pool_cond);
     pthread_mutex_unlock(&dev->pool_lock);
@@ -410,7 +393,6 @@ static void launch_return_threads(struct sd_device *dev, struct sd_job *job, boo
             dev->aicpu_busy[workers[i]->index] = false;
         dev->aicpu_free += job->thread_count;
     }
-    inflight_set(dev, job, NULL);
     pthread_cond_broadcast(&dev->pool_cond);
     pthread_mutex_unlock(&dev->pool_lock);
 }
@@ -419,7 +401,6 @@ static void launch_return_threads(struct sd_device *dev, struct sd_job *job, boo
 static void launch_abandon(struct sd_device *dev, struct sd_job *job)
 {
     pthread_mutex_lock(&dev->pool_lock);
-    inflight_set(dev, job, NULL);
     job->next_abandoned = dev->abandoned;
     dev->abandoned = job;
     pthread_mutex_unlock(&dev->pool_lock);
@@ -461,7 +442,7 @@ int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op)
     uint64_t deadline = 0;
     if (dev->config.watchdog_ms)
         deadline = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
-    rc = sd_wait(&job->done, job_done, job, dev->config.spin_ns, deadline, &dev->lost);
+    rc = sd_wait(&dev->launch_done, job_done, job, dev->config.spin_ns, deadline, &dev->lost);
     if (rc == 0) {
         launch_return_threads(dev, job, on_cores, workers);
         int status = atomic_load_explicit(&job->status, memory_order_relaxed);
@@ -525,7 +506,6 @@ int simdev_device_reset(int device)
     }
     sd_memory_release_all(dev);
     sd_regs_destroy(dev);
-    memset(g_inflight[dev->id], 0, sizeof(g_inflight[dev->id]));
     atomic_store_explicit(&g_started[dev->id], 0, memory_order_release);
     dev->started = false;
     atomic_store(&dev->lost, 0);

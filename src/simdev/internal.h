@@ -139,7 +139,6 @@ struct sd_job {
     uint32_t thread_count;
     _Atomic uint32_t remaining;
     _Atomic int status;
-    struct sd_waitword done;
 };
 
 struct simdev_core_regs {
@@ -182,6 +181,12 @@ struct sd_device {
     bool cores_busy;
     uint64_t next_ticket;
     uint64_t serving_ticket;
+
+    /* Launch completions: the last thread of a job wakes its launcher here.
+     * The word lives in the device, not the job, because the launcher frees
+     * the job as soon as it sees the job done, possibly before the waker has
+     * returned from sd_wake. */
+    _Alignas(SD_CACHELINE) struct sd_waitword launch_done;
 
     /* Condition words: any core's write bumps this (simdev_cond_wait). */
     _Alignas(SD_CACHELINE) struct sd_waitword cond_word;
