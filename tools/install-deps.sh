@@ -3,7 +3,7 @@
 # As root it uses apt-get; otherwise it names what is missing and fails.
 set -euo pipefail
 
-needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config)
+needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config libasan8 libubsan1 libtsan2)
 missing=()
 for pkg in "${needed[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
