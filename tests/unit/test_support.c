@@ -1,10 +1,14 @@
 /*
  * test_support.c — device fixtures and gates shared by the unit tests.
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -81,4 +85,137 @@ void ts_gate_wait_arrivals(struct ts_gate *gate, int n)
     while (gate->arrivals < n)
         pthread_cond_wait(&gate->cond, &gate->lock);
     pthread_mutex_unlock(&gate->lock);
+}
+
+int ts_gate_wait_arrivals_for(struct ts_gate *gate, int n, uint32_t timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline); /* the clock pthread_cond_timedwait uses */
+    deadline.tv_sec += timeout_ms / 1000u;
+    deadline.tv_nsec += (long)(timeout_ms % 1000u) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    int arrived;
+    pthread_mutex_lock(&gate->lock);
+    while (gate->arrivals < n) {
+        if (pthread_cond_timedwait(&gate->cond, &gate->lock, &deadline) != 0)
+            break;
+    }
+    arrived = gate->arrivals >= n;
+    pthread_mutex_unlock(&gate->lock);
+    return arrived;
+}
+
+static void *rescue_main(void *arg)
+{
+    struct ts_rescue *rescue = arg;
+    if (!ts_gate_wait_arrivals_for(&rescue->finished, 1, rescue->timeout_ms)) {
+        rescue->fired = 1; /* read by ts_rescue_finish after the join */
+        ts_gate_open(rescue->target);
+    }
+    return NULL;
+}
+
+void ts_rescue_start(struct ts_rescue *rescue, struct ts_gate *target, uint32_t timeout_ms)
+{
+    ts_gate_init(&rescue->finished);
+    ts_gate_open(&rescue->finished);
+    rescue->target = target;
+    rescue->timeout_ms = timeout_ms;
+    rescue->fired = 0;
+    assert_int_equal(pthread_create(&rescue->thread, NULL, rescue_main, rescue), 0);
+}
+
+int ts_rescue_finish(struct ts_rescue *rescue)
+{
+    ts_gate_pass(&rescue->finished);
+    assert_int_equal(pthread_join(rescue->thread, NULL), 0);
+    ts_gate_destroy(&rescue->finished);
+    return rescue->fired;
+}
+
+int ts_gate_host_fn(void *user_data)
+{
+    ts_gate_pass(user_data);
+    return 0;
+}
+
+int ts_count_host_fn(void *user_data)
+{
+    atomic_fetch_add_explicit((atomic_int *)user_data, 1, memory_order_relaxed);
+    return 0;
+}
+
+int ts_count_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    atomic_int *counter;
+    if (args_size != sizeof counter)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&counter, args, sizeof counter);
+    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+    return 0;
+}
+
+void ts_launch_count(simdev_stream_t stream, atomic_int *counter)
+{
+    assert_int_equal(simdev_launch_aicpu(stream, ts_count_aicpu_fn, 1, &counter, sizeof counter), 0);
+}
+
+void ts_launch_gate(simdev_stream_t stream, struct ts_gate *gate)
+{
+    assert_int_equal(simdev_launch_host_func(stream, ts_gate_host_fn, gate), 0);
+}
+
+int ts_stream_query_settled(simdev_stream_t stream)
+{
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        int status = simdev_stream_query(stream);
+        if (status != PTO_RUNTIME_ERR_NOT_READY)
+            return status;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t elapsed_ms = (int64_t)(now.tv_sec - start.tv_sec) * 1000 +
+                             (int64_t)(now.tv_nsec - start.tv_nsec) / 1000000;
+        if (elapsed_ms > (int64_t)TS_DEADLOCK_GUARD_MS)
+            return status;
+        sched_yield();
+    }
+}
+
+void ts_log_init(struct ts_log *log, int capacity)
+{
+    pthread_mutex_init(&log->lock, NULL);
+    log->entries = calloc((size_t)capacity, sizeof *log->entries);
+    assert_non_null(log->entries);
+    log->count = 0;
+    log->capacity = capacity;
+    log->overflow = 0;
+}
+
+void ts_log_destroy(struct ts_log *log)
+{
+    free(log->entries);
+    pthread_mutex_destroy(&log->lock);
+}
+
+void ts_log_append(struct ts_log *log, int value)
+{
+    pthread_mutex_lock(&log->lock);
+    if (log->count < log->capacity)
+        log->entries[log->count++] = value;
+    else
+        log->overflow++;
+    pthread_mutex_unlock(&log->lock);
+}
+
+int ts_log_count(struct ts_log *log)
+{
+    pthread_mutex_lock(&log->lock);
+    int count = log->count;
+    pthread_mutex_unlock(&log->lock);
+    return count;
 }

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "simpler/simdev.h"
@@ -42,5 +43,84 @@ void ts_gate_destroy(struct ts_gate *gate);
 void ts_gate_pass(struct ts_gate *gate);
 void ts_gate_open(struct ts_gate *gate);
 void ts_gate_wait_arrivals(struct ts_gate *gate, int n);
+
+/*
+ * Bounded form of ts_gate_wait_arrivals, for tests whose failure mode would
+ * otherwise be a hang: returns 1 once n parties have arrived, 0 if they have
+ * not after timeout_ms. The bound is a deadlock guard, never an ordering tool:
+ * a correct device reaches the gate long before it expires.
+ */
+int ts_gate_wait_arrivals_for(struct ts_gate *gate, int n, uint32_t timeout_ms);
+
+/* The deadlock guard the tests use with ts_gate_wait_arrivals_for. */
+#define TS_DEADLOCK_GUARD_MS 20000u
+
+/*
+ * A grace window for negative checks ("B has not run yet") while the test
+ * holds the work B depends on in a closed gate: a correct device can never
+ * arrive, whatever the timing, so the check cannot fail spuriously; the
+ * window only gives a broken device (a wait that does not wait) the time to
+ * show itself. Nothing is ordered by it.
+ */
+#define TS_GRACE_MS 50u
+
+/*
+ * A rescue: a helper thread that opens `target` if the test has not called
+ * ts_rescue_finish within timeout_ms — for a step that blocks until the
+ * device gives up on work held in `target` (a watchdog) or that a broken
+ * device would never finish. Turns a hang into a failed assertion.
+ */
+struct ts_rescue {
+    struct ts_gate finished; /* open from the start: ts_rescue_finish arrives */
+    struct ts_gate *target;
+    uint32_t timeout_ms;
+    int fired; /* 1: the rescue had to open target */
+    pthread_t thread;
+};
+void ts_rescue_start(struct ts_rescue *rescue, struct ts_gate *target, uint32_t timeout_ms);
+/* Ends the guarded step and joins the helper; returns 1 if the rescue fired. */
+int ts_rescue_finish(struct ts_rescue *rescue);
+
+/* Host callback: passes the gate `user_data` points to, then returns 0. */
+int ts_gate_host_fn(void *user_data);
+
+/* Host callback: increments the atomic_int `user_data` points to; returns 0. */
+int ts_count_host_fn(void *user_data);
+
+/* AICPU function: `args` holds one `atomic_int *`; every thread of the
+ * launch increments it once. Returns 0. */
+int ts_count_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
+
+/* Enqueues ts_count_aicpu_fn on one AICPU thread (asserts the enqueue). */
+void ts_launch_count(simdev_stream_t stream, atomic_int *counter);
+
+/* Enqueues ts_gate_host_fn on `stream` (asserts the enqueue). */
+void ts_launch_gate(simdev_stream_t stream, struct ts_gate *gate);
+
+/*
+ * Polls simdev_stream_query until it stops answering NOT_READY (bounded by
+ * TS_DEADLOCK_GUARD_MS; NOT_READY is returned if it never settles) and
+ * returns its answer. For checking what a drained stream reports without
+ * the clearing that simdev_stream_sync does.
+ */
+int ts_stream_query_settled(simdev_stream_t stream);
+
+/*
+ * A log of ints appended from any thread, so a test can check the exact
+ * order in which device work ran. Appends past capacity are counted in
+ * `overflow` instead of stored.
+ */
+struct ts_log {
+    pthread_mutex_t lock;
+    int *entries;
+    int count;
+    int capacity;
+    int overflow;
+};
+void ts_log_init(struct ts_log *log, int capacity);
+void ts_log_destroy(struct ts_log *log);
+void ts_log_append(struct ts_log *log, int value);
+/* Snapshot of the number of entries (taken under the log's lock). */
+int ts_log_count(struct ts_log *log);
 
 #endif /* SIMPLER_TEST_SUPPORT_H */

@@ -1,0 +1,375 @@
+/*
+ * test_device.c — device selection, configuration, idle cost and watchdog.
+ *
+ * Owns: the per-thread current device, simdev_device_configure's argument
+ * and state checks, that an idle device does not burn CPU, and that a hung
+ * device function loses the device until it is reset.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "test_support.h"
+
+static void assert_config_equal(const struct simdev_config *a, const struct simdev_config *b)
+{
+    assert_int_equal(a->aicpu_threads, b->aicpu_threads);
+    assert_int_equal(a->aic_cores, b->aic_cores);
+    assert_int_equal(a->aiv_cores, b->aiv_cores);
+    assert_int_equal(a->memory_bytes, b->memory_bytes);
+    assert_int_equal(a->watchdog_ms, b->watchdog_ms);
+    assert_int_equal(a->spin_ns, b->spin_ns);
+}
+
+static struct simdev_config small_config(void)
+{
+    struct simdev_config config;
+    assert_int_equal(simdev_config_default(&config), 0);
+    config.aicpu_threads = 2;
+    config.aic_cores = 1;
+    config.aiv_cores = 2;
+    config.memory_bytes = 64u << 20;
+    config.watchdog_ms = 0;
+    return config;
+}
+
+/* ------------------------------------------------------ current device */
+
+struct thread_device {
+    int initial_status, initial;
+    int set_status;
+    int after_set;
+};
+
+static void *other_thread_devices(void *arg)
+{
+    struct thread_device *seen = arg;
+    seen->initial = -1;
+    seen->initial_status = simdev_get_device(&seen->initial);
+    seen->set_status = simdev_set_device(5);
+    seen->after_set = -1;
+    simdev_get_device(&seen->after_set);
+    return NULL;
+}
+
+static void the_current_device_is_per_thread_and_defaults_to_zero(void **state)
+{
+    (void)state;
+    int device = -1;
+    int count = 0;
+    assert_int_equal(simdev_device_count(&count), 0);
+    assert_int_equal(count, SIMDEV_MAX_DEVICES);
+
+    assert_int_equal(simdev_set_device(3), 0);
+    assert_int_equal(simdev_get_device(&device), 0);
+    assert_int_equal(device, 3);
+
+    struct thread_device seen;
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, other_thread_devices, &seen), 0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(seen.initial_status, 0);
+    assert_int_equal(seen.initial, 0); /* 3: the current device is process-wide */
+    assert_int_equal(seen.set_status, 0);
+    assert_int_equal(seen.after_set, 5);
+
+    assert_int_equal(simdev_get_device(&device), 0);
+    assert_int_equal(device, 3); /* 5: another thread's choice leaked into this one */
+
+    /* bad ids are rejected and change nothing */
+    assert_int_equal(simdev_set_device(-1), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_set_device(SIMDEV_MAX_DEVICES), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_get_device(NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_device_count(NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_get_device(&device), 0);
+    assert_int_equal(device, 3);
+
+    assert_int_equal(simdev_set_device(0), 0);
+    assert_int_equal(simdev_device_reset(3), 0);
+    assert_int_equal(simdev_device_reset(5), 0);
+}
+
+static void calls_without_a_stream_act_on_the_current_device(void **state)
+{
+    (void)state;
+    void *p;
+    struct simdev_mem_info info0, info2;
+    assert_int_equal(simdev_device_reset(2), 0);
+    assert_int_equal(simdev_set_device(2), 0);
+    assert_int_equal(simdev_malloc(&p, 4096), 0);
+    assert_int_equal(simdev_mem_get_info(2, &info2), 0);
+    assert_int_equal(simdev_mem_get_info(0, &info0), 0);
+    assert_int_equal(info2.in_use, 4096); /* 0: malloc ignored the current device */
+    assert_int_equal(info0.in_use, 0);
+    assert_int_equal(simdev_free(p), 0);
+    assert_int_equal(simdev_set_device(0), 0);
+    assert_int_equal(simdev_device_reset(2), 0);
+}
+
+/* ------------------------------------------------------- configuration */
+
+static void config_default_writes_the_documented_defaults(void **state)
+{
+    (void)state;
+    struct simdev_config config;
+    memset(&config, 0xff, sizeof config);
+    assert_int_equal(simdev_config_default(&config), 0);
+    assert_int_equal(config.aicpu_threads, 2);
+    assert_int_equal(config.aic_cores, 1);
+    assert_int_equal(config.aiv_cores, 2);
+    assert_int_equal(config.memory_bytes, 1ull << 30);
+    assert_int_equal(config.watchdog_ms, 30000);
+    assert_int_equal(config.spin_ns, 50000);
+    assert_int_equal(simdev_config_default(NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+}
+
+static void configure_before_use_replaces_the_topology(void **state)
+{
+    (void)state;
+    struct simdev_config first = small_config(), second = small_config(), got;
+    second.aicpu_threads = 3;
+    second.aic_cores = 2;
+    second.aiv_cores = 5;
+    second.memory_bytes = 32u << 20;
+    second.watchdog_ms = 1234;
+    second.spin_ns = 777;
+    assert_int_equal(simdev_device_reset(0), 0);
+    assert_int_equal(simdev_device_configure(0, &first), 0);
+    assert_int_equal(simdev_device_configure(0, &second), 0); /* not used yet: allowed */
+    assert_int_equal(simdev_device_get_config(0, &got), 0);
+    assert_config_equal(&got, &second);
+
+    struct simdev_mem_info info;
+    assert_int_equal(simdev_mem_get_info(0, &info), 0);
+    assert_int_equal(info.capacity, 32u << 20); /* 64 MiB: the first configuration stuck */
+}
+
+static void configure_after_first_use_is_invalid_state_until_reset(void **state)
+{
+    (void)state;
+    struct simdev_config used = small_config(), other = small_config(), got;
+    other.aiv_cores = 4;
+    simdev_stream_t stream;
+    atomic_int ran = 0;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    ts_launch_count(stream, &ran); /* the device's threads exist now */
+    assert_int_equal(simdev_stream_sync(stream), 0);
+
+    assert_int_equal(simdev_device_configure(0, &other), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simdev_device_get_config(0, &got), 0);
+    assert_config_equal(&got, &used); /* aiv 4: a rejected configure changed the topology */
+    /* arguments are checked before state */
+    assert_int_equal(simdev_device_configure(0, NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+
+    /* a reset keeps the configuration and allows a new one */
+    assert_int_equal(simdev_device_reset(0), 0);
+    assert_int_equal(simdev_device_get_config(0, &got), 0);
+    assert_config_equal(&got, &used);
+    assert_int_equal(simdev_device_configure(0, &other), 0);
+    assert_int_equal(simdev_device_get_config(0, &got), 0);
+    assert_config_equal(&got, &other);
+}
+
+static void configure_rejects_out_of_range_fields_and_changes_nothing(void **state)
+{
+    (void)state;
+    const struct simdev_config good = small_config();
+    struct simdev_config bad, got;
+    const int invalid = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+
+    bad = good, bad.aicpu_threads = 0;
+    assert_int_equal(simdev_device_configure(0, &bad), invalid);
+    bad = good, bad.aicpu_threads = SIMDEV_MAX_AICPU_THREADS + 1;
+    assert_int_equal(simdev_device_configure(0, &bad), invalid);
+    bad = good, bad.aic_cores = 0, bad.aiv_cores = 0;
+    assert_int_equal(simdev_device_configure(0, &bad), invalid);
+    bad = good, bad.aic_cores = 32, bad.aiv_cores = SIMDEV_MAX_CORES - 32 + 1;
+    assert_int_equal(simdev_device_configure(0, &bad), invalid);
+    bad = good, bad.aic_cores = UINT32_MAX, bad.aiv_cores = 2; /* the sum wraps */
+    assert_int_equal(simdev_device_configure(0, &bad), invalid);
+    bad = good, bad.memory_bytes = 0;
+    assert_int_equal(simdev_device_configure(0, &bad), invalid);
+    assert_int_equal(simdev_device_configure(0, NULL), invalid);
+    assert_int_equal(simdev_device_configure(-1, &good), invalid);
+    assert_int_equal(simdev_device_configure(SIMDEV_MAX_DEVICES, &good), invalid);
+    assert_int_equal(simdev_device_get_config(0, NULL), invalid);
+    assert_int_equal(simdev_device_get_config(SIMDEV_MAX_DEVICES, &got), invalid);
+
+    assert_int_equal(simdev_device_get_config(0, &got), 0);
+    assert_config_equal(&got, &good); /* a rejected configure changed the topology */
+
+    /* the extremes of each range are accepted */
+    bad = good, bad.aicpu_threads = SIMDEV_MAX_AICPU_THREADS, bad.aic_cores = 32,
+    bad.aiv_cores = SIMDEV_MAX_CORES - 32;
+    assert_int_equal(simdev_device_configure(0, &bad), 0);
+    bad = good, bad.aicpu_threads = 1, bad.aic_cores = 1, bad.aiv_cores = 0;
+    assert_int_equal(simdev_device_configure(0, &bad), 0);
+}
+
+/* ----------------------------------------------------------- idle cost */
+
+static int noop_aicore_fn(const struct simdev_core_ctx *ctx, const void *args, size_t n)
+{
+    (void)ctx, (void)args, (void)n;
+    return 0;
+}
+
+static int noop_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t n)
+{
+    (void)ctx, (void)args, (void)n;
+    return 0;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage usage;
+    assert_int_equal(getrusage(RUSAGE_SELF, &usage), 0);
+    return (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec / 1e6 +
+           (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec / 1e6;
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static void an_idle_device_with_16_cores_uses_little_cpu(void **state)
+{
+    (void)state;
+    struct simdev_config config = small_config();
+    config.aicpu_threads = 2;
+    config.aic_cores = 2;
+    config.aiv_cores = 14;
+    ts_device_setup_config(&config);
+
+    simdev_stream_t s1, s2;
+    assert_int_equal(simdev_stream_create(&s1), 0);
+    assert_int_equal(simdev_stream_create(&s2), 0);
+    /* every device thread exists and has run once */
+    assert_int_equal(simdev_launch_aicore(s1, noop_aicore_fn, NULL, 0), 0);
+    assert_int_equal(simdev_launch_aicpu(s2, noop_aicpu_fn, 2, NULL, 0), 0);
+    assert_int_equal(simdev_stream_sync(s1), 0);
+    assert_int_equal(simdev_stream_sync(s2), 0);
+
+    /*
+     * A measurement window, not an ordering device: the test thread sleeps
+     * through a fixed stretch of wall time while the device has no work, and
+     * the process's CPU time over that stretch is the quantity under test.
+     * clock_nanosleep is the only way to let wall time pass without using
+     * CPU in this thread.
+     */
+    const struct timespec window = {0, 300 * 1000 * 1000};
+    double cpu_before = cpu_seconds(), wall_before = monotonic_seconds();
+    int slept = clock_nanosleep(CLOCK_MONOTONIC, 0, &window, NULL);
+    double cpu_used = cpu_seconds() - cpu_before, wall = monotonic_seconds() - wall_before;
+    assert_int_equal(slept, 0);
+    print_message("idle device: %.1f ms CPU over %.1f ms\n", cpu_used * 1e3, wall * 1e3);
+    /* ~2x the window: idle threads spin forever; the bound is generous on purpose */
+    assert_true(cpu_used < 0.30 * wall);
+
+    assert_int_equal(simdev_stream_destroy(s1), 0);
+    assert_int_equal(simdev_stream_destroy(s2), 0);
+}
+
+/* ------------------------------------------------------------ watchdog */
+
+static int gated_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    struct ts_gate *gate;
+    if (args_size != sizeof gate)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&gate, args, sizeof gate);
+    ts_gate_pass(gate);
+    return 0;
+}
+
+static void a_hung_device_function_loses_the_device_until_reset(void **state)
+{
+    (void)state;
+    struct simdev_config config = small_config();
+    config.watchdog_ms = 200;
+    ts_device_setup_config(&config);
+
+    struct ts_gate gate;
+    struct ts_gate *gate_arg = &gate;
+    simdev_stream_t stream, other = NULL;
+    simdev_event_t event = NULL;
+    void *before_loss, *p = NULL;
+    atomic_int ran = 0;
+    ts_gate_init(&gate);
+    assert_int_equal(simdev_device_is_lost(0), 0);
+    assert_int_equal(simdev_malloc(&before_loss, 4096), 0);
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_launch_aicpu(stream, gated_aicpu_fn, 1, &gate_arg, sizeof gate_arg), 0);
+
+    /* the function never returns while the gate is closed; the rescue opens
+     * it only if no watchdog ends the sync first */
+    struct ts_rescue rescue;
+    ts_rescue_start(&rescue, &gate, TS_DEADLOCK_GUARD_MS);
+    int sync_status = simdev_stream_sync(stream);
+    int rescued = ts_rescue_finish(&rescue);
+    int lost = simdev_device_is_lost(0);
+    int malloc_status = simdev_malloc(&p, 64);
+    int create_status = simdev_stream_create(&other);
+    int event_status = simdev_event_create(&event);
+    int launch_status = simdev_launch_aicpu(stream, ts_count_aicpu_fn, 1, &(atomic_int *){&ran},
+                                            sizeof(atomic_int *));
+    int device_sync_status = simdev_device_sync();
+    /* release still works on a lost device */
+    int free_status = simdev_free(before_loss);
+    ts_gate_open(&gate);
+
+    assert_int_equal(rescued, 0); /* 1: no watchdog fired; the test opened the gate */
+    assert_int_equal(sync_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(lost, 1);
+    assert_int_equal(malloc_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_null(p);
+    assert_int_equal(create_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_null(other);
+    assert_int_equal(event_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_null(event);
+    assert_int_equal(launch_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(device_sync_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(free_status, 0);
+
+    /* the reset waits for the released function and makes the device usable */
+    assert_int_equal(simdev_device_reset(0), 0);
+    assert_int_equal(simdev_device_is_lost(0), 0); /* 1: reset did not clear the loss */
+    assert_int_equal(simdev_set_device(0), 0);
+    struct simdev_config got;
+    assert_int_equal(simdev_device_get_config(0, &got), 0);
+    assert_config_equal(&got, &config); /* reset keeps the configuration */
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    ts_launch_count(stream, &ran);
+    assert_int_equal(simdev_stream_sync(stream), 0);
+    assert_int_equal(atomic_load(&ran), 1); /* 0: the launch refused after reset */
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+    ts_gate_destroy(&gate);
+}
+
+#define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TEST(the_current_device_is_per_thread_and_defaults_to_zero),
+        TEST(calls_without_a_stream_act_on_the_current_device),
+        TEST(config_default_writes_the_documented_defaults),
+        TEST(configure_before_use_replaces_the_topology),
+        TEST(configure_after_first_use_is_invalid_state_until_reset),
+        TEST(configure_rejects_out_of_range_fields_and_changes_nothing),
+        TEST(an_idle_device_with_16_cores_uses_little_cpu),
+        TEST(a_hung_device_function_loses_the_device_until_reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

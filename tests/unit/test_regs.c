@@ -1,0 +1,264 @@
+/*
+ * test_regs.c — per-core register windows (doorbell and condition words).
+ *
+ * Owns: the register API the device runtime's dispatch protocol is built on:
+ * values written are values read, a core waits for its doorbell, an AICPU
+ * thread waits for condition writes through the device-wide sequence, and
+ * both waits time out when nothing is written.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_support.h"
+
+/* Device-side deadlock guard: a correct peer answers long before this. */
+#define GUARD_NS (20ull * 1000 * 1000 * 1000)
+/* A wait that nothing will satisfy; its length is not under test. */
+#define SHORT_TIMEOUT_NS (2ull * 1000 * 1000)
+
+static void register_windows_hold_the_last_written_values(void **state)
+{
+    (void)state;
+    simdev_stream_t stream;
+    assert_int_equal(simdev_stream_create(&stream), 0); /* the device is in use */
+
+    struct simdev_core_regs *r0 = simdev_core_regs_get(0, 0);
+    struct simdev_core_regs *r1 = simdev_core_regs_get(0, 1);
+    struct simdev_core_regs *r2 = simdev_core_regs_get(0, 2);
+    assert_non_null(r0);
+    assert_non_null(r1);
+    assert_non_null(r2);
+    assert_ptr_not_equal(r0, r1); /* equal: two cores share one window */
+    assert_ptr_not_equal(r1, r2);
+    assert_null(simdev_core_regs_get(0, 3)); /* the fixture has 3 cores */
+    assert_null(simdev_core_regs_get(-1, 0));
+    assert_null(simdev_core_regs_get(SIMDEV_MAX_DEVICES, 0));
+
+    /* Reading: a fresh device's registers read zero, as hardware after reset. */
+    assert_int_equal(simdev_regs_read_doorbell(r0), 0);
+    assert_int_equal(simdev_regs_read_cond(r0), 0);
+
+    simdev_regs_ring_doorbell(r0, 5);
+    assert_int_equal(simdev_regs_read_doorbell(r0), 5);
+    assert_int_equal(simdev_regs_read_doorbell(r1), 0); /* 5: windows are not independent */
+    uint64_t value = 0;
+    /* the doorbell already differs from last_seen: no waiting */
+    assert_int_equal(simdev_core_wait_doorbell(r0, 0, GUARD_NS, &value), 0);
+    assert_int_equal(value, 5);
+
+    uint64_t seq = simdev_cond_seq(0);
+    simdev_core_write_cond(r1, 9);
+    assert_int_equal(simdev_regs_read_cond(r1), 9);
+    assert_int_equal(simdev_regs_read_cond(r0), 0);
+    assert_int_not_equal(simdev_cond_seq(0), seq); /* equal: a condition write was not counted */
+    assert_int_equal(simdev_cond_wait(0, seq, GUARD_NS), 0); /* the sequence already moved */
+
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+}
+
+/* ------------------------------------------------------------- echo test */
+
+#define ECHO_CORES 2
+#define ECHO_ROUNDS 5000 /* per core: 10000 round trips in all */
+#define STOP UINT64_MAX
+
+struct echo_report {
+    atomic_int echoes[ECHO_CORES];     /* condition writes per core */
+    atomic_int core_errors;            /* a core saw an unexpected doorbell */
+    atomic_int core_wait_status;       /* first nonzero wait status of a core */
+    atomic_int aicpu_errors;           /* an AICPU thread saw an unexpected echo */
+    atomic_int aicpu_wait_status;      /* first nonzero wait status of an AICPU thread */
+    atomic_uint_fast64_t last_echo[ECHO_CORES];
+};
+
+static int echo_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
+{
+    struct echo_report *report;
+    if (args_size != sizeof report)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&report, args, sizeof report);
+    uint64_t last = 0;
+    for (;;) {
+        uint64_t value;
+        int rc = simdev_core_wait_doorbell(ctx->regs, last, GUARD_NS, &value);
+        if (rc != 0) {
+            atomic_store(&report->core_wait_status, rc);
+            return rc;
+        }
+        if (value == STOP)
+            return 0;
+        if (value != last + 1) /* the AICPU rings r+1 only after the echo of r */
+            atomic_fetch_add(&report->core_errors, 1);
+        last = value;
+        atomic_fetch_add(&report->echoes[ctx->core_id], 1);
+        simdev_core_write_cond(ctx->regs, value + 1);
+    }
+}
+
+/* Waits until `core`'s condition word holds `want`; `before` is the only
+ * other value it may hold meanwhile. */
+static int wait_echo(int device, struct simdev_core_regs *regs, uint64_t want, uint64_t before,
+                     struct echo_report *report)
+{
+    for (;;) {
+        /* read the sequence before the word, so a write between the two
+         * makes the wait return at once instead of being missed */
+        uint64_t seq = simdev_cond_seq(device);
+        uint64_t value = simdev_regs_read_cond(regs);
+        if (value == want)
+            return 0;
+        if (value != before) {
+            atomic_fetch_add(&report->aicpu_errors, 1);
+            return PTO_RUNTIME_ERR_INTERNAL;
+        }
+        int rc = simdev_cond_wait(device, seq, GUARD_NS);
+        if (rc != 0) {
+            atomic_store(&report->aicpu_wait_status, rc);
+            return rc;
+        }
+    }
+}
+
+/* AICPU thread t drives core t: ring r, wait for the echo r+1, repeat. */
+static int echo_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct echo_report *report;
+    if (args_size != sizeof report)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&report, args, sizeof report);
+    uint32_t core = ctx->thread_index;
+    struct simdev_core_regs *regs = simdev_core_regs_get(ctx->device, core);
+    if (regs == NULL)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    int status = 0;
+    for (uint64_t r = 1; r <= ECHO_ROUNDS && status == 0; r++) {
+        simdev_regs_ring_doorbell(regs, r);
+        status = wait_echo(ctx->device, regs, r + 1, r == 1 ? 0 : r, report);
+    }
+    atomic_store(&report->last_echo[core], simdev_regs_read_cond(regs));
+    simdev_regs_ring_doorbell(regs, STOP); /* also on failure: the core must not hang */
+    return status;
+}
+
+static void aicpu_and_core_echo_10000_round_trips_with_exact_values(void **state)
+{
+    (void)state;
+    struct simdev_config config;
+    assert_int_equal(simdev_config_default(&config), 0);
+    config.aicpu_threads = 2;
+    config.aic_cores = 1;
+    config.aiv_cores = 1;
+    config.memory_bytes = 64u << 20;
+    config.watchdog_ms = 0;
+    ts_device_setup_config(&config);
+
+    static struct echo_report report;
+    memset(&report, 0, sizeof report);
+    struct echo_report *arg = &report;
+    simdev_stream_t cores, aicpu;
+    assert_int_equal(simdev_stream_create(&cores), 0);
+    assert_int_equal(simdev_stream_create(&aicpu), 0);
+    assert_int_equal(simdev_launch_aicore(cores, echo_core_fn, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_launch_aicpu(aicpu, echo_aicpu_fn, ECHO_CORES, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_stream_sync(aicpu), 0);
+    assert_int_equal(simdev_stream_sync(cores), 0);
+
+    assert_int_equal(atomic_load(&report.core_wait_status), 0); /* TIMEOUT: a ring was lost */
+    assert_int_equal(atomic_load(&report.aicpu_wait_status), 0); /* TIMEOUT: an echo was lost */
+    assert_int_equal(atomic_load(&report.core_errors), 0);  /* a doorbell value skipped or repeated */
+    assert_int_equal(atomic_load(&report.aicpu_errors), 0); /* a condition word held a stale value */
+    for (int c = 0; c < ECHO_CORES; c++) {
+        assert_int_equal(atomic_load(&report.echoes[c]), ECHO_ROUNDS);
+        assert_int_equal(atomic_load(&report.last_echo[c]), ECHO_ROUNDS + 1);
+        assert_int_equal(simdev_regs_read_cond(simdev_core_regs_get(0, (uint32_t)c)),
+                         ECHO_ROUNDS + 1);
+        assert_int_equal(simdev_regs_read_doorbell(simdev_core_regs_get(0, (uint32_t)c)), STOP);
+    }
+    assert_int_equal(simdev_stream_destroy(cores), 0);
+    assert_int_equal(simdev_stream_destroy(aicpu), 0);
+}
+
+/* --------------------------------------------------------------- timeouts */
+
+struct timeout_report {
+    atomic_int status[SIMDEV_MAX_CORES];
+    atomic_int value_written[SIMDEV_MAX_CORES]; /* *value changed on failure */
+};
+
+static int doorbell_timeout_core_fn(const struct simdev_core_ctx *ctx, const void *args,
+                                    size_t args_size)
+{
+    struct timeout_report *report;
+    if (args_size != sizeof report)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&report, args, sizeof report);
+    uint64_t value = 0xabcdef;
+    int rc = simdev_core_wait_doorbell(ctx->regs, simdev_regs_read_doorbell(ctx->regs),
+                                       SHORT_TIMEOUT_NS, &value);
+    atomic_store(&report->status[ctx->core_id], rc);
+    atomic_store(&report->value_written[ctx->core_id], value != 0xabcdef);
+    return 0;
+}
+
+static void core_wait_doorbell_times_out_when_nothing_rings(void **state)
+{
+    (void)state;
+    static struct timeout_report report;
+    memset(&report, 0, sizeof report);
+    struct timeout_report *arg = &report;
+    simdev_stream_t stream;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_launch_aicore(stream, doorbell_timeout_core_fn, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_stream_sync(stream), 0);
+    for (int c = 0; c < 3; c++) {
+        /* 0: the wait returned without a ring */
+        assert_int_equal(atomic_load(&report.status[c]), PTO_RUNTIME_ERR_TIMEOUT);
+        assert_int_equal(atomic_load(&report.value_written[c]), 0);
+    }
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+}
+
+static int cond_timeout_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args,
+                                 size_t args_size)
+{
+    struct timeout_report *report;
+    if (args_size != sizeof report)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&report, args, sizeof report);
+    int rc = simdev_cond_wait(ctx->device, simdev_cond_seq(ctx->device), SHORT_TIMEOUT_NS);
+    atomic_store(&report->status[ctx->thread_index], rc);
+    return 0;
+}
+
+static void cond_wait_times_out_when_no_core_writes(void **state)
+{
+    (void)state;
+    static struct timeout_report report;
+    memset(&report, 0, sizeof report);
+    struct timeout_report *arg = &report;
+    simdev_stream_t stream;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_launch_aicpu(stream, cond_timeout_aicpu_fn, 2, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_stream_sync(stream), 0);
+    assert_int_equal(atomic_load(&report.status[0]), PTO_RUNTIME_ERR_TIMEOUT);
+    assert_int_equal(atomic_load(&report.status[1]), PTO_RUNTIME_ERR_TIMEOUT);
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+}
+
+#define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TEST(register_windows_hold_the_last_written_values),
+        TEST(aicpu_and_core_echo_10000_round_trips_with_exact_values),
+        TEST(core_wait_doorbell_times_out_when_nothing_rings),
+        TEST(cond_wait_times_out_when_no_core_writes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
