@@ -105,9 +105,8 @@ static uint64_t now_ns(void)
  * do): gives the CPU to a runnable thread on it — on a 2-CPU host it may be
  * the very thread we wait for. Costs nothing a fast handoff ever reaches.
  */
-static void polite_pause_point(uint64_t deadline)
+static void polite_yield(void)
 {
-    (void)deadline;
     sched_yield();
 }
 
@@ -240,7 +239,7 @@ static uint64_t spin_while_equal(_Atomic uint64_t *word, uint64_t value)
         if (now != value)
             return now;
         if ((i & 255) == 0)
-            polite_pause_point(deadline); /* never taken when the handoff is fast */
+            polite_yield(); /* never taken when the handoff is fast */
         if ((i & 4095) == 0 && now_ns() > deadline)
             return value;
         cpu_relax();
@@ -419,7 +418,7 @@ static void *wake_initiator(void *arg)
             uint64_t deadline = now_ns() + WAIT_TIMEOUT_NS;
             for (uint32_t n = 1; atomic_load_explicit(&p->pong, memory_order_acquire) != k; n++) {
                 if ((n & 255) == 0)
-                    polite_pause_point(deadline);
+                    polite_yield();
                 if ((n & 4095) == 0 && now_ns() > deadline) {
                     p->failed = 1;
                     break;
@@ -592,8 +591,8 @@ static uint64_t ping_value(uint32_t epoch, uint32_t k)
 struct ping_result {
     uint64_t rep_ns[MAX_REPS];     /* wall time of each repetition */
     uint64_t rep_rounds[MAX_REPS]; /* round trips it did (fewer if over budget) */
-    uint64_t aicpu_cpus;       /* CPUs the AICPU thread was seen on */
-    uint64_t core_cpus;        /* CPUs core 0 was seen on */
+    uint64_t aicpu_cpus;           /* CPUs the AICPU thread was seen on */
+    uint64_t core_cpus;            /* CPUs core 0 was seen on */
 };
 
 struct ping_args {
@@ -651,7 +650,7 @@ static int await_echo(int device, const struct simdev_core_regs *regs, uint64_t 
             if ((i & 255) == 0) {
                 if (now_ns() > spin_end)
                     break;
-                polite_pause_point(spin_end);
+                polite_yield();
             }
             cpu_relax();
         }
@@ -772,6 +771,8 @@ static struct stats run_ping_case(const struct ping_case *pc, char *placement, s
     describe_cpus(placement, size, result.aicpu_cpus, result.core_cpus);
     return stats_of(per_rt, args.reps - 1);
 }
+
+_Static_assert(SIMDEV_MAX_CORES == 64, "the doorbell row names say 64 cores");
 
 static void measure_doorbell(const struct floor *f)
 {
@@ -1126,8 +1127,8 @@ int main(int argc, char **argv)
     printf("bench_device: %ld host CPUs, load average %.2f at start%s; times are per round "
            "trip (rt) or per op\n",
            sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start, g_quick ? ", --quick" : "");
-    if (g_load_at_start > 0.5)
-        printf("bench_device: the host is busy with other work; expect noisy numbers\n");
+    if (g_load_at_start > 1.0)
+        printf("bench_device: the host was busy in the last minute; numbers may be noisy\n");
     printf("\n");
     fflush(stdout);
 
