@@ -271,7 +271,9 @@ int simdev_stream_is_capturing(simdev_stream_t stream, int *capturing);
  * *mode (exchange, so it can be restored). */
 int simdev_thread_exchange_capture_mode(enum simdev_capture_mode *mode);
 
-/* Number of nodes (ops) in a graph. */
+/* Number of nodes in a graph: its launches, copies, memsets and host
+ * callbacks. Event records and waits inside a capture become edges between
+ * nodes, not nodes. */
 int simdev_graph_node_count(simdev_graph_t graph, size_t *count);
 int simdev_graph_destroy(simdev_graph_t graph);
 
@@ -294,7 +296,9 @@ int simdev_graph_exec_destroy(simdev_graph_exec_t exec);
  * Each AICore has a register window: a doorbell word written by the AICPU
  * side and a condition word written by the core. Writes are release stores,
  * reads acquire loads; a write wakes the other side if it is parked. The
- * device runtime's dispatch protocol is built on these.
+ * device runtime's dispatch protocol is built on these. Both words are 0
+ * when the device starts (first use, or after a reset) and keep their
+ * values across launches, so a protocol carries its own sequence numbers.
  */
 
 /* The window of `core` on `device` (valid until the device is reset). */
@@ -326,9 +330,9 @@ void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value);
 
 /*
  * AICPU side: every condition write on the device bumps a device-wide
- * sequence. simdev_cond_seq reads it; simdev_cond_wait waits (spin, then
- * park) until it differs from `seen`, so a scheduler can watch many cores at
- * once. TIMEOUT after timeout_ns (0 = forever); DEVICE_LOST as above.
+ * sequence (32 bits, wrapping: compare it only for equality).
+ * simdev_cond_seq reads it; simdev_cond_wait waits (spin, then park) until
+ * it differs from `seen`, so a scheduler can watch many cores at once. TIMEOUT after timeout_ns (0 = forever); DEVICE_LOST as above.
  */
 uint64_t simdev_cond_seq(int device);
 int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns);
