@@ -231,11 +231,15 @@ int simdev_event_record(simdev_event_t event, simdev_stream_t stream);
 int simdev_stream_wait_event(simdev_stream_t stream, simdev_event_t event);
 
 /* 0 when the latest record completed clean (or none), NOT_READY while
- * pending, else the error it carries. */
+ * pending, else the error it carries. If the latest record was made inside
+ * a capture that is still open, there is nothing that could complete:
+ * CAPTURE_UNSUPPORTED, and that capture is invalidated (from any thread, in
+ * any mode). A record of a capture that has ended counts as complete. */
 int simdev_event_query(simdev_event_t event);
 
 /* Waits for the latest record; returns its carried error (0 if clean).
- * Forbidden from a capturing thread in strict mode. */
+ * Forbidden from a capturing thread in strict mode; on a record inside an
+ * open capture, as simdev_event_query. */
 int simdev_event_sync(simdev_event_t event);
 
 /* ------------------------------------------------------ capture and graphs */
@@ -247,14 +251,17 @@ enum simdev_capture_mode {
 };
 
 /*
- * Starts recording on `stream`: later ops enqueued on it become graph nodes
- * instead of running. The calling thread becomes a capturing thread until
- * the capture ends. INVALID_STATE if the stream is already capturing.
+ * Starts recording on `stream`: later ops enqueued on it (from any thread)
+ * become graph nodes instead of running. The calling thread becomes the
+ * capture's *capturing thread* until the capture ends — the thread whose
+ * synchronous calls are forbidden. INVALID_STATE if the stream is already
+ * capturing.
  */
 int simdev_stream_begin_capture(simdev_stream_t stream);
 
 /*
- * Ends the capture begun on `stream` (the origin) and writes the graph.
+ * Ends the capture begun on `stream` (the origin) and writes the graph; any
+ * thread may end it.
  * Every stream pulled into the capture leaves it. Fails — and discards the
  * recording — with CAPTURE_INVALIDATED if a forbidden op happened during the
  * capture, CAPTURE_UNJOINED if a stream pulled in did not join back into
