@@ -1095,6 +1095,54 @@ static void test_destroy_of_capturing_stream_is_invalid_state(void **state)
     assert_int_equal(simdev_stream_destroy(b), 0);
 }
 
+static void test_event_query_of_a_record_inside_an_open_capture_is_unsupported_and_invalidates(
+    void **state)
+{
+    (void)state;
+    simdev_stream_t a = new_stream();
+    simdev_event_t e = new_event();
+    assert_int_equal(simdev_stream_begin_capture(a), 0);
+    assert_int_equal(simdev_event_record(e, a), 0);
+    /* The record is a graph edge: nothing will ever complete it. 0 or
+     * NOT_READY would let a caller wait forever for a captured point. */
+    assert_int_equal(simdev_event_query(e), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
+    end_expect_invalidated(a);
+
+    /* After the capture ended, the same record counts as complete. */
+    assert_int_equal(simdev_stream_begin_capture(a), 0);
+    assert_int_equal(simdev_event_record(e, a), 0);
+    simdev_graph_t graph = end_expect_graph(a, 0);
+    assert_int_equal(simdev_event_query(e), 0);     /* NOT_READY: an ended capture's record pends forever */
+    assert_int_equal(simdev_event_sync(e), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    assert_int_equal(simdev_event_destroy(e), 0);
+    assert_int_equal(simdev_stream_destroy(a), 0);
+}
+
+static simdev_graph_t ended_elsewhere_graph;
+static int end_capture_thunk(void *stream)
+{
+    return simdev_stream_end_capture(stream, &ended_elsewhere_graph);
+}
+
+static void test_a_capture_can_be_ended_by_another_thread(void **state)
+{
+    (void)state;
+    static _Atomic uint64_t runs;
+    simdev_stream_t a = new_stream();
+    assert_int_equal(simdev_stream_begin_capture(a), 0);
+    enqueue_count(a, &runs);
+    assert_int_equal(call_on_other_thread(end_capture_thunk, a), 0);
+    assert_int_equal(is_capturing(a), 0);
+    assert_int_equal(node_count(ended_elsewhere_graph), 1);
+    /* The beginning thread is no longer capturing: its sync calls work. */
+    assert_int_equal(simdev_stream_sync(a), 0);
+    replay(ended_elsewhere_graph, a, 3);
+    assert_int_equal(load(&runs), 3); /* the node ran once per replay */
+    assert_int_equal(simdev_graph_destroy(ended_elsewhere_graph), 0);
+    assert_int_equal(simdev_stream_destroy(a), 0);
+}
+
 #define CAPTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, capture_teardown)
 
 int main(void)
@@ -1130,6 +1178,8 @@ int main(void)
         CAPTURE_TEST(test_end_capture_on_non_capturing_stream_is_invalid_state),
         CAPTURE_TEST(test_end_capture_on_pulled_in_stream_is_invalid_state),
         CAPTURE_TEST(test_destroy_of_capturing_stream_is_invalid_state),
+        CAPTURE_TEST(test_event_query_of_a_record_inside_an_open_capture_is_unsupported_and_invalidates),
+        CAPTURE_TEST(test_a_capture_can_be_ended_by_another_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
