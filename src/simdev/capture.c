@@ -305,17 +305,28 @@ static int append_node(struct sd_capture *cap, struct simdev_stream *stream, str
     return 0;
 }
 
-int sd_capture_submit(struct simdev_stream *stream, struct sd_op *op, int *status)
+/*
+ * The capture `stream` is in, with g_capture_lock held; or NULL, with the
+ * lock not held, when the stream is not capturing (the common case costs one
+ * atomic load).
+ */
+static struct sd_capture *lock_capture_of(struct simdev_stream *stream)
 {
     /* acquire: pairs with the release stores in begin_capture/session_close */
     if (!atomic_load_explicit(&stream->capture, memory_order_acquire))
-        return 0;
+        return NULL;
     pthread_mutex_lock(&g_capture_lock);
     struct sd_capture *cap = atomic_load_explicit(&stream->capture, memory_order_relaxed);
-    if (!cap) {
+    if (!cap)
         pthread_mutex_unlock(&g_capture_lock);
+    return cap;
+}
+
+int sd_capture_submit(struct simdev_stream *stream, struct sd_op *op, int *status)
+{
+    struct sd_capture *cap = lock_capture_of(stream);
+    if (!cap)
         return 0;
-    }
     if (op->type == SD_OP_GRAPH) {
         invalidate(cap);
         *status = PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED;
@@ -330,14 +341,9 @@ int sd_capture_submit(struct simdev_stream *stream, struct sd_op *op, int *statu
 
 int sd_capture_record(struct simdev_event *event, struct simdev_stream *stream, int *status)
 {
-    if (!atomic_load_explicit(&stream->capture, memory_order_acquire))
+    struct sd_capture *cap = lock_capture_of(stream);
+    if (!cap)
         return 0;
-    pthread_mutex_lock(&g_capture_lock);
-    struct sd_capture *cap = atomic_load_explicit(&stream->capture, memory_order_relaxed);
-    if (!cap) {
-        pthread_mutex_unlock(&g_capture_lock);
-        return 0;
-    }
     struct sd_event_record *record = sd_record_new();
     size_t *tail = record ? ids_copy(stream->capture_tail, stream->capture_tail_count) : NULL;
     if (!tail) {
@@ -447,14 +453,12 @@ int sd_capture_check_alloc(void)
 
 int sd_capture_forbid_on_stream(struct simdev_stream *stream)
 {
-    if (!atomic_load_explicit(&stream->capture, memory_order_acquire))
+    struct sd_capture *cap = lock_capture_of(stream);
+    if (!cap)
         return 0;
-    pthread_mutex_lock(&g_capture_lock);
-    struct sd_capture *cap = atomic_load_explicit(&stream->capture, memory_order_relaxed);
-    if (cap)
-        invalidate(cap);
+    invalidate(cap);
     pthread_mutex_unlock(&g_capture_lock);
-    return cap ? PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED : 0;
+    return PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED;
 }
 
 int sd_capture_forbid_record(struct sd_event_record *record)
