@@ -184,7 +184,8 @@ struct simdev_core_ctx {
 
 /*
  * A device function returns 0 or a negative status; a negative status fails
- * the op and the stream. `args` points to the launch's own copy of the
+ * the op and the stream (a positive return, outside this contract, fails it
+ * with PTO_RUNTIME_ERR_INTERNAL). `args` points to the launch's own copy of the
  * argument bytes (args_size of them; NULL when 0), shared read-only by every
  * thread of the launch.
  */
@@ -211,7 +212,8 @@ int simdev_launch_aicore(simdev_stream_t stream, simdev_aicore_fn fn, const void
                          size_t args_size);
 
 /* Enqueues a host callback, run on the stream's executor in FIFO order; its
- * nonzero return fails the stream. `user_data` is borrowed until it runs
+ * negative return fails the stream with that code (a positive one with
+ * PTO_RUNTIME_ERR_INTERNAL). `user_data` is borrowed until it runs
  * (in a graph: until the graph is destroyed). */
 int simdev_launch_host_func(simdev_stream_t stream, simdev_host_fn fn, void *user_data);
 

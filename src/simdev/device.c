@@ -195,6 +195,7 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
         };
         status = job->aicpu_fn(&ctx, job->args_copy, job->args_size);
     }
+    status = sd_status_from_return(status);
     if (status != 0) {
         int expected = 0;
         atomic_compare_exchange_strong_explicit(&job->status, &expected, status,

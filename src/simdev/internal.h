@@ -226,6 +226,14 @@ static inline bool sd_device_lost(struct sd_device *dev)
     return atomic_load_explicit(&dev->lost, memory_order_acquire) != 0;
 }
 
+/* A device function's or host callback's return as an op status: 0 and
+ * negative codes pass through; a positive return (outside the contract) is
+ * reported as PTO_RUNTIME_ERR_INTERNAL so it still fails the stream. */
+static inline int sd_status_from_return(int value)
+{
+    return value > 0 ? PTO_RUNTIME_ERR_INTERNAL : value;
+}
+
 /* Runs a launch op on the device's threads (device.c). */
 int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op);
 

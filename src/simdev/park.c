@@ -73,8 +73,22 @@ static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomi
     return 1;
 }
 
+static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
+                               uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost);
+
 int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
             uint64_t deadline_ns, _Atomic int *lost)
+{
+    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost);
+    /* Losing the device wakes every waiter, and may itself make a predicate
+     * true (it bumps the sequences waiters watch): a loss always wins. */
+    if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    return rc;
+}
+
+static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
+                               uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost)
 {
     if (ready(arg))
         return 0;

@@ -62,7 +62,7 @@ int sd_op_run(struct sd_device *dev, struct sd_op *op)
         memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
         return 0;
     case SD_OP_HOST_FN:
-        return op->u.host.fn(op->u.host.user_data);
+        return sd_status_from_return(op->u.host.fn(op->u.host.user_data));
     default:
         return PTO_RUNTIME_ERR_INTERNAL;
     }

@@ -4,6 +4,10 @@
  * Owns: the per-thread current device, simdev_device_configure's argument
  * and state checks, that an idle device does not burn CPU, and that a hung
  * device function loses the device until it is reset.
+ *
+ * Objects that device work points at (gates, logs, counters, async copy
+ * buffers) are static: a failed assertion leaves the test's frame, and work
+ * still queued must not be left pointing into a dead stack.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,6 +91,8 @@ static void the_current_device_is_per_thread_and_defaults_to_zero(void **state)
     assert_int_equal(simdev_set_device(SIMDEV_MAX_DEVICES), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simdev_get_device(NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simdev_device_count(NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_device_reset(-1), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_device_reset(SIMDEV_MAX_DEVICES), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simdev_get_device(&device), 0);
     assert_int_equal(device, 3);
 
@@ -156,7 +162,7 @@ static void configure_after_first_use_is_invalid_state_until_reset(void **state)
     struct simdev_config used = small_config(), other = small_config(), got;
     other.aiv_cores = 4;
     simdev_stream_t stream;
-    atomic_int ran = 0;
+    static atomic_int ran = 0;
     assert_int_equal(simdev_stream_create(&stream), 0);
     ts_launch_count(stream, &ran); /* the device's threads exist now */
     assert_int_equal(simdev_stream_sync(stream), 0);
@@ -300,16 +306,19 @@ static void a_hung_device_function_loses_the_device_until_reset(void **state)
     config.watchdog_ms = 200;
     ts_device_setup_config(&config);
 
-    struct ts_gate gate;
+    static struct ts_gate gate;
     struct ts_gate *gate_arg = &gate;
-    simdev_stream_t stream, other = NULL;
-    simdev_event_t event = NULL;
+    simdev_stream_t stream, spare, other = NULL;
+    simdev_event_t spare_event, event = NULL;
+    unsigned char host[64] = {0};
     void *before_loss, *p = NULL;
-    atomic_int ran = 0;
+    static atomic_int ran = 0;
     ts_gate_init(&gate);
     assert_int_equal(simdev_device_is_lost(0), 0);
     assert_int_equal(simdev_malloc(&before_loss, 4096), 0);
     assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_stream_create(&spare), 0);
+    assert_int_equal(simdev_event_create(&spare_event), 0);
     assert_int_equal(simdev_launch_aicpu(stream, gated_aicpu_fn, 1, &gate_arg, sizeof gate_arg), 0);
 
     /* the function never returns while the gate is closed; the rescue opens
@@ -325,8 +334,15 @@ static void a_hung_device_function_loses_the_device_until_reset(void **state)
     int launch_status = simdev_launch_aicpu(stream, ts_count_aicpu_fn, 1, &(atomic_int *){&ran},
                                             sizeof(atomic_int *));
     int device_sync_status = simdev_device_sync();
-    /* release still works on a lost device */
+    int copy_status = simdev_memcpy(before_loss, host, sizeof host, SIMDEV_COPY_HOST_TO_DEVICE);
+    int async_status = simdev_memset_async(before_loss, 0, 64, spare);
+    int record_status = simdev_event_record(spare_event, spare);
+    int wait_status = simdev_stream_wait_event(spare, spare_event);
+    int query_status = simdev_stream_query(spare);
+    /* releases still work on a lost device */
     int free_status = simdev_free(before_loss);
+    int event_destroy_status = simdev_event_destroy(spare_event);
+    int stream_destroy_status = simdev_stream_destroy(spare);
     ts_gate_open(&gate);
 
     assert_int_equal(rescued, 0); /* 1: no watchdog fired; the test opened the gate */
@@ -340,7 +356,14 @@ static void a_hung_device_function_loses_the_device_until_reset(void **state)
     assert_null(event);
     assert_int_equal(launch_status, PTO_RUNTIME_ERR_DEVICE_LOST);
     assert_int_equal(device_sync_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(copy_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(async_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(record_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(wait_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(query_status, PTO_RUNTIME_ERR_DEVICE_LOST);
     assert_int_equal(free_status, 0);
+    assert_int_equal(event_destroy_status, 0);
+    assert_int_equal(stream_destroy_status, 0);
 
     /* the reset waits for the released function and makes the device usable */
     assert_int_equal(simdev_device_reset(0), 0);

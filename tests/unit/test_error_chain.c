@@ -5,6 +5,10 @@
  * error, later ops on it are skipped, an event recorded after it carries it,
  * a stream waiting on that event inherits it, sync returns and clears it.
  * Streams that never waited stay clean.
+ *
+ * Objects that device work points at (gates, logs, counters, async copy
+ * buffers) are static: a failed assertion leaves the test's frame, and work
+ * still queued must not be left pointing into a dead stack.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,9 +90,9 @@ static void a_failed_op_skips_later_ops_and_reaches_waiters_but_not_bystanders(v
     (void)state;
     simdev_stream_t a, b, c;
     simdev_event_t after_failure;
-    atomic_int failing_calls = 0, second_failure_calls = 0;
-    atomic_int a_after = 0, a_host_after = 0, b_before = 0, b_after = 0, b_host_after = 0;
-    atomic_int c_ran = 0;
+    static atomic_int failing_calls = 0, second_failure_calls = 0;
+    static atomic_int a_after = 0, a_host_after = 0, b_before = 0, b_after = 0, b_host_after = 0;
+    static atomic_int c_ran = 0;
     void *buf_a = dev_buffer(0x00), *buf_b = dev_buffer(0x00), *buf_c = dev_buffer(0x00);
     assert_int_equal(simdev_stream_create(&a), 0);
     assert_int_equal(simdev_stream_create(&b), 0);
@@ -148,7 +152,7 @@ static void a_failed_op_skips_later_ops_and_reaches_waiters_but_not_bystanders(v
     assert_int_equal(simdev_event_query(after_failure), -7);
 
     /* both streams run new work again */
-    atomic_int a_fresh = 0, b_fresh = 0;
+    static atomic_int a_fresh = 0, b_fresh = 0;
     ts_launch_count(a, &a_fresh);
     assert_int_equal(simdev_memset_async(buf_a, 0x44, BUF, a), 0);
     assert_int_equal(simdev_event_record(after_failure, a), 0); /* a clean record now */
@@ -177,7 +181,7 @@ static void an_event_recorded_before_the_failure_stays_clean(void **state)
     (void)state;
     simdev_stream_t a;
     simdev_event_t before, after;
-    atomic_int calls = 0;
+    static atomic_int calls = 0;
     assert_int_equal(simdev_stream_create(&a), 0);
     assert_int_equal(simdev_event_create(&before), 0);
     assert_int_equal(simdev_event_create(&after), 0);
@@ -199,8 +203,8 @@ static void a_failing_host_func_fails_its_stream_with_its_code(void **state)
 {
     (void)state;
     simdev_stream_t a;
-    struct host_fail failing = {.code = -42};
-    atomic_int after = 0;
+    static struct host_fail failing = {.code = -42};
+    static atomic_int after = 0;
     atomic_init(&failing.calls, 0);
     assert_int_equal(simdev_stream_create(&a), 0);
 
@@ -216,11 +220,38 @@ static void a_failing_host_func_fails_its_stream_with_its_code(void **state)
     assert_int_equal(simdev_stream_destroy(a), 0);
 }
 
+/*
+ * A positive return is outside the callback contract; simdev.h reports it as
+ * PTO_RUNTIME_ERR_INTERNAL. Passing the positive value through would make
+ * `if (simdev_stream_sync(s) < 0)` treat a failed stream, whose later work
+ * was skipped, as success.
+ */
+static void a_host_func_returning_a_positive_value_fails_the_stream_with_internal(
+    void **state)
+{
+    (void)state;
+    simdev_stream_t a;
+    static struct host_fail positive = {.code = 1};
+    static atomic_int after = 0;
+    atomic_init(&positive.calls, 0);
+    assert_int_equal(simdev_stream_create(&a), 0);
+
+    assert_int_equal(simdev_launch_host_func(a, fail_host_fn, &positive), 0);
+    ts_launch_count(a, &after);
+    int status = simdev_stream_sync(a);
+    int ran_after = atomic_load(&after);
+    assert_int_equal(atomic_load(&positive.calls), 1);
+    assert_int_equal(ran_after, 0); /* 1: a positive return did not fail the stream */
+    assert_int_equal(status, PTO_RUNTIME_ERR_INTERNAL); /* 1: a positive value passed through as a "status" */
+    assert_int_equal(simdev_stream_sync(a), 0);
+    assert_int_equal(simdev_stream_destroy(a), 0);
+}
+
 static void an_aicore_function_failing_on_one_core_fails_the_launch_with_its_code(void **state)
 {
     (void)state;
     simdev_stream_t a;
-    atomic_int calls = 0, after = 0;
+    static atomic_int calls = 0, after = 0;
     assert_int_equal(simdev_stream_create(&a), 0);
 
     struct fail_arg arg = {-11, 1, &calls}; /* core 1, the first AIV, fails */
@@ -243,7 +274,7 @@ static void an_aicpu_launch_fails_with_the_status_of_its_failing_thread(void **s
 {
     (void)state;
     simdev_stream_t a;
-    atomic_int calls = 0, after = 0;
+    static atomic_int calls = 0, after = 0;
     assert_int_equal(simdev_stream_create(&a), 0);
 
     struct fail_arg arg = {-13, 1, &calls}; /* thread 1 of 2 fails, thread 0 succeeds */
@@ -259,7 +290,7 @@ static void device_sync_returns_the_carried_error_and_clears_it(void **state)
 {
     (void)state;
     simdev_stream_t a, b;
-    atomic_int calls = 0, b_ran = 0;
+    static atomic_int calls = 0, b_ran = 0;
     assert_int_equal(simdev_stream_create(&a), 0);
     assert_int_equal(simdev_stream_create(&b), 0);
 
@@ -283,6 +314,7 @@ int main(void)
         TEST(a_failed_op_skips_later_ops_and_reaches_waiters_but_not_bystanders),
         TEST(an_event_recorded_before_the_failure_stays_clean),
         TEST(a_failing_host_func_fails_its_stream_with_its_code),
+        TEST(a_host_func_returning_a_positive_value_fails_the_stream_with_internal),
         TEST(an_aicore_function_failing_on_one_core_fails_the_launch_with_its_code),
         TEST(an_aicpu_launch_fails_with_the_status_of_its_failing_thread),
         TEST(device_sync_returns_the_carried_error_and_clears_it),

@@ -4,6 +4,10 @@
  * Owns: the ordering events give between streams and the completion state
  * they report. Error propagation through events lives in
  * test_error_chain.c.
+ *
+ * Objects that device work points at (gates, logs, counters, async copy
+ * buffers) are static: a failed assertion leaves the test's frame, and work
+ * still queued must not be left pointing into a dead stack.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,8 +54,8 @@ static void wait_event_orders_work_on_other_streams_after_the_record(void **stat
 {
     (void)state;
     enum { A_OP = 1, B_OP = 2, C_OP = 3 };
-    struct ts_gate gate, waiters_ran;
-    struct ts_log log;
+    static struct ts_gate gate, waiters_ran;
+    static struct ts_log log;
     simdev_stream_t a, b, c;
     simdev_event_t done_a;
     ts_gate_init(&gate);
@@ -108,7 +112,7 @@ static void wait_event_orders_work_on_other_streams_after_the_record(void **stat
 static void event_query_is_not_ready_until_the_record_completes_then_zero(void **state)
 {
     (void)state;
-    struct ts_gate gate;
+    static struct ts_gate gate;
     simdev_stream_t a;
     simdev_event_t event;
     ts_gate_init(&gate);
@@ -135,7 +139,8 @@ static void event_query_is_not_ready_until_the_record_completes_then_zero(void *
 static void *open_gate_when_blocked(void *arg)
 {
     struct ts_gate *gate = arg;
-    ts_gate_wait_arrivals(gate, 1);
+    /* bounded: a device that dropped the gated op must not hang the test */
+    ts_gate_wait_arrivals_for(gate, 1, TS_DEADLOCK_GUARD_MS);
     ts_gate_open(gate);
     return NULL;
 }
@@ -143,8 +148,8 @@ static void *open_gate_when_blocked(void *arg)
 static void event_sync_waits_for_the_work_before_the_record_and_no_more(void **state)
 {
     (void)state;
-    struct ts_gate first, second;
-    atomic_int before_record = 0, after_record = 0;
+    static struct ts_gate first, second;
+    static atomic_int before_record = 0, after_record = 0;
     simdev_stream_t a;
     simdev_event_t event;
     pthread_t opener;
@@ -188,7 +193,7 @@ static void event_sync_waits_for_the_work_before_the_record_and_no_more(void **s
 static void waiting_on_a_never_recorded_event_is_a_no_op(void **state)
 {
     (void)state;
-    struct ts_gate blocker, b_ran;
+    static struct ts_gate blocker, b_ran;
     simdev_stream_t a, b;
     simdev_event_t never;
     ts_gate_init(&blocker);
@@ -227,7 +232,7 @@ static void waiting_on_a_never_recorded_event_is_a_no_op(void **state)
 static void a_wait_binds_to_the_record_current_when_it_was_enqueued(void **state)
 {
     (void)state;
-    struct ts_gate gate1, gate2, b_ran;
+    static struct ts_gate gate1, gate2, b_ran;
     simdev_stream_t a1, a2, b;
     simdev_event_t event;
     ts_gate_init(&gate1);
@@ -275,7 +280,7 @@ static void a_wait_binds_to_the_record_current_when_it_was_enqueued(void **state
 static void re_recording_a_completed_event_makes_it_pending_again(void **state)
 {
     (void)state;
-    struct ts_gate gate;
+    static struct ts_gate gate;
     simdev_stream_t a;
     simdev_event_t event;
     ts_gate_init(&gate);
@@ -304,8 +309,8 @@ static void destroying_an_event_keeps_pending_waits_on_it(void **state)
 {
     (void)state;
     enum { A_OP = 1, B_OP = 2 };
-    struct ts_gate gate, b_ran;
-    struct ts_log log;
+    static struct ts_gate gate, b_ran;
+    static struct ts_log log;
     simdev_stream_t a, b;
     simdev_event_t event;
     ts_gate_init(&gate);

@@ -6,6 +6,10 @@
  * or run, the object still alive after a failed destroy), that the fault
  * then disarms so a retry succeeds, and that the counters count exactly the
  * performed ops.
+ *
+ * Objects that device work points at (gates, logs, counters, async copy
+ * buffers) are static: a failed assertion leaves the test's frame, and work
+ * still queued must not be left pointing into a dead stack.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -115,13 +119,38 @@ static void rearming_a_kind_replaces_its_fault_and_clear_disarms_all(void **stat
         assert_int_equal(simdev_free(p[i]), 0);
 }
 
+static void faults_and_counters_belong_to_one_device(void **state)
+{
+    (void)state;
+    void *p0, *p1;
+    uint64_t count = 99;
+    assert_int_equal(simdev_device_reset(1), 0);
+    assert_int_equal(simdev_op_counts_reset(1), 0);
+    assert_int_equal(simdev_fault_inject(1, SIMDEV_OP_MALLOC, 1, INJECTED), 0);
+    assert_int_equal(simdev_malloc(&p0, 64), 0); /* INJECTED: device 1's fault hit device 0 */
+    assert_int_equal(count_of(SIMDEV_OP_MALLOC), 1);
+    assert_int_equal(simdev_op_count(1, SIMDEV_OP_MALLOC, &count), 0);
+    assert_int_equal(count, 0); /* 1: device 0's malloc was counted on device 1 */
+
+    assert_int_equal(simdev_set_device(1), 0);
+    assert_int_equal(simdev_malloc(&p1, 64), INJECTED);
+    assert_int_equal(simdev_malloc(&p1, 64), 0);
+    assert_int_equal(simdev_op_count(1, SIMDEV_OP_MALLOC, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(simdev_free(p1), 0);
+    assert_int_equal(simdev_set_device(0), 0);
+    assert_int_equal(count_of(SIMDEV_OP_MALLOC), 1);
+    assert_int_equal(simdev_free(p0), 0);
+    assert_int_equal(simdev_device_reset(1), 0);
+}
+
 /* ---------------------------------------------------------- create/destroy */
 
 static void stream_create_fault_writes_no_handle_and_a_retry_succeeds(void **state)
 {
     (void)state;
     simdev_stream_t first, second = SENTINEL;
-    atomic_int ran = 0;
+    static atomic_int ran = 0;
     arm(SIMDEV_OP_STREAM_CREATE, 2, INJECTED);
     assert_int_equal(simdev_stream_create(&first), 0);
     assert_int_equal(simdev_stream_create(&second), INJECTED);
@@ -141,7 +170,7 @@ static void stream_destroy_fault_leaves_the_stream_alive_and_a_retry_succeeds(vo
 {
     (void)state;
     simdev_stream_t stream;
-    atomic_int ran = 0;
+    static atomic_int ran = 0;
     assert_int_equal(simdev_stream_create(&stream), 0);
     arm(SIMDEV_OP_STREAM_DESTROY, 1, INJECTED);
     assert_int_equal(simdev_stream_destroy(stream), INJECTED);
@@ -179,7 +208,7 @@ static void event_destroy_fault_leaves_the_event_alive_and_a_retry_succeeds(void
     (void)state;
     simdev_event_t event;
     simdev_stream_t stream;
-    struct ts_gate gate;
+    static struct ts_gate gate;
     ts_gate_init(&gate);
     assert_int_equal(simdev_stream_create(&stream), 0);
     assert_int_equal(simdev_event_create(&event), 0);
@@ -257,7 +286,7 @@ static void copy_fault_moves_no_bytes_for_each_copy_call_and_a_retry_succeeds(vo
 {
     (void)state;
     enum { N = 256 };
-    unsigned char zeros[N], ones[N], out[N];
+    static unsigned char zeros[N], ones[N], out[N];
     void *dev;
     simdev_stream_t stream;
     memset(zeros, 0, N);
@@ -325,7 +354,7 @@ static void launch_fault_runs_nothing_for_each_launch_call_and_a_retry_succeeds(
 {
     (void)state;
     simdev_stream_t stream;
-    atomic_int aicpu_ran = 0, aicore_ran = 0, host_ran = 0;
+    static atomic_int aicpu_ran = 0, aicore_ran = 0, host_ran = 0;
     atomic_int *aicpu_arg = &aicpu_ran, *aicore_arg = &aicore_ran;
     assert_int_equal(simdev_stream_create(&stream), 0);
 
@@ -369,7 +398,7 @@ static void record_fault_records_nothing_and_a_retry_succeeds(void **state)
     (void)state;
     simdev_stream_t a;
     simdev_event_t event;
-    struct ts_gate gate;
+    static struct ts_gate gate;
     ts_gate_init(&gate);
     assert_int_equal(simdev_stream_create(&a), 0);
     assert_int_equal(simdev_event_create(&event), 0);
@@ -396,8 +425,8 @@ static void wait_fault_enqueues_no_wait_and_a_retry_succeeds(void **state)
     (void)state;
     simdev_stream_t a, b;
     simdev_event_t event;
-    struct ts_gate gate, b_ran, b_ran_after_retry;
-    atomic_int after_wait = 0;
+    static struct ts_gate gate, b_ran, b_ran_after_retry;
+    static atomic_int after_wait = 0;
     ts_gate_init(&gate);
     ts_gate_init(&b_ran);
     ts_gate_open(&b_ran); /* probes: passing only counts */
@@ -493,7 +522,7 @@ static void graph_launch_fault_replays_nothing_and_a_retry_succeeds(void **state
     simdev_stream_t capture_stream, replay_stream;
     simdev_graph_t graph;
     simdev_graph_exec_t exec;
-    atomic_int ran = 0;
+    static atomic_int ran = 0;
     size_t nodes = 0;
     assert_int_equal(simdev_stream_create(&capture_stream), 0);
     assert_int_equal(simdev_stream_create(&replay_stream), 0);
@@ -534,7 +563,7 @@ static void op_counters_count_exactly_the_performed_ops(void **state)
     simdev_event_t event;
     void *p[3];
     unsigned char host[64] = {0};
-    atomic_int ran = 0;
+    static atomic_int ran = 0;
     atomic_int *ran_arg = &ran;
     const int bad = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
 
@@ -606,6 +635,7 @@ int main(void)
         TEST(op_kind_names_are_distinct_and_unknown_out_of_range),
         TEST(counting_starts_when_armed_and_skips_rejected_calls),
         TEST(rearming_a_kind_replaces_its_fault_and_clear_disarms_all),
+        TEST(faults_and_counters_belong_to_one_device),
         TEST(stream_create_fault_writes_no_handle_and_a_retry_succeeds),
         TEST(stream_destroy_fault_leaves_the_stream_alive_and_a_retry_succeeds),
         TEST(event_create_fault_writes_no_handle_and_a_retry_succeeds),

@@ -4,6 +4,10 @@
  * Owns: simdev_malloc/free/mem_get_info, the synchronous simdev_memcpy in all
  * three directions, and the asynchronous copy/memset ops on a stream.
  * Never dereferences a device pointer: every byte is checked through a copy.
+ *
+ * Objects that device work points at (gates, logs, counters, async copy
+ * buffers) are static: a failed assertion leaves the test's frame, and work
+ * still queued must not be left pointing into a dead stack.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -330,7 +334,7 @@ static void async_copies_and_memset_on_a_stream_give_exact_bytes_after_sync(void
 {
     (void)state;
     enum { N = 4096 };
-    unsigned char pattern[512], out[N], expected[N];
+    static unsigned char pattern[512], out[N], expected[N];
     void *dev, *dev2;
     simdev_stream_t stream;
     fill_pattern(pattern, sizeof pattern, 41);

@@ -16,8 +16,15 @@
 
 #include "test_support.h"
 
-/* Device-side deadlock guard: a correct peer answers long before this. */
+/*
+ * Device-side deadlock guards: a correct peer answers long before either.
+ * The AICPU side gives up first, on purpose: a core that missed its doorbell
+ * wake-up sleeps until its own guard and then still finds the new value (so
+ * it reports success); only the AICPU side, left without an echo, can turn
+ * that lost wake-up into a failure.
+ */
 #define GUARD_NS (20ull * 1000 * 1000 * 1000)
+#define AICPU_GUARD_NS (10ull * 1000 * 1000 * 1000)
 /* A wait that nothing will satisfy; its length is not under test. */
 #define SHORT_TIMEOUT_NS (2ull * 1000 * 1000)
 
@@ -116,7 +123,7 @@ static int wait_echo(int device, struct simdev_core_regs *regs, uint64_t want, u
             atomic_fetch_add(&report->aicpu_errors, 1);
             return PTO_RUNTIME_ERR_INTERNAL;
         }
-        int rc = simdev_cond_wait(device, seq, GUARD_NS);
+        int rc = simdev_cond_wait(device, seq, AICPU_GUARD_NS);
         if (rc != 0) {
             atomic_store(&report->aicpu_wait_status, rc);
             return rc;
@@ -250,6 +257,73 @@ static void cond_wait_times_out_when_no_core_writes(void **state)
     assert_int_equal(simdev_stream_destroy(stream), 0);
 }
 
+struct lost_report {
+    atomic_int core_status;  /* core 0's doorbell wait */
+    atomic_int aicpu_status; /* AICPU thread 0's condition wait */
+};
+
+static int wait_forever_core_fn(const struct simdev_core_ctx *ctx, const void *args,
+                                size_t args_size)
+{
+    struct lost_report *report;
+    if (args_size != sizeof report)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&report, args, sizeof report);
+    if (ctx->core_id != 0)
+        return 0;
+    uint64_t value;
+    /* nothing rings: only the loss of the device (or the guard) ends this */
+    int rc = simdev_core_wait_doorbell(ctx->regs, simdev_regs_read_doorbell(ctx->regs), GUARD_NS,
+                                       &value);
+    atomic_store(&report->core_status, rc);
+    return rc;
+}
+
+static int wait_forever_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args,
+                                 size_t args_size)
+{
+    struct lost_report *report;
+    if (args_size != sizeof report)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&report, args, sizeof report);
+    int rc = simdev_cond_wait(ctx->device, simdev_cond_seq(ctx->device), GUARD_NS);
+    atomic_store(&report->aicpu_status, rc);
+    return rc;
+}
+
+static void register_waits_return_device_lost_when_the_watchdog_loses_the_device(void **state)
+{
+    (void)state;
+    struct simdev_config config;
+    assert_int_equal(simdev_config_default(&config), 0);
+    config.aicpu_threads = 2;
+    config.aic_cores = 1;
+    config.aiv_cores = 2;
+    config.memory_bytes = 64u << 20;
+    config.watchdog_ms = 200;
+    ts_device_setup_config(&config);
+
+    static struct lost_report report;
+    atomic_store(&report.core_status, 1);
+    atomic_store(&report.aicpu_status, 1);
+    struct lost_report *arg = &report;
+    simdev_stream_t cores, aicpu;
+    assert_int_equal(simdev_stream_create(&cores), 0);
+    assert_int_equal(simdev_stream_create(&aicpu), 0);
+    assert_int_equal(simdev_launch_aicore(cores, wait_forever_core_fn, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_launch_aicpu(aicpu, wait_forever_aicpu_fn, 1, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_stream_sync(cores), PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(simdev_stream_sync(aicpu), PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(simdev_device_is_lost(0), 1);
+
+    /* reset waits for both functions to return, so their reports are final */
+    assert_int_equal(simdev_device_reset(0), 0);
+    /* TIMEOUT: the wait slept through the loss until its own guard;
+     * 0: the wait took the loss for a doorbell / condition write */
+    assert_int_equal(atomic_load(&report.core_status), PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(atomic_load(&report.aicpu_status), PTO_RUNTIME_ERR_DEVICE_LOST);
+}
+
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
 
 int main(void)
@@ -259,6 +333,7 @@ int main(void)
         TEST(aicpu_and_core_echo_10000_round_trips_with_exact_values),
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
         TEST(cond_wait_times_out_when_no_core_writes),
+        TEST(register_waits_return_device_lost_when_the_watchdog_loses_the_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

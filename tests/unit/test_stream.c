@@ -5,6 +5,10 @@
  * shape of AICPU and AICore launches (threads, indices, core ids and types),
  * argument deep copies, argument checks, stream destroy/query and device
  * sync. Events and errors have their own files.
+ *
+ * Objects that device work points at (gates, logs, counters, async copy
+ * buffers) are static: a failed assertion leaves the test's frame, and work
+ * still queued must not be left pointing into a dead stack.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -66,7 +70,7 @@ static void host_funcs_run_in_fifo_order(void **state)
 {
     (void)state;
     static struct log_entry_arg args[FIFO_OPS]; /* borrowed by the stream until each runs */
-    struct ts_log log;
+    static struct ts_log log;
     simdev_stream_t stream;
     ts_log_init(&log, FIFO_OPS);
     assert_int_equal(simdev_stream_create(&stream), 0);
@@ -83,7 +87,7 @@ static void host_funcs_run_in_fifo_order(void **state)
 static void aicpu_launches_run_in_fifo_order(void **state)
 {
     (void)state;
-    struct ts_log log;
+    static struct ts_log log;
     simdev_stream_t stream;
     ts_log_init(&log, FIFO_OPS);
     assert_int_equal(simdev_stream_create(&stream), 0);
@@ -102,7 +106,7 @@ static void mixed_aicpu_aicore_and_host_ops_run_in_fifo_order(void **state)
     (void)state;
     enum { OPS = 300 };
     static struct log_entry_arg host_args[OPS];
-    struct ts_log log;
+    static struct ts_log log;
     simdev_stream_t stream;
     ts_log_init(&log, OPS);
     assert_int_equal(simdev_stream_create(&stream), 0);
@@ -129,24 +133,45 @@ static void mixed_aicpu_aicore_and_host_ops_run_in_fifo_order(void **state)
 
 /* ------------------------------------------------------------ asynchrony */
 
+struct blocking_callback {
+    struct ts_gate gate;
+    pthread_t launcher;
+    atomic_int ran_inline; /* ran on the thread that launched it */
+};
+
+/* Blocks in the gate, unless it runs on the launching thread: blocking there
+ * would hang the test instead of failing it. */
+static int blocking_host_fn(void *user_data)
+{
+    struct blocking_callback *cb = user_data;
+    if (pthread_equal(pthread_self(), cb->launcher)) {
+        atomic_store(&cb->ran_inline, 1);
+        return 0;
+    }
+    ts_gate_pass(&cb->gate);
+    return 0;
+}
+
 static void launch_returns_before_the_work_runs(void **state)
 {
     (void)state;
-    struct ts_gate gate;
-    atomic_int after_gate = 0;
+    static struct blocking_callback cb;
+    static atomic_int after_gate = 0;
     simdev_stream_t stream;
-    ts_gate_init(&gate);
+    ts_gate_init(&cb.gate);
+    cb.launcher = pthread_self();
+    atomic_store(&cb.ran_inline, 0);
     assert_int_equal(simdev_stream_create(&stream), 0);
     assert_int_equal(simdev_stream_query(stream), 0); /* an empty stream is drained and clean */
 
-    /* if the launch ran the callback inline, this call would never return */
-    assert_int_equal(simdev_launch_host_func(stream, ts_gate_host_fn, &gate), 0);
+    assert_int_equal(simdev_launch_host_func(stream, blocking_host_fn, &cb), 0);
     ts_launch_count(stream, &after_gate);
+    assert_int_equal(atomic_load(&cb.ran_inline), 0); /* 1: launch ran the work before returning */
     /* the callback is running, blocked in the gate */
-    int started = ts_gate_wait_arrivals_for(&gate, 1, TS_DEADLOCK_GUARD_MS);
+    int started = ts_gate_wait_arrivals_for(&cb.gate, 1, TS_DEADLOCK_GUARD_MS);
     int query_while_blocked = simdev_stream_query(stream);
     int ran_early = atomic_load(&after_gate);
-    ts_gate_open(&gate);
+    ts_gate_open(&cb.gate);
     assert_true(started); /* false: the stream never ran the callback */
     assert_int_equal(query_while_blocked, PTO_RUNTIME_ERR_NOT_READY); /* 0: query ignores pending work */
     assert_int_equal(ran_early, 0); /* 1: the op behind the blocked one overtook it */
@@ -155,7 +180,7 @@ static void launch_returns_before_the_work_runs(void **state)
     assert_int_equal(atomic_load(&after_gate), 1); /* 0: sync returned before the work ran */
     assert_int_equal(simdev_stream_query(stream), 0);
     assert_int_equal(simdev_stream_destroy(stream), 0);
-    ts_gate_destroy(&gate);
+    ts_gate_destroy(&cb.gate);
 }
 
 /* ----------------------------------------------------------- AICPU shape */
@@ -167,6 +192,7 @@ struct aicpu_observation {
     atomic_int bad_index;   /* thread_index out of 0..thread_count-1 */
     atomic_int bad_context; /* wrong device or thread_count */
     pthread_t thread_of[SIMDEV_MAX_AICPU_THREADS];
+    const void *args_of[SIMDEV_MAX_AICPU_THREADS]; /* one shared copy for all threads */
     uint32_t expected_count;
 };
 
@@ -184,6 +210,7 @@ static int observe_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args
     } else {
         atomic_fetch_add(&obs->per_index[ctx->thread_index], 1);
         obs->thread_of[ctx->thread_index] = pthread_self(); /* read after the stream sync */
+        obs->args_of[ctx->thread_index] = args;
     }
     ts_gate_pass(&obs->gate);
     return 0;
@@ -192,7 +219,7 @@ static int observe_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args
 /* Launches observe_aicpu_fn on n threads and checks the shape of the run. */
 static void check_aicpu_launch_shape(uint32_t n)
 {
-    struct aicpu_observation obs;
+    static struct aicpu_observation obs;
     memset(&obs, 0, sizeof obs);
     ts_gate_init(&obs.gate);
     obs.expected_count = n;
@@ -215,6 +242,7 @@ static void check_aicpu_launch_shape(uint32_t n)
         assert_false(pthread_equal(obs.thread_of[i], pthread_self())); /* ran on the caller */
         for (uint32_t j = 0; j < i; j++)
             assert_false(pthread_equal(obs.thread_of[i], obs.thread_of[j])); /* shared a thread */
+        assert_ptr_equal(obs.args_of[i], obs.args_of[0]); /* differs: not one shared copy */
     }
     for (uint32_t i = n; i < SIMDEV_MAX_AICPU_THREADS; i++)
         assert_int_equal(atomic_load(&obs.per_index[i]), 0);
@@ -291,8 +319,8 @@ static int args_aicore_fn(const struct simdev_core_ctx *ctx, const void *args, s
  * the launch run: it must see the bytes as they were at enqueue. */
 static void check_args_copied_at_enqueue(int aicore)
 {
-    unsigned char buffer[ARG_BYTES];
-    struct ts_gate gate;
+    static unsigned char buffer[ARG_BYTES];
+    static struct ts_gate gate;
     simdev_stream_t stream;
     memset(&seen, 0, sizeof seen);
     seen.caller_buffer = buffer;
@@ -423,7 +451,7 @@ static int observe_aicore_fn(const struct simdev_core_ctx *ctx, const void *args
 
 static void check_aicore_launch_shape(uint32_t aic, uint32_t aiv)
 {
-    struct aicore_observation obs;
+    static struct aicore_observation obs;
     memset(&obs, 0, sizeof obs);
     ts_gate_init(&obs.gate);
     obs.aic = aic;
@@ -538,7 +566,8 @@ static void stream_create_and_query_reject_bad_arguments(void **state)
 static void *open_gate_when_blocked(void *arg)
 {
     struct ts_gate *gate = arg;
-    ts_gate_wait_arrivals(gate, 1);
+    /* bounded: a device that dropped the gated op must not hang the test */
+    ts_gate_wait_arrivals_for(gate, 1, TS_DEADLOCK_GUARD_MS);
     ts_gate_open(gate);
     return NULL;
 }
@@ -547,8 +576,8 @@ static void stream_destroy_waits_for_pending_work(void **state)
 {
     (void)state;
     enum { BEHIND = 200 };
-    struct ts_gate gate;
-    atomic_int ran = 0;
+    static struct ts_gate gate;
+    static atomic_int ran = 0;
     simdev_stream_t stream;
     pthread_t opener;
     ts_gate_init(&gate);
@@ -570,7 +599,7 @@ static void device_sync_drains_every_stream_of_the_current_device(void **state)
     (void)state;
     enum { STREAMS = 3, OPS = 50 };
     simdev_stream_t streams[STREAMS];
-    atomic_int ran[STREAMS];
+    static atomic_int ran[STREAMS];
     for (int s = 0; s < STREAMS; s++) {
         atomic_init(&ran[s], 0);
         assert_int_equal(simdev_stream_create(&streams[s]), 0);
@@ -584,6 +613,92 @@ static void device_sync_drains_every_stream_of_the_current_device(void **state)
         assert_int_equal(simdev_stream_query(streams[s]), 0);
         assert_int_equal(simdev_stream_destroy(streams[s]), 0);
     }
+}
+
+static int gate_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    struct ts_gate *gate;
+    if (args_size != sizeof gate)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&gate, args, sizeof gate);
+    ts_gate_pass(gate);
+    return 0;
+}
+
+static void launches_on_different_streams_run_at_the_same_time(void **state)
+{
+    (void)state;
+    static struct ts_gate gate;
+    struct ts_gate *arg = &gate;
+    simdev_stream_t a, b;
+    ts_gate_init(&gate);
+    assert_int_equal(simdev_stream_create(&a), 0);
+    assert_int_equal(simdev_stream_create(&b), 0);
+    /* one AICPU thread each, two in the pool: both must be inside at once */
+    assert_int_equal(simdev_launch_aicpu(a, gate_aicpu_fn, 1, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_launch_aicpu(b, gate_aicpu_fn, 1, &arg, sizeof arg), 0);
+    int both_inside = ts_gate_wait_arrivals_for(&gate, 2, TS_DEADLOCK_GUARD_MS);
+    ts_gate_open(&gate);
+    assert_true(both_inside); /* false: the device serialises launches of different streams */
+    assert_int_equal(simdev_stream_sync(a), 0);
+    assert_int_equal(simdev_stream_sync(b), 0);
+    assert_int_equal(simdev_stream_destroy(a), 0);
+    assert_int_equal(simdev_stream_destroy(b), 0);
+    ts_gate_destroy(&gate);
+}
+
+struct enqueuer {
+    simdev_stream_t stream;
+    struct ts_log *log;
+    int tag;
+    int status; /* first failed enqueue, or 0 */
+};
+
+#define ENQUEUER_OPS 300
+
+static void *enqueue_tagged_ops(void *arg)
+{
+    struct enqueuer *e = arg;
+    e->status = 0;
+    for (int i = 0; i < ENQUEUER_OPS && e->status == 0; i++) {
+        struct log_entry_arg entry = {e->log, e->tag * 10000 + i};
+        e->status = simdev_launch_aicpu(e->stream, log_aicpu_fn, 1, &entry, sizeof entry);
+    }
+    return NULL;
+}
+
+static void ops_enqueued_from_several_threads_keep_each_threads_order(void **state)
+{
+    (void)state;
+    enum { THREADS = 3 };
+    static struct ts_log log;
+    static struct enqueuer enqueuers[THREADS];
+    pthread_t threads[THREADS];
+    simdev_stream_t stream;
+    ts_log_init(&log, THREADS * ENQUEUER_OPS);
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    for (int t = 0; t < THREADS; t++) {
+        enqueuers[t] = (struct enqueuer){stream, &log, t + 1, 0};
+        assert_int_equal(pthread_create(&threads[t], NULL, enqueue_tagged_ops, &enqueuers[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        assert_int_equal(pthread_join(threads[t], NULL), 0);
+        assert_int_equal(enqueuers[t].status, 0);
+    }
+    assert_int_equal(simdev_stream_sync(stream), 0);
+
+    assert_int_equal(log.overflow, 0);
+    assert_int_equal(log.count, THREADS * ENQUEUER_OPS); /* less: a concurrent enqueue was lost */
+    int next[THREADS + 1] = {0};
+    for (int i = 0; i < log.count; i++) {
+        int tag = log.entries[i] / 10000, index = log.entries[i] % 10000;
+        assert_in_range(tag, 1, THREADS);
+        assert_int_equal(index, next[tag]); /* out of order within one enqueuing thread */
+        next[tag]++;
+    }
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+    ts_log_destroy(&log);
 }
 
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
@@ -604,6 +719,8 @@ int main(void)
         TEST(stream_create_and_query_reject_bad_arguments),
         TEST(stream_destroy_waits_for_pending_work),
         TEST(device_sync_drains_every_stream_of_the_current_device),
+        TEST(launches_on_different_streams_run_at_the_same_time),
+        TEST(ops_enqueued_from_several_threads_keep_each_threads_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
