@@ -115,6 +115,19 @@ struct simdev_mem_info {
  */
 int simdev_malloc(void **dev_ptr, size_t bytes);
 
+/*
+ * Allocation owners: a layer above may tag its allocations with an owner id
+ * (1..SIMDEV_MAX_MEM_OWNERS-1, chosen by that layer; 0 is "unattributed",
+ * what simdev_malloc uses) and read back how many bytes each owner holds.
+ * simdev_malloc_owned is simdev_malloc with a tag; INVALID_ARGUMENT for an
+ * owner out of range.
+ */
+#define SIMDEV_MAX_MEM_OWNERS 64
+int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner);
+
+/* Writes the bytes currently allocated under `owner` on `device`. */
+int simdev_mem_owner_in_use(int device, uint32_t owner, uint64_t *bytes);
+
 /* Frees a pointer returned by simdev_malloc (NULL: no-op). INVALID_ARGUMENT
  * for a pointer that is not a live allocation of the current device. */
 int simdev_free(void *dev_ptr);

@@ -155,6 +155,7 @@ struct simdev_core_regs {
 struct sd_alloc {
     uintptr_t base;
     size_t bytes;
+    uint32_t owner;
 };
 
 struct sd_device {
@@ -198,6 +199,7 @@ struct sd_device {
     size_t alloc_cap;
     uint64_t in_use;
     uint64_t high_water;
+    uint64_t owner_in_use[SIMDEV_MAX_MEM_OWNERS];
 
     /* Objects the device owns, destroyed by reset. Caller must hold lock. */
     struct simdev_stream *streams;

@@ -70,7 +70,12 @@ int sd_memory_check_copy(struct sd_device *dev, void *dst, const void *src, size
 
 int simdev_malloc(void **dev_ptr, size_t bytes)
 {
-    if (!dev_ptr || bytes == 0)
+    return simdev_malloc_owned(dev_ptr, bytes, 0);
+}
+
+int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
+{
+    if (!dev_ptr || bytes == 0 || owner >= SIMDEV_MAX_MEM_OWNERS)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct sd_device *dev;
     int rc = sd_device_current(&dev);
@@ -106,9 +111,10 @@ int simdev_malloc(void **dev_ptr, size_t bytes)
     }
     size_t at = alloc_upper_bound(dev, (uintptr_t)mem);
     memmove(&dev->allocs[at + 1], &dev->allocs[at], (dev->alloc_count - at) * sizeof(*dev->allocs));
-    dev->allocs[at] = (struct sd_alloc){.base = (uintptr_t)mem, .bytes = bytes};
+    dev->allocs[at] = (struct sd_alloc){.base = (uintptr_t)mem, .bytes = bytes, .owner = owner};
     dev->alloc_count++;
     dev->in_use += bytes;
+    dev->owner_in_use[owner] += bytes;
     if (dev->in_use > dev->high_water)
         dev->high_water = dev->in_use;
     pthread_mutex_unlock(&dev->mem_lock);
@@ -137,6 +143,7 @@ int simdev_free(void *dev_ptr)
         return rc;
     }
     dev->in_use -= dev->allocs[i - 1].bytes;
+    dev->owner_in_use[dev->allocs[i - 1].owner] -= dev->allocs[i - 1].bytes;
     memmove(&dev->allocs[i - 1], &dev->allocs[i], (dev->alloc_count - i) * sizeof(*dev->allocs));
     dev->alloc_count--;
     pthread_mutex_unlock(&dev->mem_lock);
@@ -161,6 +168,17 @@ int simdev_mem_get_info(int device, struct simdev_mem_info *out)
     return 0;
 }
 
+int simdev_mem_owner_in_use(int device, uint32_t owner, uint64_t *bytes)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (!dev || !bytes || owner >= SIMDEV_MAX_MEM_OWNERS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&dev->mem_lock);
+    *bytes = dev->owner_in_use[owner];
+    pthread_mutex_unlock(&dev->mem_lock);
+    return 0;
+}
+
 void sd_memory_release_all(struct sd_device *dev)
 {
     pthread_mutex_lock(&dev->mem_lock);
@@ -170,6 +188,7 @@ void sd_memory_release_all(struct sd_device *dev)
     dev->allocs = NULL;
     dev->alloc_count = dev->alloc_cap = 0;
     dev->in_use = dev->high_water = 0;
+    memset(dev->owner_in_use, 0, sizeof(dev->owner_in_use));
     pthread_mutex_unlock(&dev->mem_lock);
 }
 

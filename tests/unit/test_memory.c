@@ -403,6 +403,54 @@ static void async_copy_ranges_outside_an_allocation_are_invalid_and_enqueue_noth
     assert_int_equal(simdev_free(dev), 0);
 }
 
+static uint64_t owner_bytes(uint32_t owner)
+{
+    uint64_t bytes = 12345;
+    assert_int_equal(simdev_mem_owner_in_use(0, owner, &bytes), 0);
+    return bytes;
+}
+
+static void per_owner_totals_are_exact_and_return_to_zero(void **state)
+{
+    (void)state;
+    void *untagged, *a1, *a2, *b1;
+    assert_int_equal(simdev_malloc(&untagged, 100), 0);
+    assert_int_equal(simdev_malloc_owned(&a1, 1000, 1), 0);
+    assert_int_equal(simdev_malloc_owned(&a2, 24, 1), 0);
+    assert_int_equal(simdev_malloc_owned(&b1, 4096, 63), 0);
+    assert_int_equal(owner_bytes(0), 100);  /* other: simdev_malloc is not owner 0 */
+    assert_int_equal(owner_bytes(1), 1024); /* other: an allocation went to the wrong owner */
+    assert_int_equal(owner_bytes(63), 4096);
+    assert_int_equal(owner_bytes(2), 0);
+    assert_mem(100 + 1024 + 4096, 100 + 1024 + 4096, 4); /* owners add up to in_use */
+
+    assert_int_equal(simdev_free(a1), 0);
+    assert_int_equal(owner_bytes(1), 24); /* 1024: free did not credit the owner */
+    assert_int_equal(owner_bytes(63), 4096);
+    assert_int_equal(simdev_free(a2), 0);
+    assert_int_equal(simdev_free(b1), 0);
+    assert_int_equal(simdev_free(untagged), 0);
+    for (uint32_t owner = 0; owner < SIMDEV_MAX_MEM_OWNERS; owner++)
+        assert_int_equal(owner_bytes(owner), 0);
+}
+
+static void owner_out_of_range_is_invalid_argument_and_allocates_nothing(void **state)
+{
+    (void)state;
+    void *p = SENTINEL;
+    uint64_t bytes = 7;
+    assert_int_equal(simdev_malloc_owned(&p, 64, SIMDEV_MAX_MEM_OWNERS),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_ptr_equal(p, SENTINEL); /* changed: a rejected call wrote its output */
+    assert_mem(0, 0, 0);
+    assert_int_equal(simdev_mem_owner_in_use(0, SIMDEV_MAX_MEM_OWNERS, &bytes),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_mem_owner_in_use(0, 1, NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_mem_owner_in_use(SIMDEV_MAX_DEVICES, 1, &bytes),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(bytes, 7);
+}
+
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
 
 int main(void)
@@ -410,6 +458,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TEST(accounting_is_exact_after_each_step_of_mixed_alloc_and_free),
         TEST(allocations_are_64_byte_aligned_and_distinct),
+        TEST(per_owner_totals_are_exact_and_return_to_zero),
+        TEST(owner_out_of_range_is_invalid_argument_and_allocates_nothing),
         TEST(accounting_counts_the_requested_bytes),
         TEST(malloc_beyond_capacity_fails_with_out_of_device_memory_and_changes_nothing),
         TEST(malloc_of_zero_bytes_or_to_null_is_invalid_argument),
