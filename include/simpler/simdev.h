@@ -159,7 +159,7 @@ int simdev_stream_destroy(simdev_stream_t stream);
 /*
  * Waits until every op enqueued on `stream` so far has finished. Returns the
  * error the stream carries (0 if none) and clears it, so the stream runs new
- * work again. CAPTURE_UNSUPPORTED if the stream is capturing, or if the
+ * work again; on a lost device, DEVICE_LOST whatever the stream carried. CAPTURE_UNSUPPORTED if the stream is capturing, or if the
  * calling thread is capturing in strict mode (the capture is invalidated).
  */
 int simdev_stream_sync(simdev_stream_t stream);
@@ -226,8 +226,9 @@ int simdev_launch_aicore(simdev_stream_t stream, simdev_aicore_fn fn, const void
 
 /* Enqueues a host callback, run on the stream's executor in FIFO order; its
  * negative return fails the stream with that code (a positive one with
- * PTO_RUNTIME_ERR_INTERNAL). `user_data` is borrowed until it runs
- * (in a graph: until the graph is destroyed). */
+ * PTO_RUNTIME_ERR_INTERNAL). `user_data` is borrowed until it runs;
+ * when captured, until the graph and every executable graph made from it
+ * are destroyed. */
 int simdev_launch_host_func(simdev_stream_t stream, simdev_host_fn fn, void *user_data);
 
 /* ----------------------------------------------------------------- events */
@@ -280,8 +281,8 @@ int simdev_stream_begin_capture(simdev_stream_t stream);
  * Every stream pulled into the capture leaves it. Fails — and discards the
  * recording — with CAPTURE_INVALIDATED if a forbidden op happened during the
  * capture, CAPTURE_UNJOINED if a stream pulled in did not join back into
- * the origin stream, INVALID_STATE if `stream` is not the origin of a
- * capture.
+ * the origin stream, DEVICE_LOST if the device was lost meanwhile;
+ * INVALID_STATE (nothing ends) if `stream` is not the origin of a capture.
  */
 int simdev_stream_end_capture(simdev_stream_t stream, simdev_graph_t *graph);
 

@@ -10,8 +10,8 @@
  * nothing is ever silently dropped from a graph.
  *
  * Locking: every field of every session, and each stream's capture lane and
- * tail, are guarded by g_capture_lock. Lock order: g_capture_lock, then an
- * event's lock.
+ * tail, are guarded by g_capture_lock. Lock order: g_capture_lock, then a
+ * stream's lock or an event's lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -116,8 +116,12 @@ int simdev_stream_begin_capture(simdev_stream_t stream)
     }
     stream->capture_lane = 0;
     stream->capture_tail_count = 0;
-    /* release: pairs with the acquire in sd_capture_submit's fast path */
+    /* Published under the stream lock as well: sd_stream_enqueue re-checks
+     * it there, so no eager op slips in after the capture began.
+     * release: pairs with the acquire in lock_capture_of's fast path. */
+    pthread_mutex_lock(&stream->lock);
     atomic_store_explicit(&stream->capture, cap, memory_order_release);
+    pthread_mutex_unlock(&stream->lock);
     cap->next_live = g_live;
     g_live = cap;
     atomic_fetch_add_explicit(&g_live_count, 1, memory_order_relaxed);
@@ -215,7 +219,9 @@ int simdev_stream_end_capture(simdev_stream_t stream, simdev_graph_t *graph)
         pthread_mutex_unlock(&g_capture_lock);
         return PTO_RUNTIME_ERR_INVALID_STATE;
     }
-    int rc = cap->violation ? PTO_RUNTIME_ERR_CAPTURE_INVALIDATED : check_joined(cap);
+    int rc = sd_device_lost(stream->dev) ? PTO_RUNTIME_ERR_DEVICE_LOST
+             : cap->violation             ? PTO_RUNTIME_ERR_CAPTURE_INVALIDATED
+                                          : check_joined(cap);
     uint32_t lanes = cap->stream_count;
     session_close(cap);
     struct sd_gnode *nodes = cap->nodes;
@@ -330,6 +336,11 @@ int sd_capture_submit(struct simdev_stream *stream, struct sd_op *op, int *statu
     if (op->type == SD_OP_GRAPH) {
         invalidate(cap);
         *status = PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED;
+    } else if (op->type == SD_OP_RECORD || op->type == SD_OP_WAIT) {
+        /* Records and waits are edges (sd_capture_record/_wait), never
+         * nodes: a caller that gets here broke that rule. */
+        invalidate(cap);
+        *status = PTO_RUNTIME_ERR_INTERNAL;
     } else {
         *status = append_node(cap, stream, op);
         if (*status != 0)
@@ -398,7 +409,9 @@ int sd_capture_wait(struct simdev_stream *stream, struct sd_event_record *record
         }
         stream->capture_lane = theirs->stream_count;
         theirs->streams[theirs->stream_count++] = stream;
+        pthread_mutex_lock(&stream->lock); /* as in begin_capture */
         atomic_store_explicit(&stream->capture, theirs, memory_order_release);
+        pthread_mutex_unlock(&stream->lock);
     } else if (theirs && mine == theirs) {
         *status = tail_merge(stream, record->capture_tail, record->capture_tail_count);
         if (*status != 0)

@@ -272,7 +272,6 @@ static int device_start(struct sd_device *dev)
     memset(dev->aicpu_busy, 0, sizeof(dev->aicpu_busy));
     dev->cores_busy = false;
     dev->next_ticket = dev->serving_ticket = 0;
-    dev->in_use = dev->high_water = 0;
 
     int made = start_workers(dev, dev->aicpu, dev->config.aicpu_threads, false);
     if (made == 0) {

@@ -148,12 +148,6 @@ int simdev_event_record(simdev_event_t event, simdev_stream_t stream)
     int rc = sd_fault_check(dev, SIMDEV_OP_RECORD);
     if (rc != 0)
         return rc;
-    int status;
-    if (sd_capture_record(event, stream, &status)) {
-        if (status == 0)
-            sd_count(dev, SIMDEV_OP_RECORD);
-        return status;
-    }
     struct sd_event_record *record = sd_record_new();
     struct sd_op *op = record ? sd_op_new(SD_OP_RECORD, NULL, 0) : NULL;
     if (!op) {
@@ -161,9 +155,21 @@ int simdev_event_record(simdev_event_t event, simdev_stream_t stream)
             sd_record_unref(record);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
-    sd_record_ref(record); /* one for the op, one for the event */
-    op->u.record = record;
-    sd_stream_submit(stream, op);
+    op->u.record = record; /* the op's reference */
+    sd_record_ref(record);  /* the event's, taken before the op can run */
+    for (;;) {
+        int status;
+        if (sd_capture_record(event, stream, &status)) {
+            sd_record_unref(record);
+            sd_op_free(op); /* drops the record with it */
+            if (status == 0)
+                sd_count(dev, SIMDEV_OP_RECORD);
+            return status;
+        }
+        if (sd_stream_enqueue(stream, op) == 0)
+            break;
+        /* A capture began meanwhile: this record is an edge after all. */
+    }
     sd_event_set_latest(event, record);
     sd_count(dev, SIMDEV_OP_RECORD);
     return 0;
@@ -180,14 +186,6 @@ int simdev_stream_wait_event(simdev_stream_t stream, simdev_event_t event)
     if (rc != 0)
         return rc;
     struct sd_event_record *record = latest_record(event);
-    int status;
-    if (sd_capture_wait(stream, record, &status)) {
-        if (record)
-            sd_record_unref(record);
-        if (status == 0)
-            sd_count(dev, SIMDEV_OP_WAIT);
-        return status;
-    }
     struct sd_op *op = sd_op_new(SD_OP_WAIT, NULL, 0);
     if (!op) {
         if (record)
@@ -195,7 +193,18 @@ int simdev_stream_wait_event(simdev_stream_t stream, simdev_event_t event)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
     op->u.record = record; /* the op owns the reference; NULL: no-op */
-    sd_stream_submit(stream, op);
+    for (;;) {
+        int status;
+        if (sd_capture_wait(stream, record, &status)) {
+            sd_op_free(op);
+            if (status == 0)
+                sd_count(dev, SIMDEV_OP_WAIT);
+            return status;
+        }
+        if (sd_stream_enqueue(stream, op) == 0)
+            break;
+        /* A capture began meanwhile: the wait is an edge after all. */
+    }
     sd_count(dev, SIMDEV_OP_WAIT);
     return 0;
 }
@@ -226,17 +235,18 @@ int simdev_event_sync(simdev_event_t event)
     int rc = sd_capture_check_sync();
     if (rc != 0)
         return rc;
-    rc = sd_fault_check(dev, SIMDEV_OP_SYNC);
-    if (rc != 0)
-        return rc;
     struct sd_event_record *record = latest_record(event);
-    int status = sd_capture_forbid_record(record);
-    if (status == 0 && record)
-        status = sd_record_wait(record);
+    rc = sd_capture_forbid_record(record);
+    if (rc == 0)
+        rc = sd_fault_check(dev, SIMDEV_OP_SYNC);
+    if (rc != 0) {
+        if (record)
+            sd_record_unref(record);
+        return rc;
+    }
+    int status = record ? sd_record_wait(record) : 0;
     if (record)
         sd_record_unref(record);
     sd_count(dev, SIMDEV_OP_SYNC);
-    if (status == 0 && sd_device_lost(dev))
-        status = PTO_RUNTIME_ERR_DEVICE_LOST;
-    return status;
+    return sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : status;
 }

@@ -288,9 +288,13 @@ struct simdev_stream {
     size_t capture_tail_cap;
 };
 
-/* Enqueues an op on the stream, or records it into the stream's capture.
- * Takes ownership of `op` on success. */
+/* Enqueues a launch, copy, memset, host or graph op on the stream, or
+ * records it into the stream's capture. Takes ownership of `op` on
+ * success. */
 int sd_stream_submit(struct simdev_stream *stream, struct sd_op *op);
+/* Queues an op for the executor; returns 1 (and takes nothing) when the
+ * stream is capturing, so the caller goes back to its capture path. */
+int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op);
 /* Destroys a stream during device reset (no capture check). */
 void sd_stream_teardown(struct simdev_stream *stream);
 

@@ -89,7 +89,8 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
         return rc;
 
     pthread_mutex_lock(&dev->mem_lock);
-    if (bytes > dev->config.memory_bytes - dev->in_use) {
+    /* The second test keeps the 64-byte rounding below from wrapping. */
+    if (bytes > dev->config.memory_bytes - dev->in_use || bytes > SIZE_MAX - (SD_MEM_ALIGN - 1)) {
         pthread_mutex_unlock(&dev->mem_lock);
         return PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY;
     }
@@ -194,6 +195,9 @@ void sd_memory_release_all(struct sd_device *dev)
 
 int simdev_memcpy(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind)
 {
+    if (!dst || !src || bytes == 0 || kind < SIMDEV_COPY_HOST_TO_DEVICE ||
+        kind > SIMDEV_COPY_DEVICE_TO_DEVICE)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct sd_device *dev;
     int rc = sd_device_current(&dev);
     if (rc != 0)

@@ -127,10 +127,17 @@ static void *executor_main(void *arg)
     return NULL;
 }
 
-static void stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
+int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
 {
     op->next = NULL;
     pthread_mutex_lock(&stream->lock);
+    /* begin_capture publishes the capture under this lock too, so an op is
+     * either queued before the capture began or recorded into it, never
+     * queued after it. */
+    if (atomic_load_explicit(&stream->capture, memory_order_relaxed)) {
+        pthread_mutex_unlock(&stream->lock);
+        return 1;
+    }
     if (stream->tail)
         stream->tail->next = op;
     else
@@ -139,15 +146,19 @@ static void stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
     stream->enqueued++;
     pthread_cond_signal(&stream->work_cond);
     pthread_mutex_unlock(&stream->lock);
+    return 0;
 }
 
 int sd_stream_submit(struct simdev_stream *stream, struct sd_op *op)
 {
-    int status;
-    if (sd_capture_submit(stream, op, &status))
-        return status;
-    stream_enqueue(stream, op);
-    return 0;
+    for (;;) {
+        int status;
+        if (sd_capture_submit(stream, op, &status))
+            return status;
+        if (sd_stream_enqueue(stream, op) == 0)
+            return 0;
+        /* A capture began between the two checks: record the op instead. */
+    }
 }
 
 /* ------------------------------------------------------------ create/destroy */
@@ -257,9 +268,7 @@ int simdev_stream_sync(simdev_stream_t stream)
         return rc;
     int status = stream_drain(stream);
     sd_count(dev, SIMDEV_OP_SYNC);
-    if (status == 0 && sd_device_lost(dev))
-        status = PTO_RUNTIME_ERR_DEVICE_LOST;
-    return status;
+    return sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : status;
 }
 
 int simdev_stream_query(simdev_stream_t stream)
@@ -314,9 +323,7 @@ int simdev_device_sync(void)
     }
     free(list);
     sd_count(dev, SIMDEV_OP_SYNC);
-    if (first == 0 && sd_device_lost(dev))
-        first = PTO_RUNTIME_ERR_DEVICE_LOST;
-    return first;
+    return sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : first;
 }
 
 /* ------------------------------------------------------------ enqueue API */

@@ -1143,6 +1143,76 @@ static void test_a_capture_can_be_ended_by_another_thread(void **state)
     assert_int_equal(simdev_stream_destroy(a), 0);
 }
 
+static void test_event_sync_on_a_captured_record_is_refused_before_an_armed_fault(void **state)
+{
+    (void)state;
+    simdev_stream_t a = new_stream();
+    simdev_event_t e = new_event();
+    uint64_t syncs_before, syncs_after;
+    assert_int_equal(simdev_stream_begin_capture(a), 0);
+    assert_int_equal(simdev_event_record(e, a), 0);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_SYNC, 1, -999), 0);
+    assert_int_equal(simdev_op_count(0, SIMDEV_OP_SYNC, &syncs_before), 0);
+    /* The capture check comes first: -999 would mean the armed fault hid a
+     * forbidden call and the capture could still end with a graph. The
+     * relaxed mode makes this thread's syncs legal, so only the captured
+     * record forbids this one. */
+    enum simdev_capture_mode mode = SIMDEV_CAPTURE_MODE_RELAXED;
+    assert_int_equal(simdev_thread_exchange_capture_mode(&mode), 0);
+    assert_int_equal(simdev_event_sync(e), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
+    assert_int_equal(simdev_thread_exchange_capture_mode(&mode), 0);
+    assert_int_equal(simdev_op_count(0, SIMDEV_OP_SYNC, &syncs_after), 0);
+    assert_int_equal(syncs_after, syncs_before); /* +1: a refused sync was counted as performed */
+    end_expect_invalidated(a);
+    /* The fault is still armed for the next real sync. */
+    assert_int_equal(simdev_stream_sync(a), -999);
+    assert_int_equal(simdev_stream_sync(a), 0);
+    assert_int_equal(simdev_event_destroy(e), 0);
+    assert_int_equal(simdev_stream_destroy(a), 0);
+}
+
+/* Another thread records an event on the stream over and over while this
+ * thread begins and ends captures on it: each record is either eager or an
+ * edge, never a node. */
+static simdev_stream_t race_stream;
+static simdev_event_t race_event;
+static atomic_int race_stop;
+static void *race_recorder(void *unused)
+{
+    (void)unused;
+    while (!atomic_load(&race_stop))
+        if (simdev_event_record(race_event, race_stream) != 0)
+            return (void *)1;
+    return NULL;
+}
+
+static void test_records_racing_with_begin_capture_never_become_nodes(void **state)
+{
+    (void)state;
+    race_stream = new_stream();
+    race_event = new_event();
+    atomic_store(&race_stop, 0);
+    pthread_t recorder;
+    assert_int_equal(pthread_create(&recorder, NULL, race_recorder, NULL), 0);
+    size_t nodes_seen = 0;
+    for (int i = 0; i < 2000; i++) {
+        simdev_graph_t graph;
+        assert_int_equal(simdev_stream_begin_capture(race_stream), 0);
+        assert_int_equal(simdev_stream_end_capture(race_stream, &graph), 0);
+        nodes_seen += node_count(graph);
+        assert_int_equal(simdev_graph_destroy(graph), 0);
+    }
+    atomic_store(&race_stop, 1);
+    void *recorder_failed;
+    assert_int_equal(pthread_join(recorder, &recorder_failed), 0);
+    assert_null(recorder_failed);
+    assert_int_equal(nodes_seen, 0); /* >0: an eager record was taken into a graph */
+    assert_int_equal(simdev_stream_sync(race_stream), 0);
+    assert_int_equal(simdev_event_sync(race_event), 0); /* hangs if a record was lost */
+    assert_int_equal(simdev_event_destroy(race_event), 0);
+    assert_int_equal(simdev_stream_destroy(race_stream), 0);
+}
+
 #define CAPTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, capture_teardown)
 
 int main(void)
@@ -1180,6 +1250,8 @@ int main(void)
         CAPTURE_TEST(test_destroy_of_capturing_stream_is_invalid_state),
         CAPTURE_TEST(test_event_query_of_a_record_inside_an_open_capture_is_unsupported_and_invalidates),
         CAPTURE_TEST(test_a_capture_can_be_ended_by_another_thread),
+        CAPTURE_TEST(test_event_sync_on_a_captured_record_is_refused_before_an_armed_fault),
+        CAPTURE_TEST(test_records_racing_with_begin_capture_never_become_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

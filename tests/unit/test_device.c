@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -380,6 +381,64 @@ static void a_hung_device_function_loses_the_device_until_reset(void **state)
     ts_gate_destroy(&gate);
 }
 
+static int fail_with_minus_five(void *unused)
+{
+    (void)unused;
+    return -5;
+}
+
+static void *begin_capture_main(void *stream)
+{
+    return (void *)(intptr_t)simdev_stream_begin_capture(stream);
+}
+
+/* After a loss, the calls that would otherwise report an older error or a
+ * finished recording say DEVICE_LOST instead. */
+static void a_lost_device_wins_over_carried_errors_and_open_captures(void **state)
+{
+    (void)state;
+    struct simdev_config config = small_config();
+    config.watchdog_ms = 200;
+    ts_device_setup_config(&config);
+
+    static struct ts_gate gate;
+    struct ts_gate *gate_arg = &gate;
+    ts_gate_init(&gate);
+    simdev_stream_t hung, carrier, capturing;
+    assert_int_equal(simdev_stream_create(&hung), 0);
+    assert_int_equal(simdev_stream_create(&carrier), 0);
+    assert_int_equal(simdev_stream_create(&capturing), 0);
+    /* carrier carries -5 (not yet synced); capturing is captured by another
+     * thread, so this thread may still synchronise. */
+    assert_int_equal(simdev_launch_host_func(carrier, fail_with_minus_five, NULL), 0);
+    pthread_t thread;
+    void *begin_status;
+    assert_int_equal(pthread_create(&thread, NULL, begin_capture_main, capturing), 0);
+    assert_int_equal(pthread_join(thread, &begin_status), 0);
+    assert_int_equal((intptr_t)begin_status, 0);
+
+    assert_int_equal(simdev_launch_aicpu(hung, gated_aicpu_fn, 1, &gate_arg, sizeof gate_arg), 0);
+    struct ts_rescue rescue;
+    ts_rescue_start(&rescue, &gate, TS_DEADLOCK_GUARD_MS);
+    int hung_status = simdev_stream_sync(hung);
+    int rescued = ts_rescue_finish(&rescue);
+    int carrier_status = simdev_stream_sync(carrier);
+    simdev_graph_t graph = NULL;
+    int end_status = simdev_stream_end_capture(capturing, &graph);
+    int still_capturing = -1;
+    simdev_stream_is_capturing(capturing, &still_capturing);
+    ts_gate_open(&gate);
+
+    assert_int_equal(rescued, 0); /* 1: no watchdog fired */
+    assert_int_equal(hung_status, PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(carrier_status, PTO_RUNTIME_ERR_DEVICE_LOST); /* -5: an old error hid the loss */
+    assert_int_equal(end_status, PTO_RUNTIME_ERR_DEVICE_LOST);     /* 0: a graph from a lost device */
+    assert_null(graph);
+    assert_int_equal(still_capturing, 0); /* 1: the failed end left the capture open */
+    assert_int_equal(simdev_device_reset(0), 0);
+    ts_gate_destroy(&gate);
+}
+
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
 
 int main(void)
@@ -393,6 +452,7 @@ int main(void)
         TEST(configure_rejects_out_of_range_fields_and_changes_nothing),
         TEST(an_idle_device_with_16_cores_uses_little_cpu),
         TEST(a_hung_device_function_loses_the_device_until_reset),
+        TEST(a_lost_device_wins_over_carried_errors_and_open_captures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

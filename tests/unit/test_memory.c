@@ -451,6 +451,39 @@ static void owner_out_of_range_is_invalid_argument_and_allocates_nothing(void **
     assert_int_equal(bytes, 7);
 }
 
+static void a_size_that_would_wrap_when_rounded_is_out_of_device_memory(void **state)
+{
+    (void)state;
+    struct simdev_config config;
+    assert_int_equal(simdev_config_default(&config), 0);
+    config.memory_bytes = UINT64_MAX; /* so capacity alone cannot refuse it */
+    config.watchdog_ms = 0;
+    ts_device_setup_config(&config);
+    void *p = SENTINEL;
+    /* SIZE_MAX - 8 rounds up to 64 bytes past SIZE_MAX: 0 would mean a tiny
+     * host block stands for an enormous device allocation. */
+    assert_int_equal(simdev_malloc(&p, SIZE_MAX - 8), PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY);
+    assert_ptr_equal(p, SENTINEL);
+    struct simdev_mem_info info = mem_info();
+    assert_int_equal(info.in_use, 0);
+    assert_int_equal(info.allocations, 0);
+}
+
+static void a_rejected_sync_copy_does_not_start_the_device(void **state)
+{
+    (void)state;
+    assert_int_equal(simdev_device_reset(1), 0);
+    assert_int_equal(simdev_set_device(1), 0);
+    assert_int_equal(simdev_memcpy(NULL, NULL, 0, SIMDEV_COPY_HOST_TO_DEVICE),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    struct simdev_config config;
+    assert_int_equal(simdev_config_default(&config), 0);
+    /* INVALID_STATE would mean the rejected copy started device 1. */
+    assert_int_equal(simdev_device_configure(1, &config), 0);
+    assert_int_equal(simdev_set_device(0), 0);
+    assert_int_equal(simdev_device_reset(1), 0);
+}
+
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
 
 int main(void)
@@ -459,6 +492,8 @@ int main(void)
         TEST(accounting_is_exact_after_each_step_of_mixed_alloc_and_free),
         TEST(allocations_are_64_byte_aligned_and_distinct),
         TEST(per_owner_totals_are_exact_and_return_to_zero),
+        TEST(a_size_that_would_wrap_when_rounded_is_out_of_device_memory),
+        TEST(a_rejected_sync_copy_does_not_start_the_device),
         TEST(owner_out_of_range_is_invalid_argument_and_allocates_nothing),
         TEST(accounting_counts_the_requested_bytes),
         TEST(malloc_beyond_capacity_fails_with_out_of_device_memory_and_changes_nothing),
