@@ -42,8 +42,20 @@ enum simdev_op_kind {
  */
 int simdev_fault_inject(int device, enum simdev_op_kind kind, uint64_t nth, int code);
 
-/* Disarms every fault on `device`. */
+/* Disarms every fault on `device`, and the host fault. */
 int simdev_fault_clear(int device);
+
+/*
+ * Host faults: the `nth` (>= 1) host allocation or thread creation simdev
+ * makes from now — in any thread, for any device — fails. A call that needs
+ * it undoes its partial work and returns PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY
+ * (inside an asynchronous op, the op fails with it and its stream carries
+ * it). The fault then disarms. simdev_host_alloc_count counts the attempts
+ * since the process started, so a test can sweep every failure point of a
+ * call: arm 1, 2, ... until the call succeeds.
+ */
+int simdev_fault_inject_host(uint64_t nth);
+int simdev_host_alloc_count(uint64_t *count);
 
 /* Writes the number of performed ops of `kind` on `device` to *count. */
 int simdev_op_count(int device, enum simdev_op_kind kind, uint64_t *count);

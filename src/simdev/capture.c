@@ -36,7 +36,7 @@ static void invalidate(struct sd_capture *cap)
 static int tail_set(struct simdev_stream *s, const size_t *ids, size_t count)
 {
     if (count > s->capture_tail_cap) {
-        size_t *grown = realloc(s->capture_tail, count * sizeof(*grown));
+        size_t *grown = sd_realloc(s->capture_tail, count * sizeof(*grown));
         if (!grown)
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         s->capture_tail = grown;
@@ -59,7 +59,7 @@ static int tail_merge(struct simdev_stream *s, const size_t *ids, size_t count)
             continue;
         if (s->capture_tail_count == s->capture_tail_cap) {
             size_t cap = s->capture_tail_cap ? s->capture_tail_cap * 2 : 4;
-            size_t *grown = realloc(s->capture_tail, cap * sizeof(*grown));
+            size_t *grown = sd_realloc(s->capture_tail, cap * sizeof(*grown));
             if (!grown)
                 return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
             s->capture_tail = grown;
@@ -72,7 +72,7 @@ static int tail_merge(struct simdev_stream *s, const size_t *ids, size_t count)
 
 static size_t *ids_copy(const size_t *ids, size_t count)
 {
-    size_t *copy = malloc((count ? count : 1) * sizeof(*copy));
+    size_t *copy = sd_malloc((count ? count : 1) * sizeof(*copy));
     if (copy && count)
         memcpy(copy, ids, count * sizeof(*ids));
     return copy;
@@ -91,8 +91,8 @@ int simdev_stream_begin_capture(simdev_stream_t stream)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (sd_device_lost(stream->dev))
         return PTO_RUNTIME_ERR_DEVICE_LOST;
-    struct sd_capture *cap = calloc(1, sizeof(*cap));
-    struct simdev_stream **streams = malloc(4 * sizeof(*streams));
+    struct sd_capture *cap = sd_calloc(1, sizeof(*cap));
+    struct simdev_stream **streams = sd_malloc(4 * sizeof(*streams));
     if (!cap || !streams) {
         free(cap);
         free(streams);
@@ -133,8 +133,8 @@ int simdev_stream_begin_capture(simdev_stream_t stream)
  * lock. Returns a bitmap (node_count bytes) or NULL when out of memory. */
 static unsigned char *origin_ancestors(const struct sd_capture *cap)
 {
-    unsigned char *seen = calloc(cap->node_count ? cap->node_count : 1, 1);
-    size_t *stack = malloc((cap->node_count ? cap->node_count : 1) * sizeof(*stack));
+    unsigned char *seen = sd_calloc(cap->node_count ? cap->node_count : 1, 1);
+    size_t *stack = sd_malloc((cap->node_count ? cap->node_count : 1) * sizeof(*stack));
     if (!seen || !stack) {
         free(seen);
         free(stack);
@@ -285,7 +285,7 @@ static int append_node(struct sd_capture *cap, struct simdev_stream *stream, str
 {
     if (cap->node_count == cap->node_cap) {
         size_t grown_cap = cap->node_cap ? cap->node_cap * 2 : 16;
-        struct sd_gnode *grown = realloc(cap->nodes, grown_cap * sizeof(*grown));
+        struct sd_gnode *grown = sd_realloc(cap->nodes, grown_cap * sizeof(*grown));
         if (!grown)
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         cap->nodes = grown;
@@ -393,7 +393,7 @@ int sd_capture_wait(struct simdev_stream *stream, struct sd_event_record *record
         /* Fork: the stream joins the capture, after the record point. */
         if (theirs->stream_count == theirs->stream_cap) {
             uint32_t cap = theirs->stream_cap * 2;
-            struct simdev_stream **grown = realloc(theirs->streams, cap * sizeof(*grown));
+            struct simdev_stream **grown = sd_realloc(theirs->streams, cap * sizeof(*grown));
             if (!grown) {
                 invalidate(theirs);
                 *status = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;

@@ -240,7 +240,7 @@ static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint3
         w->dev = dev;
         w->is_core = is_core;
         w->index = i;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+        if (sd_thread_create(&w->thread, worker_main, w) != 0)
             return (int)i + 1; /* 1-based count of threads to keep */
     }
     return 0;
@@ -414,7 +414,7 @@ int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op)
     /* The job carries its own copy of the args (a hung launch must not read
      * memory its op's owner frees) and the AICPU index table. */
     size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
-    struct sd_job *job = calloc(1, sizeof(*job) + index_bytes + op->args_size);
+    struct sd_job *job = sd_calloc(1, sizeof(*job) + index_bytes + op->args_size);
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     if (on_cores)

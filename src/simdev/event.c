@@ -14,7 +14,7 @@
 
 struct sd_event_record *sd_record_new(void)
 {
-    struct sd_event_record *record = calloc(1, sizeof(*record));
+    struct sd_event_record *record = sd_calloc(1, sizeof(*record));
     if (!record)
         return NULL;
     atomic_init(&record->refs, 1);
@@ -89,7 +89,7 @@ int simdev_event_create(simdev_event_t *out)
     rc = sd_fault_check(dev, SIMDEV_OP_EVENT_CREATE);
     if (rc != 0)
         return rc;
-    struct simdev_event *event = calloc(1, sizeof(*event));
+    struct simdev_event *event = sd_calloc(1, sizeof(*event));
     if (!event)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     event->dev = dev;

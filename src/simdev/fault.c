@@ -7,6 +7,10 @@
  */
 #include "simdev/internal.h"
 
+/* Host faults are process-wide: host allocations are not tied to a device. */
+static _Atomic int64_t g_host_countdown;
+static _Atomic uint64_t g_host_attempts;
+
 static const char *const kind_names[SIMDEV_OP_KIND_COUNT] = {
     [SIMDEV_OP_STREAM_CREATE] = "stream_create",
     [SIMDEV_OP_STREAM_DESTROY] = "stream_destroy",
@@ -48,6 +52,7 @@ int simdev_fault_clear(int device)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     for (int k = 0; k < SIMDEV_OP_KIND_COUNT; k++)
         atomic_store_explicit(&dev->fault_countdown[k], 0, memory_order_relaxed);
+    atomic_store_explicit(&g_host_countdown, 0, memory_order_relaxed);
     return 0;
 }
 
@@ -70,6 +75,44 @@ int simdev_op_counts_reset(int device)
     return 0;
 }
 
+int simdev_fault_inject_host(uint64_t nth)
+{
+    if (nth == 0 || nth > INT64_MAX)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    atomic_store_explicit(&g_host_countdown, (int64_t)nth, memory_order_relaxed);
+    return 0;
+}
+
+int simdev_host_alloc_count(uint64_t *count)
+{
+    if (!count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    *count = atomic_load_explicit(&g_host_attempts, memory_order_relaxed);
+    return 0;
+}
+
+/*
+ * Counts one attempt against an armed countdown; true for the attempt that
+ * takes it from 1 to 0. A compare-and-swap, not a decrement, so attempts
+ * racing with each other or with a disarm never re-arm it.
+ */
+static bool countdown_fires(_Atomic int64_t *countdown)
+{
+    int64_t left = atomic_load_explicit(countdown, memory_order_relaxed);
+    while (left > 0) {
+        if (atomic_compare_exchange_weak_explicit(countdown, &left, left - 1,
+                                                  memory_order_acquire, memory_order_relaxed))
+            return left == 1;
+    }
+    return false;
+}
+
+bool sd_host_fault(void)
+{
+    atomic_fetch_add_explicit(&g_host_attempts, 1, memory_order_relaxed);
+    return countdown_fires(&g_host_countdown);
+}
+
 void sd_fault_reset(struct sd_device *dev)
 {
     simdev_fault_clear(dev->id);
@@ -78,14 +121,9 @@ void sd_fault_reset(struct sd_device *dev)
 
 int sd_fault_check(struct sd_device *dev, enum simdev_op_kind kind)
 {
-    /* Fast path: nothing armed. */
-    if (atomic_load_explicit(&dev->fault_countdown[kind], memory_order_relaxed) <= 0)
+    /* acquire (in the swap): pairs with the release in simdev_fault_inject,
+     * so the code read below is the one armed with this countdown */
+    if (!countdown_fires(&dev->fault_countdown[kind]))
         return 0;
-    /* acquire: pairs with the release in simdev_fault_inject */
-    int64_t before = atomic_fetch_sub_explicit(&dev->fault_countdown[kind], 1, memory_order_acquire);
-    if (before == 1)
-        return atomic_load_explicit(&dev->fault_code[kind], memory_order_relaxed);
-    if (before <= 0) /* lost a race with the firing attempt: undo */
-        atomic_fetch_add_explicit(&dev->fault_countdown[kind], 1, memory_order_relaxed);
-    return 0;
+    return atomic_load_explicit(&dev->fault_code[kind], memory_order_relaxed);
 }

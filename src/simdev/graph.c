@@ -59,13 +59,13 @@ void sd_gnodes_free(struct sd_gnode *nodes, size_t count)
  * lists). NULL when out of memory. */
 static struct sd_gnode *gnodes_clone(const struct sd_gnode *nodes, size_t count)
 {
-    struct sd_gnode *copy = calloc(count ? count : 1, sizeof(*copy));
+    struct sd_gnode *copy = sd_calloc(count ? count : 1, sizeof(*copy));
     if (!copy)
         return NULL;
     for (size_t i = 0; i < count; i++) {
         copy[i] = nodes[i];
         copy[i].op = sd_op_clone(nodes[i].op);
-        copy[i].deps = malloc((nodes[i].dep_count ? nodes[i].dep_count : 1) * sizeof(size_t));
+        copy[i].deps = sd_malloc((nodes[i].dep_count ? nodes[i].dep_count : 1) * sizeof(size_t));
         if (!copy[i].op || !copy[i].deps) {
             sd_op_free(copy[i].op);
             free(copy[i].deps);
@@ -83,7 +83,7 @@ static struct sd_gnode *gnodes_clone(const struct sd_gnode *nodes, size_t count)
 int sd_graph_from_capture(struct sd_device *dev, struct sd_gnode *nodes, size_t node_count,
                           uint32_t lane_count, struct simdev_graph **out)
 {
-    struct simdev_graph *graph = calloc(1, sizeof(*graph));
+    struct simdev_graph *graph = sd_calloc(1, sizeof(*graph));
     if (!graph) {
         sd_gnodes_free(nodes, node_count);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
@@ -257,12 +257,12 @@ static void exec_free(struct simdev_graph_exec *exec, uint32_t helpers_started)
 /* Splits the nodes into per-lane lists. */
 static int exec_build_lanes(struct simdev_graph_exec *exec)
 {
-    exec->lane_nodes = calloc(exec->lane_count, sizeof(*exec->lane_nodes));
-    exec->lane_length = calloc(exec->lane_count, sizeof(*exec->lane_length));
+    exec->lane_nodes = sd_calloc(exec->lane_count, sizeof(*exec->lane_nodes));
+    exec->lane_length = sd_calloc(exec->lane_count, sizeof(*exec->lane_length));
     if (!exec->lane_nodes || !exec->lane_length)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     for (uint32_t lane = 0; lane < exec->lane_count; lane++) {
-        exec->lane_nodes[lane] = malloc((exec->node_count ? exec->node_count : 1) * sizeof(size_t));
+        exec->lane_nodes[lane] = sd_malloc((exec->node_count ? exec->node_count : 1) * sizeof(size_t));
         if (!exec->lane_nodes[lane])
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
@@ -280,7 +280,7 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     struct sd_device *dev = graph->dev;
     if (sd_device_lost(dev))
         return PTO_RUNTIME_ERR_DEVICE_LOST;
-    struct simdev_graph_exec *exec = calloc(1, sizeof(*exec));
+    struct simdev_graph_exec *exec = sd_calloc(1, sizeof(*exec));
     if (!exec)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     exec->dev = dev;
@@ -290,9 +290,9 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     exec->lane_count = graph->lane_count ? graph->lane_count : 1;
     exec->nodes = gnodes_clone(graph->nodes, graph->node_count);
     size_t slots = exec->node_count ? exec->node_count : 1;
-    exec->node_done_gen = calloc(slots, sizeof(*exec->node_done_gen));
-    exec->node_status = calloc(slots, sizeof(*exec->node_status));
-    exec->helpers = calloc(exec->lane_count, sizeof(*exec->helpers));
+    exec->node_done_gen = sd_calloc(slots, sizeof(*exec->node_done_gen));
+    exec->node_status = sd_calloc(slots, sizeof(*exec->node_status));
+    exec->helpers = sd_calloc(exec->lane_count, sizeof(*exec->helpers));
     uint32_t started = 0;
     int rc = exec->nodes && exec->node_done_gen && exec->node_status && exec->helpers
                  ? exec_build_lanes(exec)
@@ -301,7 +301,7 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
         struct lane_helper *h = &exec->helpers[lane - 1];
         h->exec = exec;
         h->lane = lane;
-        if (pthread_create(&h->thread, NULL, helper_main, h) != 0)
+        if (sd_thread_create(&h->thread, helper_main, h) != 0)
             rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         else
             started++;

@@ -8,16 +8,48 @@
 #ifndef SIMDEV_INTERNAL_H
 #define SIMDEV_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "simpler/simdev.h"
 #include "simpler/simdev_fault.h"
 
 #define SD_CACHELINE 64
+
+/* ------------------------------------------------- host resources (fault.c) */
+
+/*
+ * Every host allocation and thread creation simdev makes goes through these,
+ * so a test can make any one of them fail (simdev_fault_inject_host) and
+ * prove the caller undoes its partial work. sd_host_fault counts the attempt
+ * and says whether it must fail.
+ */
+bool sd_host_fault(void);
+static inline void *sd_malloc(size_t bytes)
+{
+    return sd_host_fault() ? NULL : malloc(bytes);
+}
+static inline void *sd_calloc(size_t count, size_t size)
+{
+    return sd_host_fault() ? NULL : calloc(count, size);
+}
+static inline void *sd_realloc(void *ptr, size_t bytes)
+{
+    return sd_host_fault() ? NULL : realloc(ptr, bytes);
+}
+static inline void *sd_aligned_alloc(size_t alignment, size_t bytes)
+{
+    return sd_host_fault() ? NULL : aligned_alloc(alignment, bytes);
+}
+static inline int sd_thread_create(pthread_t *thread, void *(*main)(void *), void *arg)
+{
+    return sd_host_fault() ? EAGAIN : pthread_create(thread, NULL, main, arg);
+}
 
 /* ------------------------------------------------------------ park (park.c) */
 

@@ -96,7 +96,7 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
     }
     if (dev->alloc_count == dev->alloc_cap) {
         size_t cap = dev->alloc_cap ? dev->alloc_cap * 2 : 64;
-        struct sd_alloc *grown = realloc(dev->allocs, cap * sizeof(*grown));
+        struct sd_alloc *grown = sd_realloc(dev->allocs, cap * sizeof(*grown));
         if (!grown) {
             pthread_mutex_unlock(&dev->mem_lock);
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
@@ -105,7 +105,7 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
         dev->alloc_cap = cap;
     }
     size_t rounded = (bytes + SD_MEM_ALIGN - 1) & ~(size_t)(SD_MEM_ALIGN - 1);
-    void *mem = aligned_alloc(SD_MEM_ALIGN, rounded);
+    void *mem = sd_aligned_alloc(SD_MEM_ALIGN, rounded);
     if (!mem) {
         pthread_mutex_unlock(&dev->mem_lock);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;

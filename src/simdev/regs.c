@@ -15,7 +15,7 @@
 int sd_regs_create(struct sd_device *dev)
 {
     struct simdev_core_regs *regs =
-        aligned_alloc(SD_CACHELINE, SIMDEV_MAX_CORES * sizeof(struct simdev_core_regs));
+        sd_aligned_alloc(SD_CACHELINE, SIMDEV_MAX_CORES * sizeof(struct simdev_core_regs));
     if (!regs)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     memset(regs, 0, SIMDEV_MAX_CORES * sizeof(*regs));

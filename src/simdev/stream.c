@@ -15,7 +15,7 @@
 
 struct sd_op *sd_op_new(enum sd_op_type type, const void *args, size_t args_size)
 {
-    struct sd_op *op = malloc(sizeof(*op) + args_size);
+    struct sd_op *op = sd_malloc(sizeof(*op) + args_size);
     if (!op)
         return NULL;
     memset(op, 0, sizeof(*op));
@@ -28,7 +28,7 @@ struct sd_op *sd_op_new(enum sd_op_type type, const void *args, size_t args_size
 
 struct sd_op *sd_op_clone(const struct sd_op *op)
 {
-    struct sd_op *copy = malloc(sizeof(*op) + op->args_size);
+    struct sd_op *copy = sd_malloc(sizeof(*op) + op->args_size);
     if (!copy)
         return NULL;
     memcpy(copy, op, sizeof(*op) + op->args_size);
@@ -174,14 +174,14 @@ int simdev_stream_create(simdev_stream_t *out)
     rc = sd_fault_check(dev, SIMDEV_OP_STREAM_CREATE);
     if (rc != 0)
         return rc;
-    struct simdev_stream *stream = calloc(1, sizeof(*stream));
+    struct simdev_stream *stream = sd_calloc(1, sizeof(*stream));
     if (!stream)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     stream->dev = dev;
     pthread_mutex_init(&stream->lock, NULL);
     pthread_cond_init(&stream->work_cond, NULL);
     pthread_cond_init(&stream->idle_cond, NULL);
-    if (pthread_create(&stream->executor, NULL, executor_main, stream) != 0) {
+    if (sd_thread_create(&stream->executor, executor_main, stream) != 0) {
         pthread_cond_destroy(&stream->idle_cond);
         pthread_cond_destroy(&stream->work_cond);
         pthread_mutex_destroy(&stream->lock);
@@ -305,7 +305,7 @@ int simdev_device_sync(void)
     size_t count = 0;
     for (struct simdev_stream *s = dev->streams; s; s = s->next_in_device)
         count++;
-    struct simdev_stream **list = count ? malloc(count * sizeof(*list)) : NULL;
+    struct simdev_stream **list = count ? sd_malloc(count * sizeof(*list)) : NULL;
     if (count && !list) {
         pthread_mutex_unlock(&dev->lock);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
