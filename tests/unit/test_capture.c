@@ -105,21 +105,6 @@ static uint64_t load(_Atomic uint64_t *counter)
 
 /* --------------------------------------------------------------- helpers */
 
-static simdev_stream_t new_stream(void)
-{
-    simdev_stream_t stream = NULL;
-    assert_int_equal(simdev_stream_create(&stream), 0);
-    assert_non_null(stream);
-    return stream;
-}
-
-static simdev_event_t new_event(void)
-{
-    simdev_event_t event = NULL;
-    assert_int_equal(simdev_event_create(&event), 0);
-    assert_non_null(event);
-    return event;
-}
 
 static int is_capturing(simdev_stream_t stream)
 {
@@ -244,7 +229,7 @@ static void set_mode_expect_previous(enum simdev_capture_mode mode, enum simdev_
 static void test_captured_ops_do_not_run_until_the_graph_is_launched(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     void *dev = NULL;
     assert_int_equal(simdev_malloc(&dev, 64), 0);
     uint8_t zeros[64] = {0};
@@ -288,7 +273,7 @@ static void test_captured_ops_do_not_run_until_the_graph_is_launched(void **stat
 static void test_injected_launch_fault_during_capture_adds_no_node_and_keeps_capture_valid(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t first = 0, failed = 0, third = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_LAUNCH, 2, PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY), 0);
@@ -311,7 +296,7 @@ static void test_injected_launch_fault_during_capture_adds_no_node_and_keeps_cap
 static void test_sync_memcpy_from_capturing_thread_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     void *dev = NULL;
     assert_int_equal(simdev_malloc(&dev, 32), 0);
     uint8_t before[32], during[32], back[32];
@@ -340,7 +325,7 @@ static void test_stream_sync_of_other_stream_from_capturing_thread_is_unsupporte
     void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
     /* b carries an error: a rejected sync must not clear it. */
     assert_int_equal(simdev_launch_aicpu(b, fail_fn, 1, NULL, 0), 0);
 
@@ -361,8 +346,8 @@ static void test_stream_sync_of_other_stream_from_capturing_thread_is_unsupporte
 static void test_event_sync_from_capturing_thread_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     static _Atomic uint64_t on_b = 0, captured = 0;
     enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(e, b), 0);
@@ -383,7 +368,7 @@ static void test_event_sync_from_capturing_thread_is_unsupported_and_invalidates
 static void test_device_sync_from_capturing_thread_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
     assert_int_equal(simdev_launch_aicpu(b, fail_fn, 1, NULL, 0), 0);
 
     static _Atomic uint64_t captured = 0;
@@ -401,7 +386,7 @@ static void test_device_sync_from_capturing_thread_is_unsupported_and_invalidate
 static void test_malloc_from_capturing_thread_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     struct simdev_mem_info before, after;
     assert_int_equal(simdev_mem_get_info(0, &before), 0);
 
@@ -422,7 +407,7 @@ static void test_malloc_from_capturing_thread_is_unsupported_and_invalidates_cap
 static void test_malloc_from_capturing_thread_in_relaxed_mode_is_still_unsupported(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     set_mode_expect_previous(SIMDEV_CAPTURE_MODE_RELAXED, SIMDEV_CAPTURE_MODE_STRICT);
 
     static _Atomic uint64_t captured = 0;
@@ -445,7 +430,7 @@ static void test_sync_of_capturing_stream_from_another_thread_is_unsupported_and
     void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     enqueue_count(a, &captured);
@@ -458,7 +443,7 @@ static void test_sync_of_capturing_stream_from_another_thread_is_unsupported_and
 static void test_sync_of_capturing_stream_in_relaxed_mode_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     set_mode_expect_previous(SIMDEV_CAPTURE_MODE_RELAXED, SIMDEV_CAPTURE_MODE_STRICT);
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -474,7 +459,7 @@ static void test_sync_of_capturing_stream_in_relaxed_mode_is_unsupported_and_inv
 static void test_query_of_capturing_stream_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     enqueue_count(a, &captured);
@@ -489,7 +474,7 @@ static void test_query_of_capturing_stream_from_another_thread_is_unsupported_an
     void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     enqueue_count(a, &captured);
@@ -502,8 +487,8 @@ static void test_query_of_capturing_stream_from_another_thread_is_unsupported_an
 static void test_wait_on_event_recorded_before_capture_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     static _Atomic uint64_t on_b = 0, captured = 0;
     enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(e, b), 0);
@@ -525,8 +510,8 @@ static void test_wait_on_event_recorded_before_capture_is_unsupported_and_invali
 static void test_wait_on_event_re_recorded_inside_capture_is_an_edge_not_an_error(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     /* The fork event's first record is outside the capture... */
     assert_int_equal(simdev_event_record(fork, b), 0);
     assert_int_equal(simdev_stream_sync(b), 0);
@@ -557,7 +542,7 @@ static void test_wait_on_event_re_recorded_inside_capture_is_an_edge_not_an_erro
 static void test_graph_launch_onto_capturing_stream_is_unsupported_and_invalidates_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t in_exec = 0, captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     enqueue_count(a, &in_exec);
@@ -586,8 +571,8 @@ static void test_graph_launch_onto_capturing_stream_is_unsupported_and_invalidat
 static void test_relaxed_mode_allows_sync_copy_and_sync_of_other_streams_and_capture_stays_valid(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     void *dev = NULL;
     assert_int_equal(simdev_malloc(&dev, 48), 0);
     uint8_t pattern[48], back[48];
@@ -687,8 +672,8 @@ static int bystander_thunk(void *p)
 static void test_sync_calls_from_a_non_capturing_thread_keep_capture_valid(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     void *dev = NULL;
     assert_int_equal(simdev_malloc(&dev, 16), 0);
     static _Atomic uint64_t on_a = 0, on_b = 0;
@@ -723,8 +708,8 @@ static void test_sync_calls_from_a_non_capturing_thread_keep_capture_valid(void 
 static void test_query_of_non_capturing_stream_and_event_from_capturing_thread_is_allowed(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     static _Atomic uint64_t on_a = 0, on_b = 0;
     enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(e, b), 0);
@@ -748,7 +733,7 @@ static void test_query_of_non_capturing_stream_and_event_from_capturing_thread_i
 static void test_forbidden_call_invalidates_every_capture_of_the_calling_thread(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
     static _Atomic uint64_t on_a = 0, on_b = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_stream_begin_capture(b), 0); /* a second, independent capture */
@@ -788,9 +773,9 @@ static void *neighbour_main(void *p)
 static void test_forbidden_call_does_not_invalidate_another_threads_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     static struct neighbour_capture n;
-    n.stream = new_stream();
+    n.stream = ts_new_stream();
     n.graph = SENTINEL_GRAPH;
     ts_gate_init(&n.gate);
     pthread_t neighbour;
@@ -834,7 +819,7 @@ static int foreign_enqueue_thunk(void *p)
 static void test_ops_enqueued_on_capturing_stream_from_another_thread_become_nodes(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t mine = 0, foreign = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     enqueue_count(a, &mine);
@@ -855,8 +840,8 @@ static void test_ops_enqueued_on_capturing_stream_from_another_thread_become_nod
 static void test_fork_join_through_events_yields_graph_with_every_branch_node(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static _Atomic uint64_t a1 = 0, b1 = 0, b2 = 0, a2 = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -893,8 +878,8 @@ static void test_fork_join_through_events_yields_graph_with_every_branch_node(vo
 static void test_transitive_join_through_a_third_stream_is_accepted(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream(), c = new_stream();
-    simdev_event_t a_fork = new_event(), b_fork = new_event(), c_join = new_event(), b_join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream(), c = ts_new_stream();
+    simdev_event_t a_fork = ts_new_event(), b_fork = ts_new_event(), c_join = ts_new_event(), b_join = ts_new_event();
     static _Atomic uint64_t on_a = 0, on_b = 0, on_c = 0;
 
     /* a forks b, b forks c; c joins b, b joins a: c reaches a only through b. */
@@ -932,8 +917,8 @@ static void test_transitive_join_through_a_third_stream_is_accepted(void **state
 static void test_forked_stream_that_never_joins_fails_end_with_unjoined_and_leaves_capture(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event();
     static _Atomic uint64_t captured_a = 0, captured_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -962,8 +947,8 @@ static void test_forked_stream_that_never_joins_fails_end_with_unjoined_and_leav
 static void test_forked_stream_with_ops_after_its_join_record_is_unjoined(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static _Atomic uint64_t captured = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -992,8 +977,8 @@ static void test_forked_stream_with_ops_after_its_join_record_is_unjoined(void *
 static void test_begin_capture_on_capturing_stream_is_invalid_state(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static _Atomic uint64_t on_a = 0, on_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -1022,7 +1007,7 @@ static void test_begin_capture_on_capturing_stream_is_invalid_state(void **state
 static void test_end_capture_on_non_capturing_stream_is_invalid_state(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     simdev_graph_t graph = SENTINEL_GRAPH;
     assert_int_equal(simdev_stream_end_capture(a, &graph), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_ptr_equal(graph, SENTINEL_GRAPH);
@@ -1040,8 +1025,8 @@ static void test_end_capture_on_non_capturing_stream_is_invalid_state(void **sta
 static void test_end_capture_on_pulled_in_stream_is_invalid_state(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static _Atomic uint64_t on_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -1070,8 +1055,8 @@ static void test_end_capture_on_pulled_in_stream_is_invalid_state(void **state)
 static void test_destroy_of_capturing_stream_is_invalid_state(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static _Atomic uint64_t on_a = 0, on_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -1099,8 +1084,8 @@ static void test_event_query_of_a_record_inside_an_open_capture_is_unsupported_a
     void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t a = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_event_record(e, a), 0);
     /* The record is a graph edge: nothing will ever complete it. 0 or
@@ -1129,7 +1114,7 @@ static void test_a_capture_can_be_ended_by_another_thread(void **state)
 {
     (void)state;
     static _Atomic uint64_t runs;
-    simdev_stream_t a = new_stream();
+    simdev_stream_t a = ts_new_stream();
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     enqueue_count(a, &runs);
     assert_int_equal(call_on_other_thread(end_capture_thunk, a), 0);
@@ -1146,8 +1131,8 @@ static void test_a_capture_can_be_ended_by_another_thread(void **state)
 static void test_event_sync_on_a_captured_record_is_refused_before_an_armed_fault(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t a = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     uint64_t syncs_before, syncs_after;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_event_record(e, a), 0);
@@ -1189,8 +1174,8 @@ static void *race_recorder(void *unused)
 static void test_records_racing_with_begin_capture_never_become_nodes(void **state)
 {
     (void)state;
-    race_stream = new_stream();
-    race_event = new_event();
+    race_stream = ts_new_stream();
+    race_event = ts_new_event();
     atomic_store(&race_stop, 0);
     pthread_t recorder;
     assert_int_equal(pthread_create(&recorder, NULL, race_recorder, NULL), 0);

@@ -32,17 +32,6 @@ static void assert_config_equal(const struct simdev_config *a, const struct simd
     assert_int_equal(a->spin_ns, b->spin_ns);
 }
 
-static struct simdev_config small_config(void)
-{
-    struct simdev_config config;
-    assert_int_equal(simdev_config_default(&config), 0);
-    config.aicpu_threads = 2;
-    config.aic_cores = 1;
-    config.aiv_cores = 2;
-    config.memory_bytes = 64u << 20;
-    config.watchdog_ms = 0;
-    return config;
-}
 
 /* ------------------------------------------------------ current device */
 
@@ -139,7 +128,7 @@ static void config_default_writes_the_documented_defaults(void **state)
 static void configure_before_use_replaces_the_topology(void **state)
 {
     (void)state;
-    struct simdev_config first = small_config(), second = small_config(), got;
+    struct simdev_config first = ts_small_config(), second = ts_small_config(), got;
     second.aicpu_threads = 3;
     second.aic_cores = 2;
     second.aiv_cores = 5;
@@ -160,7 +149,7 @@ static void configure_before_use_replaces_the_topology(void **state)
 static void configure_after_first_use_is_invalid_state_until_reset(void **state)
 {
     (void)state;
-    struct simdev_config used = small_config(), other = small_config(), got;
+    struct simdev_config used = ts_small_config(), other = ts_small_config(), got;
     other.aiv_cores = 4;
     simdev_stream_t stream;
     static atomic_int ran = 0;
@@ -187,7 +176,7 @@ static void configure_after_first_use_is_invalid_state_until_reset(void **state)
 static void configure_rejects_out_of_range_fields_and_changes_nothing(void **state)
 {
     (void)state;
-    const struct simdev_config good = small_config();
+    const struct simdev_config good = ts_small_config();
     struct simdev_config bad, got;
     const int invalid = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
 
@@ -252,7 +241,7 @@ static double monotonic_seconds(void)
 static void an_idle_device_with_16_cores_uses_little_cpu(void **state)
 {
     (void)state;
-    struct simdev_config config = small_config();
+    struct simdev_config config = ts_small_config();
     config.aicpu_threads = 2;
     config.aic_cores = 2;
     config.aiv_cores = 14;
@@ -303,7 +292,7 @@ static int gated_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, 
 static void a_hung_device_function_loses_the_device_until_reset(void **state)
 {
     (void)state;
-    struct simdev_config config = small_config();
+    struct simdev_config config = ts_small_config();
     config.watchdog_ms = 200;
     ts_device_setup_config(&config);
 
@@ -397,7 +386,7 @@ static void *begin_capture_main(void *stream)
 static void a_lost_device_wins_over_carried_errors_and_open_captures(void **state)
 {
     (void)state;
-    struct simdev_config config = small_config();
+    struct simdev_config config = ts_small_config();
     config.watchdog_ms = 200;
     ts_device_setup_config(&config);
 

@@ -55,21 +55,6 @@ static int graph_teardown(void **state)
     return ts_device_teardown(state);
 }
 
-static simdev_stream_t new_stream(void)
-{
-    simdev_stream_t stream = NULL;
-    assert_int_equal(simdev_stream_create(&stream), 0);
-    assert_non_null(stream);
-    return stream;
-}
-
-static simdev_event_t new_event(void)
-{
-    simdev_event_t event = NULL;
-    assert_int_equal(simdev_event_create(&event), 0);
-    assert_non_null(event);
-    return event;
-}
 
 static simdev_graph_t end_capture(simdev_stream_t origin, size_t nodes)
 {
@@ -231,8 +216,8 @@ static void assert_diamond_ran(struct diamond_state *state, uint64_t replays)
 static void test_diamond_replayed_1000_times_then_synced_runs_each_node_1000_times_in_order(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t e1 = new_event(), e2 = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t e1 = ts_new_event(), e2 = ts_new_event();
     static struct diamond_state diamond;
     struct diamond_args args = {0, 0, 0, &diamond}; /* lives across every replay */
     simdev_graph_t graph = capture_diamond(a, b, e1, e2, &args);
@@ -256,8 +241,8 @@ static void test_diamond_replayed_with_sync_after_each_launch_completes_each_rep
     void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream(), launcher = new_stream();
-    simdev_event_t e1 = new_event(), e2 = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream(), launcher = ts_new_stream();
+    simdev_event_t e1 = ts_new_event(), e2 = ts_new_event();
     static struct diamond_state diamond;
     struct diamond_args args = {0, 0, 0, &diamond};
     simdev_graph_t graph = capture_diamond(a, b, e1, e2, &args);
@@ -326,8 +311,8 @@ static int rendezvous_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *a
  * they run at the same time, replays it once, returns the sync status. */
 static int replay_rendezvous_fork(int use_host_funcs)
 {
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static struct rendezvous r; /* called twice: re-initialised */
     pthread_mutex_init(&r.lock, NULL);
     pthread_cond_init(&r.cond, NULL);
@@ -410,7 +395,7 @@ static int add_aicore_fn(const struct simdev_core_ctx *ctx, const void *args, si
 static void test_launch_args_are_frozen_at_capture_not_read_at_end_instantiate_or_replay(void **state)
 {
     (void)state;
-    simdev_stream_t s = new_stream();
+    simdev_stream_t s = ts_new_stream();
     static _Atomic uint64_t cpu_sum = 0, core_sum = 0;
     struct add_args cpu_args = {&cpu_sum, 1}, core_args = {&core_sum, 1};
 
@@ -466,7 +451,7 @@ static int switchable_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *a
 
 static void check_failing_node_fails_replay_then_recovers(int use_host_func)
 {
-    simdev_stream_t s = new_stream();
+    simdev_stream_t s = ts_new_stream();
     static struct switchable sw; /* called twice: reset */
     atomic_store(&sw.status, NODE_FAILURE);
     atomic_store(&sw.calls, 0);
@@ -520,8 +505,8 @@ static void test_failing_aicpu_node_fails_launching_stream_and_later_replays_rec
 static void test_failing_node_in_a_branch_fails_the_replay_and_the_nodes_joined_after_it(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream(), launcher = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream(), launcher = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static struct switchable sw;
     atomic_store(&sw.status, NODE_FAILURE);
     static _Atomic uint64_t on_a = 0, after_join = 0;
@@ -567,8 +552,8 @@ static void test_failing_node_in_a_branch_fails_the_replay_and_the_nodes_joined_
 static void test_ops_after_a_failed_replay_on_the_launching_stream_are_skipped(void **state)
 {
     (void)state;
-    simdev_stream_t s = new_stream();
-    simdev_event_t e = new_event();
+    simdev_stream_t s = ts_new_stream();
+    simdev_event_t e = ts_new_event();
     static struct switchable sw;
     atomic_store(&sw.status, NODE_FAILURE);
     static _Atomic uint64_t later = 0;
@@ -625,7 +610,7 @@ static int serial_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_
 static void test_exec_launched_on_two_streams_never_overlaps_its_replays(void **state)
 {
     (void)state;
-    simdev_stream_t capture = new_stream(), s1 = new_stream(), s2 = new_stream();
+    simdev_stream_t capture = ts_new_stream(), s1 = ts_new_stream(), s2 = ts_new_stream();
     static struct serial_state serial;
     ts_gate_init(&serial.gate);
     gate_to_open_on_teardown = &serial.gate;
@@ -667,7 +652,7 @@ static void test_exec_launched_on_two_streams_never_overlaps_its_replays(void **
 static void test_graph_destroyed_after_instantiate_still_replays(void **state)
 {
     (void)state;
-    simdev_stream_t s = new_stream();
+    simdev_stream_t s = ts_new_stream();
     static _Atomic uint64_t launched = 0, hosted = 0;
 
     assert_int_equal(simdev_stream_begin_capture(s), 0);
@@ -693,8 +678,8 @@ static void test_graph_destroyed_after_instantiate_still_replays(void **state)
 static void test_replay_does_not_need_the_streams_it_was_captured_on(void **state)
 {
     (void)state;
-    simdev_stream_t a = new_stream(), b = new_stream();
-    simdev_event_t fork = new_event(), join = new_event();
+    simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
+    simdev_event_t fork = ts_new_event(), join = ts_new_event();
     static _Atomic uint64_t on_a = 0, on_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
@@ -711,7 +696,7 @@ static void test_replay_does_not_need_the_streams_it_was_captured_on(void **stat
     assert_int_equal(simdev_event_destroy(fork), 0);
     assert_int_equal(simdev_event_destroy(join), 0);
 
-    simdev_stream_t fresh = new_stream();
+    simdev_stream_t fresh = ts_new_stream();
     assert_int_equal(simdev_graph_launch(exec, fresh), 0);
     assert_int_equal(simdev_stream_sync(fresh), 0);
     assert_int_equal(load(&on_a), 1);
@@ -729,7 +714,7 @@ static void test_replay_does_not_need_the_streams_it_was_captured_on(void **stat
 static void test_memcpy_and_memset_nodes_replay_with_exact_device_contents(void **state)
 {
     (void)state;
-    simdev_stream_t s = new_stream();
+    simdev_stream_t s = ts_new_stream();
     void *x = NULL, *y = NULL;
     assert_int_equal(simdev_malloc(&x, COPY_BYTES), 0);
     assert_int_equal(simdev_malloc(&y, COPY_BYTES), 0);
@@ -789,7 +774,7 @@ static void test_memcpy_and_memset_nodes_replay_with_exact_device_contents(void 
 static void test_empty_capture_yields_zero_node_graph_that_replays(void **state)
 {
     (void)state;
-    simdev_stream_t s = new_stream();
+    simdev_stream_t s = ts_new_stream();
     assert_int_equal(simdev_stream_begin_capture(s), 0);
     simdev_graph_t graph = end_capture(s, 0);
     simdev_graph_exec_t exec = instantiate(graph);
@@ -805,7 +790,7 @@ static void test_empty_capture_yields_zero_node_graph_that_replays(void **state)
 static void test_graph_launch_failed_by_fault_injection_enqueues_nothing_and_retry_succeeds(void **state)
 {
     (void)state;
-    simdev_stream_t s = new_stream();
+    simdev_stream_t s = ts_new_stream();
     static _Atomic uint64_t runs = 0;
     assert_int_equal(simdev_stream_begin_capture(s), 0);
     enqueue_count(s, &runs);

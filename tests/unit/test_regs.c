@@ -155,13 +155,8 @@ static int echo_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, s
 static void aicpu_and_core_echo_10000_round_trips_with_exact_values(void **state)
 {
     (void)state;
-    struct simdev_config config;
-    assert_int_equal(simdev_config_default(&config), 0);
-    config.aicpu_threads = 2;
-    config.aic_cores = 1;
+    struct simdev_config config = ts_small_config();
     config.aiv_cores = 1;
-    config.memory_bytes = 64u << 20;
-    config.watchdog_ms = 0;
     ts_device_setup_config(&config);
 
     static struct echo_report report;
@@ -294,12 +289,7 @@ static int wait_forever_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void 
 static void register_waits_return_device_lost_when_the_watchdog_loses_the_device(void **state)
 {
     (void)state;
-    struct simdev_config config;
-    assert_int_equal(simdev_config_default(&config), 0);
-    config.aicpu_threads = 2;
-    config.aic_cores = 1;
-    config.aiv_cores = 2;
-    config.memory_bytes = 64u << 20;
+    struct simdev_config config = ts_small_config();
     config.watchdog_ms = 200;
     ts_device_setup_config(&config);
 

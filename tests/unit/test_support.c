@@ -23,9 +23,8 @@ void ts_device_setup_config(const struct simdev_config *config)
     assert_int_equal(simdev_op_counts_reset(0), 0);
 }
 
-int ts_device_setup(void **state)
+struct simdev_config ts_small_config(void)
 {
-    (void)state;
     struct simdev_config config;
     assert_int_equal(simdev_config_default(&config), 0);
     config.aicpu_threads = 2;
@@ -33,8 +32,31 @@ int ts_device_setup(void **state)
     config.aiv_cores = 2;
     config.memory_bytes = 64u << 20;
     config.watchdog_ms = 0;
+    return config;
+}
+
+int ts_device_setup(void **state)
+{
+    (void)state;
+    struct simdev_config config = ts_small_config();
     ts_device_setup_config(&config);
     return 0;
+}
+
+simdev_stream_t ts_new_stream(void)
+{
+    simdev_stream_t stream = NULL;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_non_null(stream);
+    return stream;
+}
+
+simdev_event_t ts_new_event(void)
+{
+    simdev_event_t event = NULL;
+    assert_int_equal(simdev_event_create(&event), 0);
+    assert_non_null(event);
+    return event;
 }
 
 int ts_device_teardown(void **state)

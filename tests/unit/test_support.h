@@ -24,6 +24,14 @@ int ts_device_setup(void **state);
 /* Checks that device 0 holds no memory, then resets it. */
 int ts_device_teardown(void **state);
 
+/* The fixture's topology: 2 AICPU threads, 1 AIC + 2 AIV cores, 64 MiB,
+ * watchdog off, default spin. Tests change fields of a copy. */
+struct simdev_config ts_small_config(void);
+
+/* Creates a stream / an event on the current device (asserts success). */
+simdev_stream_t ts_new_stream(void);
+simdev_event_t ts_new_event(void);
+
 /* Like ts_device_setup, with an explicit configuration. */
 void ts_device_setup_config(const struct simdev_config *config);
 
