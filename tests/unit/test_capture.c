@@ -24,9 +24,6 @@
 /* A status no simdev call produces by itself: a device function returns it to
  * fail its op (orchestrator band, so it passes through unchanged). */
 #define NODE_FAILURE (-17)
-/* Returned by a device function that was handed the wrong argument bytes. */
-#define NODE_BAD_ARGS (-18)
-#define COUNT_MAGIC UINT64_C(0x63617074757265)
 
 /* Never a real handle: lets a test see that a failed call left an out-param
  * untouched. */
@@ -36,63 +33,12 @@ static char sentinel_storage;
 
 /* ------------------------------------------------------------ device ops */
 
-struct count_args {
-    _Atomic uint64_t *counter;
-    uint64_t magic;
-};
-
-/* AICPU function: adds 1 to args->counter. */
-static int count_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
-{
-    (void)ctx;
-    struct count_args a;
-    if (args == NULL || args_size != sizeof a)
-        return NODE_BAD_ARGS;
-    memcpy(&a, args, sizeof a);
-    if (a.magic != COUNT_MAGIC)
-        return NODE_BAD_ARGS;
-    atomic_fetch_add(a.counter, 1);
-    return 0;
-}
-
-/* AICore function: adds 1 per core. */
-static int count_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
-{
-    (void)ctx;
-    struct count_args a;
-    if (args == NULL || args_size != sizeof a)
-        return NODE_BAD_ARGS;
-    memcpy(&a, args, sizeof a);
-    if (a.magic != COUNT_MAGIC)
-        return NODE_BAD_ARGS;
-    atomic_fetch_add(a.counter, 1);
-    return 0;
-}
-
-/* Host callback: adds 1 to the counter it is handed. */
-static int count_host_fn(void *user_data)
-{
-    atomic_fetch_add((_Atomic uint64_t *)user_data, 1);
-    return 0;
-}
-
 static int fail_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     (void)ctx;
     (void)args;
     (void)args_size;
     return NODE_FAILURE;
-}
-
-static void enqueue_count(simdev_stream_t stream, _Atomic uint64_t *counter)
-{
-    struct count_args a = {counter, COUNT_MAGIC};
-    assert_int_equal(simdev_launch_aicpu(stream, count_fn, 1, &a, sizeof a), 0);
-}
-
-static uint64_t load(_Atomic uint64_t *counter)
-{
-    return atomic_load(counter);
 }
 
 /*
@@ -104,7 +50,6 @@ static uint64_t load(_Atomic uint64_t *counter)
  */
 
 /* --------------------------------------------------------------- helpers */
-
 
 static int is_capturing(simdev_stream_t stream)
 {
@@ -163,12 +108,12 @@ static void replay(simdev_graph_t graph, simdev_stream_t stream, int replays)
 static void assert_stream_recovered(simdev_stream_t stream, _Atomic uint64_t *captured)
 {
     assert_int_equal(simdev_stream_sync(stream), 0); /* CAPTURE_UNSUPPORTED: thread still capturing */
-    assert_int_equal(load(captured), 0); /* 1: a discarded recording ran */
+    assert_int_equal(ts_load_u64(captured), 0); /* 1: a discarded recording ran */
     static _Atomic uint64_t fresh;
     atomic_store(&fresh, 0);
-    enqueue_count(stream, &fresh);
+    ts_enqueue_count(stream, &fresh);
     assert_int_equal(simdev_stream_sync(stream), 0);
-    assert_int_equal(load(&fresh), 1); /* 0: the stream stayed in capture mode */
+    assert_int_equal(ts_load_u64(&fresh), 1); /* 0: the stream stayed in capture mode */
     assert_int_equal(simdev_stream_begin_capture(stream), 0);
     simdev_graph_t graph = end_expect_graph(stream, 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
@@ -239,27 +184,27 @@ static void test_captured_ops_do_not_run_until_the_graph_is_launched(void **stat
     assert_int_equal(is_capturing(a), 0);
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(is_capturing(a), 1); /* 0: begin did not put the stream in capture mode */
-    enqueue_count(a, &aicpu_runs);
-    struct count_args core_args = {&aicore_runs, COUNT_MAGIC};
-    assert_int_equal(simdev_launch_aicore(a, count_core_fn, &core_args, sizeof core_args), 0);
-    assert_int_equal(simdev_launch_host_func(a, count_host_fn, &host_runs), 0);
+    ts_enqueue_count(a, &aicpu_runs);
+    struct ts_count_args core_args = {&aicore_runs, TS_COUNT_MAGIC};
+    assert_int_equal(simdev_launch_aicore(a, ts_magic_count_core_fn, &core_args, sizeof core_args), 0);
+    assert_int_equal(simdev_launch_host_func(a, ts_count_u64_host_fn, &host_runs), 0);
     assert_int_equal(simdev_memset_async(dev, 0x5a, 64, a), 0);
     simdev_graph_t graph = end_expect_graph(a, 4); /* not 4: some op was not recorded as a node */
 
     /* The stream is drained and no captured op ran. */
     assert_int_equal(simdev_stream_sync(a), 0);
-    assert_int_equal(load(&aicpu_runs), 0); /* 1: the captured AICPU launch ran */
-    assert_int_equal(load(&aicore_runs), 0); /* >0: the captured AICore launch ran */
-    assert_int_equal(load(&host_runs), 0); /* 1: the captured host func ran */
+    assert_int_equal(ts_load_u64(&aicpu_runs), 0); /* 1: the captured AICPU launch ran */
+    assert_int_equal(ts_load_u64(&aicore_runs), 0); /* >0: the captured AICore launch ran */
+    assert_int_equal(ts_load_u64(&host_runs), 0); /* 1: the captured host func ran */
     uint8_t back[64];
     memset(back, 0xff, sizeof back);
     assert_int_equal(simdev_memcpy(back, dev, sizeof back, SIMDEV_COPY_DEVICE_TO_HOST), 0);
     assert_memory_equal(back, zeros, sizeof zeros); /* 0x5a: the captured memset ran */
 
     replay(graph, a, 1);
-    assert_int_equal(load(&aicpu_runs), 1);
-    assert_int_equal(load(&aicore_runs), 3); /* one per core: 1 AIC + 2 AIV from ts_device_setup */
-    assert_int_equal(load(&host_runs), 1);
+    assert_int_equal(ts_load_u64(&aicpu_runs), 1);
+    assert_int_equal(ts_load_u64(&aicore_runs), 3); /* one per core: 1 AIC + 2 AIV from ts_device_setup */
+    assert_int_equal(ts_load_u64(&host_runs), 1);
     uint8_t expected[64];
     memset(expected, 0x5a, sizeof expected);
     assert_int_equal(simdev_memcpy(back, dev, sizeof back, SIMDEV_COPY_DEVICE_TO_HOST), 0);
@@ -277,16 +222,16 @@ static void test_injected_launch_fault_during_capture_adds_no_node_and_keeps_cap
     static _Atomic uint64_t first = 0, failed = 0, third = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_LAUNCH, 2, PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY), 0);
-    enqueue_count(a, &first);
-    struct count_args args = {&failed, COUNT_MAGIC};
-    assert_int_equal(simdev_launch_aicpu(a, count_fn, 1, &args, sizeof args),
+    ts_enqueue_count(a, &first);
+    struct ts_count_args args = {&failed, TS_COUNT_MAGIC};
+    assert_int_equal(simdev_launch_aicpu(a, ts_magic_count_fn, 1, &args, sizeof args),
                      PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
-    enqueue_count(a, &third);
+    ts_enqueue_count(a, &third);
     simdev_graph_t graph = end_expect_graph(a, 2); /* 3: the failed launch left a node behind */
     replay(graph, a, 1);
-    assert_int_equal(load(&first), 1);
-    assert_int_equal(load(&failed), 0); /* 1: the failed launch was recorded anyway */
-    assert_int_equal(load(&third), 1);
+    assert_int_equal(ts_load_u64(&first), 1);
+    assert_int_equal(ts_load_u64(&failed), 0); /* 1: the failed launch was recorded anyway */
+    assert_int_equal(ts_load_u64(&third), 1);
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_stream_destroy(a), 0);
 }
@@ -306,7 +251,7 @@ static void test_sync_memcpy_from_capturing_thread_is_unsupported_and_invalidate
 
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_memcpy(dev, during, sizeof during, SIMDEV_COPY_HOST_TO_DEVICE),
                      PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     assert_int_equal(simdev_memcpy(back, dev, sizeof back, SIMDEV_COPY_DEVICE_TO_HOST),
@@ -331,7 +276,7 @@ static void test_stream_sync_of_other_stream_from_capturing_thread_is_unsupporte
 
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_stream_sync(b), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     assert_int_equal(is_capturing(b), 0); /* 1: syncing a stream pulled it into the capture */
     end_expect_invalidated(a);
@@ -349,17 +294,17 @@ static void test_event_sync_from_capturing_thread_is_unsupported_and_invalidates
     simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
     simdev_event_t e = ts_new_event();
     static _Atomic uint64_t on_b = 0, captured = 0;
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(e, b), 0);
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_event_sync(e), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
     assert_stream_recovered(a, &captured);
 
     assert_int_equal(simdev_event_sync(e), 0);
-    assert_int_equal(load(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
     assert_int_equal(simdev_event_destroy(e), 0);
     assert_int_equal(simdev_stream_destroy(a), 0);
     assert_int_equal(simdev_stream_destroy(b), 0);
@@ -373,7 +318,7 @@ static void test_device_sync_from_capturing_thread_is_unsupported_and_invalidate
 
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_device_sync(), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
     assert_stream_recovered(a, &captured);
@@ -392,7 +337,7 @@ static void test_malloc_from_capturing_thread_is_unsupported_and_invalidates_cap
 
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     void *dev = SENTINEL_PTR;
     assert_int_equal(simdev_malloc(&dev, 64), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     assert_ptr_equal(dev, SENTINEL_PTR); /* changed: a failed malloc wrote its out-param */
@@ -412,7 +357,7 @@ static void test_malloc_from_capturing_thread_in_relaxed_mode_is_still_unsupport
 
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     void *dev = SENTINEL_PTR;
     assert_int_equal(simdev_malloc(&dev, 64),
                      PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED); /* 0: relaxed mode exempted malloc */
@@ -433,7 +378,7 @@ static void test_sync_of_capturing_stream_from_another_thread_is_unsupported_and
     simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(call_on_other_thread(stream_sync_thunk, a), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
     assert_stream_recovered(a, &captured);
@@ -447,7 +392,7 @@ static void test_sync_of_capturing_stream_in_relaxed_mode_is_unsupported_and_inv
     set_mode_expect_previous(SIMDEV_CAPTURE_MODE_RELAXED, SIMDEV_CAPTURE_MODE_STRICT);
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_stream_sync(a),
                      PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED); /* 0: relaxed mode exempted the capturing stream */
     end_expect_invalidated(a);
@@ -462,7 +407,7 @@ static void test_query_of_capturing_stream_is_unsupported_and_invalidates_captur
     simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_stream_query(a), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
     assert_stream_recovered(a, &captured);
@@ -477,7 +422,7 @@ static void test_query_of_capturing_stream_from_another_thread_is_unsupported_an
     simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(call_on_other_thread(stream_query_thunk, a), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
     assert_stream_recovered(a, &captured);
@@ -490,18 +435,18 @@ static void test_wait_on_event_recorded_before_capture_is_unsupported_and_invali
     simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
     simdev_event_t e = ts_new_event();
     static _Atomic uint64_t on_b = 0, captured = 0;
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(e, b), 0);
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_stream_wait_event(a, e), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     assert_int_equal(is_capturing(b), 0); /* 1: an outside record pulled its stream in */
     end_expect_invalidated(a);
     assert_stream_recovered(a, &captured);
 
     assert_int_equal(simdev_stream_sync(b), 0);
-    assert_int_equal(load(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
     assert_int_equal(simdev_event_destroy(e), 0);
     assert_int_equal(simdev_stream_destroy(a), 0);
     assert_int_equal(simdev_stream_destroy(b), 0);
@@ -518,19 +463,19 @@ static void test_wait_on_event_re_recorded_inside_capture_is_an_edge_not_an_erro
 
     static _Atomic uint64_t on_a = 0, on_b = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     /* ...but its latest record is inside, so waiting on it is a fork. */
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0); /* UNSUPPORTED: judged by an old record */
     assert_int_equal(is_capturing(b), 1);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(join, b), 0);
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
     simdev_graph_t graph = end_expect_graph(a, 2); /* 3 or 4: records/waits were counted as nodes */
     assert_int_equal(is_capturing(b), 0);
     replay(graph, a, 1);
-    assert_int_equal(load(&on_a), 1);
-    assert_int_equal(load(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_a), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_event_destroy(fork), 0);
@@ -545,22 +490,22 @@ static void test_graph_launch_onto_capturing_stream_is_unsupported_and_invalidat
     simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t in_exec = 0, captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &in_exec);
+    ts_enqueue_count(a, &in_exec);
     simdev_graph_t graph = end_expect_graph(a, 1);
     simdev_graph_exec_t exec = NULL;
     assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_graph_launch(exec, a), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
     assert_stream_recovered(a, &captured);
-    assert_int_equal(load(&in_exec), 0); /* 1: the rejected graph launch ran the exec */
+    assert_int_equal(ts_load_u64(&in_exec), 0); /* 1: the rejected graph launch ran the exec */
 
     /* The exec itself is unharmed. */
     assert_int_equal(simdev_graph_launch(exec, a), 0);
     assert_int_equal(simdev_stream_sync(a), 0);
-    assert_int_equal(load(&in_exec), 1);
+    assert_int_equal(ts_load_u64(&in_exec), 1);
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_stream_destroy(a), 0);
@@ -583,29 +528,29 @@ static void test_relaxed_mode_allows_sync_copy_and_sync_of_other_streams_and_cap
     set_mode_expect_previous(SIMDEV_CAPTURE_MODE_RELAXED, SIMDEV_CAPTURE_MODE_STRICT);
     static _Atomic uint64_t first = 0, second = 0, on_b = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &first);
+    ts_enqueue_count(a, &first);
 
     assert_int_equal(simdev_memcpy(dev, pattern, sizeof pattern, SIMDEV_COPY_HOST_TO_DEVICE), 0);
     assert_int_equal(simdev_memcpy(back, dev, sizeof back, SIMDEV_COPY_DEVICE_TO_HOST), 0);
     assert_memory_equal(back, pattern, sizeof pattern); /* differs: the relaxed copy did not copy */
 
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_stream_sync(b), 0);
-    assert_int_equal(load(&on_b), 1); /* 0: the relaxed sync returned before b's work ran */
+    assert_int_equal(ts_load_u64(&on_b), 1); /* 0: the relaxed sync returned before b's work ran */
     assert_int_equal(simdev_event_record(e, b), 0);
     assert_int_equal(simdev_event_sync(e), 0);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_device_sync(), 0); /* UNSUPPORTED: relaxed mode did not exempt device sync */
-    assert_int_equal(load(&on_b), 2); /* 1: device sync skipped the non-capturing stream */
+    assert_int_equal(ts_load_u64(&on_b), 2); /* 1: device sync skipped the non-capturing stream */
 
-    enqueue_count(a, &second);
+    ts_enqueue_count(a, &second);
     simdev_graph_t graph = end_expect_graph(a, 2); /* INVALIDATED: relaxed mode did not exempt the syncs */
     set_mode_expect_previous(SIMDEV_CAPTURE_MODE_STRICT, SIMDEV_CAPTURE_MODE_RELAXED);
 
-    assert_int_equal(load(&first), 0);
+    assert_int_equal(ts_load_u64(&first), 0);
     replay(graph, a, 2);
-    assert_int_equal(load(&first), 2);
-    assert_int_equal(load(&second), 2);
+    assert_int_equal(ts_load_u64(&first), 2);
+    assert_int_equal(ts_load_u64(&second), 2);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_event_destroy(e), 0);
@@ -677,11 +622,11 @@ static void test_sync_calls_from_a_non_capturing_thread_keep_capture_valid(void 
     void *dev = NULL;
     assert_int_equal(simdev_malloc(&dev, 16), 0);
     static _Atomic uint64_t on_a = 0, on_b = 0;
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(e, b), 0);
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     struct bystander by = {dev, b, e, 1, 1, 1, 1, 1};
     assert_int_equal(call_on_other_thread(bystander_thunk, &by), 0);
     assert_int_equal(by.copy_status, 0); /* UNSUPPORTED: strict mode applied to a non-capturing thread */
@@ -689,10 +634,10 @@ static void test_sync_calls_from_a_non_capturing_thread_keep_capture_valid(void 
     assert_int_equal(by.free_status, 0);
     assert_int_equal(by.sync_status, 0);
     assert_int_equal(by.event_status, 0);
-    assert_int_equal(load(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
     simdev_graph_t graph = end_expect_graph(a, 1); /* INVALIDATED: another thread's calls broke the capture */
     replay(graph, a, 1);
-    assert_int_equal(load(&on_a), 1);
+    assert_int_equal(ts_load_u64(&on_a), 1);
 
     uint8_t back[16], expected[16];
     memset(expected, 0x3c, sizeof expected);
@@ -711,18 +656,18 @@ static void test_query_of_non_capturing_stream_and_event_from_capturing_thread_i
     simdev_stream_t a = ts_new_stream(), b = ts_new_stream();
     simdev_event_t e = ts_new_event();
     static _Atomic uint64_t on_a = 0, on_b = 0;
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(e, b), 0);
     assert_int_equal(simdev_stream_sync(b), 0);
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     /* Only a capturing stream refuses a query; b and its event are drained. */
     assert_int_equal(simdev_stream_query(b), 0); /* UNSUPPORTED: query was treated as a strict-mode sync */
     assert_int_equal(simdev_event_query(e), 0);
     simdev_graph_t graph = end_expect_graph(a, 1); /* INVALIDATED: an allowed query broke the capture */
     replay(graph, a, 1);
-    assert_int_equal(load(&on_a), 1);
+    assert_int_equal(ts_load_u64(&on_a), 1);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_event_destroy(e), 0);
@@ -737,8 +682,8 @@ static void test_forbidden_call_invalidates_every_capture_of_the_calling_thread(
     static _Atomic uint64_t on_a = 0, on_b = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_stream_begin_capture(b), 0); /* a second, independent capture */
-    enqueue_count(a, &on_a);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(a, &on_a);
+    ts_enqueue_count(b, &on_b);
     void *dev = SENTINEL_PTR;
     assert_int_equal(simdev_malloc(&dev, 64), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
@@ -763,8 +708,8 @@ static void *neighbour_main(void *p)
 {
     struct neighbour_capture *n = p;
     n->begin_status = simdev_stream_begin_capture(n->stream);
-    struct count_args args = {&n->runs, COUNT_MAGIC};
-    n->launch_status = simdev_launch_aicpu(n->stream, count_fn, 1, &args, sizeof args);
+    struct ts_count_args args = {&n->runs, TS_COUNT_MAGIC};
+    n->launch_status = simdev_launch_aicpu(n->stream, ts_magic_count_fn, 1, &args, sizeof args);
     ts_gate_pass(&n->gate);
     n->end_status = simdev_stream_end_capture(n->stream, &n->graph);
     return NULL;
@@ -784,7 +729,7 @@ static void test_forbidden_call_does_not_invalidate_another_threads_capture(void
 
     static _Atomic uint64_t captured = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured);
+    ts_enqueue_count(a, &captured);
     assert_int_equal(simdev_device_sync(), PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED);
     end_expect_invalidated(a);
 
@@ -795,7 +740,7 @@ static void test_forbidden_call_does_not_invalidate_another_threads_capture(void
     assert_int_equal(n.end_status, 0); /* INVALIDATED: one thread's forbidden call broke another's capture */
     assert_int_equal(node_count(n.graph), 1);
     replay(n.graph, n.stream, 1);
-    assert_int_equal(load(&n.runs), 1);
+    assert_int_equal(ts_load_u64(&n.runs), 1);
     assert_stream_recovered(a, &captured);
 
     assert_int_equal(simdev_graph_destroy(n.graph), 0);
@@ -812,8 +757,8 @@ struct foreign_enqueue {
 static int foreign_enqueue_thunk(void *p)
 {
     struct foreign_enqueue *f = p;
-    struct count_args args = {f->counter, COUNT_MAGIC};
-    return simdev_launch_aicpu(f->stream, count_fn, 1, &args, sizeof args);
+    struct ts_count_args args = {f->counter, TS_COUNT_MAGIC};
+    return simdev_launch_aicpu(f->stream, ts_magic_count_fn, 1, &args, sizeof args);
 }
 
 static void test_ops_enqueued_on_capturing_stream_from_another_thread_become_nodes(void **state)
@@ -822,15 +767,15 @@ static void test_ops_enqueued_on_capturing_stream_from_another_thread_become_nod
     simdev_stream_t a = ts_new_stream();
     static _Atomic uint64_t mine = 0, foreign = 0;
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &mine);
+    ts_enqueue_count(a, &mine);
     struct foreign_enqueue f = {a, &foreign};
     assert_int_equal(call_on_other_thread(foreign_enqueue_thunk, &f), 0);
     simdev_graph_t graph = end_expect_graph(a, 2); /* 1: capture followed the thread, not the stream */
     assert_int_equal(simdev_stream_sync(a), 0);
-    assert_int_equal(load(&foreign), 0); /* 1: the other thread's op ran eagerly */
+    assert_int_equal(ts_load_u64(&foreign), 0); /* 1: the other thread's op ran eagerly */
     replay(graph, a, 1);
-    assert_int_equal(load(&mine), 1);
-    assert_int_equal(load(&foreign), 1);
+    assert_int_equal(ts_load_u64(&mine), 1);
+    assert_int_equal(ts_load_u64(&foreign), 1);
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_stream_destroy(a), 0);
 }
@@ -845,28 +790,28 @@ static void test_fork_join_through_events_yields_graph_with_every_branch_node(vo
     static _Atomic uint64_t a1 = 0, b1 = 0, b2 = 0, a2 = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &a1);
+    ts_enqueue_count(a, &a1);
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(is_capturing(b), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
     assert_int_equal(is_capturing(b), 1); /* 0: waiting on a captured record did not pull b in */
-    enqueue_count(b, &b1);
-    enqueue_count(b, &b2);
+    ts_enqueue_count(b, &b1);
+    ts_enqueue_count(b, &b2);
     assert_int_equal(simdev_event_record(join, b), 0);
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
-    enqueue_count(a, &a2);
+    ts_enqueue_count(a, &a2);
     simdev_graph_t graph = end_expect_graph(a, 4); /* 5-8: records/waits became nodes; <4: b's ops lost */
     assert_int_equal(is_capturing(b), 0); /* 1: b stayed in the ended capture */
 
     /* b's ops were recorded, not run. */
     assert_int_equal(simdev_stream_sync(b), 0);
-    assert_int_equal(load(&b1) + load(&b2), 0);
+    assert_int_equal(ts_load_u64(&b1) + ts_load_u64(&b2), 0);
 
     replay(graph, a, 1);
-    assert_int_equal(load(&a1), 1);
-    assert_int_equal(load(&b1), 1);
-    assert_int_equal(load(&b2), 1);
-    assert_int_equal(load(&a2), 1);
+    assert_int_equal(ts_load_u64(&a1), 1);
+    assert_int_equal(ts_load_u64(&b1), 1);
+    assert_int_equal(ts_load_u64(&b2), 1);
+    assert_int_equal(ts_load_u64(&a2), 1);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_event_destroy(fork), 0);
@@ -884,14 +829,14 @@ static void test_transitive_join_through_a_third_stream_is_accepted(void **state
 
     /* a forks b, b forks c; c joins b, b joins a: c reaches a only through b. */
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     assert_int_equal(simdev_event_record(a_fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, a_fork), 0);
     assert_int_equal(simdev_event_record(b_fork, b), 0);
     assert_int_equal(simdev_stream_wait_event(c, b_fork), 0);
     assert_int_equal(is_capturing(c), 1); /* 0: a stream pulled in cannot pull in another */
-    enqueue_count(c, &on_c);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(c, &on_c);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(c_join, c), 0);
     assert_int_equal(simdev_stream_wait_event(b, c_join), 0);
     assert_int_equal(simdev_event_record(b_join, b), 0);
@@ -901,9 +846,9 @@ static void test_transitive_join_through_a_third_stream_is_accepted(void **state
     assert_int_equal(is_capturing(c), 0);
 
     replay(graph, a, 1);
-    assert_int_equal(load(&on_a), 1);
-    assert_int_equal(load(&on_b), 1);
-    assert_int_equal(load(&on_c), 1);
+    assert_int_equal(ts_load_u64(&on_a), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_c), 1);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     simdev_event_t events[] = {a_fork, b_fork, c_join, b_join};
@@ -922,10 +867,10 @@ static void test_forked_stream_that_never_joins_fails_end_with_unjoined_and_leav
     static _Atomic uint64_t captured_a = 0, captured_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &captured_a);
+    ts_enqueue_count(a, &captured_a);
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
-    enqueue_count(b, &captured_b);
+    ts_enqueue_count(b, &captured_b);
 
     simdev_graph_t graph = SENTINEL_GRAPH;
     assert_int_equal(simdev_stream_end_capture(a, &graph),
@@ -954,10 +899,10 @@ static void test_forked_stream_with_ops_after_its_join_record_is_unjoined(void *
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
-    enqueue_count(b, &captured);
+    ts_enqueue_count(b, &captured);
     assert_int_equal(simdev_event_record(join, b), 0);
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
-    enqueue_count(b, &captured); /* after the join point: a never waits for it */
+    ts_enqueue_count(b, &captured); /* after the join point: a never waits for it */
 
     simdev_graph_t graph = SENTINEL_GRAPH;
     assert_int_equal(simdev_stream_end_capture(a, &graph),
@@ -982,20 +927,20 @@ static void test_begin_capture_on_capturing_stream_is_invalid_state(void **state
     static _Atomic uint64_t on_a = 0, on_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     assert_int_equal(simdev_stream_begin_capture(a), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
     /* A pulled-in stream is capturing too. */
     assert_int_equal(simdev_stream_begin_capture(b), PTO_RUNTIME_ERR_INVALID_STATE);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(join, b), 0);
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
     /* The rejected begins changed nothing: the capture is whole. */
     simdev_graph_t graph = end_expect_graph(a, 2); /* 0: a rejected begin restarted the recording */
     replay(graph, a, 1);
-    assert_int_equal(load(&on_a), 1);
-    assert_int_equal(load(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_a), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_event_destroy(fork), 0);
@@ -1032,7 +977,7 @@ static void test_end_capture_on_pulled_in_stream_is_invalid_state(void **state)
     assert_int_equal(simdev_stream_begin_capture(a), 0);
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     simdev_graph_t graph = SENTINEL_GRAPH;
     assert_int_equal(simdev_stream_end_capture(b, &graph),
                      PTO_RUNTIME_ERR_INVALID_STATE); /* 0: a branch stream ended the whole capture */
@@ -1043,7 +988,7 @@ static void test_end_capture_on_pulled_in_stream_is_invalid_state(void **state)
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
     graph = end_expect_graph(a, 1);
     replay(graph, a, 1);
-    assert_int_equal(load(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_event_destroy(fork), 0);
@@ -1060,18 +1005,18 @@ static void test_destroy_of_capturing_stream_is_invalid_state(void **state)
     static _Atomic uint64_t on_a = 0, on_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     assert_int_equal(simdev_stream_destroy(a), PTO_RUNTIME_ERR_INVALID_STATE); /* origin */
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_stream_destroy(b), PTO_RUNTIME_ERR_INVALID_STATE); /* pulled in */
     assert_int_equal(simdev_event_record(join, b), 0);
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
     simdev_graph_t graph = end_expect_graph(a, 2);
     replay(graph, a, 1);
-    assert_int_equal(load(&on_a), 1);
-    assert_int_equal(load(&on_b), 1);
+    assert_int_equal(ts_load_u64(&on_a), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1);
 
     assert_int_equal(simdev_graph_destroy(graph), 0);
     assert_int_equal(simdev_event_destroy(fork), 0);
@@ -1116,14 +1061,14 @@ static void test_a_capture_can_be_ended_by_another_thread(void **state)
     static _Atomic uint64_t runs;
     simdev_stream_t a = ts_new_stream();
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &runs);
+    ts_enqueue_count(a, &runs);
     assert_int_equal(call_on_other_thread(end_capture_thunk, a), 0);
     assert_int_equal(is_capturing(a), 0);
     assert_int_equal(node_count(ended_elsewhere_graph), 1);
     /* The beginning thread is no longer capturing: its sync calls work. */
     assert_int_equal(simdev_stream_sync(a), 0);
     replay(ended_elsewhere_graph, a, 3);
-    assert_int_equal(load(&runs), 3); /* the node ran once per replay */
+    assert_int_equal(ts_load_u64(&runs), 3); /* the node ran once per replay */
     assert_int_equal(simdev_graph_destroy(ended_elsewhere_graph), 0);
     assert_int_equal(simdev_stream_destroy(a), 0);
 }

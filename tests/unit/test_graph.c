@@ -29,9 +29,7 @@
 /* Statuses device functions return to fail their op (orchestrator band, so
  * they pass through the device layer unchanged). */
 #define NODE_FAILURE (-17)
-#define NODE_BAD_ARGS (-18)
 #define NODE_NEVER_MET (-19) /* a rendezvous partner never arrived */
-#define COUNT_MAGIC UINT64_C(0x6772617068)
 
 /*
  * State that device work writes (counters, host-func user_data, gates) is
@@ -55,7 +53,6 @@ static int graph_teardown(void **state)
     return ts_device_teardown(state);
 }
 
-
 static simdev_graph_t end_capture(simdev_stream_t origin, size_t nodes)
 {
     simdev_graph_t graph = NULL;
@@ -73,42 +70,6 @@ static simdev_graph_exec_t instantiate(simdev_graph_t graph)
     assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
     assert_non_null(exec);
     return exec;
-}
-
-static uint64_t load(_Atomic uint64_t *counter)
-{
-    return atomic_load(counter);
-}
-
-/* Counting op: adds 1 per running thread (AICPU) or core (AICore). */
-struct count_args {
-    _Atomic uint64_t *counter;
-    uint64_t magic;
-};
-
-static int count_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
-{
-    (void)ctx;
-    struct count_args a;
-    if (args == NULL || args_size != sizeof a)
-        return NODE_BAD_ARGS;
-    memcpy(&a, args, sizeof a);
-    if (a.magic != COUNT_MAGIC)
-        return NODE_BAD_ARGS;
-    atomic_fetch_add(a.counter, 1);
-    return 0;
-}
-
-static int count_host_fn(void *user_data)
-{
-    atomic_fetch_add((_Atomic uint64_t *)user_data, 1);
-    return 0;
-}
-
-static void enqueue_count(simdev_stream_t stream, _Atomic uint64_t *counter)
-{
-    struct count_args a = {counter, COUNT_MAGIC};
-    assert_int_equal(simdev_launch_aicpu(stream, count_fn, 1, &a, sizeof a), 0);
 }
 
 /* ---------------------------------------------------------------- diamond */
@@ -141,7 +102,7 @@ static int diamond_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size
     (void)ctx;
     struct diamond_args a;
     if (args == NULL || args_size != sizeof a)
-        return NODE_BAD_ARGS;
+        return TS_BAD_ARGS;
     memcpy(&a, args, sizeof a);
     struct diamond_state *s = a.state;
     if (a.op >= OP_COUNT || a.magic != DIAMOND_MAGIC + a.op) {
@@ -208,9 +169,9 @@ static simdev_graph_t capture_diamond(simdev_stream_t a, simdev_stream_t b, simd
 static void assert_diamond_ran(struct diamond_state *state, uint64_t replays)
 {
     for (int op = 0; op < OP_COUNT; op++)
-        assert_int_equal(load(&state->runs[op]), replays); /* other: a node ran more or less than once per replay */
-    assert_int_equal(load(&state->arg_violations), 0); /* >0: a replay read unfrozen argument bytes */
-    assert_int_equal(load(&state->order_violations), 0); /* >0: a captured dependency or replay order broke */
+        assert_int_equal(ts_load_u64(&state->runs[op]), replays); /* other: a node ran more or less than once per replay */
+    assert_int_equal(ts_load_u64(&state->arg_violations), 0); /* >0: a replay read unfrozen argument bytes */
+    assert_int_equal(ts_load_u64(&state->order_violations), 0); /* >0: a captured dependency or replay order broke */
 }
 
 static void test_diamond_replayed_1000_times_then_synced_runs_each_node_1000_times_in_order(void **state)
@@ -302,7 +263,7 @@ static int rendezvous_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *a
     (void)ctx;
     struct rendezvous *r;
     if (args == NULL || args_size != sizeof r)
-        return NODE_BAD_ARGS;
+        return TS_BAD_ARGS;
     memcpy(&r, args, sizeof r);
     return rendezvous_meet(r);
 }
@@ -375,7 +336,7 @@ static int add_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, si
 {
     struct add_args a;
     if (args == NULL || args_size != sizeof a || ctx->thread_count != 2)
-        return NODE_BAD_ARGS;
+        return TS_BAD_ARGS;
     memcpy(&a, args, sizeof a);
     atomic_fetch_add(a.sum, a.value);
     return 0;
@@ -386,7 +347,7 @@ static int add_aicore_fn(const struct simdev_core_ctx *ctx, const void *args, si
     (void)ctx;
     struct add_args a;
     if (args == NULL || args_size != sizeof a)
-        return NODE_BAD_ARGS;
+        return TS_BAD_ARGS;
     memcpy(&a, args, sizeof a);
     atomic_fetch_add(a.sum, a.value);
     return 0;
@@ -411,12 +372,12 @@ static void test_launch_args_are_frozen_at_capture_not_read_at_end_instantiate_o
 
     assert_int_equal(simdev_graph_launch(exec, s), 0);
     assert_int_equal(simdev_graph_launch(exec, s), 0);
-    assert_int_equal(simdev_stream_sync(s), 0); /* NODE_BAD_ARGS: args or thread count not as launched */
+    assert_int_equal(simdev_stream_sync(s), 0); /* TS_BAD_ARGS: args or thread count not as launched */
     /* 2 replays x 2 AICPU threads x 1; 200/400 = args read at end capture,
      * 20000/40000 = read at replay. */
-    assert_int_equal(load(&cpu_sum), 4);
+    assert_int_equal(ts_load_u64(&cpu_sum), 4);
     /* 2 replays x 3 cores (1 AIC + 2 AIV from ts_device_setup) x 1. */
-    assert_int_equal(load(&core_sum), 6);
+    assert_int_equal(ts_load_u64(&core_sum), 6);
 
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
@@ -444,7 +405,7 @@ static int switchable_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *a
     (void)ctx;
     struct switchable *sw;
     if (args == NULL || args_size != sizeof sw)
-        return NODE_BAD_ARGS;
+        return TS_BAD_ARGS;
     memcpy(&sw, args, sizeof sw);
     return switchable_host_fn(sw);
 }
@@ -461,29 +422,29 @@ static void check_failing_node_fails_replay_then_recovers(int use_host_func)
     atomic_store(&after, 0);
 
     assert_int_equal(simdev_stream_begin_capture(s), 0);
-    enqueue_count(s, &before);
+    ts_enqueue_count(s, &before);
     if (use_host_func)
         assert_int_equal(simdev_launch_host_func(s, switchable_host_fn, &sw), 0);
     else
         assert_int_equal(simdev_launch_aicpu(s, switchable_aicpu_fn, 1, &swp, sizeof swp), 0);
-    enqueue_count(s, &after);
+    ts_enqueue_count(s, &after);
     simdev_graph_t graph = end_capture(s, 3);
     simdev_graph_exec_t exec = instantiate(graph);
 
     assert_int_equal(simdev_graph_launch(exec, s), 0);
     assert_int_equal(simdev_stream_sync(s), NODE_FAILURE); /* 0: the failed node did not fail the stream */
-    assert_int_equal(load(&before), 1);
-    assert_int_equal(load(&sw.calls), 1);
-    assert_int_equal(load(&after), 0); /* 1: a node depending on the failed one ran */
+    assert_int_equal(ts_load_u64(&before), 1);
+    assert_int_equal(ts_load_u64(&sw.calls), 1);
+    assert_int_equal(ts_load_u64(&after), 0); /* 1: a node depending on the failed one ran */
     assert_int_equal(simdev_stream_sync(s), 0); /* NODE_FAILURE: sync did not clear the error */
 
     atomic_store(&sw.status, 0);
     assert_int_equal(simdev_graph_launch(exec, s), 0);
     assert_int_equal(simdev_graph_launch(exec, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0); /* NODE_FAILURE: the exec stayed failed */
-    assert_int_equal(load(&before), 3);
-    assert_int_equal(load(&sw.calls), 3); /* 1: later replays were skipped */
-    assert_int_equal(load(&after), 2);
+    assert_int_equal(ts_load_u64(&before), 3);
+    assert_int_equal(ts_load_u64(&sw.calls), 3); /* 1: later replays were skipped */
+    assert_int_equal(ts_load_u64(&after), 2);
 
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
@@ -518,27 +479,27 @@ static void test_failing_node_in_a_branch_fails_the_replay_and_the_nodes_joined_
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
     assert_int_equal(simdev_launch_host_func(b, switchable_host_fn, &sw), 0);
     assert_int_equal(simdev_event_record(join, b), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
-    enqueue_count(a, &after_join);
+    ts_enqueue_count(a, &after_join);
     simdev_graph_t graph = end_capture(a, 3);
     simdev_graph_exec_t exec = instantiate(graph);
 
     assert_int_equal(simdev_graph_launch(exec, launcher), 0);
     assert_int_equal(simdev_stream_sync(launcher), NODE_FAILURE); /* 0: a branch's failure was lost */
     assert_int_equal(simdev_stream_sync(b), 0); /* NODE_FAILURE: the capture stream b was blamed */
-    assert_int_equal(load(&sw.calls), 1);
-    assert_int_equal(load(&after_join), 0); /* 1: a node joined after the failed one ran */
+    assert_int_equal(ts_load_u64(&sw.calls), 1);
+    assert_int_equal(ts_load_u64(&after_join), 0); /* 1: a node joined after the failed one ran */
     /* on_a is independent of the failing node: whether it ran in the failed
      * replay is not part of the contract. */
-    uint64_t on_a_after_failure = load(&on_a);
+    uint64_t on_a_after_failure = ts_load_u64(&on_a);
 
     atomic_store(&sw.status, 0);
     assert_int_equal(simdev_graph_launch(exec, launcher), 0);
     assert_int_equal(simdev_stream_sync(launcher), 0);
-    assert_int_equal(load(&sw.calls), 2);
-    assert_int_equal(load(&on_a), on_a_after_failure + 1);
-    assert_int_equal(load(&after_join), 1);
+    assert_int_equal(ts_load_u64(&sw.calls), 2);
+    assert_int_equal(ts_load_u64(&on_a), on_a_after_failure + 1);
+    assert_int_equal(ts_load_u64(&after_join), 1);
 
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
@@ -564,15 +525,15 @@ static void test_ops_after_a_failed_replay_on_the_launching_stream_are_skipped(v
     simdev_graph_exec_t exec = instantiate(graph);
 
     assert_int_equal(simdev_graph_launch(exec, s), 0);
-    enqueue_count(s, &later);
+    ts_enqueue_count(s, &later);
     assert_int_equal(simdev_event_record(e, s), 0);
     assert_int_equal(simdev_stream_sync(s), NODE_FAILURE);
-    assert_int_equal(load(&later), 0); /* 1: the stream ran work after its failed replay */
+    assert_int_equal(ts_load_u64(&later), 0); /* 1: the stream ran work after its failed replay */
     assert_int_equal(simdev_event_query(e), NODE_FAILURE); /* 0: the record after the failure was clean */
 
-    enqueue_count(s, &later);
+    ts_enqueue_count(s, &later);
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_int_equal(load(&later), 1);
+    assert_int_equal(ts_load_u64(&later), 1);
 
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
@@ -596,7 +557,7 @@ static int serial_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_
     (void)ctx;
     struct serial_state *s;
     if (args == NULL || args_size != sizeof s)
-        return NODE_BAD_ARGS;
+        return TS_BAD_ARGS;
     memcpy(&s, args, sizeof s);
     if (atomic_fetch_add(&s->in_flight, 1) != 0)
         atomic_fetch_add(&s->overlaps, 1);
@@ -637,8 +598,8 @@ static void test_exec_launched_on_two_streams_never_overlaps_its_replays(void **
         assert_int_equal(simdev_graph_launch(exec, i % 2 ? s1 : s2), 0);
     assert_int_equal(simdev_stream_sync(s1), 0);
     assert_int_equal(simdev_stream_sync(s2), 0);
-    assert_int_equal(load(&serial.calls), 102); /* other: a replay was lost or doubled */
-    assert_int_equal(load(&serial.overlaps), 0); /* >0: two replays of one exec overlapped */
+    assert_int_equal(ts_load_u64(&serial.calls), 102); /* other: a replay was lost or doubled */
+    assert_int_equal(ts_load_u64(&serial.overlaps), 0); /* >0: two replays of one exec overlapped */
 
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
@@ -656,8 +617,8 @@ static void test_graph_destroyed_after_instantiate_still_replays(void **state)
     static _Atomic uint64_t launched = 0, hosted = 0;
 
     assert_int_equal(simdev_stream_begin_capture(s), 0);
-    enqueue_count(s, &launched);
-    assert_int_equal(simdev_launch_host_func(s, count_host_fn, &hosted), 0);
+    ts_enqueue_count(s, &launched);
+    assert_int_equal(simdev_launch_host_func(s, ts_count_u64_host_fn, &hosted), 0);
     simdev_graph_t graph = end_capture(s, 2);
     simdev_graph_exec_t first = instantiate(graph);
     simdev_graph_exec_t second = instantiate(graph);
@@ -667,8 +628,8 @@ static void test_graph_destroyed_after_instantiate_still_replays(void **state)
     assert_int_equal(simdev_graph_launch(second, s), 0);
     assert_int_equal(simdev_graph_launch(first, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_int_equal(load(&launched), 3); /* <3: an exec lost nodes with its graph */
-    assert_int_equal(load(&hosted), 3);
+    assert_int_equal(ts_load_u64(&launched), 3); /* <3: an exec lost nodes with its graph */
+    assert_int_equal(ts_load_u64(&hosted), 3);
 
     assert_int_equal(simdev_graph_exec_destroy(first), 0);
     assert_int_equal(simdev_graph_exec_destroy(second), 0);
@@ -683,10 +644,10 @@ static void test_replay_does_not_need_the_streams_it_was_captured_on(void **stat
     static _Atomic uint64_t on_a = 0, on_b = 0;
 
     assert_int_equal(simdev_stream_begin_capture(a), 0);
-    enqueue_count(a, &on_a);
+    ts_enqueue_count(a, &on_a);
     assert_int_equal(simdev_event_record(fork, a), 0);
     assert_int_equal(simdev_stream_wait_event(b, fork), 0);
-    enqueue_count(b, &on_b);
+    ts_enqueue_count(b, &on_b);
     assert_int_equal(simdev_event_record(join, b), 0);
     assert_int_equal(simdev_stream_wait_event(a, join), 0);
     simdev_graph_t graph = end_capture(a, 2);
@@ -699,8 +660,8 @@ static void test_replay_does_not_need_the_streams_it_was_captured_on(void **stat
     simdev_stream_t fresh = ts_new_stream();
     assert_int_equal(simdev_graph_launch(exec, fresh), 0);
     assert_int_equal(simdev_stream_sync(fresh), 0);
-    assert_int_equal(load(&on_a), 1);
-    assert_int_equal(load(&on_b), 1); /* 0: the branch needed its destroyed capture stream */
+    assert_int_equal(ts_load_u64(&on_a), 1);
+    assert_int_equal(ts_load_u64(&on_b), 1); /* 0: the branch needed its destroyed capture stream */
 
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
@@ -793,7 +754,7 @@ static void test_graph_launch_failed_by_fault_injection_enqueues_nothing_and_ret
     simdev_stream_t s = ts_new_stream();
     static _Atomic uint64_t runs = 0;
     assert_int_equal(simdev_stream_begin_capture(s), 0);
-    enqueue_count(s, &runs);
+    ts_enqueue_count(s, &runs);
     simdev_graph_t graph = end_capture(s, 1);
     simdev_graph_exec_t exec = instantiate(graph);
     assert_int_equal(simdev_op_counts_reset(0), 0);
@@ -801,14 +762,14 @@ static void test_graph_launch_failed_by_fault_injection_enqueues_nothing_and_ret
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_GRAPH_LAUNCH, 1, PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY), 0);
     assert_int_equal(simdev_graph_launch(exec, s), PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
     assert_int_equal(simdev_stream_sync(s), 0); /* OUT_OF_HOST_MEMORY: the failed call left an error behind */
-    assert_int_equal(load(&runs), 0); /* 1: the failed launch enqueued a replay */
+    assert_int_equal(ts_load_u64(&runs), 0); /* 1: the failed launch enqueued a replay */
     uint64_t performed = 99;
     assert_int_equal(simdev_op_count(0, SIMDEV_OP_GRAPH_LAUNCH, &performed), 0);
     assert_int_equal(performed, 0); /* 1: an injected failure was counted as performed */
 
     assert_int_equal(simdev_graph_launch(exec, s), 0); /* the fault disarmed after one use */
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_int_equal(load(&runs), 1);
+    assert_int_equal(ts_load_u64(&runs), 1);
     assert_int_equal(simdev_op_count(0, SIMDEV_OP_GRAPH_LAUNCH, &performed), 0);
     assert_int_equal(performed, 1);
 

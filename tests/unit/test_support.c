@@ -243,3 +243,44 @@ int ts_log_count(struct ts_log *log)
     pthread_mutex_unlock(&log->lock);
     return count;
 }
+
+static int magic_count(const void *args, size_t args_size)
+{
+    struct ts_count_args a;
+    if (args == NULL || args_size != sizeof a)
+        return TS_BAD_ARGS;
+    memcpy(&a, args, sizeof a);
+    if (a.magic != TS_COUNT_MAGIC)
+        return TS_BAD_ARGS;
+    atomic_fetch_add(a.counter, 1);
+    return 0;
+}
+
+int ts_magic_count_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    return magic_count(args, args_size);
+}
+
+int ts_magic_count_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    return magic_count(args, args_size);
+}
+
+int ts_count_u64_host_fn(void *user_data)
+{
+    atomic_fetch_add((_Atomic uint64_t *)user_data, 1);
+    return 0;
+}
+
+void ts_enqueue_count(simdev_stream_t stream, _Atomic uint64_t *counter)
+{
+    struct ts_count_args a = {counter, TS_COUNT_MAGIC};
+    assert_int_equal(simdev_launch_aicpu(stream, ts_magic_count_fn, 1, &a, sizeof a), 0);
+}
+
+uint64_t ts_load_u64(_Atomic uint64_t *counter)
+{
+    return atomic_load(counter);
+}

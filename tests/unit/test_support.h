@@ -28,6 +28,27 @@ int ts_device_teardown(void **state);
  * watchdog off, default spin. Tests change fields of a copy. */
 struct simdev_config ts_small_config(void);
 
+/*
+ * A counting op whose arguments carry a magic word, so a test can tell that
+ * the bytes a device function received are the ones frozen at enqueue or
+ * capture. The functions add 1 to *counter per thread (AICPU) or per core
+ * (AICore) and return TS_BAD_ARGS when the bytes are not a ts_count_args
+ * with TS_COUNT_MAGIC.
+ */
+#define TS_COUNT_MAGIC UINT64_C(0x636f756e74)
+#define TS_BAD_ARGS (-18)
+struct ts_count_args {
+    _Atomic uint64_t *counter;
+    uint64_t magic;
+};
+int ts_magic_count_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
+int ts_magic_count_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
+/* Host callback: adds 1 to the _Atomic uint64_t `user_data` points to. */
+int ts_count_u64_host_fn(void *user_data);
+/* Enqueues ts_magic_count_fn on one AICPU thread (asserts the enqueue). */
+void ts_enqueue_count(simdev_stream_t stream, _Atomic uint64_t *counter);
+uint64_t ts_load_u64(_Atomic uint64_t *counter);
+
 /* Creates a stream / an event on the current device (asserts success). */
 simdev_stream_t ts_new_stream(void);
 simdev_event_t ts_new_event(void);
