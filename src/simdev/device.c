@@ -15,7 +15,6 @@
 
 static struct sd_device g_devices[SIMDEV_MAX_DEVICES];
 static pthread_once_t g_devices_once = PTHREAD_ONCE_INIT;
-static _Atomic int g_started[SIMDEV_MAX_DEVICES]; /* release: device fully started */
 static _Thread_local int tls_current_device;
 
 static void devices_init(void)
@@ -108,7 +107,7 @@ int simdev_device_configure(int device, const struct simdev_config *config)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&dev->lock);
     int rc = 0;
-    if (dev->started) {
+    if (atomic_load_explicit(&dev->started, memory_order_relaxed)) {
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
     } else {
         dev->config = *config;
@@ -226,7 +225,6 @@ static void *worker_main(void *arg)
             index = indices[w->index];
         }
         run_job(w, job, index);
-        w->ran_jobs++;
     }
     return NULL;
 }
@@ -277,8 +275,8 @@ static int device_start(struct sd_device *dev)
     if (made == 0) {
         int made_cores = start_workers(dev, dev->cores, ncores, true);
         if (made_cores == 0) {
-            dev->started = true;
-            atomic_store_explicit(&g_started[dev->id], 1, memory_order_release);
+            /* release: pairs with the acquire in sd_device_acquire */
+            atomic_store_explicit(&dev->started, true, memory_order_release);
             return 0;
         }
         atomic_store(&dev->stopping, 1);
@@ -297,9 +295,9 @@ int sd_device_acquire(int id, struct sd_device **out)
     if (!dev)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     /* acquire: pairs with the release in device_start */
-    if (!atomic_load_explicit(&g_started[id], memory_order_acquire)) {
+    if (!atomic_load_explicit(&dev->started, memory_order_acquire)) {
         pthread_mutex_lock(&dev->lock);
-        int rc = dev->started ? 0 : device_start(dev);
+        int rc = atomic_load_explicit(&dev->started, memory_order_relaxed) ? 0 : device_start(dev);
         pthread_mutex_unlock(&dev->lock);
         if (rc != 0)
             return rc;
@@ -464,7 +462,7 @@ int simdev_device_reset(int device)
     if (!dev)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&dev->lock);
-    if (!dev->started) {
+    if (!atomic_load_explicit(&dev->started, memory_order_relaxed)) {
         pthread_mutex_unlock(&dev->lock);
         sd_fault_reset(dev);
         return 0;
@@ -506,8 +504,7 @@ int simdev_device_reset(int device)
     }
     sd_memory_release_all(dev);
     sd_regs_destroy(dev);
-    atomic_store_explicit(&g_started[dev->id], 0, memory_order_release);
-    dev->started = false;
+    atomic_store_explicit(&dev->started, false, memory_order_release);
     atomic_store(&dev->lost, 0);
     pthread_mutex_unlock(&dev->lock);
     sd_fault_reset(dev);

@@ -78,8 +78,6 @@ void sd_wake(struct sd_waitword *word);
 int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
             uint64_t deadline_ns, _Atomic int *lost);
 
-/* One polite spin step (a CPU pause hint). */
-void sd_cpu_relax(void);
 
 /* ------------------------------------------------------------------- ops */
 
@@ -154,11 +152,9 @@ struct sd_worker {
     pthread_t thread;
     bool is_core;
     uint32_t index; /* AICPU thread index or core id */
-    /* Assigned by the launcher, cleared by nobody: the worker runs a job
-     * whose sequence differs from the one it ran last. */
+    /* Set by the launcher, taken (swapped back to NULL) by the worker. */
     _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;
     struct sd_waitword wake; /* the launcher wakes the worker here */
-    uint64_t ran_jobs;       /* owned by the worker thread */
 };
 
 /* One execution of an AICPU or AICore launch, shared with its workers. */
@@ -194,7 +190,7 @@ struct sd_device {
     int id;
     pthread_mutex_t lock; /* config, lifecycle, object lists */
     bool configured;
-    bool started;
+    _Atomic bool started; /* written under lock; read lock-free on every call */
     struct simdev_config config;
     _Atomic int lost;
 

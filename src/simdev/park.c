@@ -24,7 +24,8 @@ uint64_t simdev_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void sd_cpu_relax(void)
+/* One polite spin step (a CPU pause hint). */
+static void sd_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
