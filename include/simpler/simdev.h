@@ -360,6 +360,11 @@ void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value);
 uint64_t simdev_cond_seq(int device);
 int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns);
 
+/* AICPU side: bumps the device-wide condition sequence without a core
+ * write, waking every simdev_cond_wait (one AICPU thread telling another
+ * that it has new work, like a hardware send-event). */
+void simdev_cond_signal(int device);
+
 /* Monotonic device clock in nanoseconds. */
 uint64_t simdev_clock_ns(void);
 

@@ -42,10 +42,34 @@ extern "C" {
 #define PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY (-1107)   /* host allocation for bookkeeping failed */
 
 /*
+ * Device-reported run codes. A run's status is the negated code (so
+ * SIMPLER_ORCH_ERR_INVALID_ARGS reaches the host as -5). The orchestrator
+ * band is 1..99, the scheduler band 100..199, and a kernel reports its own
+ * failure in 200..999 (simpler_kernel_fail in kernel.h).
+ */
+#define SIMPLER_ORCH_ERR_SCOPE 1                /* scope misuse: unbalanced end, too deep, AUTO in MANUAL */
+#define SIMPLER_ORCH_ERR_HEAP_DEADLOCK 2        /* output heap full and can never drain */
+#define SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK 3 /* task window full, oldest task pinned by an open scope */
+#define SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW 4    /* dependency lists do not fit the pool */
+#define SIMPLER_ORCH_ERR_INVALID_ARGS 5         /* malformed task or tensor arguments */
+#define SIMPLER_ORCH_ERR_RING_TIMEOUT 6         /* a ring wait made no progress for the watchdog period */
+#define SIMPLER_ORCH_ERR_SYNC_START 7           /* sync-start block count can never be resident at once */
+#define SIMPLER_ORCH_ERR_TENSOR_WAIT_TIMEOUT 8  /* read/write of a tensor element waited too long */
+#define SIMPLER_ORCH_ERR_EXPLICIT_FATAL 9       /* the orchestration called fatal */
+#define SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW 10 /* one scope holds more tasks than its ring's window */
+#define SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW 11  /* TensorMap full and no entry ever became free */
+#define SIMPLER_ORCH_ERR_BAD_CONFIG 12          /* run config or topology unusable */
+#define SIMPLER_SCHED_ERR_TIMEOUT 100           /* scheduler made no progress for its watchdog period */
+#define SIMPLER_KERNEL_ERR_MIN 200              /* kernel-reported failures: 200..999 */
+#define SIMPLER_KERNEL_ERR_MAX 999
+
+/*
  * Returns a static, NUL-terminated name for `status` (for example
  * "PTO_RUNTIME_ERR_INVALID_STATE"). Codes in -1..-999 name their band
  * ("device orchestrator error" / "device scheduler error"); any other
- * unknown value returns "unknown status". Never returns NULL.
+ * unknown value returns "unknown status". The named run codes above
+ * (negated) have their own names, for example "SIMPLER_ORCH_ERR_INVALID_ARGS".
+ * Never returns NULL.
  */
 const char *simpler_strerror(int status);
 

@@ -30,12 +30,31 @@ const char *simpler_strerror(int status)
         NAME(PTO_RUNTIME_ERR_CAPTURE_UNJOINED);
         NAME(PTO_RUNTIME_ERR_TIMEOUT);
         NAME(PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
+#define RUN_NAME(code) \
+    case -(code):      \
+        return #code
+        RUN_NAME(SIMPLER_ORCH_ERR_SCOPE);
+        RUN_NAME(SIMPLER_ORCH_ERR_HEAP_DEADLOCK);
+        RUN_NAME(SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK);
+        RUN_NAME(SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW);
+        RUN_NAME(SIMPLER_ORCH_ERR_INVALID_ARGS);
+        RUN_NAME(SIMPLER_ORCH_ERR_RING_TIMEOUT);
+        RUN_NAME(SIMPLER_ORCH_ERR_SYNC_START);
+        RUN_NAME(SIMPLER_ORCH_ERR_TENSOR_WAIT_TIMEOUT);
+        RUN_NAME(SIMPLER_ORCH_ERR_EXPLICIT_FATAL);
+        RUN_NAME(SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
+        RUN_NAME(SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW);
+        RUN_NAME(SIMPLER_ORCH_ERR_BAD_CONFIG);
+        RUN_NAME(SIMPLER_SCHED_ERR_TIMEOUT);
+#undef RUN_NAME
     default:
         break;
     }
     if (status <= -1 && status >= -99)
         return "device orchestrator error";
-    if (status <= -100 && status >= -999)
+    if (status <= -100 && status >= -199)
         return "device scheduler error";
+    if (status <= -SIMPLER_KERNEL_ERR_MIN && status >= -SIMPLER_KERNEL_ERR_MAX)
+        return "kernel-reported error";
     return "unknown status";
 }

@@ -140,3 +140,10 @@ int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
     return sd_wait(&dev->cond_word, cond_seq_changed, &w, dev->config.spin_ns,
                    deadline_after(timeout_ns), &dev->lost);
 }
+
+void simdev_cond_signal(int device)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (dev)
+        sd_wake(&dev->cond_word);
+}

@@ -78,27 +78,49 @@ static void strerror_names_are_distinct(void **state)
                                     simpler_strerror(all_codes[j].value));
 }
 
-static void strerror_names_the_orchestrator_band_for_minus_1_to_minus_99(void **state)
+static void strerror_names_the_orchestrator_band_for_unnamed_codes_in_minus_1_to_minus_99(void **state)
 {
     (void)state;
-    const char *band = simpler_strerror(-5);
+    const char *band = simpler_strerror(-50);
     assert_non_null(band);
     assert_string_not_equal(band, UNKNOWN); /* unknown: device run codes lose their band */
-    /* every code of the band names the same band, including both ends */
-    assert_string_equal(simpler_strerror(-1), band);
+    /* every unnamed code of the band names the same band, including the end */
+    assert_string_equal(simpler_strerror(-13), band);
     assert_string_equal(simpler_strerror(-99), band);
 }
 
-static void strerror_names_the_scheduler_band_for_minus_100_to_minus_999(void **state)
+static void strerror_names_each_run_code_by_its_constant(void **state)
+{
+    (void)state;
+    /* a band name here: the run status would not say which failure it was */
+    assert_string_equal(simpler_strerror(-SIMPLER_ORCH_ERR_SCOPE), "SIMPLER_ORCH_ERR_SCOPE");
+    assert_string_equal(simpler_strerror(-5), "SIMPLER_ORCH_ERR_INVALID_ARGS");
+    assert_string_equal(simpler_strerror(-3), "SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK");
+    assert_string_equal(simpler_strerror(-12), "SIMPLER_ORCH_ERR_BAD_CONFIG");
+    assert_string_equal(simpler_strerror(-100), "SIMPLER_SCHED_ERR_TIMEOUT");
+}
+
+static void strerror_names_the_scheduler_band_for_minus_101_to_minus_199(void **state)
 {
     (void)state;
     const char *band = simpler_strerror(-150);
     assert_non_null(band);
     assert_string_not_equal(band, UNKNOWN);
     /* equal: a scheduler stall reads as an orchestrator error */
-    assert_string_not_equal(band, simpler_strerror(-5));
-    assert_string_equal(simpler_strerror(-100), band);
+    assert_string_not_equal(band, simpler_strerror(-50));
+    assert_string_equal(simpler_strerror(-101), band);
+    assert_string_equal(simpler_strerror(-199), band);
+}
+
+static void strerror_names_the_kernel_band_for_minus_200_to_minus_999(void **state)
+{
+    (void)state;
+    const char *band = simpler_strerror(-200);
+    assert_string_not_equal(band, UNKNOWN);
+    /* equal: a kernel failure reads as a scheduler stall */
+    assert_string_not_equal(band, simpler_strerror(-150));
     assert_string_equal(simpler_strerror(-999), band);
+    assert_string_equal(simpler_strerror(-555), band);
 }
 
 static void strerror_returns_unknown_status_for_codes_outside_every_band(void **state)
@@ -124,10 +146,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(strerror_names_are_distinct, ts_device_setup,
                                         ts_device_teardown),
         cmocka_unit_test_setup_teardown(
-            strerror_names_the_orchestrator_band_for_minus_1_to_minus_99, ts_device_setup,
+            strerror_names_the_orchestrator_band_for_unnamed_codes_in_minus_1_to_minus_99,
+            ts_device_setup, ts_device_teardown),
+        cmocka_unit_test_setup_teardown(strerror_names_each_run_code_by_its_constant,
+                                        ts_device_setup, ts_device_teardown),
+        cmocka_unit_test_setup_teardown(
+            strerror_names_the_kernel_band_for_minus_200_to_minus_999, ts_device_setup,
             ts_device_teardown),
         cmocka_unit_test_setup_teardown(
-            strerror_names_the_scheduler_band_for_minus_100_to_minus_999, ts_device_setup,
+            strerror_names_the_scheduler_band_for_minus_101_to_minus_199, ts_device_setup,
             ts_device_teardown),
         cmocka_unit_test_setup_teardown(
             strerror_returns_unknown_status_for_codes_outside_every_band, ts_device_setup,

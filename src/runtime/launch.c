@@ -1,0 +1,128 @@
+/*
+ * runtime/launch.c — putting one run on a device stream (host side).
+ *
+ * Owns: rt_launcher (the AICPU stream, the AICore stream and the events
+ * that join them to the caller's stream) and rt_run_enqueue, which checks a
+ * run request and enqueues this chain:
+ *   caller: record start
+ *   AICPU stream: wait start, launch the AICPU program (orchestrator +
+ *                 schedulers), wait aicore_done, record aicpu_done
+ *   AICore stream: wait start, launch the core loop, record aicore_done
+ *   caller: wait aicpu_done
+ * The AICPU program goes first so that a core loop is never left waiting
+ * for a scheduler that was not enqueued (the reverse — schedulers whose
+ * cores never start — ends in the scheduler's handshake timeout).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+struct rt_launcher {
+    simdev_stream_t aicpu;
+    simdev_stream_t aicore;
+    simdev_event_t start;
+    simdev_event_t aicore_done;
+    simdev_event_t aicpu_done;
+    uint64_t generation;
+};
+
+int rt_launcher_destroy(struct rt_launcher *l)
+{
+    if (!l)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = 0, r;
+    if (l->aicpu_done && (r = simdev_event_destroy(l->aicpu_done)) && !rc)
+        rc = r;
+    if (l->aicore_done && (r = simdev_event_destroy(l->aicore_done)) && !rc)
+        rc = r;
+    if (l->start && (r = simdev_event_destroy(l->start)) && !rc)
+        rc = r;
+    if (l->aicore && (r = simdev_stream_destroy(l->aicore)) && !rc)
+        rc = r;
+    if (l->aicpu && (r = simdev_stream_destroy(l->aicpu)) && !rc)
+        rc = r;
+    free(l);
+    return rc;
+}
+
+int rt_launcher_create(struct rt_launcher **out)
+{
+    if (!out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_launcher *l = calloc(1, sizeof *l);
+    if (!l)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    int rc;
+    if ((rc = simdev_stream_create(&l->aicpu)) || (rc = simdev_stream_create(&l->aicore)) ||
+        (rc = simdev_event_create(&l->start)) || (rc = simdev_event_create(&l->aicore_done)) ||
+        (rc = simdev_event_create(&l->aicpu_done))) {
+        rt_launcher_destroy(l);
+        return rc;
+    }
+    /* Distinct per launcher and per run, so a run never mistakes arena
+     * contents left by an earlier run for its own initialisation. */
+    l->generation = simdev_clock_ns() << 16;
+    *out = l;
+    return 0;
+}
+
+static int check_request(const struct rt_run_request *rq, struct simdev_config *topo,
+                         uint32_t *schedulers)
+{
+    if (!rq->entry || !rq->args || !rq->arena || !rq->result ||
+        rq->kernel_count > SIMPLER_MAX_FUNC_IDS || (rq->kernel_count && !rq->kernels))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = rt_config_check(&rq->config);
+    if (rc)
+        return rc;
+    int device;
+    if ((rc = simdev_get_device(&device)) || (rc = simdev_device_get_config(device, topo)))
+        return rc;
+    size_t need;
+    if ((rc = rt_arena_bytes(&rq->config, topo, &need)))
+        return rc;
+    if (rq->arena_bytes < need)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (topo->aicpu_threads < 2)
+        return PTO_RUNTIME_ERR_UNSUPPORTED; /* one orchestrator + at least one scheduler */
+    uint32_t n = rq->config.scheduler_threads ? rq->config.scheduler_threads
+                                              : topo->aicpu_threads - 1;
+    if (n + 1 > topo->aicpu_threads)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    *schedulers = n;
+    return 0;
+}
+
+int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
+                   const struct rt_run_request *request)
+{
+    if (!l || !stream || !request)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct simdev_config topo;
+    struct rt_launch_args la;
+    memset(&la, 0, sizeof la);
+    int rc = check_request(request, &topo, &la.schedulers);
+    if (rc)
+        return rc;
+    la.request = *request;
+    la.generation = ++l->generation;
+
+    if ((rc = simdev_event_record(l->start, stream)))
+        return rc; /* nothing enqueued yet */
+    if ((rc = simdev_stream_wait_event(l->aicpu, l->start)) ||
+        (rc = simdev_launch_aicpu(l->aicpu, rt_aicpu_main, la.schedulers + 1, &la, sizeof la)) ||
+        (rc = simdev_stream_wait_event(l->aicore, l->start)) ||
+        (rc = simdev_launch_aicore(l->aicore, rt_core_main, &la, sizeof la)) ||
+        (rc = simdev_event_record(l->aicore_done, l->aicore)) ||
+        (rc = simdev_stream_wait_event(l->aicpu, l->aicore_done)) ||
+        (rc = simdev_event_record(l->aicpu_done, l->aicpu)) ||
+        (rc = simdev_stream_wait_event(stream, l->aicpu_done))) {
+        /* Part of the chain is on the launcher's streams: let it drain so
+         * nothing of this run outlives the failed call, then report. */
+        simdev_stream_sync(l->aicpu);
+        simdev_stream_sync(l->aicore);
+        return rc;
+    }
+    return 0;
+}

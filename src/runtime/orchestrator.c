@@ -1,0 +1,864 @@
+/*
+ * runtime/orchestrator.c — the orchestrator thread: building the graph.
+ *
+ * Owns: the orchestration ops table (submit, scopes, element access, fatal,
+ * topology queries), ring allocation at the heads (task slot, output heap,
+ * dependency entries) with back-pressure and deadlock detection, dependency
+ * discovery (creator edges, TensorMap lookups, explicit ids) and wiring.
+ * Runs on one thread per run and is the only writer of the ring heads, the
+ * TensorMap and the scope stack, so none of those need atomics. Completion
+ * and retirement belong to task.c; dispatch to scheduler.c.
+ */
+#include <string.h>
+
+#include "runtime/rt.h"
+
+static inline struct rt_run *run_of(struct simpler_orch *h)
+{
+    return (struct rt_run *)h;
+}
+
+/* Latches `code` and returns the run's (first) error, negated. */
+static int fail(struct rt_run *run, int32_t code)
+{
+    rt_fail(run, code);
+    return -rt_error(run);
+}
+
+/* ------------------------------------------------------------- waiting */
+
+/* A measure that grows whenever any task retires or completes: the
+ * watchdog restarts on every change. */
+static uint64_t progress_mark(struct rt_run *run)
+{
+    uint64_t mark = atomic_load_explicit(&run->tasks_completed, memory_order_acquire);
+    for (uint32_t i = 0; i < RT_RINGS; i++)
+        mark += atomic_load_explicit(&run->rings[i].last_alive, memory_order_acquire);
+    return mark;
+}
+
+typedef bool (*orch_ready_fn)(struct rt_run *run, void *arg);
+
+/*
+ * Blocks until ready(run, arg). Returns 0; the latched error when the run
+ * fails meanwhile (negated); or -timeout_code after timeout_ms without any
+ * task completing or retiring. `structural`, when not NULL, is asked on
+ * every round whether the wait can never succeed and returns the code to
+ * fail with at once (0 = keep waiting).
+ */
+static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
+                      int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
+                      int32_t timeout_code)
+{
+    uint64_t mark = progress_mark(run);
+    uint64_t deadline = simdev_clock_ns() + (uint64_t)timeout_ms * 1000000ull;
+    int rc = 0;
+    for (;;) {
+        if (rt_error(run)) {
+            rc = -rt_error(run);
+            break;
+        }
+        /* seq_cst: pairs with the seq_cst loads of orch_waiting in task.c —
+         * either the waker sees us waiting or we see its state change. */
+        atomic_store_explicit(&run->orch_waiting, 1, memory_order_seq_cst);
+        uint64_t seq = simdev_cond_seq(run->device);
+        if (ready(run, arg))
+            break;
+        if (structural) {
+            int32_t code = structural(run, arg);
+            if (code) {
+                rc = fail(run, code);
+                break;
+            }
+        }
+        uint64_t now = simdev_clock_ns();
+        uint64_t m = progress_mark(run);
+        if (m != mark) {
+            mark = m;
+            deadline = now + (uint64_t)timeout_ms * 1000000ull;
+        } else if (now >= deadline) {
+            rc = fail(run, timeout_code);
+            break;
+        }
+        int w = simdev_cond_wait(run->device, seq, deadline - now);
+        if (w == PTO_RUNTIME_ERR_DEVICE_LOST) {
+            rc = fail(run, SIMPLER_ORCH_ERR_RING_TIMEOUT);
+            break;
+        }
+    }
+    atomic_store_explicit(&run->orch_waiting, 0, memory_order_relaxed);
+    return rc;
+}
+
+/* ----------------------------------------------------------- allocation */
+
+static inline uint32_t ring_of_depth(uint32_t depth)
+{
+    return depth < RT_RINGS ? depth : RT_RINGS - 1;
+}
+
+/* True when the scope that submitted the task in `s` is still open. */
+static bool scope_open(struct rt_run *run, struct rt_slot *s)
+{
+    struct rt_task *t = rt_slot_task(run, s);
+    return s->scope_depth < run->scope_depth &&
+           run->scopes[s->scope_depth].serial == t->scope_serial;
+}
+
+/* The ring's oldest unretired task is pinned by an open scope: nothing in
+ * the ring can be reclaimed until the orchestrator (who is waiting) closes
+ * that scope. */
+static bool ring_pinned(struct rt_run *run, struct rt_ring *r, uint32_t ring)
+{
+    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    if (oldest == r->next_local)
+        return false;
+    struct rt_slot *s = &r->slots[oldest & r->mask];
+    if (atomic_load_explicit(&s->task_id, memory_order_relaxed) != rt_task_id(ring, oldest))
+        return false;
+    return scope_open(run, s);
+}
+
+struct alloc_req {
+    uint32_t ring;
+    uint64_t heap_need;
+    uint64_t heap_pos; /* out: where the outputs go */
+};
+
+static bool slot_free(struct rt_run *run, void *arg)
+{
+    struct alloc_req *q = arg;
+    struct rt_ring *r = &run->rings[q->ring];
+    return r->next_local - atomic_load_explicit(&r->last_alive, memory_order_acquire) <
+           r->window;
+}
+
+static int32_t slot_structural(struct rt_run *run, void *arg)
+{
+    struct alloc_req *q = arg;
+    return ring_pinned(run, &run->rings[q->ring], q->ring) ? SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK
+                                                           : 0;
+}
+
+static bool heap_fits(struct rt_run *run, void *arg)
+{
+    struct alloc_req *q = arg;
+    struct rt_ring *r = &run->rings[q->ring];
+    uint64_t h = r->heap_bytes;
+    if (r->next_local == atomic_load_explicit(&r->last_alive, memory_order_acquire)) {
+        /* Empty ring: everything is free; restart at a lap boundary so the
+         * request never straddles the end. */
+        r->heap_head = (r->heap_head + h - 1) / h * h;
+        r->heap_floor = r->heap_head;
+    }
+    uint64_t tail = atomic_load_explicit(&r->heap_tail, memory_order_acquire);
+    if (tail < r->heap_floor)
+        tail = r->heap_floor;
+    uint64_t pos = r->heap_head;
+    if (pos % h + q->heap_need > h)
+        pos += h - pos % h; /* never straddle the end: skip to the next lap */
+    if (pos + q->heap_need - tail > h)
+        return false;
+    q->heap_pos = pos;
+    return true;
+}
+
+static int32_t heap_structural(struct rt_run *run, void *arg)
+{
+    struct alloc_req *q = arg;
+    return ring_pinned(run, &run->rings[q->ring], q->ring) ? SIMPLER_ORCH_ERR_HEAP_DEADLOCK : 0;
+}
+
+struct dep_req {
+    uint32_t ring;
+    uint64_t need;
+};
+
+static bool deps_fit(struct rt_run *run, void *arg)
+{
+    struct dep_req *q = arg;
+    struct rt_ring *r = &run->rings[q->ring];
+    uint64_t tail = atomic_load_explicit(&r->dep_tail, memory_order_acquire);
+    return r->dep_head + q->need - tail <= r->dep_capacity;
+}
+
+static int32_t deps_structural(struct rt_run *run, void *arg)
+{
+    struct dep_req *q = arg;
+    return ring_pinned(run, &run->rings[q->ring], q->ring) ? SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW
+                                                           : 0;
+}
+
+/* Takes a dependency entry at the ring's head (space already reserved);
+ * returns its handle (ring-tagged position + 1). */
+static uint64_t dep_take(struct rt_ring *r, uint32_t ring, struct rt_slot *slot, uint64_t next)
+{
+    uint64_t pos = r->dep_head++;
+    struct rt_dep *d = &r->deps[pos % r->dep_capacity];
+    d->slot = slot;
+    d->next = next;
+    return rt_task_id(ring, pos) + 1;
+}
+
+/* ----------------------------------------------------- argument checks */
+
+static bool tensor_valid(const struct simpler_tensor *t)
+{
+    if (t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS || simpler_dtype_size(t->dtype) == 0)
+        return false;
+    for (uint32_t i = 0; i < t->ndims; i++)
+        if (t->shape[i] == 0)
+            return false;
+    return true;
+}
+
+static bool kernel_valid(struct rt_run *run, int32_t id)
+{
+    return id >= 0 && (uint32_t)id < run->kernel_count && run->kernels[id] != NULL;
+}
+
+/* Most units of `shape` any one scheduler thread owns (sync-start bound). */
+static uint32_t units_per_scheduler(struct rt_run *run, uint32_t shape)
+{
+    uint32_t best = 0;
+    for (uint32_t t = 0; t < run->schedulers; t++) {
+        uint32_t n = 0;
+        if (shape == RT_SHAPE_MIX) {
+            for (uint32_t c = 0; c < run->cluster_count; c++)
+                n += rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, c) == t;
+        } else {
+            uint32_t first = shape == RT_SHAPE_AIC ? 0 : run->aic_count;
+            uint32_t count = shape == RT_SHAPE_AIC ? run->aic_count : run->aiv_count;
+            for (uint32_t c = first; c < first + count; c++)
+                n += rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, c) == t;
+        }
+        if (n > best)
+            best = n;
+    }
+    return best;
+}
+
+struct task_shape {
+    uint32_t shape;
+    uint32_t lanes;
+    int32_t kernel[3];
+};
+
+static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kernels *k,
+                            const struct simpler_task_args *a, struct task_shape *ts)
+{
+    if (!k || !a || a->invalid || a->tensor_count > SIMPLER_TASK_MAX_TENSORS ||
+        a->scalar_count > SIMPLER_TASK_MAX_SCALARS || a->dep_count > SIMPLER_TASK_MAX_DEPS ||
+        a->block_num < 1 || a->block_num > 65536)
+        return SIMPLER_ORCH_ERR_INVALID_ARGS;
+    int32_t kernel[3] = {k->aic, k->aiv0, k->aiv1};
+    uint32_t lanes = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        if (kernel[i] == SIMPLER_NO_KERNEL)
+            continue;
+        if (!kernel_valid(run, kernel[i]))
+            return SIMPLER_ORCH_ERR_INVALID_ARGS;
+        lanes |= 1u << i;
+    }
+    if (lanes == RT_LANE_AIV1) { /* a lone AIV1 kernel is an AIV task */
+        kernel[1] = kernel[2];
+        kernel[2] = SIMPLER_NO_KERNEL;
+        lanes = RT_LANE_AIV0;
+    }
+    uint32_t shape = lanes == 0              ? RT_SHAPE_DUMMY
+                     : lanes == RT_LANE_AIC  ? RT_SHAPE_AIC
+                     : lanes == RT_LANE_AIV0 ? RT_SHAPE_AIV
+                                             : RT_SHAPE_MIX;
+    uint32_t units = shape == RT_SHAPE_AIC   ? run->aic_count
+                     : shape == RT_SHAPE_AIV ? run->aiv_count
+                     : shape == RT_SHAPE_MIX ? run->cluster_count
+                                             : 1;
+    if (units == 0)
+        return SIMPLER_ORCH_ERR_INVALID_ARGS; /* the device has no core of this shape */
+    if (a->sync_start && shape != RT_SHAPE_DUMMY &&
+        a->block_num > units_per_scheduler(run, shape))
+        return SIMPLER_ORCH_ERR_SYNC_START;
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        const struct simpler_task_arg *arg = &a->tensors[i];
+        if (arg->kind == SIMPLER_ARG_OUTPUT) {
+            const struct simpler_tensor_create *c = &arg->create;
+            if (c->ndims < 1 || c->ndims > SIMPLER_TENSOR_MAX_DIMS ||
+                simpler_dtype_size(c->dtype) == 0)
+                return SIMPLER_ORCH_ERR_INVALID_ARGS;
+            for (uint32_t d = 0; d < c->ndims; d++)
+                if (c->shape[d] == 0 || c->shape[d] > (1ull << 40))
+                    return SIMPLER_ORCH_ERR_INVALID_ARGS;
+        } else if (arg->kind >= SIMPLER_ARG_INPUT && arg->kind <= SIMPLER_ARG_NO_DEP) {
+            if (!arg->tensor || !tensor_valid(arg->tensor))
+                return SIMPLER_ORCH_ERR_INVALID_ARGS;
+        } else {
+            return SIMPLER_ORCH_ERR_INVALID_ARGS;
+        }
+    }
+    for (uint32_t i = 0; i < a->dep_count; i++) {
+        uint64_t id = a->deps[i];
+        uint32_t ring = rt_id_ring(id);
+        if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local)
+            return SIMPLER_ORCH_ERR_INVALID_ARGS; /* not an earlier task of this run */
+    }
+    ts->shape = shape;
+    ts->lanes = lanes;
+    memcpy(ts->kernel, kernel, sizeof kernel);
+    return 0;
+}
+
+static uint64_t output_bytes(const struct simpler_tensor_create *c)
+{
+    uint64_t n = simpler_dtype_size(c->dtype);
+    for (uint32_t d = 0; d < c->ndims; d++)
+        n *= c->shape[d];
+    return (n + RT_HEAP_ALIGN - 1) / RT_HEAP_ALIGN * RT_HEAP_ALIGN;
+}
+
+/* ------------------------------------------------ dependency discovery */
+
+/* Adds producer `p` (task `id`) to the task's fanin scratch, merging
+ * duplicates. Returns 0 or an error code. */
+static int32_t add_producer(struct rt_run *run, struct rt_slot *p, uint32_t source)
+{
+    for (uint32_t i = 0; i < run->fanin_n; i++)
+        if (run->fanin_scratch[i] == p) {
+            run->fanin_sources[i] |= source;
+            return 0;
+        }
+    if (run->fanin_n >= run->config.max_fanin)
+        return SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW;
+    run->fanin_scratch[run->fanin_n] = p;
+    run->fanin_sources[run->fanin_n] = source;
+    run->fanin_n++;
+    return 0;
+}
+
+static struct rt_slot *slot_of(struct rt_run *run, uint64_t id)
+{
+    struct rt_ring *r = &run->rings[rt_id_ring(id)];
+    return &r->slots[rt_id_local(id) & r->mask];
+}
+
+static bool tm_retired(void *ctx, uint64_t producer_id)
+{
+    return rt_task_retired(ctx, producer_id);
+}
+
+static int tm_hit(void *ctx, uint64_t producer_id, void *producer, enum rt_access kind)
+{
+    (void)producer_id;
+    (void)kind;
+    return add_producer(ctx, producer, RT_EDGE_TENSORMAP);
+}
+
+/* Creator edge for a tensor carrying a producer id: the producer must be a
+ * live task whose scope is still open, else the buffer may already have
+ * been reused (the tensor escaped its scope). */
+static int32_t creator_edge(struct rt_run *run, const struct simpler_tensor *t)
+{
+    uint64_t id = t->producer_task_id;
+    if (id == SIMPLER_TASK_ID_NONE)
+        return 0;
+    uint32_t ring = rt_id_ring(id);
+    if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local ||
+        rt_task_retired(run, id))
+        return SIMPLER_ORCH_ERR_INVALID_ARGS;
+    struct rt_slot *p = slot_of(run, id);
+    if (!scope_open(run, p))
+        return SIMPLER_ORCH_ERR_INVALID_ARGS;
+    return add_producer(run, p, RT_EDGE_CREATOR);
+}
+
+static bool tracked(const struct rt_run *run, const struct simpler_tensor *t)
+{
+    return run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_AUTO &&
+           !(t->flags & SIMPLER_TENSOR_MANUAL_DEP);
+}
+
+static enum rt_access access_of(uint32_t kind)
+{
+    return kind == SIMPLER_ARG_INPUT ? RT_ACCESS_READ : RT_ACCESS_WRITE;
+}
+
+/* Finds every producer the task must wait for. */
+static int32_t discover(struct rt_run *run, const struct simpler_task_args *a,
+                        const struct rt_task *t)
+{
+    bool manual = run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL;
+    for (uint32_t i = 0; i < a->dep_count; i++) {
+        if (rt_task_retired(run, a->deps[i]))
+            continue; /* long done */
+        int32_t rc = add_producer(run, slot_of(run, a->deps[i]), RT_EDGE_EXPLICIT);
+        if (rc)
+            return rc;
+    }
+    if (manual)
+        return 0;
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        uint32_t kind = a->tensors[i].kind;
+        if (kind == SIMPLER_ARG_OUTPUT)
+            continue;
+        const struct simpler_tensor *view = &t->tensors[i];
+        int32_t rc = creator_edge(run, view);
+        if (rc)
+            return rc;
+        if (kind == SIMPLER_ARG_NO_DEP || !tracked(run, view))
+            continue;
+        rc = rt_tensormap_lookup(&run->tensormap, view, access_of(kind), tm_retired, run,
+                                 tm_hit, run);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static bool tensormap_has_room(struct rt_run *run, void *arg)
+{
+    uint32_t need = *(uint32_t *)arg;
+    if (rt_tensormap_free_count(&run->tensormap) >= need)
+        return true;
+    rt_tensormap_reclaim(&run->tensormap, tm_retired, run);
+    return rt_tensormap_free_count(&run->tensormap) >= need;
+}
+
+/* Records the task's reads and writes of existing tensors. */
+static int32_t record_accesses(struct rt_run *run, const struct simpler_task_args *a,
+                               const struct rt_task *t, uint64_t id, struct rt_slot *s)
+{
+    if (run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL)
+        return 0;
+    uint32_t need = 0;
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        uint32_t kind = a->tensors[i].kind;
+        if (kind != SIMPLER_ARG_OUTPUT && kind != SIMPLER_ARG_NO_DEP &&
+            tracked(run, &t->tensors[i]))
+            need++;
+    }
+    if (need == 0)
+        return 0;
+    if (need > run->tensormap.capacity)
+        return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW;
+    if (rt_tensormap_free_count(&run->tensormap) < need) {
+        int rc = orch_block(run, tensormap_has_room, &need, NULL, run->config.ring_timeout_ms,
+                            SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW);
+        if (rc)
+            return -rc;
+    }
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        uint32_t kind = a->tensors[i].kind;
+        if (kind == SIMPLER_ARG_OUTPUT || kind == SIMPLER_ARG_NO_DEP ||
+            !tracked(run, &t->tensors[i]))
+            continue;
+        if (rt_tensormap_insert(&run->tensormap, &t->tensors[i], access_of(kind), id, s) != 0)
+            return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW; /* room was checked: unreachable */
+    }
+    uint32_t live = run->tensormap.live;
+    if (live > run->tensormap_live_peak)
+        run->tensormap_live_peak = live;
+    return 0;
+}
+
+static void log_edge(struct rt_run *run, uint64_t producer, uint64_t consumer, uint32_t sources)
+{
+    uint64_t n = run->edges++;
+    if (n < run->config.edge_log_capacity) {
+        struct rt_edge *e = &run->config.edge_log[n];
+        e->producer = producer;
+        e->consumer = consumer;
+        e->sources = sources;
+        e->reserved = 0;
+    }
+}
+
+/* Links the task in `s` to every producer in the scratch list (the edge
+ * protocol: pin and link under the producer's lock; a producer that has
+ * already completed is pinned but not waited for). */
+static void wire(struct rt_run *run, struct rt_slot *s, struct rt_task *t, uint32_t ring)
+{
+    struct rt_ring *r = &run->rings[ring];
+    uint64_t id = atomic_load_explicit(&s->task_id, memory_order_relaxed);
+    uint64_t fanin_head = 0;
+    uint32_t held = 0;
+    for (uint32_t i = 0; i < run->fanin_n; i++) {
+        struct rt_slot *p = run->fanin_scratch[i];
+        uint64_t pid = atomic_load_explicit(&p->task_id, memory_order_relaxed);
+        rt_slot_lock(p);
+        if (p->closed) {
+            /* Consumed since discovery (explicit or TensorMap producer whose
+             * scope closed): done, nothing to wait for or hold. */
+            rt_slot_unlock(p);
+            continue;
+        }
+        p->fanout_count++;
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) != RT_COMPLETED) {
+            atomic_fetch_add_explicit(&s->fanin_pending, 1, memory_order_relaxed);
+            p->fanout_head = dep_take(r, ring, s, p->fanout_head);
+        }
+        rt_slot_unlock(p);
+        fanin_head = dep_take(r, ring, p, fanin_head);
+        held++;
+        log_edge(run, pid, id, run->fanin_sources[i]);
+    }
+    t->fanin_head = fanin_head;
+    t->fanin_count = held;
+    t->dep_end = r->dep_head;
+}
+
+/* ---------------------------------------------------------------- submit */
+
+static void init_slot(struct rt_slot *s, uint64_t id, uint32_t ring, const struct task_shape *ts,
+                      const struct simpler_task_args *a, uint32_t depth)
+{
+    atomic_store_explicit(&s->lock, 0, memory_order_relaxed);
+    s->fanout_count = 2; /* the scope's hold and the completion hold */
+    s->fanout_released = 0;
+    s->closed = 0;
+    s->fanout_head = 0;
+    atomic_store_explicit(&s->state, RT_PENDING, memory_order_relaxed);
+    atomic_store_explicit(&s->fanin_pending, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->completed_subtasks, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->next_block, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->task_id, id, memory_order_relaxed);
+    uint32_t lanes = (uint32_t)__builtin_popcount(ts->lanes);
+    s->block_num = a->block_num;
+    s->total_subtasks = ts->shape == RT_SHAPE_DUMMY ? 0 : a->block_num * lanes;
+    s->shape = (uint8_t)ts->shape;
+    s->lanes = (uint8_t)ts->lanes;
+    s->ring = (uint8_t)ring;
+    s->sync_start = a->sync_start ? 1 : 0;
+    s->scope_depth = depth;
+}
+
+/* Copies the arguments into the payload, materialising OUTPUTs at heap
+ * position `pos`. */
+static void fill_payload(struct rt_run *run, struct rt_task *t, struct rt_ring *r, uint64_t pos,
+                         uint64_t id, const struct simpler_task_args *a,
+                         const struct task_shape *ts, struct simpler_task_result *out)
+{
+    t->tensor_count = a->tensor_count;
+    t->scalar_count = a->scalar_count;
+    memcpy(t->kernel, ts->kernel, sizeof t->kernel);
+    t->scope_serial = run->scopes[run->scope_depth - 1].serial;
+    uint64_t offset = pos % r->heap_bytes;
+    uint32_t outputs = 0;
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        const struct simpler_task_arg *arg = &a->tensors[i];
+        if (arg->kind != SIMPLER_ARG_OUTPUT) {
+            t->tensors[i] = *arg->tensor;
+            continue;
+        }
+        const struct simpler_tensor_create *c = &arg->create;
+        struct simpler_tensor *o = &t->tensors[i];
+        uint64_t bytes = output_bytes(c);
+        simpler_tensor_make(o, (uint64_t)(uintptr_t)(r->heap + offset), c->shape, c->ndims,
+                            c->dtype, SIMPLER_MEM_DEVICE);
+        o->producer_task_id = id;
+        if (c->zero_fill)
+            memset(r->heap + offset, 0, o->buffer_bytes);
+        offset += bytes;
+        if (out)
+            out->outputs[outputs] = *o;
+        outputs++;
+    }
+    memcpy(t->scalars, a->scalars, a->scalar_count * sizeof a->scalars[0]);
+    if (out) {
+        out->task_id = id;
+        out->output_count = outputs;
+    }
+}
+
+static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels *k,
+                     const struct simpler_task_args *a, struct simpler_task_result *out)
+{
+    struct rt_run *run = run_of(h);
+    if (rt_error(run))
+        return -rt_error(run);
+    struct task_shape ts;
+    int32_t code = check_submit(run, k, a, &ts);
+    if (code)
+        return fail(run, code);
+
+    uint32_t depth = run->scope_depth - 1;
+    uint32_t ring = ring_of_depth(depth);
+    struct rt_ring *r = &run->rings[ring];
+    if (run->scope_task_top - run->scopes[depth].begin >= r->window)
+        return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
+    if (run->scope_task_top >= run->scope_task_capacity)
+        return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
+
+    /* 1. Task slot and heap bytes on this depth's ring. */
+    struct alloc_req q = {.ring = ring, .heap_need = 0};
+    for (uint32_t i = 0; i < a->tensor_count; i++)
+        if (a->tensors[i].kind == SIMPLER_ARG_OUTPUT)
+            q.heap_need += output_bytes(&a->tensors[i].create);
+    if (q.heap_need > r->heap_bytes)
+        return fail(run, SIMPLER_ORCH_ERR_HEAP_DEADLOCK); /* can never fit */
+    if (!slot_free(run, &q)) {
+        run->ring_waits++;
+        int rc = orch_block(run, slot_free, &q, slot_structural, run->config.ring_timeout_ms,
+                            SIMPLER_ORCH_ERR_RING_TIMEOUT);
+        if (rc)
+            return rc;
+    }
+    if (!heap_fits(run, &q)) {
+        run->ring_waits++;
+        int rc = orch_block(run, heap_fits, &q, heap_structural, run->config.ring_timeout_ms,
+                            SIMPLER_ORCH_ERR_RING_TIMEOUT);
+        if (rc)
+            return rc;
+    }
+    uint64_t local = r->next_local++;
+    uint64_t id = rt_task_id(ring, local);
+    struct rt_slot *s = &r->slots[local & r->mask];
+    struct rt_task *t = &r->tasks[local & r->mask];
+    r->heap_head = q.heap_pos + q.heap_need;
+    t->heap_end = r->heap_head;
+    t->dep_end = r->dep_head;
+    t->fanin_head = 0;
+    t->fanin_count = 0;
+    init_slot(s, id, ring, &ts, a, depth);
+    fill_payload(run, t, r, q.heap_pos, id, a, &ts, out);
+
+    /* 2. Dependencies, then this task's own accesses. */
+    run->fanin_n = 0;
+    code = discover(run, a, t);
+    if (!code)
+        code = record_accesses(run, a, t, id, s);
+    if (code)
+        return fail(run, code);
+
+    /* 3. Dependency entries: one per producer held, one per producer
+     * waited for. */
+    struct dep_req dq = {.ring = ring, .need = 2ull * run->fanin_n};
+    if (dq.need > r->dep_capacity)
+        return fail(run, SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW);
+    if (!deps_fit(run, &dq)) {
+        run->ring_waits++;
+        int rc = orch_block(run, deps_fit, &dq, deps_structural, run->config.ring_timeout_ms,
+                            SIMPLER_ORCH_ERR_RING_TIMEOUT);
+        if (rc)
+            return rc;
+    }
+
+    /* 4. Wire and publish. */
+    wire(run, s, t, ring);
+    run->scope_tasks[run->scope_task_top++] = s;
+    run->tasks_submitted_local++;
+    atomic_store_explicit(&run->tasks_submitted, run->tasks_submitted_local,
+                          memory_order_release);
+    /* acq_rel: the last decrement (ours or a completing producer's) sees
+     * every write above before the task is routed. */
+    if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1)
+        rt_task_ready(run, s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- scopes */
+
+static int scope_push(struct rt_run *run, uint32_t mode)
+{
+    if (mode != SIMPLER_SCOPE_AUTO && mode != SIMPLER_SCOPE_MANUAL)
+        return fail(run, SIMPLER_ORCH_ERR_SCOPE);
+    if (run->scope_depth >= SIMPLER_SCOPE_MAX_DEPTH)
+        return fail(run, SIMPLER_ORCH_ERR_SCOPE);
+    if (run->scope_depth > 0 && mode == SIMPLER_SCOPE_AUTO &&
+        run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL)
+        return fail(run, SIMPLER_ORCH_ERR_SCOPE); /* inference cannot resume inside MANUAL */
+    struct rt_scope *sc = &run->scopes[run->scope_depth++];
+    sc->serial = run->next_scope_serial++;
+    sc->mode = mode;
+    sc->begin = run->scope_task_top;
+    return 0;
+}
+
+/* Closes the innermost scope: its tasks lose the scope's hold. */
+static void scope_pop(struct rt_run *run)
+{
+    struct rt_scope *sc = &run->scopes[run->scope_depth - 1];
+    uint32_t begin = sc->begin;
+    run->scope_depth--;
+    for (uint32_t i = begin; i < run->scope_task_top; i++)
+        rt_slot_release(run, run->scope_tasks[i]);
+    run->scope_task_top = begin;
+}
+
+static int op_scope_begin(struct simpler_orch *h, uint32_t mode)
+{
+    struct rt_run *run = run_of(h);
+    if (rt_error(run))
+        return -rt_error(run);
+    return scope_push(run, mode);
+}
+
+static int op_scope_end(struct simpler_orch *h)
+{
+    struct rt_run *run = run_of(h);
+    if (run->scope_depth <= 1)
+        return fail(run, SIMPLER_ORCH_ERR_SCOPE); /* the outer scope is the runtime's */
+    scope_pop(run);
+    return rt_error(run) ? -rt_error(run) : 0;
+}
+
+/* ------------------------------------------------------ element access */
+
+static bool all_producers_done(struct rt_run *run, void *arg)
+{
+    (void)arg;
+    for (uint32_t i = 0; i < run->fanin_n; i++) {
+        struct rt_slot *p = run->fanin_scratch[i];
+        /* acquire: pairs with the release store of COMPLETED in
+         * rt_task_complete; the producer's data is visible after it */
+        if (atomic_load_explicit(&p->state, memory_order_acquire) == RT_PENDING)
+            return false;
+    }
+    return true;
+}
+
+static int element_access(struct rt_run *run, const struct simpler_tensor *t,
+                          const uint64_t *index, enum rt_access kind, void **addr)
+{
+    if (rt_error(run))
+        return -rt_error(run);
+    if (!t || !index || !tensor_valid(t))
+        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+    for (uint32_t i = 0; i < t->ndims; i++)
+        if (index[i] >= t->shape[i])
+            return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+    uint64_t offset = simpler_tensor_offset_of(t, index);
+    size_t es = simpler_dtype_size(t->dtype);
+    if ((offset + 1) * es > t->buffer_bytes)
+        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+    /* The one element as a view, for the TensorMap. */
+    struct simpler_tensor elem = *t;
+    elem.ndims = 1;
+    elem.start_offset = offset;
+    elem.shape[0] = 1;
+    elem.stride[0] = 1;
+
+    run->fanin_n = 0;
+    int32_t code = 0;
+    if (t->producer_task_id != SIMPLER_TASK_ID_NONE && !rt_task_retired(run, t->producer_task_id))
+        code = creator_edge(run, t);
+    if (!code && tracked(run, t))
+        code = rt_tensormap_lookup(&run->tensormap, &elem, kind, tm_retired, run, tm_hit, run);
+    if (code)
+        return fail(run, code);
+    /* A producer whose slot was reused has long completed: drop it. */
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < run->fanin_n; i++) {
+        struct rt_slot *p = run->fanin_scratch[i];
+        if (atomic_load_explicit(&p->state, memory_order_acquire) == RT_PENDING)
+            run->fanin_scratch[kept++] = p;
+    }
+    run->fanin_n = kept;
+    if (!all_producers_done(run, NULL)) {
+        int rc = orch_block(run, all_producers_done, NULL, NULL,
+                            run->config.tensor_wait_timeout_ms,
+                            SIMPLER_ORCH_ERR_TENSOR_WAIT_TIMEOUT);
+        if (rc)
+            return rc;
+    }
+    *addr = (uint8_t *)(uintptr_t)t->addr + offset * es;
+    return 0;
+}
+
+static int op_read_element(struct simpler_orch *h, const struct simpler_tensor *t,
+                           const uint64_t *index, void *value)
+{
+    struct rt_run *run = run_of(h);
+    void *addr;
+    if (!value)
+        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+    int rc = element_access(run, t, index, RT_ACCESS_READ, &addr);
+    if (rc)
+        return rc;
+    memcpy(value, addr, simpler_dtype_size(t->dtype));
+    return 0;
+}
+
+static int op_write_element(struct simpler_orch *h, const struct simpler_tensor *t,
+                            const uint64_t *index, const void *value)
+{
+    struct rt_run *run = run_of(h);
+    void *addr;
+    if (!value)
+        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+    int rc = element_access(run, t, index, RT_ACCESS_WRITE, &addr);
+    if (rc)
+        return rc;
+    memcpy(addr, value, simpler_dtype_size(t->dtype));
+    return 0;
+}
+
+/* ------------------------------------------------------------ the rest */
+
+static void op_fatal(struct simpler_orch *h)
+{
+    rt_fail(run_of(h), SIMPLER_ORCH_ERR_EXPLICIT_FATAL);
+}
+
+static int op_status(struct simpler_orch *h)
+{
+    return -rt_error(run_of(h));
+}
+
+static uint32_t op_aic_count(struct simpler_orch *h)
+{
+    return run_of(h)->aic_count;
+}
+
+static uint32_t op_aiv_count(struct simpler_orch *h)
+{
+    return run_of(h)->aiv_count;
+}
+
+static uint32_t op_cluster_count(struct simpler_orch *h)
+{
+    return run_of(h)->cluster_count;
+}
+
+static const struct simpler_orch_ops g_ops = {
+    .submit = op_submit,
+    .scope_begin = op_scope_begin,
+    .scope_end = op_scope_end,
+    .read_element = op_read_element,
+    .write_element = op_write_element,
+    .fatal = op_fatal,
+    .status = op_status,
+    .aic_count = op_aic_count,
+    .aiv_count = op_aiv_count,
+    .cluster_count = op_cluster_count,
+};
+
+void rt_orchestrator_init(struct rt_run *run)
+{
+    run->handle.ops = &g_ops;
+    run->scope_depth = 0;
+    run->next_scope_serial = 1;
+    run->scope_task_top = 0;
+    run->fanin_n = 0;
+    run->tasks_submitted_local = 0;
+    run->edges = 0;
+    run->ring_waits = 0;
+    run->tensormap_live_peak = 0;
+    rt_tensormap_reset(&run->tensormap);
+}
+
+void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
+                    const struct simpler_orch_args *args)
+{
+    if (!rt_error(run) && scope_push(run, SIMPLER_SCOPE_AUTO) == 0) {
+        entry(&run->handle, args);
+        if (run->scope_depth != 1)
+            rt_fail(run, SIMPLER_ORCH_ERR_SCOPE); /* the entry left scopes open */
+        while (run->scope_depth > 0)
+            scope_pop(run);
+    }
+    /* release: pairs with the schedulers' acquire of orch_done, after which
+     * tasks_submitted is final */
+    atomic_store_explicit(&run->tasks_submitted, run->tasks_submitted_local,
+                          memory_order_release);
+    atomic_store_explicit(&run->orch_done, 1, memory_order_release);
+    rt_signal(run);
+}

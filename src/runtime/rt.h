@@ -1,0 +1,329 @@
+/*
+ * runtime/rt.h — the device runtime's private structures.
+ *
+ * Owns: the layout of one run's state in the arena (rings, task slots,
+ * dependency pools, ready queues, per-core dispatch payloads, the
+ * orchestrator's scope stack) and the small protocols shared by the
+ * orchestrator, the schedulers and the core loop. Included only by
+ * src/runtime.
+ *
+ * Threads: one orchestrator (the last AICPU thread of the launch), one or
+ * more schedulers (the others), the core loop on every AICore. Who writes
+ * each field is stated next to it.
+ */
+#ifndef SIMPLER_RUNTIME_RT_H
+#define SIMPLER_RUNTIME_RT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+#include "runtime/tensormap.h"
+#include "simpler/kernel.h"
+#include "simpler/orchestration.h"
+#include "simpler/simdev.h"
+#include "simpler/status.h"
+
+#define RT_CACHELINE 64
+#define RT_HEAP_ALIGN 64
+
+/* Task ids: ring in the top 16 bits, the ring-local index below. */
+#define RT_LOCAL_BITS 48
+static inline uint64_t rt_task_id(uint32_t ring, uint64_t local)
+{
+    return ((uint64_t)ring << RT_LOCAL_BITS) | local;
+}
+static inline uint32_t rt_id_ring(uint64_t id) { return (uint32_t)(id >> RT_LOCAL_BITS); }
+static inline uint64_t rt_id_local(uint64_t id)
+{
+    return id & ((1ull << RT_LOCAL_BITS) - 1);
+}
+
+enum rt_task_state { RT_PENDING = 0, RT_COMPLETED = 1, RT_CONSUMED = 2 };
+
+/* Resource shape of a task: which ready queue it goes to. */
+enum rt_shape { RT_SHAPE_AIC = 0, RT_SHAPE_AIV = 1, RT_SHAPE_MIX = 2, RT_SHAPE_DUMMY = 3 };
+#define RT_SHAPES 4
+
+#define RT_LANE_AIC 1u
+#define RT_LANE_AIV0 2u
+#define RT_LANE_AIV1 4u
+
+/*
+ * Hot per-task state, one cache line, shared by the orchestrator and the
+ * schedulers. The fields marked "lock" are read and written only under
+ * `lock` (a spinlock); the consumed decision is made under it.
+ *
+ * Reference counting (the consumed rule): fanout_count counts holders —
+ * 1 for the owning scope, 1 for the task's own completion processing, +1
+ * per consumer wired to it; fanout_released counts releases of those. A
+ * task is CONSUMED (its slot, heap bytes and dependency entries may be
+ * reclaimed) once it is COMPLETED and every holder has released.
+ */
+struct rt_slot {
+    _Atomic uint32_t lock;
+    uint32_t fanout_count;    /* lock */
+    uint32_t fanout_released; /* lock */
+    uint32_t closed;          /* lock: consumed decided; no new consumer may wire */
+    uint64_t fanout_head;     /* lock: consumers list, dep position + 1 (0 = empty) */
+    _Atomic uint32_t state;   /* enum rt_task_state; COMPLETED/CONSUMED stores are release */
+    _Atomic int32_t fanin_pending; /* producers not yet completed + 1 while wiring */
+    _Atomic uint32_t completed_subtasks;
+    _Atomic uint32_t next_block;   /* SPMD: next block to claim */
+    _Atomic uint64_t task_id;      /* orchestrator writes at allocation */
+    uint32_t total_subtasks;  /* block_num x lanes */
+    uint32_t block_num;
+    uint8_t shape;            /* enum rt_shape */
+    uint8_t lanes;            /* RT_LANE_* */
+    uint8_t ring;
+    uint8_t sync_start;
+    uint32_t scope_depth;     /* orchestrator only */
+};
+
+/* Cold per-task payload: what the kernels get, and bookkeeping the
+ * orchestrator writes before publishing the task. */
+struct rt_task {
+    uint32_t tensor_count;
+    uint32_t scalar_count;
+    int32_t kernel[3];     /* by lane: AIC, AIV0, AIV1 */
+    uint32_t fanin_count;  /* producers in fanin_head */
+    uint64_t fanin_head;   /* producers this task holds, dep position + 1 */
+    uint64_t heap_end;     /* heap position after this task's outputs */
+    uint64_t dep_end;      /* dep position after this task's entries */
+    uint64_t scope_serial; /* serial of the scope that submitted it */
+    struct simpler_tensor tensors[SIMPLER_TASK_MAX_TENSORS];
+    uint64_t scalars[SIMPLER_TASK_MAX_SCALARS];
+};
+
+/* A dependency-list node: in a producer's consumer list `slot` is the
+ * consumer; in a consumer's producer list it is the producer. */
+struct rt_dep {
+    struct rt_slot *slot;
+    uint64_t next; /* position + 1 of the next node, 0 = end */
+};
+
+/*
+ * One ring set (task window, output heap, dependency pool). The
+ * orchestrator allocates at the heads (single writer, no atomics); the
+ * schedulers retire strictly in order and publish the tails.
+ */
+struct rt_ring {
+    uint32_t window;
+    uint32_t mask;
+    uint64_t heap_bytes;
+    uint64_t dep_capacity;
+    struct rt_slot *slots;
+    struct rt_task *tasks;
+    uint8_t *heap;
+    struct rt_dep *deps;
+
+    /* Orchestrator only: monotonic positions. */
+    uint64_t next_local;
+    uint64_t heap_head;
+    uint64_t heap_floor; /* heap space below this is free (rebase of an empty ring) */
+    uint64_t dep_head;
+
+    /* Retirement, published by whoever holds advance_lock; own line, since
+     * the orchestrator polls it while schedulers write it. */
+    _Alignas(RT_CACHELINE) _Atomic uint64_t last_alive; /* oldest unretired local id */
+    _Atomic uint64_t heap_tail;
+    _Atomic uint64_t dep_tail;
+    _Atomic uint32_t advance_lock;
+    _Atomic uint32_t advance_pending;
+};
+
+/* Bounded lock-free MPMC queue of slots (Vyukov): a cell's sequence says
+ * whose turn it is. Positions on their own lines: pushers and poppers are
+ * different threads. */
+struct rt_rq_cell {
+    _Atomic uint64_t seq;
+    struct rt_slot *slot;
+};
+
+struct rt_ready_queue {
+    _Alignas(RT_CACHELINE) _Atomic uint64_t enqueue_pos;
+    _Alignas(RT_CACHELINE) _Atomic uint64_t dequeue_pos;
+    _Alignas(RT_CACHELINE) uint64_t mask;
+    struct rt_rq_cell *cells;
+};
+
+void rt_rq_init(struct rt_ready_queue *q, struct rt_rq_cell *cells, uint64_t capacity);
+/* false when full (never, when sized for every live task) */
+bool rt_rq_push(struct rt_ready_queue *q, struct rt_slot *slot);
+/* NULL when empty */
+struct rt_slot *rt_rq_pop(struct rt_ready_queue *q);
+/* Approximate: for diagnostics and idle decisions only. */
+bool rt_rq_maybe_nonempty(struct rt_ready_queue *q);
+
+/* Per-core dispatch payload (two per core, chosen by dispatch id & 1):
+ * written by the scheduler before the doorbell (release), read by the core
+ * after it (acquire); the core writes ctx.failure before FIN. */
+struct rt_dispatch {
+    simpler_kernel_fn fn;
+    int64_t args[SIMPLER_KERNEL_ARGS];
+    struct simpler_kernel_context ctx;
+};
+
+/* Core register protocol (values in the 64-bit simdev windows):
+ * doorbell = dispatch id (per core, monotonic), or id | RT_DOORBELL_EXIT;
+ * cond = id << 1 (ACK) or (id << 1) | 1 (FIN). A core loop says hello
+ * with FIN(base + 1) where base is the doorbell it found at start; the
+ * first dispatch id of a run is base + 2. */
+#define RT_DOORBELL_EXIT (1ull << 62)
+
+struct rt_scope {
+    uint64_t serial;
+    uint32_t mode;  /* enum simpler_scope_mode */
+    uint32_t begin; /* index into scope_tasks */
+};
+
+/* Launch arguments of both device functions (copied by simdev). */
+struct rt_launch_args {
+    struct rt_run_request request;
+    uint64_t generation; /* distinguishes this run's init from stale arena contents */
+    uint32_t schedulers;
+};
+
+/* Byte offsets of each region inside the arena (a pure function of the
+ * config and topology: host and device compute the same). */
+struct rt_layout {
+    size_t run;
+    size_t ring_slots[RT_RINGS];
+    size_t ring_tasks[RT_RINGS];
+    size_t ring_heap[RT_RINGS];
+    size_t ring_deps[RT_RINGS];
+    size_t rq_cells[RT_SHAPES];
+    uint64_t rq_capacity;
+    size_t dispatch;     /* 2 per core */
+    size_t scope_tasks;
+    uint32_t scope_task_capacity;
+    size_t fanin_scratch;
+    size_t tensormap;
+    size_t tensormap_bytes;
+    size_t total;
+};
+
+int rt_layout_compute(const struct rt_config *config, uint32_t core_count,
+                      struct rt_layout *out);
+
+/* One run's shared state, at the start of the arena. */
+struct rt_run {
+    struct simpler_orch handle; /* first: the orchestration's view */
+    struct rt_config config;
+    int device;
+    uint32_t aic_count, aiv_count, cluster_count, core_count;
+    uint32_t schedulers;
+    const simpler_kernel_fn *kernels;
+    uint32_t kernel_count;
+    struct rt_dispatch *dispatch; /* [core_count][2] */
+
+    struct rt_ring rings[RT_RINGS];
+    struct rt_ready_queue ready[RT_SHAPES];
+
+    /* Orchestrator only. */
+    struct rt_tensormap tensormap;
+    struct rt_scope scopes[SIMPLER_SCOPE_MAX_DEPTH];
+    uint32_t scope_depth; /* open scopes */
+    uint64_t next_scope_serial;
+    struct rt_slot **scope_tasks;
+    uint32_t scope_task_top;
+    uint32_t scope_task_capacity;
+    struct rt_slot **fanin_scratch; /* max_fanin producers of the task being submitted */
+    uint32_t *fanin_sources;        /* RT_EDGE_* per scratch entry */
+    uint32_t fanin_n;
+    uint64_t tasks_submitted_local;
+    uint64_t edges;
+    uint64_t ring_waits;
+    uint32_t tensormap_live_peak;
+
+    /* Shared. Each group on its own line: written by different threads. */
+    _Alignas(RT_CACHELINE) _Atomic int32_t error; /* first positive code wins */
+    _Atomic uint32_t stall_class;
+    _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_completed;
+    _Atomic uint64_t subtasks_dispatched;
+    _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_submitted; /* orchestrator, release */
+    _Atomic uint32_t orch_done;                              /* orchestrator, release */
+    _Atomic uint32_t orch_waiting; /* orchestrator is (about to be) blocked */
+    _Alignas(RT_CACHELINE) _Atomic uint32_t sched_sleepers;
+    _Alignas(RT_CACHELINE) _Atomic uint64_t init_generation;
+    _Atomic uint32_t threads_finished;
+};
+
+/*
+ * Core ownership: scheduler thread t of n owns AIC core i when i % n == t,
+ * and AIV core j (core id aic_count + j) with the cluster j / 2 when that
+ * cluster exists (so a cluster {AIC c, AIV 2c, AIV 2c+1} has one owner),
+ * else when j % n == t.
+ */
+static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
+                                     uint32_t schedulers, uint32_t core_id)
+{
+    if (core_id < aic_count)
+        return core_id % schedulers;
+    uint32_t j = core_id - aic_count;
+    return j / 2 < cluster_count ? (j / 2) % schedulers : j % schedulers;
+}
+
+/* Latches `code` (positive) as the run's error if none is latched yet. */
+static inline void rt_fail(struct rt_run *run, int32_t code)
+{
+    int32_t none = 0;
+    atomic_compare_exchange_strong_explicit(&run->error, &none, code, memory_order_acq_rel,
+                                            memory_order_acquire);
+}
+
+static inline int32_t rt_error(struct rt_run *run)
+{
+    return atomic_load_explicit(&run->error, memory_order_acquire);
+}
+
+/* --------------------------------------------------- task life (task.c) */
+
+void rt_slot_lock(struct rt_slot *s);
+void rt_slot_unlock(struct rt_slot *s);
+
+/* True when the task `id` has retired (its slot may hold another task). */
+bool rt_task_retired(struct rt_run *run, uint64_t id);
+
+/* Drops one holder of `s` (scope end, consumer release, completion
+ * processing) and, if it was the last of a COMPLETED task, marks it
+ * CONSUMED and advances its ring. */
+void rt_slot_release(struct rt_run *run, struct rt_slot *s);
+
+/* Marks `s` COMPLETED, makes its waiting consumers ready, releases the
+ * producers it held, then drops its own completion hold. Called once per
+ * task, by whichever thread saw its last subtask finish. */
+void rt_task_complete(struct rt_run *run, struct rt_slot *s);
+
+/* Pushes a task whose dependencies are all satisfied to its ready queue and
+ * wakes a sleeping scheduler. */
+void rt_task_ready(struct rt_run *run, struct rt_slot *s);
+
+static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s)
+{
+    struct rt_ring *r = &run->rings[s->ring];
+    return &r->tasks[s - r->slots];
+}
+
+/* Wakes AICPU threads waiting in simdev_cond_wait. */
+void rt_signal(struct rt_run *run);
+
+/* ------------------------------------------------------------- the roles */
+
+/* Orchestrator thread: runs the entry inside scope 0. */
+void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
+                    const struct simpler_orch_args *args);
+/* Prepares the orchestrator's state for a new run (after the rings). */
+void rt_orchestrator_init(struct rt_run *run);
+
+/* Scheduler thread `index` of run->schedulers. */
+void rt_schedule(struct rt_run *run, uint32_t index);
+
+/* The AICore side (simdev_aicore_fn). */
+int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
+/* The AICPU side (simdev_aicpu_fn). */
+int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
+
+#endif /* SIMPLER_RUNTIME_RT_H */

@@ -1,0 +1,257 @@
+/*
+ * runtime/run.c — one run on the AICPU: config, arena layout, roles.
+ *
+ * Owns: the run config (defaults, checks), the arena layout (a pure
+ * function shared by host and device), per-run initialisation of the
+ * arena, the AICPU entry that splits the launch's threads into the
+ * orchestrator and the schedulers, and the result block written when the
+ * last of them finishes.
+ */
+#include <string.h>
+
+#include "runtime/rt.h"
+
+void rt_config_default(struct rt_config *out)
+{
+    memset(out, 0, sizeof *out);
+    for (uint32_t i = 0; i < RT_RINGS; i++) {
+        out->task_window[i] = 1024;
+        out->heap_bytes[i] = 16ull << 20;
+        out->dep_pool[i] = 8192;
+    }
+    out->tensormap_buckets = 4096;
+    out->tensormap_entries = 16384;
+    out->max_fanin = 1024;
+    out->scheduler_threads = 0;
+    out->ring_timeout_ms = 1000;
+    out->sched_timeout_ms = 10000;
+    out->tensor_wait_timeout_ms = 15000;
+}
+
+static bool pow2(uint64_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+int rt_config_check(const struct rt_config *c)
+{
+    if (!c)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < RT_RINGS; i++) {
+        if (!pow2(c->task_window[i]) || c->task_window[i] < 4 || c->task_window[i] > (1u << 20))
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        if (c->heap_bytes[i] < RT_HEAP_ALIGN || c->heap_bytes[i] % RT_HEAP_ALIGN ||
+            c->heap_bytes[i] > (1ull << 40))
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        if (c->dep_pool[i] < 16 || c->dep_pool[i] > (1u << 26))
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    }
+    if (rt_tensormap_bytes(c->tensormap_buckets, c->tensormap_entries) == 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (c->max_fanin < 8 || c->max_fanin > (1u << 20))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (c->scheduler_threads > SIMDEV_MAX_AICPU_THREADS - 1)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (!c->ring_timeout_ms || !c->sched_timeout_ms || !c->tensor_wait_timeout_ms)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (c->edge_log_capacity && !c->edge_log)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return 0;
+}
+
+static size_t take(size_t *cursor, size_t bytes)
+{
+    size_t at = (*cursor + RT_CACHELINE - 1) / RT_CACHELINE * RT_CACHELINE;
+    *cursor = at + bytes;
+    return at;
+}
+
+int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struct rt_layout *out)
+{
+    if (rt_config_check(config) != 0 || core_count == 0 || core_count > SIMDEV_MAX_CORES)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_layout l;
+    memset(&l, 0, sizeof l);
+    size_t cursor = 0;
+    uint64_t windows = 0;
+    l.run = take(&cursor, sizeof(struct rt_run));
+    for (uint32_t i = 0; i < RT_RINGS; i++) {
+        l.ring_slots[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_slot));
+        l.ring_tasks[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_task));
+        l.ring_heap[i] = take(&cursor, (size_t)config->heap_bytes[i]);
+        l.ring_deps[i] = take(&cursor, (size_t)config->dep_pool[i] * sizeof(struct rt_dep));
+        windows += config->task_window[i];
+    }
+    /* Every live task is in at most one ready queue at a time. */
+    l.rq_capacity = 1;
+    while (l.rq_capacity < windows)
+        l.rq_capacity <<= 1;
+    for (uint32_t k = 0; k < RT_SHAPES; k++)
+        l.rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
+    l.dispatch = take(&cursor, (size_t)core_count * 2 * sizeof(struct rt_dispatch));
+    l.scope_task_capacity = (uint32_t)windows;
+    l.scope_tasks = take(&cursor, (size_t)windows * sizeof(struct rt_slot *));
+    l.fanin_scratch = take(&cursor, (size_t)config->max_fanin *
+                                        (sizeof(struct rt_slot *) + sizeof(uint32_t)));
+    l.tensormap_bytes = rt_tensormap_bytes(config->tensormap_buckets, config->tensormap_entries);
+    l.tensormap = take(&cursor, l.tensormap_bytes);
+    l.total = take(&cursor, 0);
+    *out = l;
+    return 0;
+}
+
+int rt_arena_bytes(const struct rt_config *config, const struct simdev_config *topo,
+                   size_t *bytes)
+{
+    if (!config || !topo || !bytes)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_layout l;
+    int rc = rt_layout_compute(config, topo->aic_cores + topo->aiv_cores, &l);
+    if (rc)
+        return rc;
+    *bytes = l.total;
+    return 0;
+}
+
+/* Lays the run out in the arena and resets everything a run reads. Runs on
+ * the orchestrator thread before the schedulers are released. */
+static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int device)
+{
+    const struct rt_run_request *rq = &la->request;
+    struct simdev_config topo;
+    struct rt_layout l;
+    if (simdev_device_get_config(device, &topo) != 0 ||
+        rt_layout_compute(&rq->config, topo.aic_cores + topo.aiv_cores, &l) != 0 ||
+        l.total > rq->arena_bytes)
+        return SIMPLER_ORCH_ERR_BAD_CONFIG;
+    uint8_t *base = (uint8_t *)run;
+    run->config = rq->config;
+    run->device = device;
+    run->aic_count = topo.aic_cores;
+    run->aiv_count = topo.aiv_cores;
+    run->cluster_count = topo.aic_cores < topo.aiv_cores / 2 ? topo.aic_cores : topo.aiv_cores / 2;
+    run->core_count = topo.aic_cores + topo.aiv_cores;
+    run->schedulers = la->schedulers;
+    run->kernels = rq->kernels;
+    run->kernel_count = rq->kernel_count;
+    run->dispatch = (struct rt_dispatch *)(base + l.dispatch);
+    for (uint32_t i = 0; i < RT_RINGS; i++) {
+        struct rt_ring *r = &run->rings[i];
+        r->window = rq->config.task_window[i];
+        r->mask = r->window - 1;
+        r->heap_bytes = rq->config.heap_bytes[i];
+        r->dep_capacity = rq->config.dep_pool[i];
+        r->slots = (struct rt_slot *)(base + l.ring_slots[i]);
+        r->tasks = (struct rt_task *)(base + l.ring_tasks[i]);
+        r->heap = base + l.ring_heap[i];
+        r->deps = (struct rt_dep *)(base + l.ring_deps[i]);
+        r->next_local = r->heap_head = r->heap_floor = r->dep_head = 0;
+        atomic_init(&r->last_alive, 0);
+        atomic_init(&r->heap_tail, 0);
+        atomic_init(&r->dep_tail, 0);
+        atomic_init(&r->advance_lock, 0);
+        atomic_init(&r->advance_pending, 0);
+        for (uint32_t s = 0; s < r->window; s++) {
+            atomic_init(&r->slots[s].task_id, UINT64_MAX); /* matches no task */
+            atomic_init(&r->slots[s].state, RT_PENDING);
+            atomic_init(&r->slots[s].lock, 0);
+        }
+    }
+    for (uint32_t k = 0; k < RT_SHAPES; k++)
+        rt_rq_init(&run->ready[k], (struct rt_rq_cell *)(base + l.rq_cells[k]), l.rq_capacity);
+    run->scope_tasks = (struct rt_slot **)(base + l.scope_tasks);
+    run->scope_task_capacity = l.scope_task_capacity;
+    run->fanin_scratch = (struct rt_slot **)(base + l.fanin_scratch);
+    run->fanin_sources = (uint32_t *)(run->fanin_scratch + rq->config.max_fanin);
+    if (rt_tensormap_init(&run->tensormap, base + l.tensormap, rq->config.tensormap_buckets,
+                          rq->config.tensormap_entries) != 0)
+        return SIMPLER_ORCH_ERR_BAD_CONFIG;
+    rt_orchestrator_init(run);
+    return 0;
+}
+
+static void run_reset_shared(struct rt_run *run)
+{
+    atomic_init(&run->error, 0);
+    atomic_init(&run->stall_class, RT_STALL_NONE);
+    atomic_init(&run->tasks_completed, 0);
+    atomic_init(&run->subtasks_dispatched, 0);
+    atomic_init(&run->tasks_submitted, 0);
+    atomic_init(&run->orch_done, 0);
+    atomic_init(&run->orch_waiting, 0);
+    atomic_init(&run->sched_sleepers, 0);
+    atomic_init(&run->threads_finished, 0);
+}
+
+static void write_result(struct rt_run *run, struct rt_run_result *result)
+{
+    struct rt_run_result r;
+    memset(&r, 0, sizeof r);
+    r.status = -rt_error(run);
+    r.stall_class = atomic_load_explicit(&run->stall_class, memory_order_relaxed);
+    r.tasks_submitted = atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
+    r.tasks_completed = atomic_load_explicit(&run->tasks_completed, memory_order_acquire);
+    r.edges = run->edges;
+    r.edges_logged = run->edges < run->config.edge_log_capacity ? run->edges
+                                                                : run->config.edge_log_capacity;
+    r.ring_waits = run->ring_waits;
+    r.subtasks_dispatched = atomic_load_explicit(&run->subtasks_dispatched, memory_order_relaxed);
+    r.tensormap_live_peak = run->tensormap_live_peak;
+    *result = r;
+}
+
+/* Waits for the orchestrator to publish this run's initialisation. */
+static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int device)
+{
+    uint64_t deadline =
+        simdev_clock_ns() + (uint64_t)la->request.config.sched_timeout_ms * 1000000ull;
+    for (;;) {
+        uint64_t seq = simdev_cond_seq(device);
+        /* acquire: pairs with the release of init_generation below */
+        if (atomic_load_explicit(&run->init_generation, memory_order_acquire) == la->generation)
+            return 0;
+        uint64_t now = simdev_clock_ns();
+        if (now >= deadline)
+            return PTO_RUNTIME_ERR_TIMEOUT;
+        int rc = simdev_cond_wait(device, seq, deadline - now);
+        if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+            return rc;
+    }
+}
+
+int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct rt_launch_args la;
+    if (args_size != sizeof la)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&la, args, sizeof la);
+    struct rt_run *run = la.request.arena;
+    uint32_t orchestrator = ctx->thread_count - 1;
+
+    if (ctx->thread_index == orchestrator) {
+        run_reset_shared(run);
+        int32_t code = run_init(run, &la, ctx->device);
+        if (code)
+            rt_fail(run, code);
+        /* release: every initialised field above before the schedulers'
+         * acquire in wait_init */
+        atomic_store_explicit(&run->init_generation, la.generation, memory_order_release);
+        rt_signal(run);
+        if (!code)
+            rt_orchestrate(run, la.request.entry, la.request.args);
+        else
+            atomic_store_explicit(&run->orch_done, 1, memory_order_release);
+    } else {
+        int rc = wait_init(run, &la, ctx->device);
+        if (rc)
+            return rc; /* the orchestrator thread never started: nothing to report into */
+        rt_schedule(run, ctx->thread_index);
+    }
+
+    int status = -rt_error(run);
+    /* acq_rel: the last thread out sees every other thread's final writes */
+    if (atomic_fetch_add_explicit(&run->threads_finished, 1, memory_order_acq_rel) + 1 ==
+        ctx->thread_count)
+        write_result(run, la.request.result);
+    return status;
+}

@@ -1,0 +1,123 @@
+/*
+ * runtime/runtime.h — the device runtime's internal entry (host side).
+ *
+ * Owns: the run config, the arena sizing function, the per-run result block
+ * and rt_run_enqueue, which puts one run of an orchestration on a device
+ * stream. The program-mode host runtime calls this; tests call it directly.
+ * Nothing here is public API: include/simpler/ holds that.
+ *
+ * A run needs, in device memory: the arena (rt_arena_bytes), the kernel
+ * table (func_id -> kernel), the run's args (struct simpler_orch_args) and a
+ * result block. The host fills the table and args with copies, enqueues the
+ * run, and after the stream completes reads the result block back.
+ */
+#ifndef SIMPLER_RUNTIME_RUNTIME_H
+#define SIMPLER_RUNTIME_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simpler/kernel.h"
+#include "simpler/orchestration.h"
+#include "simpler/simdev.h"
+
+#define RT_RINGS 4
+
+/* Sizes and limits of one run. All fields must be set (rt_config_default
+ * gives usable values). */
+struct rt_config {
+    uint32_t task_window[RT_RINGS]; /* task slots per ring; power of two, 4..2^20 */
+    uint64_t heap_bytes[RT_RINGS];  /* output heap per ring; multiple of 64, >= 64 */
+    uint32_t dep_pool[RT_RINGS];    /* dependency-list entries per ring; >= 16 */
+    uint32_t tensormap_buckets;     /* power of two */
+    uint32_t tensormap_entries;     /* recorded accesses alive at once */
+    uint32_t max_fanin;             /* distinct producers of one task; >= 8 */
+    uint32_t scheduler_threads;     /* 0 = every AICPU thread but the orchestrator's */
+    uint32_t ring_timeout_ms;       /* no-progress bound of a ring/TensorMap wait */
+    uint32_t sched_timeout_ms;      /* scheduler no-progress bound */
+    uint32_t tensor_wait_timeout_ms; /* read/write element wait bound */
+    uint32_t edge_log_capacity;     /* edges recorded into edge_log (0 = none) */
+    struct rt_edge *edge_log;       /* device memory, edge_log_capacity entries */
+};
+
+/* Edge sources, OR'ed when one producer-consumer pair has several. */
+#define RT_EDGE_CREATOR 1u   /* the consumer uses the producer's runtime-allocated output */
+#define RT_EDGE_TENSORMAP 2u /* overlapping accesses found in the TensorMap */
+#define RT_EDGE_EXPLICIT 4u  /* set_dependencies */
+
+struct rt_edge {
+    uint64_t producer;
+    uint64_t consumer;
+    uint32_t sources; /* RT_EDGE_* */
+    uint32_t reserved;
+};
+
+/* Why the scheduler timed out (rt_run_result.stall_class). */
+enum rt_stall {
+    RT_STALL_NONE = 0,
+    RT_STALL_RUNNING = 1,            /* a core has held a task for the whole period */
+    RT_STALL_READY_BUT_IDLE = 2,     /* ready work, yet nothing could be dispatched */
+    RT_STALL_DEPENDENCY_DEADLOCK = 3, /* submitted tasks pending, none ready or running */
+    RT_STALL_ORCH_STARVATION = 4,    /* everything submitted is done; the orchestrator is stuck */
+    RT_STALL_CORES_NOT_STARTED = 5,  /* the core loop never answered the handshake */
+};
+
+/* Written by the device when the run ends (device memory). */
+struct rt_run_result {
+    int32_t status;        /* 0, or the run's negated code */
+    uint32_t stall_class;  /* enum rt_stall when status is -SIMPLER_SCHED_ERR_TIMEOUT */
+    uint64_t tasks_submitted;
+    uint64_t tasks_completed;
+    uint64_t edges;        /* distinct producer-consumer pairs wired */
+    uint64_t edges_logged; /* min(edges, edge_log_capacity) */
+    uint64_t ring_waits;   /* times the orchestrator waited for ring space */
+    uint64_t subtasks_dispatched;
+    uint64_t tensormap_live_peak;
+};
+
+/* Writes usable defaults (window 1024, heap 16 MiB, dep pool 8192 per ring;
+ * TensorMap 4096 x 16384; timeouts 1 s ring, 10 s scheduler, 15 s tensor). */
+void rt_config_default(struct rt_config *out);
+
+/* 0, or PTO_RUNTIME_ERR_INVALID_ARGUMENT for a config out of range. */
+int rt_config_check(const struct rt_config *config);
+
+/* Bytes of device arena a run needs with `config` on a device of topology
+ * `topo`. 0 or INVALID_ARGUMENT. */
+int rt_arena_bytes(const struct rt_config *config, const struct simdev_config *topo,
+                   size_t *bytes);
+
+/* One run. Every pointer is device memory, borrowed until the run's stream
+ * work completes. */
+struct rt_run_request {
+    simpler_orch_entry_fn entry;
+    const simpler_kernel_fn *kernels; /* kernel_count entries, NULL where unused */
+    uint32_t kernel_count;            /* <= SIMPLER_MAX_FUNC_IDS */
+    const struct simpler_orch_args *args;
+    void *arena;
+    size_t arena_bytes;
+    struct rt_run_result *result;
+    struct rt_config config;
+};
+
+/* The streams and events that carry runs to the device. */
+struct rt_launcher;
+
+/* Creates a launcher on the current device. 0 or a simdev error. */
+int rt_launcher_create(struct rt_launcher **out);
+/* Destroys it; its streams must be idle (sync the caller stream first). */
+int rt_launcher_destroy(struct rt_launcher *launcher);
+
+/*
+ * Enqueues one run on `stream` and returns without waiting: the run starts
+ * after the work already on `stream` and later work on `stream` waits for
+ * it. A run that fails makes `stream` carry its status (the negated code)
+ * like any failed device op, and writes it to request->result. Checks
+ * arguments first (INVALID_ARGUMENT: NULLs, bad config, arena too small,
+ * kernel_count too large) and the device (UNSUPPORTED: fewer than 2 AICPU
+ * threads or no cores); a rejected call enqueues nothing.
+ */
+int rt_run_enqueue(struct rt_launcher *launcher, simdev_stream_t stream,
+                   const struct rt_run_request *request);
+
+#endif /* SIMPLER_RUNTIME_RUNTIME_H */

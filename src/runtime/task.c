@@ -1,0 +1,177 @@
+/*
+ * runtime/task.c — the life of a task after it is published.
+ *
+ * Owns: the per-slot spinlock, the holder counting that decides when a task
+ * is CONSUMED, completion (consumers made ready, producers released), the
+ * route to the ready queues, and in-order retirement of each ring (the
+ * tails the orchestrator allocates against). Called from the orchestrator
+ * (scope end, wiring) and the schedulers (completion); every entry point is
+ * safe from any of those threads. Must not allocate: that is the
+ * orchestrator's (orchestrator.c).
+ */
+#include "runtime/rt.h"
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+void rt_slot_lock(struct rt_slot *s)
+{
+    for (;;) {
+        uint32_t expected = 0;
+        /* acquire: pairs with the release in rt_slot_unlock */
+        if (atomic_compare_exchange_weak_explicit(&s->lock, &expected, 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return;
+        while (atomic_load_explicit(&s->lock, memory_order_relaxed))
+            cpu_relax();
+    }
+}
+
+void rt_slot_unlock(struct rt_slot *s)
+{
+    atomic_store_explicit(&s->lock, 0, memory_order_release);
+}
+
+void rt_signal(struct rt_run *run)
+{
+    simdev_cond_signal(run->device);
+}
+
+bool rt_task_retired(struct rt_run *run, uint64_t id)
+{
+    struct rt_ring *r = &run->rings[rt_id_ring(id)];
+    /* acquire: pairs with the release of last_alive in ring_advance */
+    return rt_id_local(id) < atomic_load_explicit(&r->last_alive, memory_order_acquire);
+}
+
+/*
+ * Walks the ring's tail over consecutive CONSUMED tasks and publishes the
+ * new tails. One thread advances at a time; a thread that finds the lock
+ * taken leaves a note (advance_pending) that the holder re-checks after
+ * unlocking, so no consumed task is left unretired. The seq_cst accesses
+ * to advance_lock and advance_pending form a Dekker pair: either the holder
+ * sees the note or the noter sees the lock free and advances itself.
+ */
+static void ring_advance(struct rt_run *run, struct rt_ring *r, uint32_t ring_index)
+{
+    for (;;) {
+        uint32_t expected = 0;
+        if (!atomic_compare_exchange_strong_explicit(&r->advance_lock, &expected, 1,
+                                                     memory_order_seq_cst,
+                                                     memory_order_seq_cst)) {
+            atomic_store_explicit(&r->advance_pending, 1, memory_order_seq_cst);
+            if (atomic_load_explicit(&r->advance_lock, memory_order_seq_cst))
+                return;
+            continue;
+        }
+        atomic_store_explicit(&r->advance_pending, 0, memory_order_seq_cst);
+        uint64_t alive = atomic_load_explicit(&r->last_alive, memory_order_relaxed);
+        uint64_t start = alive;
+        uint64_t heap_tail = 0, dep_tail = 0;
+        for (;;) {
+            struct rt_slot *s = &r->slots[alive & r->mask];
+            /* acquire: pairs with the release store of CONSUMED in
+             * rt_slot_release, after which nobody touches the task */
+            if (atomic_load_explicit(&s->state, memory_order_acquire) != RT_CONSUMED)
+                break;
+            if (atomic_load_explicit(&s->task_id, memory_order_relaxed) !=
+                rt_task_id(ring_index, alive))
+                break;
+            struct rt_task *t = &r->tasks[alive & r->mask];
+            heap_tail = t->heap_end;
+            dep_tail = t->dep_end;
+            alive++;
+        }
+        if (alive != start) {
+            atomic_store_explicit(&r->heap_tail, heap_tail, memory_order_release);
+            atomic_store_explicit(&r->dep_tail, dep_tail, memory_order_release);
+            /* release: pairs with the acquire loads of last_alive by the
+             * orchestrator (allocation, rt_task_retired) — the slots below
+             * it are free to reuse */
+            atomic_store_explicit(&r->last_alive, alive, memory_order_release);
+        }
+        atomic_store_explicit(&r->advance_lock, 0, memory_order_seq_cst);
+        if (alive != start &&
+            atomic_load_explicit(&run->orch_waiting, memory_order_seq_cst))
+            rt_signal(run);
+        if (!atomic_exchange_explicit(&r->advance_pending, 0, memory_order_seq_cst))
+            return;
+    }
+}
+
+void rt_slot_release(struct rt_run *run, struct rt_slot *s)
+{
+    uint32_t ring = s->ring;
+    bool consumed = false;
+    rt_slot_lock(s);
+    s->fanout_released++;
+    if (!s->closed && s->fanout_released == s->fanout_count &&
+        atomic_load_explicit(&s->state, memory_order_relaxed) == RT_COMPLETED) {
+        s->closed = 1;
+        consumed = true;
+    }
+    rt_slot_unlock(s);
+    if (!consumed)
+        return;
+    /* After this store the slot belongs to the ring: it may be retired and
+     * reused at once, so it is the last touch of `s` (the unlock above had
+     * to come first). */
+    atomic_store_explicit(&s->state, RT_CONSUMED, memory_order_release);
+    ring_advance(run, &run->rings[ring], ring);
+}
+
+static inline struct rt_dep *dep_at(struct rt_run *run, uint64_t handle)
+{
+    uint64_t h = handle - 1;
+    struct rt_ring *r = &run->rings[rt_id_ring(h)];
+    return &r->deps[rt_id_local(h) % r->dep_capacity];
+}
+
+void rt_task_ready(struct rt_run *run, struct rt_slot *s)
+{
+    rt_rq_push(&run->ready[s->shape], s);
+    /* seq_cst fence: orders the push before the sleeper check, pairing with
+     * the scheduler's seq_cst increment of sched_sleepers before its last
+     * look at the queues (either it sees the task or we see it sleeping). */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&run->sched_sleepers, memory_order_relaxed))
+        rt_signal(run);
+}
+
+void rt_task_complete(struct rt_run *run, struct rt_slot *s)
+{
+    rt_slot_lock(s);
+    /* release: a consumer wiring later sees COMPLETED under the lock and
+     * counts this producer as done; the orchestrator's element reads
+     * acquire it before touching the outputs. */
+    atomic_store_explicit(&s->state, RT_COMPLETED, memory_order_release);
+    uint64_t head = s->fanout_head;
+    s->fanout_head = 0;
+    rt_slot_unlock(s);
+
+    for (uint64_t pos = head; pos;) {
+        struct rt_dep *d = dep_at(run, pos);
+        pos = d->next; /* read before the consumer may run and retire */
+        struct rt_slot *consumer = d->slot;
+        /* acq_rel: the last decrement sees every producer's writes */
+        if (atomic_fetch_sub_explicit(&consumer->fanin_pending, 1, memory_order_acq_rel) == 1)
+            rt_task_ready(run, consumer);
+    }
+
+    struct rt_task *t = rt_slot_task(run, s);
+    for (uint64_t pos = t->fanin_head; pos;) {
+        struct rt_dep *d = dep_at(run, pos);
+        pos = d->next;
+        rt_slot_release(run, d->slot);
+    }
+    atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_release);
+    if (atomic_load_explicit(&run->orch_waiting, memory_order_seq_cst))
+        rt_signal(run);
+    rt_slot_release(run, s); /* the completion hold */
+}

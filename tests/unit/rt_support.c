@@ -1,0 +1,130 @@
+/*
+ * rt_support.c — see rt_support.h.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rt_support.h"
+#include "test_support.h"
+
+struct rt_config rth_small_config(void)
+{
+    struct rt_config c;
+    rt_config_default(&c);
+    for (int i = 0; i < RT_RINGS; i++) {
+        c.task_window[i] = 64;
+        c.heap_bytes[i] = 1u << 20;
+        c.dep_pool[i] = 1024;
+    }
+    c.tensormap_buckets = 256;
+    c.tensormap_entries = 4096;
+    c.ring_timeout_ms = 2000;
+    c.sched_timeout_ms = 10000;
+    c.tensor_wait_timeout_ms = 10000;
+    return c;
+}
+
+void *rth_dev_alloc(size_t bytes)
+{
+    void *p = NULL;
+    assert_int_equal(simdev_malloc(&p, bytes), 0);
+    return p;
+}
+
+void rth_to_dev(void *dev, const void *host, size_t bytes)
+{
+    assert_int_equal(simdev_memcpy(dev, host, bytes, SIMDEV_COPY_HOST_TO_DEVICE), 0);
+}
+
+void rth_from_dev(void *host, const void *dev, size_t bytes)
+{
+    assert_int_equal(simdev_memcpy(host, dev, bytes, SIMDEV_COPY_DEVICE_TO_HOST), 0);
+}
+
+void rth_open(struct rt_harness *h, const struct rt_config *config, uint32_t edge_capacity)
+{
+    memset(h, 0, sizeof *h);
+    h->config = config ? *config : rth_small_config();
+    h->edge_capacity = edge_capacity;
+    if (edge_capacity) {
+        h->edges_dev = rth_dev_alloc(edge_capacity * sizeof(struct rt_edge));
+        h->edges = calloc(edge_capacity, sizeof(struct rt_edge));
+        assert_non_null(h->edges);
+    }
+    h->config.edge_log = h->edges_dev;
+    h->config.edge_log_capacity = edge_capacity;
+    int device;
+    struct simdev_config topo;
+    assert_int_equal(simdev_get_device(&device), 0);
+    assert_int_equal(simdev_device_get_config(device, &topo), 0);
+    assert_int_equal(rt_arena_bytes(&h->config, &topo, &h->arena_bytes), 0);
+    h->arena = rth_dev_alloc(h->arena_bytes);
+    h->kernels_dev = rth_dev_alloc(SIMPLER_MAX_FUNC_IDS * sizeof(simpler_kernel_fn));
+    h->args_dev = rth_dev_alloc(sizeof(struct simpler_orch_args));
+    h->result_dev = rth_dev_alloc(sizeof(struct rt_run_result));
+    assert_int_equal(rt_launcher_create(&h->launcher), 0);
+    assert_int_equal(simdev_stream_create(&h->stream), 0);
+}
+
+void rth_close(struct rt_harness *h)
+{
+    assert_int_equal(simdev_stream_sync(h->stream), 0);
+    assert_int_equal(simdev_stream_destroy(h->stream), 0);
+    assert_int_equal(rt_launcher_destroy(h->launcher), 0);
+    assert_int_equal(simdev_free(h->arena), 0);
+    assert_int_equal(simdev_free(h->kernels_dev), 0);
+    assert_int_equal(simdev_free(h->args_dev), 0);
+    assert_int_equal(simdev_free(h->result_dev), 0);
+    if (h->edges_dev)
+        assert_int_equal(simdev_free(h->edges_dev), 0);
+    free(h->edges);
+    memset(h, 0, sizeof *h);
+}
+
+int rth_run(struct rt_harness *h, simpler_orch_entry_fn entry, const simpler_kernel_fn *kernels,
+            uint32_t count, const struct simpler_orch_args *args)
+{
+    if (count)
+        rth_to_dev(h->kernels_dev, kernels, count * sizeof(simpler_kernel_fn));
+    static const struct simpler_orch_args empty;
+    rth_to_dev(h->args_dev, args ? args : &empty, sizeof(struct simpler_orch_args));
+    struct rt_run_request rq = {
+        .entry = entry,
+        .kernels = h->kernels_dev,
+        .kernel_count = count,
+        .args = h->args_dev,
+        .arena = h->arena,
+        .arena_bytes = h->arena_bytes,
+        .result = h->result_dev,
+        .config = h->config,
+    };
+    assert_int_equal(rt_run_enqueue(h->launcher, h->stream, &rq), 0);
+    int status = simdev_stream_sync(h->stream);
+    rth_from_dev(&h->result, h->result_dev, sizeof h->result);
+    if (h->edge_capacity)
+        rth_from_dev(h->edges, h->edges_dev, h->edge_capacity * sizeof(struct rt_edge));
+    return status;
+}
+
+int rth_has_edge(const struct rt_harness *h, uint64_t producer, uint64_t consumer)
+{
+    for (uint64_t i = 0; i < h->result.edges_logged; i++)
+        if (h->edges[i].producer == producer && h->edges[i].consumer == consumer)
+            return 1;
+    return 0;
+}
+
+struct simpler_tensor rth_tensor_1d(void *dev, uint64_t count, uint32_t dtype)
+{
+    struct simpler_tensor t;
+    assert_int_equal(simpler_tensor_make_1d(&t, (uint64_t)(uintptr_t)dev, count, dtype,
+                                            SIMPLER_MEM_DEVICE),
+                     0);
+    return t;
+}

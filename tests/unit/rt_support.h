@@ -1,0 +1,59 @@
+/*
+ * rt_support.h — a harness for running orchestrations on the device
+ * runtime directly (runtime/runtime.h), for unit and scenario tests.
+ *
+ * Owns: the device-side allocations one run needs (arena, kernel table,
+ * args, result block, edge log) and a run-and-wait helper. Tests include it
+ * after the cmocka headers and test_support.h.
+ */
+#ifndef SIMPLER_RT_SUPPORT_H
+#define SIMPLER_RT_SUPPORT_H
+
+#include "runtime/runtime.h"
+#include "simpler/orchestration.h"
+
+struct rt_harness {
+    struct rt_launcher *launcher;
+    simdev_stream_t stream;
+    struct rt_config config;
+    void *arena;
+    size_t arena_bytes;
+    simpler_kernel_fn *kernels_dev;
+    struct simpler_orch_args *args_dev;
+    struct rt_run_result *result_dev;
+    struct rt_edge *edges_dev;
+    uint32_t edge_capacity;
+    /* After rth_run: the device's result block and edge log, copied back. */
+    struct rt_run_result result;
+    struct rt_edge *edges;
+};
+
+/* Default run config with small rings (window 64, 1 MiB heap, 1024 deps
+ * per ring; TensorMap 256 x 4096) and short timeouts (ring 2 s, scheduler
+ * 10 s, tensor 10 s), so a test's arena stays small. */
+struct rt_config rth_small_config(void);
+
+/* Allocates everything for runs with `config` (NULL = rth_small_config) on
+ * the current device, logging up to edge_capacity edges. Asserts. */
+void rth_open(struct rt_harness *h, const struct rt_config *config, uint32_t edge_capacity);
+/* Frees it all (asserts). */
+void rth_close(struct rt_harness *h);
+
+/* Runs `entry` with `kernels` (count entries, host array of kernel
+ * pointers) and `args` (NULL = none), waits, copies the result and edge
+ * log back, and returns the stream's status (the run's status). */
+int rth_run(struct rt_harness *h, simpler_orch_entry_fn entry, const simpler_kernel_fn *kernels,
+            uint32_t count, const struct simpler_orch_args *args);
+
+/* True when the edge log holds producer -> consumer. */
+int rth_has_edge(const struct rt_harness *h, uint64_t producer, uint64_t consumer);
+
+/* Device buffer helpers (assert). */
+void *rth_dev_alloc(size_t bytes);
+void rth_to_dev(void *dev, const void *host, size_t bytes);
+void rth_from_dev(void *host, const void *dev, size_t bytes);
+
+/* A 1-D device tensor descriptor over `dev` of `count` elements. */
+struct simpler_tensor rth_tensor_1d(void *dev, uint64_t count, uint32_t dtype);
+
+#endif /* SIMPLER_RT_SUPPORT_H */
