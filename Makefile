@@ -19,6 +19,7 @@ build: deps
 
 run: build
 	./build/examples/device_demo
+	./build/examples/runtime_demo
 
 test: deps test-normal test-asan test-tsan
 	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan)"

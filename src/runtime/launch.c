@@ -8,7 +8,9 @@
  *   AICPU stream: wait start, launch the AICPU program (orchestrator +
  *                 schedulers), wait aicore_done, record aicpu_done
  *   AICore stream: wait start, launch the core loop, record aicore_done
- *   caller: wait aicpu_done
+ *   caller: wait aicpu_done, launch the status op (1 AICPU thread: returns
+ *           the run's status from the result block, so the caller's stream
+ *           carries a failure and the launcher's streams stay clean)
  * The AICPU program goes first so that a core loop is never left waiting
  * for a scheduler that was not enqueued (the reverse — schedulers whose
  * cores never start — ends in the scheduler's handshake timeout).
@@ -107,6 +109,7 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
         return rc;
     la.request = *request;
     la.generation = ++l->generation;
+    struct rt_status_args sa = {request->result, la.generation};
 
     if ((rc = simdev_event_record(l->start, stream)))
         return rc; /* nothing enqueued yet */
@@ -117,7 +120,8 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
         (rc = simdev_event_record(l->aicore_done, l->aicore)) ||
         (rc = simdev_stream_wait_event(l->aicpu, l->aicore_done)) ||
         (rc = simdev_event_record(l->aicpu_done, l->aicpu)) ||
-        (rc = simdev_stream_wait_event(stream, l->aicpu_done))) {
+        (rc = simdev_stream_wait_event(stream, l->aicpu_done)) ||
+        (rc = simdev_launch_aicpu(stream, rt_status_main, 1, &sa, sizeof sa))) {
         /* Part of the chain is on the launcher's streams: let it drain so
          * nothing of this run outlives the failed call, then report. */
         simdev_stream_sync(l->aicpu);

@@ -266,12 +266,20 @@ static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
     return j / 2 < cluster_count ? (j / 2) % schedulers : j % schedulers;
 }
 
-/* Latches `code` (positive) as the run's error if none is latched yet. */
-static inline void rt_fail(struct rt_run *run, int32_t code)
+/* Wakes AICPU threads waiting in simdev_cond_wait. */
+void rt_signal(struct rt_run *run);
+
+/* Latches `code` (positive) as the run's error if none is latched yet, and
+ * wakes every waiting AICPU thread so it sees the failure at once. Returns
+ * true when this call latched it. */
+static inline bool rt_fail(struct rt_run *run, int32_t code)
 {
     int32_t none = 0;
-    atomic_compare_exchange_strong_explicit(&run->error, &none, code, memory_order_acq_rel,
-                                            memory_order_acquire);
+    if (!atomic_compare_exchange_strong_explicit(&run->error, &none, code, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return false;
+    rt_signal(run);
+    return true;
 }
 
 static inline int32_t rt_error(struct rt_run *run)
@@ -307,9 +315,6 @@ static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s
     return &r->tasks[s - r->slots];
 }
 
-/* Wakes AICPU threads waiting in simdev_cond_wait. */
-void rt_signal(struct rt_run *run);
-
 /* ------------------------------------------------------------- the roles */
 
 /* Orchestrator thread: runs the entry inside scope 0. */
@@ -323,7 +328,18 @@ void rt_schedule(struct rt_run *run, uint32_t index);
 
 /* The AICore side (simdev_aicore_fn). */
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
-/* The AICPU side (simdev_aicpu_fn). */
+/* The AICPU side (simdev_aicpu_fn). Always returns 0: the run's status
+ * goes to the result block, and rt_status_main raises it on the caller's
+ * stream. */
 int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
+
+/* Arguments of rt_status_main. */
+struct rt_status_args {
+    const struct rt_run_result *result;
+    uint64_t generation;
+};
+/* One AICPU thread on the caller's stream: returns the run's status from
+ * its result block (PTO_RUNTIME_ERR_INTERNAL if the run never reported). */
+int rt_status_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
 
 #endif /* SIMPLER_RUNTIME_RT_H */

@@ -183,12 +183,14 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->threads_finished, 0);
 }
 
-static void write_result(struct rt_run *run, struct rt_run_result *result)
+static void write_result(struct rt_run *run, struct rt_run_result *result, uint64_t generation)
 {
     struct rt_run_result r;
     memset(&r, 0, sizeof r);
     r.status = -rt_error(run);
-    r.stall_class = atomic_load_explicit(&run->stall_class, memory_order_relaxed);
+    r.stall_class = r.status == -SIMPLER_SCHED_ERR_TIMEOUT
+                        ? atomic_load_explicit(&run->stall_class, memory_order_relaxed)
+                        : RT_STALL_NONE;
     r.tasks_submitted = atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
     r.tasks_completed = atomic_load_explicit(&run->tasks_completed, memory_order_acquire);
     r.edges = run->edges;
@@ -197,6 +199,7 @@ static void write_result(struct rt_run *run, struct rt_run_result *result)
     r.ring_waits = run->ring_waits;
     r.subtasks_dispatched = atomic_load_explicit(&run->subtasks_dispatched, memory_order_relaxed);
     r.tensormap_live_peak = run->tensormap_live_peak;
+    r.generation = generation;
     *result = r;
 }
 
@@ -244,14 +247,26 @@ int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t a
     } else {
         int rc = wait_init(run, &la, ctx->device);
         if (rc)
-            return rc; /* the orchestrator thread never started: nothing to report into */
+            return 0; /* the orchestrator never initialised the run: no result
+                         block is written, and rt_status_main reports that */
         rt_schedule(run, ctx->thread_index);
     }
 
-    int status = -rt_error(run);
     /* acq_rel: the last thread out sees every other thread's final writes */
     if (atomic_fetch_add_explicit(&run->threads_finished, 1, memory_order_acq_rel) + 1 ==
         ctx->thread_count)
-        write_result(run, la.request.result);
-    return status;
+        write_result(run, la.request.result, la.generation);
+    return 0;
+}
+
+int rt_status_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    struct rt_status_args sa;
+    if (args_size != sizeof sa)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&sa, args, sizeof sa);
+    if (sa.result->generation != sa.generation)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    return sa.result->status;
 }

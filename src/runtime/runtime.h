@@ -73,6 +73,7 @@ struct rt_run_result {
     uint64_t ring_waits;   /* times the orchestrator waited for ring space */
     uint64_t subtasks_dispatched;
     uint64_t tensormap_live_peak;
+    uint64_t generation;   /* the run's launch generation (internal) */
 };
 
 /* Writes usable defaults (window 1024, heap 16 MiB, dep pool 8192 per ring;
@@ -112,7 +113,8 @@ int rt_launcher_destroy(struct rt_launcher *launcher);
  * Enqueues one run on `stream` and returns without waiting: the run starts
  * after the work already on `stream` and later work on `stream` waits for
  * it. A run that fails makes `stream` carry its status (the negated code)
- * like any failed device op, and writes it to request->result. Checks
+ * like any failed device op, and writes it to request->result; the
+ * launcher's own streams never carry it, so the next run starts clean. Checks
  * arguments first (INVALID_ARGUMENT: NULLs, bad config, arena too small,
  * kernel_count too large) and the device (UNSUPPORTED: fewer than 2 AICPU
  * threads or no cores); a rejected call enqueues nothing.

@@ -391,13 +391,13 @@ static void loop(struct sched *S)
             mark = m;
             last_progress = now;
         } else if (now - last_progress >= timeout_ns) {
-            uint32_t stall = classify_stall(S);
-            int32_t none = 0;
-            if (atomic_compare_exchange_strong_explicit(&run->error, &none,
-                                                        SIMPLER_SCHED_ERR_TIMEOUT,
-                                                        memory_order_acq_rel,
-                                                        memory_order_acquire))
-                atomic_store_explicit(&run->stall_class, stall, memory_order_relaxed);
+            /* The class is stored first so that whoever sees the error
+             * latched (acquire) also sees why. */
+            uint32_t expected = RT_STALL_NONE;
+            atomic_compare_exchange_strong_explicit(&run->stall_class, &expected,
+                                                    classify_stall(S), memory_order_release,
+                                                    memory_order_relaxed);
+            rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
             return;
         }
         /* Sleep until a core writes its condition word or another thread
