@@ -43,6 +43,7 @@ bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build build-release -j $(JOBS)
 	./build-release/bench/bench_device
+	./build-release/bench/bench_runtime
 
 clean:
 	rm -rf build build-asan build-tsan build-release
