@@ -28,6 +28,16 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
      * this value, which no earlier run can have left behind. */
     uint64_t last = simdev_regs_read_doorbell(ctx->regs);
     uint64_t base = last & ~RT_DOORBELL_EXIT;
+    /* An exit this core has not answered (its COND is not FIN of it) and
+     * that names this run's generation was rung before the loop started:
+     * the run failed, or its handshake timed out, before this core said
+     * hello. Answer it and end. Any other exit belongs to an earlier run
+     * (answered, or rung while no core loop ran): say hello. */
+    if ((last & RT_DOORBELL_EXIT) && simdev_regs_read_cond(ctx->regs) != ((base << 1) | 1) &&
+        payload[0].exit_generation == la.generation) {
+        simdev_core_write_cond(ctx->regs, (base << 1) | 1);
+        return 0;
+    }
     simdev_core_write_cond(ctx->regs, ((base + 1) << 1) | 1);
     for (;;) {
         uint64_t value;

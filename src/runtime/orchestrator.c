@@ -105,12 +105,14 @@ static bool scope_open(struct rt_run *run, struct rt_slot *s)
            run->scopes[s->scope_depth].serial == t->scope_serial;
 }
 
-/* The ring's oldest unretired task is pinned by an open scope: nothing in
- * the ring can be reclaimed until the orchestrator (who is waiting) closes
- * that scope. */
-static bool ring_pinned(struct rt_run *run, struct rt_ring *r, uint32_t ring)
+/* True when the task `oldest` of the ring is pinned by a scope that is
+ * still open. Such a task cannot be consumed until the orchestrator (who
+ * is asking) closes that scope, and since retirement is in order nothing
+ * after it can be reclaimed either: a full ring stays full. `oldest` must
+ * be one snapshot of last_alive; a pinned task is never retired, so the
+ * snapshot stays the ring's oldest for as long as the answer is true. */
+static bool pinned_at(struct rt_run *run, struct rt_ring *r, uint32_t ring, uint64_t oldest)
 {
-    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
     if (oldest == r->next_local)
         return false;
     struct rt_slot *s = &r->slots[oldest & r->mask];
@@ -136,8 +138,11 @@ static bool slot_free(struct rt_run *run, void *arg)
 static int32_t slot_structural(struct rt_run *run, void *arg)
 {
     struct alloc_req *q = arg;
-    return ring_pinned(run, &run->rings[q->ring], q->ring) ? SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK
-                                                           : 0;
+    struct rt_ring *r = &run->rings[q->ring];
+    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    if (r->next_local - oldest < r->window)
+        return 0; /* a slot freed since the last look */
+    return pinned_at(run, r, q->ring, oldest) ? SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK : 0;
 }
 
 static bool heap_fits(struct rt_run *run, void *arg)
@@ -166,7 +171,11 @@ static bool heap_fits(struct rt_run *run, void *arg)
 static int32_t heap_structural(struct rt_run *run, void *arg)
 {
     struct alloc_req *q = arg;
-    return ring_pinned(run, &run->rings[q->ring], q->ring) ? SIMPLER_ORCH_ERR_HEAP_DEADLOCK : 0;
+    struct rt_ring *r = &run->rings[q->ring];
+    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    if (!pinned_at(run, r, q->ring, oldest) || heap_fits(run, q))
+        return 0;
+    return SIMPLER_ORCH_ERR_HEAP_DEADLOCK;
 }
 
 struct dep_req {
@@ -185,8 +194,11 @@ static bool deps_fit(struct rt_run *run, void *arg)
 static int32_t deps_structural(struct rt_run *run, void *arg)
 {
     struct dep_req *q = arg;
-    return ring_pinned(run, &run->rings[q->ring], q->ring) ? SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW
-                                                           : 0;
+    struct rt_ring *r = &run->rings[q->ring];
+    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    if (!pinned_at(run, r, q->ring, oldest) || deps_fit(run, q))
+        return 0;
+    return SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW;
 }
 
 /* Takes a dependency entry at the ring's head (space already reserved);
@@ -215,27 +227,6 @@ static bool tensor_valid(const struct simpler_tensor *t)
 static bool kernel_valid(struct rt_run *run, int32_t id)
 {
     return id >= 0 && (uint32_t)id < run->kernel_count && run->kernels[id] != NULL;
-}
-
-/* Most units of `shape` any one scheduler thread owns (sync-start bound). */
-static uint32_t units_per_scheduler(struct rt_run *run, uint32_t shape)
-{
-    uint32_t best = 0;
-    for (uint32_t t = 0; t < run->schedulers; t++) {
-        uint32_t n = 0;
-        if (shape == RT_SHAPE_MIX) {
-            for (uint32_t c = 0; c < run->cluster_count; c++)
-                n += rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, c) == t;
-        } else {
-            uint32_t first = shape == RT_SHAPE_AIC ? 0 : run->aic_count;
-            uint32_t count = shape == RT_SHAPE_AIC ? run->aic_count : run->aiv_count;
-            for (uint32_t c = first; c < first + count; c++)
-                n += rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, c) == t;
-        }
-        if (n > best)
-            best = n;
-    }
-    return best;
 }
 
 struct task_shape {
@@ -276,7 +267,7 @@ static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kerne
     if (units == 0)
         return SIMPLER_ORCH_ERR_INVALID_ARGS; /* the device has no core of this shape */
     if (a->sync_start && shape != RT_SHAPE_DUMMY &&
-        a->block_num > units_per_scheduler(run, shape))
+        a->block_num > run->sync_units[shape])
         return SIMPLER_ORCH_ERR_SYNC_START;
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         const struct simpler_task_arg *arg = &a->tensors[i];
@@ -738,8 +729,7 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
 
     run->fanin_n = 0;
     int32_t code = 0;
-    if (t->producer_task_id != SIMPLER_TASK_ID_NONE && !rt_task_retired(run, t->producer_task_id))
-        code = creator_edge(run, t);
+    code = creator_edge(run, t); /* a dead or foreign producer id is invalid */
     if (!code && tracked(run, t))
         code = rt_tensormap_lookup(&run->tensormap, &elem, kind, tm_retired, run, tm_hit, run);
     if (code)

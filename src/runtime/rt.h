@@ -164,6 +164,12 @@ struct rt_dispatch {
     simpler_kernel_fn fn;
     int64_t args[SIMPLER_KERNEL_ARGS];
     struct simpler_kernel_context ctx;
+    /* Payload 0 only: the generation of the run that rang the core's last
+     * EXIT, written before that doorbell. A core loop that finds an
+     * unanswered EXIT at start uses it to tell its own run's exit (answer
+     * and end) from one left by an earlier run whose core loop never ran
+     * (ignore it and say hello). */
+    uint64_t exit_generation;
 };
 
 /* Core register protocol (values in the 64-bit simdev windows):
@@ -195,6 +201,7 @@ struct rt_layout {
     size_t ring_heap[RT_RINGS];
     size_t ring_deps[RT_RINGS];
     size_t rq_cells[RT_SHAPES];
+    size_t sync_rq_cells[RT_SHAPES];
     uint64_t rq_capacity;
     size_t dispatch;     /* 2 per core */
     size_t scope_tasks;
@@ -215,12 +222,19 @@ struct rt_run {
     int device;
     uint32_t aic_count, aiv_count, cluster_count, core_count;
     uint32_t schedulers;
+    uint64_t generation; /* this run's launch generation */
     const simpler_kernel_fn *kernels;
     uint32_t kernel_count;
     struct rt_dispatch *dispatch; /* [core_count][2] */
 
     struct rt_ring rings[RT_RINGS];
     struct rt_ready_queue ready[RT_SHAPES];
+    /* Sync-start tasks, served only by sync_owner[shape]: the scheduler
+     * owning the most units of the shape (sync_units of them), so a task
+     * that passed the submit check always fits where it is popped. */
+    struct rt_ready_queue sync_ready[RT_SHAPES];
+    uint32_t sync_owner[RT_SHAPES];
+    uint32_t sync_units[RT_SHAPES];
 
     /* Orchestrator only. */
     struct rt_tensormap tensormap;
@@ -243,6 +257,7 @@ struct rt_run {
     _Atomic uint32_t stall_class;
     _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_completed;
     _Atomic uint64_t subtasks_dispatched;
+    _Atomic uint32_t cores_running; /* cores holding a running task, all schedulers */
     _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_submitted; /* orchestrator, release */
     _Atomic uint32_t orch_done;                              /* orchestrator, release */
     _Atomic uint32_t orch_waiting; /* orchestrator is (about to be) blocked */

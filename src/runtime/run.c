@@ -86,8 +86,10 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     l.rq_capacity = 1;
     while (l.rq_capacity < windows)
         l.rq_capacity <<= 1;
-    for (uint32_t k = 0; k < RT_SHAPES; k++)
+    for (uint32_t k = 0; k < RT_SHAPES; k++) {
         l.rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
+        l.sync_rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
+    }
     l.dispatch = take(&cursor, (size_t)core_count * 2 * sizeof(struct rt_dispatch));
     l.scope_task_capacity = (uint32_t)windows;
     l.scope_tasks = take(&cursor, (size_t)windows * sizeof(struct rt_slot *));
@@ -113,6 +115,32 @@ int rt_arena_bytes(const struct rt_config *config, const struct simdev_config *t
     return 0;
 }
 
+/* For each shape, the scheduler owning the most units of it serves the
+ * shape's sync-start tasks. */
+static void choose_sync_owners(struct rt_run *run)
+{
+    for (uint32_t shape = 0; shape < RT_SHAPES; shape++) {
+        run->sync_owner[shape] = 0;
+        run->sync_units[shape] = 0;
+        for (uint32_t t = 0; t < run->schedulers; t++) {
+            uint32_t n = 0;
+            if (shape == RT_SHAPE_MIX) {
+                for (uint32_t c = 0; c < run->cluster_count; c++)
+                    n += rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, c) == t;
+            } else if (shape != RT_SHAPE_DUMMY) {
+                uint32_t first = shape == RT_SHAPE_AIC ? 0 : run->aic_count;
+                uint32_t count = shape == RT_SHAPE_AIC ? run->aic_count : run->aiv_count;
+                for (uint32_t c = first; c < first + count; c++)
+                    n += rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, c) == t;
+            }
+            if (n > run->sync_units[shape]) {
+                run->sync_units[shape] = n;
+                run->sync_owner[shape] = t;
+            }
+        }
+    }
+}
+
 /* Lays the run out in the arena and resets everything a run reads. Runs on
  * the orchestrator thread before the schedulers are released. */
 static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int device)
@@ -132,6 +160,7 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->cluster_count = topo.aic_cores < topo.aiv_cores / 2 ? topo.aic_cores : topo.aiv_cores / 2;
     run->core_count = topo.aic_cores + topo.aiv_cores;
     run->schedulers = la->schedulers;
+    run->generation = la->generation;
     run->kernels = rq->kernels;
     run->kernel_count = rq->kernel_count;
     run->dispatch = (struct rt_dispatch *)(base + l.dispatch);
@@ -157,8 +186,12 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
             atomic_init(&r->slots[s].lock, 0);
         }
     }
-    for (uint32_t k = 0; k < RT_SHAPES; k++)
+    for (uint32_t k = 0; k < RT_SHAPES; k++) {
         rt_rq_init(&run->ready[k], (struct rt_rq_cell *)(base + l.rq_cells[k]), l.rq_capacity);
+        rt_rq_init(&run->sync_ready[k], (struct rt_rq_cell *)(base + l.sync_rq_cells[k]),
+                   l.rq_capacity);
+    }
+    choose_sync_owners(run);
     run->scope_tasks = (struct rt_slot **)(base + l.scope_tasks);
     run->scope_task_capacity = l.scope_task_capacity;
     run->fanin_scratch = (struct rt_slot **)(base + l.fanin_scratch);
@@ -176,6 +209,7 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->stall_class, RT_STALL_NONE);
     atomic_init(&run->tasks_completed, 0);
     atomic_init(&run->subtasks_dispatched, 0);
+    atomic_init(&run->cores_running, 0);
     atomic_init(&run->tasks_submitted, 0);
     atomic_init(&run->orch_done, 0);
     atomic_init(&run->orch_waiting, 0);

@@ -139,6 +139,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     if (!c->running.slot) {
         c->running = ct;
         c->running_acked = false;
+        atomic_fetch_add_explicit(&run->cores_running, 1, memory_order_relaxed);
     } else {
         c->pending = ct;
     }
@@ -185,6 +186,7 @@ static bool poll_core(struct sched *S, struct sched_core *c)
         if (fin) {
             finish(S, c, c->running);
             c->running.slot = NULL;
+            atomic_fetch_sub_explicit(&S->run->cores_running, 1, memory_order_relaxed);
         }
         return true;
     }
@@ -195,6 +197,8 @@ static bool poll_core(struct sched *S, struct sched_core *c)
         c->running = c->pending;
         c->pending.slot = NULL;
         c->running_acked = false;
+        if (!c->running.slot)
+            atomic_fetch_sub_explicit(&S->run->cores_running, 1, memory_order_relaxed);
         return true;
     }
     if (!c->running_acked) {
@@ -278,13 +282,19 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, bool queue)
                 return any; /* the held sync-start task waits for idle units */
             S->held[shape] = NULL;
         } else {
-            s = rt_rq_pop(&run->ready[shape]);
-            if (!s)
-                return any;
-            if (s->sync_start && (queue || n < s->block_num)) {
+            s = NULL;
+            if (!queue && S->index == run->sync_owner[shape])
+                s = rt_rq_pop(&run->sync_ready[shape]);
+            if (s && n < s->block_num) {
+                /* Hold it, and give this shape's units to nothing else
+                 * until enough of them are idle at once. */
                 S->held[shape] = s;
                 return any;
             }
+            if (!s)
+                s = rt_rq_pop(&run->ready[shape]);
+            if (!s)
+                return any;
         }
         uint32_t want = s->sync_start ? s->block_num : n;
         uint32_t first = atomic_fetch_add_explicit(&s->next_block, want, memory_order_relaxed);
@@ -330,17 +340,20 @@ static bool any_running(const struct sched *S)
 
 static bool work_visible(struct sched *S)
 {
-    for (uint32_t k = 0; k < RT_SHAPES; k++)
+    for (uint32_t k = 0; k < RT_SHAPES; k++) {
         if (S->held[k] || rt_rq_maybe_nonempty(&S->run->ready[k]))
             return true;
+        if (S->index == S->run->sync_owner[k] && rt_rq_maybe_nonempty(&S->run->sync_ready[k]))
+            return true;
+    }
     return false;
 }
 
 static uint32_t classify_stall(struct sched *S)
 {
     struct rt_run *run = S->run;
-    if (any_running(S))
-        return RT_STALL_RUNNING;
+    if (any_running(S) || atomic_load_explicit(&run->cores_running, memory_order_relaxed))
+        return RT_STALL_RUNNING; /* this thread's cores or another's */
     if (work_visible(S))
         return RT_STALL_READY_BUT_IDLE;
     uint64_t submitted = atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
@@ -423,6 +436,9 @@ static void exit_cores(struct sched *S)
 {
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
+        S->run->dispatch[c->id * 2].exit_generation = S->run->generation;
+        /* release (in simdev): the generation above before the core's
+         * acquire of the doorbell */
         simdev_regs_ring_doorbell(c->regs, c->next_reg | RT_DOORBELL_EXIT);
     }
 }

@@ -135,7 +135,9 @@ static inline struct rt_dep *dep_at(struct rt_run *run, uint64_t handle)
 
 void rt_task_ready(struct rt_run *run, struct rt_slot *s)
 {
-    rt_rq_push(&run->ready[s->shape], s);
+    rt_rq_push(s->sync_start && s->shape != RT_SHAPE_DUMMY ? &run->sync_ready[s->shape]
+                                                           : &run->ready[s->shape],
+               s);
     /* seq_cst fence: orders the push before the sleeper check, pairing with
      * the scheduler's seq_cst increment of sched_sleepers before its last
      * look at the queues (either it sees the task or we see it sleeping). */
