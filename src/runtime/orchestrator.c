@@ -510,7 +510,10 @@ static void init_slot(struct rt_slot *s, uint64_t id, uint32_t ring, const struc
     atomic_store_explicit(&s->fanin_pending, 1, memory_order_relaxed);
     atomic_store_explicit(&s->completed_subtasks, 0, memory_order_relaxed);
     atomic_store_explicit(&s->next_block, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->task_id, id, memory_order_relaxed);
+    /* release, last of the resets above: pairs with the acquire of the id
+     * in ring_advance, which then sees PENDING rather than the previous
+     * occupant's CONSUMED */
+    atomic_store_explicit(&s->task_id, id, memory_order_release);
     uint32_t lanes = (uint32_t)__builtin_popcount(ts->lanes);
     s->block_num = a->block_num;
     s->total_subtasks = ts->shape == RT_SHAPE_DUMMY ? 0 : a->block_num * lanes;

@@ -76,12 +76,16 @@ static void ring_advance(struct rt_run *run, struct rt_ring *r, uint32_t ring_in
         uint64_t heap_tail = 0, dep_tail = 0;
         for (;;) {
             struct rt_slot *s = &r->slots[alive & r->mask];
+            /* The id first (acquire: pairs with the release in init_slot,
+             * which comes after the state reset), then the state: seeing
+             * this task's id guarantees seeing its own state, never the
+             * CONSUMED left by the slot's previous task. */
+            if (atomic_load_explicit(&s->task_id, memory_order_acquire) !=
+                rt_task_id(ring_index, alive))
+                break;
             /* acquire: pairs with the release store of CONSUMED in
              * rt_slot_release, after which nobody touches the task */
             if (atomic_load_explicit(&s->state, memory_order_acquire) != RT_CONSUMED)
-                break;
-            if (atomic_load_explicit(&s->task_id, memory_order_relaxed) !=
-                rt_task_id(ring_index, alive))
                 break;
             struct rt_task *t = &r->tasks[alive & r->mask];
             heap_tail = t->heap_end;
