@@ -760,7 +760,7 @@ static int op_read_element(struct simpler_orch *h, const struct simpler_tensor *
                            const uint64_t *index, void *value)
 {
     struct rt_run *run = run_of(h);
-    void *addr;
+    void *addr = NULL;
     if (!value)
         return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
     int rc = element_access(run, t, index, RT_ACCESS_READ, &addr);
@@ -774,7 +774,7 @@ static int op_write_element(struct simpler_orch *h, const struct simpler_tensor 
                             const uint64_t *index, const void *value)
 {
     struct rt_run *run = run_of(h);
-    void *addr;
+    void *addr = NULL;
     if (!value)
         return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
     int rc = element_access(run, t, index, RT_ACCESS_WRITE, &addr);

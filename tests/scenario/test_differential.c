@@ -177,7 +177,7 @@ static struct simpler_tensor view_at_zero(const struct program *p, const struct 
     uint32_t rows = v->on_temp ? p->temps[v->base].rows : p->rows[v->base];
     uint32_t cols = v->on_temp ? p->temps[v->base].cols : p->cols[v->base];
     *space = v->on_temp ? MAX_BUFS + v->base : v->base;
-    struct simpler_tensor base, t;
+    struct simpler_tensor base = {0}, t = {0};
     uint64_t shape[2] = {rows, cols};
     assert_int_equal(simpler_tensor_make(&base, 0, shape, 2, SIMPLER_DTYPE_U32, SIMPLER_MEM_HOST),
                      0);
@@ -253,7 +253,7 @@ static void gen_view(uint64_t *s, struct view_desc *v, uint32_t rows, uint32_t c
     v->nops = 0;
     if (!narrow && rnd(s, 5) == 0)
         return;
-    struct simpler_tensor cur;
+    struct simpler_tensor cur = {0};
     uint64_t base_shape[2] = {rows, cols};
     assert_int_equal(
         simpler_tensor_make(&cur, 0, base_shape, 2, SIMPLER_DTYPE_U32, SIMPLER_MEM_HOST), 0);
@@ -800,7 +800,7 @@ static int element_op(struct simpler_orch *rt, const struct simpler_orch_args *a
                       const struct prog_op *op, uint32_t *last_read, uint32_t *reads)
 {
     const struct elem_desc *e = &g_prog->elems[op->index];
-    struct simpler_tensor view;
+    struct simpler_tensor view = {0};
     if (build_view(&view, orch_base(args, &e->view), &e->view) != 0)
         return -1;
     uint64_t index[2] = {e->i, e->j};
@@ -861,7 +861,7 @@ static struct simpler_tensor host_base(const struct program *p, struct model *m,
     uint32_t *data = v->on_temp ? m->temps[v->base] : m->bufs[v->base];
     uint32_t rows = v->on_temp ? p->temps[v->base].rows : p->rows[v->base];
     uint32_t cols = v->on_temp ? p->temps[v->base].cols : p->cols[v->base];
-    struct simpler_tensor t;
+    struct simpler_tensor t = {0};
     uint64_t shape[2] = {rows, cols};
     assert_int_equal(simpler_tensor_make(&t, (uint64_t)(uintptr_t)data, shape, 2,
                                          SIMPLER_DTYPE_U32, SIMPLER_MEM_HOST),
@@ -909,7 +909,7 @@ static void run_model(const struct program *p, struct model *m)
             model_task(p, m, &p->tasks[op->index]);
         } else if (op->kind == OP_READ || op->kind == OP_WRITE) {
             const struct elem_desc *e = &p->elems[op->index];
-            struct simpler_tensor base = host_base(p, m, &e->view), view;
+            struct simpler_tensor base = host_base(p, m, &e->view), view = {0};
             assert_int_equal(build_view(&view, &base, &e->view), 0);
             uint32_t *cell = elem_ptr(&view, e->i, e->j);
             if (op->kind == OP_WRITE) {

@@ -1333,7 +1333,7 @@ static void orch_stencil(struct simpler_orch *rt, const struct simpler_orch_args
         for (uint64_t base = 0; base < ST_N; base += ST_BLK) {
             uint64_t lo = base ? base - 1 : 0;
             uint64_t hi = base + ST_BLK + 1 < ST_N ? base + ST_BLK + 1 : ST_N;
-            struct simpler_tensor in, out;
+            struct simpler_tensor in = {0}, out = {0};
             simpler_tensor_slice(&in, src, 0, lo, hi, 1);
             simpler_tensor_slice(&out, dst, 0, base, base + ST_BLK, 1);
             simpler_task_args_init(&ta);

@@ -122,7 +122,7 @@ int rth_has_edge(const struct rt_harness *h, uint64_t producer, uint64_t consume
 
 struct simpler_tensor rth_tensor_1d(void *dev, uint64_t count, uint32_t dtype)
 {
-    struct simpler_tensor t;
+    struct simpler_tensor t = {0};
     assert_int_equal(simpler_tensor_make_1d(&t, (uint64_t)(uintptr_t)dev, count, dtype,
                                             SIMPLER_MEM_DEVICE),
                      0);

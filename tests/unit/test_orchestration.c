@@ -156,7 +156,7 @@ static int log_task(struct simpler_orch *rt, const struct simpler_tensor *log, u
 static struct simpler_tensor slice_of(const struct simpler_tensor *t, uint64_t start,
                                       uint64_t stop)
 {
-    struct simpler_tensor v;
+    struct simpler_tensor v = {0};
     memset(&v, 0, sizeof v);
     simpler_tensor_slice(&v, t, 0, start, stop, 1);
     return v;

@@ -24,14 +24,14 @@
 
 static struct simpler_tensor vec(uint64_t addr, uint64_t count, uint32_t dtype)
 {
-    struct simpler_tensor t;
+    struct simpler_tensor t = {0};
     assert_int_equal(simpler_tensor_make_1d(&t, addr, count, dtype, SIMPLER_MEM_DEVICE), 0);
     return t;
 }
 
 static struct simpler_tensor mat(uint64_t addr, uint64_t rows, uint64_t cols)
 {
-    struct simpler_tensor t;
+    struct simpler_tensor t = {0};
     uint64_t shape[2] = {rows, cols};
     assert_int_equal(simpler_tensor_make(&t, addr, shape, 2, SIMPLER_DTYPE_F32,
                                          SIMPLER_MEM_DEVICE), 0);
@@ -41,14 +41,14 @@ static struct simpler_tensor mat(uint64_t addr, uint64_t rows, uint64_t cols)
 static struct simpler_tensor sl(struct simpler_tensor t, uint32_t dim, uint64_t start,
                                 uint64_t stop, uint64_t step)
 {
-    struct simpler_tensor v;
+    struct simpler_tensor v = {0};
     assert_int_equal(simpler_tensor_slice(&v, &t, dim, start, stop, step), 0);
     return v;
 }
 
 static struct simpler_tensor tr(struct simpler_tensor t)
 {
-    struct simpler_tensor v;
+    struct simpler_tensor v = {0};
     assert_int_equal(simpler_tensor_transpose(&v, &t, 0, 1), 0);
     return v;
 }
@@ -357,7 +357,7 @@ static struct simpler_tensor family_base(uint32_t family)
 {
     static const uint64_t shapes[5][3] = {{64}, {8, 8}, {8, 8}, {4, 16}, {4, 4, 4}};
     static const uint32_t ndims[5] = {1, 2, 2, 2, 3};
-    struct simpler_tensor t;
+    struct simpler_tensor t = {0};
     assert_int_equal(simpler_tensor_make(&t, BUF_A, shapes[family], ndims[family],
                                          SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE), 0);
     return family == 2 ? tr(t) : t;
@@ -427,7 +427,7 @@ static void overlap_randomized_never_false_none_or_covered_and_proves_most(void 
             steps_a[d] = 1 + rng_below(&rng, 3);
             steps_b[d] = same_steps ? steps_a[d] : 1 + rng_below(&rng, 3);
         }
-        struct simpler_tensor recorded, access;
+        struct simpler_tensor recorded = {0}, access = {0};
         switch (rng_below(&rng, 3)) {
         case 0: /* independent views */
             recorded = random_view(&rng, family, steps_a);
