@@ -39,9 +39,10 @@ test-tsan: deps
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --output-on-failure -j $(JOBS)
 
+# Only the benchmarks: the tests are built and run by `make test`.
 bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
-	cmake --build build-release -j $(JOBS)
+	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime
 	./build-release/bench/bench_device
 	./build-release/bench/bench_runtime
 

@@ -1,15 +1,16 @@
 /*
  * bench_runtime.c — per-task cost of the device runtime, end to end: from
  * the orchestrator's submit through the scheduler's dispatch to the task's
- * completion, for task graphs of empty kernels. `make bench` runs it after
- * bench_device.
+ * completion, for task graphs of (nearly) empty kernels. `make bench` runs
+ * it after bench_device.
  *
- * Every figure comes from whole runs (rt_run_enqueue, then a stream sync):
- *   launch    the fixed cost of one run: a run of a single task, with this
- *             benchmark's config and with rt_config_default;
- *   serial    the floor: the same kernel called N times in a plain loop;
+ * Every runtime figure comes from whole runs (rt_run_enqueue, then a stream
+ * sync), in sections:
+ *   launch    the fixed cost of one run: a 1-task run with a small config,
+ *             rt_config_default and this benchmark's config (run
+ *             initialisation grows with the windows and the TensorMap);
  *   indep     N independent tasks, each writing (INOUT) its own one-element
- *             tensor — a slice of one shared buffer, or a buffer of its own
+ *             tensor — a buffer of its own, or a slice of one shared buffer
  *             — in inner scopes of 256 tasks, so the rings recycle;
  *   chain     N tasks in a chain through one tensor (INOUT);
  *   fanout    rounds of one producer, W consumers and one joiner;
@@ -18,22 +19,31 @@
  *             of buffer (s+1)%2, every edge inferred by the TensorMap;
  *   submit    the orchestrator's cost per submit alone, timed inside the
  *             orchestration (dummy tasks, and kernel tasks into a window
- *             large enough that the orchestrator never waits).
- * For each: ns/task = run wall time / N (amortised, launch included), and
- * the same without the launch cost (wall - launch) / N, next to the 300
- * ns/task goal. A second table says where the time went: how long the
- * orchestrator took per task, the tail after it returned, the CPU time and
- * the context switches (all threads) per task.
+ *             large enough that the orchestrator never waits);
+ * and two host references: serial (the kernel called N times in a plain
+ * loop) and floor (a cache-line round trip between two spinning threads,
+ * taken first and last: how fast the host hands data between CPUs while
+ * the rows in between ran — other tenants of the machine change it).
+ *
+ * For each runtime row: ns/task = run wall time / N (amortised, launch
+ * included) and (wall - launch) / N, with its ratio to the 300 ns/task
+ * goal. A second table says where the time went: the orchestrator's submit
+ * loop per task (wall, and the orchestrator thread's own CPU time), launch
+ * to orchestration start, orchestration end to sync, CPU time and context
+ * switches of the whole process per task, ring waits, edges wired per task,
+ * and how much CPU other processes took meanwhile (a noisy row).
  *
  * Two device topologies, on devices 0 and 1: the test fixture's (2 AICPU
  * threads, 1 AIC + 2 AIV) and the smallest one (2 AICPU threads, 1 AIV).
  * Every kernel task goes to AIV cores, so the AIC core of the first stays
- * idle. Each figure is the median, min and max of 5 timed runs (2 with
- * --quick, which also divides N by 10), after a warm-up run.
+ * idle. Each figure is the median, min and max of 5 timed runs (15 for the
+ * launch rows; 2 and 5 with --quick, which also divides N by 10), after a
+ * warm-up run whose effects are checked (every task ran exactly once).
+ * --spin-ns sets the devices' spin budget before a waiting thread parks.
  *
  * Prints the tables, writes bench/results/runtime-latest.json under the repo
- * root (--root DIR or --out FILE override it; --section NAME or --topology
- * NAME run part of it and write JSON only with --out).
+ * root (--root DIR or --out FILE override it; --section, --topology or
+ * --spin-ns run a variant and write JSON only with --out).
  *
  * Owns only measurement. It drives the runtime through its internal entry
  * (runtime/runtime.h), as the tests do; its orchestrations and kernels read
@@ -42,6 +52,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +80,7 @@ static int g_quick;
 static const char *g_section;
 static const char *g_topology;
 static double g_load_at_start;
+static long long g_spin_ns = -1; /* --spin-ns: the devices' spin budget; -1 = simdev's default */
 
 static int section_wanted(const char *name)
 {
@@ -113,13 +126,35 @@ static void kernel_touch(int64_t *args)
 }
 
 /* Timestamps the orchestration takes around its submit loop (the device
- * clock is the host's monotonic clock). Release stores: the host reads them
- * after the stream sync. */
+ * clock is the host's monotonic clock), and the orchestrator thread's own
+ * CPU time at the same two points: unlike the wall time, that leaves out
+ * the time the thread was parked or descheduled by the kernel (though not
+ * time the hypervisor takes from the whole machine). Release stores: the
+ * host reads them after the stream sync. */
 static _Atomic uint64_t g_orch_begin_ns, g_orch_end_ns;
+static _Atomic uint64_t g_orch_cpu_begin_ns, g_orch_cpu_end_ns;
 
-static void stamp(_Atomic uint64_t *at)
+static uint64_t thread_cpu_ns(void)
 {
-    atomic_store_explicit(at, simdev_clock_ns(), memory_order_release);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void stamp(_Atomic uint64_t *wall, _Atomic uint64_t *cpu)
+{
+    atomic_store_explicit(cpu, thread_cpu_ns(), memory_order_release);
+    atomic_store_explicit(wall, simdev_clock_ns(), memory_order_release);
+}
+
+static void stamp_begin(void)
+{
+    stamp(&g_orch_begin_ns, &g_orch_cpu_begin_ns);
+}
+
+static void stamp_end(void)
+{
+    stamp(&g_orch_end_ns, &g_orch_cpu_end_ns);
 }
 
 /* Scalars every orchestration here takes. */
@@ -148,7 +183,7 @@ static void orch_independent(struct simpler_orch *rt, const struct simpler_orch_
     int own_buffer = param & 1, dummy = param & 2, no_tensor = param & 4;
     struct simpler_task_args ta;
     struct simpler_tensor view;
-    stamp(&g_orch_begin_ns);
+    stamp_begin();
     for (uint64_t i = 0; i < n;) {
         simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
         for (uint64_t j = 0; j < scope && i < n; j++, i++) {
@@ -164,7 +199,7 @@ static void orch_independent(struct simpler_orch *rt, const struct simpler_orch_
         }
         simpler_scope_end(rt);
     }
-    stamp(&g_orch_end_ns);
+    stamp_end();
 }
 
 /* N tasks in a chain: each INOUT on the same one-element tensor. */
@@ -173,7 +208,7 @@ static void orch_chain(struct simpler_orch *rt, const struct simpler_orch_args *
     const struct simpler_tensor *x = &args->tensors[0];
     uint64_t n = args->scalars[ARG_TASKS], scope = args->scalars[ARG_SCOPE];
     struct simpler_task_args ta;
-    stamp(&g_orch_begin_ns);
+    stamp_begin();
     for (uint64_t i = 0; i < n;) {
         simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
         for (uint64_t j = 0; j < scope && i < n; j++, i++) {
@@ -183,7 +218,7 @@ static void orch_chain(struct simpler_orch *rt, const struct simpler_orch_args *
         }
         simpler_scope_end(rt);
     }
-    stamp(&g_orch_end_ns);
+    stamp_end();
 }
 
 /*
@@ -199,7 +234,7 @@ static void orch_fanout(struct simpler_orch *rt, const struct simpler_orch_args 
     uint64_t rounds = args->scalars[ARG_TASKS], width = args->scalars[ARG_PARAM];
     struct simpler_task_args ta;
     struct simpler_tensor yw;
-    stamp(&g_orch_begin_ns);
+    stamp_begin();
     for (uint64_t r = 0; r < rounds; r++) {
         simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
         simpler_task_args_init(&ta);
@@ -218,7 +253,7 @@ static void orch_fanout(struct simpler_orch *rt, const struct simpler_orch_args 
         simpler_submit_aiv(rt, K_TOUCH, &ta, NULL);
         simpler_scope_end(rt);
     }
-    stamp(&g_orch_end_ns);
+    stamp_end();
 }
 
 /*
@@ -237,7 +272,7 @@ static void orch_stencil(struct simpler_orch *rt, const struct simpler_orch_args
         steps_per_scope = 1;
     struct simpler_task_args ta;
     struct simpler_tensor out, in[3];
-    stamp(&g_orch_begin_ns);
+    stamp_begin();
     for (uint64_t s = 0; s < steps;) {
         simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
         for (uint64_t k = 0; k < steps_per_scope && s < steps; k++, s++) {
@@ -258,7 +293,7 @@ static void orch_stencil(struct simpler_orch *rt, const struct simpler_orch_args
         }
         simpler_scope_end(rt);
     }
-    stamp(&g_orch_end_ns);
+    stamp_end();
 }
 
 /* ==================================================================== harness */
@@ -287,7 +322,7 @@ struct harness {
     struct rt_run_result *result_dev;
     struct rt_launcher *launcher;
     simdev_stream_t stream;
-    uint32_t *buf_dev; /* WINDOW*64 elements: the tasks' own elements */
+    uint32_t *buf_dev; /* buf_elems u32: every task's own element, ELEM_STRIDE apart */
     uint64_t buf_elems;
 };
 
@@ -330,6 +365,8 @@ static void harness_open(struct harness *h, const struct topology *topo, uint64_
     dc.aiv_cores = topo->aiv;
     dc.memory_bytes = 512ull << 20;
     dc.watchdog_ms = 0;
+    if (g_spin_ns >= 0)
+        dc.spin_ns = (uint32_t)g_spin_ns;
     CHECK(simdev_device_configure(topo->device, &dc));
     CHECK(simdev_set_device(topo->device));
 
@@ -379,12 +416,32 @@ static struct simpler_tensor dev_tensor(void *dev, uint64_t count)
 struct sample {
     double wall_ns;       /* enqueue to stream sync returned */
     double orch_ns;       /* the orchestration's own submit loop */
+    double orch_cpu_ns;   /* the orchestrator thread's CPU time in that loop */
     double to_orch_ns;    /* enqueue to the orchestration's first timestamp */
     double tail_ns;       /* the orchestration's last timestamp to sync returned */
     double cpu_ns;        /* user + system time of every thread of the process */
     double ctx_switches;  /* voluntary + involuntary, every thread */
     struct rt_run_result result;
 };
+
+/* Busy CPU time of the whole host so far (every CPU, every process), in ns,
+ * from /proc/stat; 0 when unreadable. Jiffy resolution: meaningful over a
+ * whole case, not a single short run. */
+static double host_busy_ns(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return 0;
+    unsigned long long v[8] = {0};
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                     &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (got < 8)
+        return 0;
+    /* user nice system idle iowait irq softirq steal: all but idle and iowait */
+    unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    return (double)busy * 1e9 / (double)sysconf(_SC_CLK_TCK);
+}
 
 static double rusage_cpu_ns(const struct rusage *u)
 {
@@ -429,6 +486,9 @@ static struct sample run_once(struct harness *h, simpler_orch_entry_fn entry,
     uint64_t oe = atomic_load_explicit(&g_orch_end_ns, memory_order_acquire);
     s.wall_ns = (double)(t1 - t0);
     s.orch_ns = ob && oe ? (double)(oe - ob) : 0;
+    s.orch_cpu_ns = ob && oe ? (double)(atomic_load(&g_orch_cpu_end_ns) -
+                                        atomic_load(&g_orch_cpu_begin_ns))
+                             : 0;
     s.to_orch_ns = ob ? (double)(ob - t0) : 0;
     s.tail_ns = oe ? (double)(t1 - oe) : 0;
     s.cpu_ns = rusage_cpu_ns(&u1) - rusage_cpu_ns(&u0);
@@ -446,17 +506,20 @@ struct row {
     const char *section;
     const char *topo;
     char name[80];
-    uint64_t tasks;       /* tasks per run (0 for the serial loop: calls) */
+    uint64_t tasks;       /* tasks per run (calls or round trips for the host rows) */
     const char *unit;
     struct stats s;       /* main figure: ns/task, ns/submit, ns/call or us/run */
     double excl_launch;   /* median (wall - launch) / tasks; < 0 = n/a */
     double ratio;         /* excl_launch (or s.median) / GOAL_NS; 0 = none */
     /* Where the time went (medians; 0 = not measured). */
     double orch_per_task; /* ns of the orchestration's submit loop per task */
+    double orch_cpu_per_task; /* ns of the orchestrator thread's CPU in it, per task */
     double to_orch_us;    /* enqueue -> orchestration start */
     double tail_us;       /* orchestration end -> sync returned */
     double cpu_per_task;  /* ns of CPU (all threads) per task */
     double csw_per_task;  /* context switches per task */
+    double others_pct;    /* host CPU used by other processes meanwhile, % of all
+                             CPUs; < 0 = the case was too short to tell */
     uint64_t ring_waits;  /* of the last run */
     uint64_t edges;       /* of the last run */
 };
@@ -496,11 +559,12 @@ static struct row *add_row(const char *section, const char *topo, const char *na
     memset(r, 0, sizeof *r);
     r->section = section;
     r->topo = topo;
-    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->name, sizeof r->name, "%.79s", name);
     r->tasks = tasks;
     r->unit = unit;
     r->s = s;
     r->excl_launch = -1;
+    r->others_pct = -1;
     return r;
 }
 
@@ -517,12 +581,20 @@ struct bench_case {
     struct simpler_orch_args args;
     uint64_t tasks;
     const struct rt_config *config;
+    uint32_t reps; /* timed runs; 0 = reps() */
     void (*check)(struct harness *h, const struct bench_case *c);
     void (*reset)(struct harness *h, const struct bench_case *c);
 };
 
-static struct row *measure_case(struct harness *h, const struct bench_case *c, double launch_ns)
+static struct row *measure_case(struct harness *h, const struct bench_case *case_in,
+                               double launch_ns)
 {
+    struct bench_case copy = *case_in;
+    const struct bench_case *c = &copy;
+    if (!copy.reps)
+        copy.reps = reps();
+    if (copy.reps > MAX_REPS)
+        copy.reps = MAX_REPS;
     if (c->reset)
         c->reset(h, c);
     struct sample warm = run_once(h, c->entry, &c->args, c->config);
@@ -534,25 +606,34 @@ static struct row *measure_case(struct harness *h, const struct bench_case *c, d
     if (c->check)
         c->check(h, c);
 
-    double per_task[MAX_REPS], excl[MAX_REPS], orch[MAX_REPS], to_orch[MAX_REPS],
-        tail[MAX_REPS], cpu[MAX_REPS], csw[MAX_REPS];
+    double per_task[MAX_REPS], excl[MAX_REPS], orch[MAX_REPS], orch_cpu[MAX_REPS],
+        to_orch[MAX_REPS], tail[MAX_REPS], cpu[MAX_REPS], csw[MAX_REPS];
     uint32_t n = 0;
     uint64_t start = now_ns();
+    double busy0 = host_busy_ns(), own_cpu = 0;
     struct sample s = warm;
-    for (uint32_t rep = 0; rep < reps(); rep++) {
+    for (uint32_t rep = 0; rep < c->reps; rep++) {
         s = run_once(h, c->entry, &c->args, c->config);
         double tasks = (double)c->tasks;
         per_task[n] = s.wall_ns / tasks;
         excl[n] = (s.wall_ns - launch_ns) / tasks;
         orch[n] = s.orch_ns / tasks;
+        orch_cpu[n] = s.orch_cpu_ns / tasks;
         to_orch[n] = s.to_orch_ns / 1e3;
         tail[n] = s.tail_ns / 1e3;
         cpu[n] = s.cpu_ns / tasks;
         csw[n] = s.ctx_switches / tasks;
+        own_cpu += s.cpu_ns;
         n++;
         if (n >= 2 && now_ns() - start > CASE_BUDGET_NS)
             break;
     }
+    /* Host-wide busy time over the reps less our runs' own CPU time (our
+     * host-side copies between runs count as others': a small overstatement).
+     * /proc/stat counts in jiffies: below 0.2 s the figure means nothing. */
+    double elapsed = (double)(now_ns() - start);
+    double others = host_busy_ns() - busy0 - own_cpu;
+    double cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
     struct row *r;
     if (launch_ns <= 0) {
         double us[MAX_REPS];
@@ -566,16 +647,26 @@ static struct row *measure_case(struct harness *h, const struct bench_case *c, d
         r->ratio = r->excl_launch / GOAL_NS;
     }
     r->orch_per_task = median_of(orch, n);
+    r->orch_cpu_per_task = median_of(orch_cpu, n);
     r->to_orch_us = median_of(to_orch, n);
     r->tail_us = median_of(tail, n);
     r->cpu_per_task = median_of(cpu, n);
     r->csw_per_task = median_of(csw, n);
+    r->others_pct = elapsed < 2e8 ? -1 : others > 0 ? 100.0 * others / (elapsed * cpus) : 0;
     r->ring_waits = s.result.ring_waits;
     r->edges = s.result.edges;
-    printf("  %-6s %-8s %-44s %8llu  %9.1f %s\n", h->topo->name, c->section, c->name,
-           (unsigned long long)c->tasks, r->s.median, r->unit);
-    fflush(stdout);
     return r;
+}
+
+/* One progress line per case, so a long run shows where it is. */
+static void progress(const struct row *r)
+{
+    char others[32] = "";
+    if (r->others_pct >= 0)
+        snprintf(others, sizeof others, "  (others: %.0f%% CPU)", r->others_pct);
+    printf("  %-6s %-8s %-44s %8llu  %9.1f %-9s%s\n", r->topo, r->section, r->name,
+           (unsigned long long)r->tasks, r->s.median, r->unit, others);
+    fflush(stdout);
 }
 
 /* ---- checks: every task ran exactly once (the kernel adds 1) ---------- */
@@ -652,19 +743,42 @@ static void set_args(struct bench_case *c, uint64_t tasks_arg, uint64_t scope, u
     c->args.scalars[ARG_PARAM] = param;
 }
 
+/* The fixed cost of a run: one task, with three configs (the launch chain
+ * alone, then what run initialisation adds as the rings and TensorMap grow).
+ * Returns the bench config's median, which every other row subtracts. */
 static double measure_launch(struct harness *h)
 {
-    struct bench_case c = {.section = "launch", .entry = orch_independent, .tasks = 1,
-                           .config = &h->config_default, .reset = zero_buffer};
-    c.args.tensor_count = 1;
-    c.args.tensors[0] = dev_tensor(h->buf_dev, h->buf_elems);
-    set_args(&c, 1, SCOPE_TASKS, 1);
-    snprintf(c.name, sizeof c.name, "1-task run, rt_config_default (window 1024)");
-    measure_case(h, &c, 0);
-    c.config = &h->config;
-    snprintf(c.name, sizeof c.name, "1-task run, bench config (window %u)", WINDOW);
-    struct row *r = measure_case(h, &c, 0);
-    return r->s.median * 1e3; /* what every other row subtracts */
+    struct rt_config small;
+    rt_config_default(&small);
+    for (int i = 0; i < RT_RINGS; i++) {
+        small.task_window[i] = 64;
+        small.heap_bytes[i] = 1u << 16;
+        small.dep_pool[i] = 1024;
+    }
+    small.tensormap_buckets = 256;
+    small.tensormap_entries = 1024;
+    const struct {
+        const struct rt_config *config;
+        const char *name;
+    } configs[] = {
+        {&small, "1-task run, small config (window 64, TM 1K)"},
+        {&h->config_default, "1-task run, rt_config_default (1024, 16K)"},
+        {&h->config, "1-task run, bench config (window 4096, TM 64K)"},
+    };
+    double bench_us = 0;
+    for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+        struct bench_case c = {.section = "launch", .entry = orch_independent, .tasks = 1,
+                               .config = configs[k].config, .reps = g_quick ? 5 : 15,
+                               .reset = zero_buffer};
+        c.args.tensor_count = 1;
+        c.args.tensors[0] = dev_tensor(h->buf_dev, h->buf_elems);
+        set_args(&c, 1, SCOPE_TASKS, 1);
+        snprintf(c.name, sizeof c.name, "%s", configs[k].name);
+        struct row *r = measure_case(h, &c, 0);
+        progress(r);
+        bench_us = r->s.median;
+    }
+    return bench_us * 1e3;
 }
 
 static void measure_independent(struct harness *h, double launch_ns)
@@ -680,7 +794,7 @@ static void measure_independent(struct harness *h, double launch_ns)
             set_args(&c, sizes[k], SCOPE_TASKS, (uint64_t)own);
             snprintf(c.name, sizeof c.name, "independent, INOUT own %s",
                      own ? "1-elem buffer" : "slice of 1 buffer");
-            measure_case(h, &c, launch_ns);
+            progress(measure_case(h, &c, launch_ns));
         }
     }
 }
@@ -696,7 +810,7 @@ static void measure_chain(struct harness *h, double launch_ns)
         c.args.tensors[0] = dev_tensor(h->buf_dev, 1);
         set_args(&c, sizes[k], SCOPE_TASKS, 0);
         snprintf(c.name, sizeof c.name, "chain through 1 tensor (INOUT)");
-        measure_case(h, &c, launch_ns);
+        progress(measure_case(h, &c, launch_ns));
     }
 }
 
@@ -715,7 +829,7 @@ static void measure_fanout(struct harness *h, double launch_ns)
         set_args(&c, rounds, 0, w);
         snprintf(c.name, sizeof c.name, "1 -> %llu -> 1, one scope per round",
                  (unsigned long long)w);
-        measure_case(h, &c, launch_ns);
+        progress(measure_case(h, &c, launch_ns));
     }
 }
 
@@ -734,7 +848,7 @@ static void measure_stencil(struct harness *h, double launch_ns)
         set_args(&c, steps, SCOPE_TASKS, b);
         snprintf(c.name, sizeof c.name, "3-point, B = %llu blocks, %llu steps",
                  (unsigned long long)b, (unsigned long long)steps);
-        measure_case(h, &c, launch_ns);
+        progress(measure_case(h, &c, launch_ns));
     }
 }
 
@@ -768,6 +882,7 @@ static void measure_submit(struct harness *h)
         r->s.min = r->s.max = r->orch_per_task;
         r->excl_launch = -1;
         r->ratio = r->orch_per_task / GOAL_NS;
+        progress(r);
     }
 }
 
@@ -799,8 +914,71 @@ static void measure_serial(void)
     }
     struct row *r = add_row("serial", "host", "kernel called in a plain loop (indirect call)",
                             n, "ns/call", stats_of(per_call, reps()));
-    printf("  %-6s %-8s %-44s %8llu  %9.1f %s\n", "host", r->section, r->name,
-           (unsigned long long)n, r->s.median, r->unit);
+    progress(r);
+}
+
+/*
+ * Calibration: a cache-line round trip between two spinning pthreads (as
+ * bench_device's floor). The host's speed at handoffs varies run to run
+ * (other tenants of the machine): this row, taken at the start and at the
+ * end, says how fast the host was while the rows between were measured.
+ */
+struct pingpong {
+    _Alignas(64) _Atomic uint64_t ping;
+    _Alignas(64) _Atomic uint64_t pong;
+    _Alignas(64) uint64_t rounds;
+};
+
+static void spin_pause(uint32_t i)
+{
+    if ((i & 255) == 0)
+        sched_yield(); /* two CPUs: the other party may need this one */
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void *pong_main(void *arg)
+{
+    struct pingpong *p = arg;
+    for (uint64_t k = 1; k <= p->rounds; k++) {
+        /* acquire: pairs with the release store of ping in measure_floor */
+        for (uint32_t i = 1; atomic_load_explicit(&p->ping, memory_order_acquire) != k; i++)
+            spin_pause(i);
+        /* release: pairs with the acquire spin on pong in measure_floor */
+        atomic_store_explicit(&p->pong, k, memory_order_release);
+    }
+    return NULL;
+}
+
+static void measure_floor(const char *when)
+{
+    static struct pingpong p;
+    const uint64_t rounds = scaled(20000);
+    double per_rt[MAX_REPS];
+    for (uint32_t rep = 0; rep <= reps(); rep++) {
+        atomic_store(&p.ping, 0);
+        atomic_store(&p.pong, 0);
+        p.rounds = rounds;
+        pthread_t t;
+        if (pthread_create(&t, NULL, pong_main, &p) != 0) {
+            fprintf(stderr, "bench_runtime: pthread_create failed\n");
+            exit(1);
+        }
+        uint64_t t0 = now_ns();
+        for (uint64_t k = 1; k <= rounds; k++) {
+            atomic_store_explicit(&p.ping, k, memory_order_release);
+            for (uint32_t i = 1; atomic_load_explicit(&p.pong, memory_order_acquire) != k; i++)
+                spin_pause(i);
+        }
+        double ns = (double)(now_ns() - t0) / (double)rounds;
+        pthread_join(t, NULL);
+        if (rep > 0)
+            per_rt[rep - 1] = ns; /* rep 0 warms up */
+    }
+    char name[80];
+    snprintf(name, sizeof name, "cache-line round trip, 2 spinning threads (%s)", when);
+    progress(add_row("floor", "host", name, rounds, "ns/rt", stats_of(per_rt, reps())));
 }
 
 static void measure_topology(const struct topology *topo)
@@ -849,23 +1027,31 @@ static void print_tables(void)
                r->s.max, excl, r->unit, ratio);
     }
 
-    printf("\nwhere the time went (medians): orch = the orchestration's submit loop per task; "
-           "start = enqueue -> orchestration start; tail = orchestration end -> sync returned; "
-           "cpu and ctx switches summed over every thread\n");
-    printf("%-6s %-8s %-44s %10s %10s %10s %10s %9s %10s %8s\n", "topo", "section", "case",
-           "orch ns/t", "start us", "tail us", "cpu ns/t", "csw/task", "ring waits", "edges");
+    printf("\nwhere the time went (medians): orch = the orchestration's submit loop per task "
+           "(wall, and the orchestrator thread's CPU time); start = enqueue -> orchestration "
+           "start; tail = orchestration end -> sync returned; edges/t = producer-consumer edges "
+           "wired per task (last run); "
+           "cpu and ctx switches summed over every thread of this process; others = host CPU "
+           "used by other processes during the case (%% of all CPUs; high = noisy row; - = case "
+           "too short to tell)\n");
+    printf("%-6s %-8s %-44s %10s %10s %10s %10s %10s %9s %10s %8s %7s\n", "topo", "section",
+           "case", "orch ns/t", "orch cpu/t", "start us", "tail us", "cpu ns/t", "csw/task",
+           "ring waits", "edges/t", "others");
     last = "";
     for (size_t i = 0; i < g_row_count; i++) {
         const struct row *r = &g_rows[i];
-        if (strcmp(r->section, "serial") == 0)
+        if (strcmp(r->topo, "host") == 0)
             continue;
         if (i > 0 && strcmp(last, r->topo) != 0)
             printf("\n");
         last = r->topo;
-        printf("%-6s %-8s %-44s %10.1f %10.1f %10.1f %10.1f %9.3f %10llu %8llu\n", r->topo,
-               r->section, r->name, r->orch_per_task, r->to_orch_us, r->tail_us, r->cpu_per_task,
-               r->csw_per_task, (unsigned long long)r->ring_waits,
-               (unsigned long long)r->edges);
+        char others[16] = "-";
+        if (r->others_pct >= 0)
+            snprintf(others, sizeof others, "%.0f%%", r->others_pct);
+        printf("%-6s %-8s %-44s %10.1f %10.1f %10.1f %10.1f %10.1f %9.3f %10llu %8.2f %7s\n",
+               r->topo, r->section, r->name, r->orch_per_task, r->orch_cpu_per_task,
+               r->to_orch_us, r->tail_us, r->cpu_per_task, r->csw_per_task,
+               (unsigned long long)r->ring_waits, (double)r->edges / (double)r->tasks, others);
     }
 }
 
@@ -897,6 +1083,8 @@ static int write_json(const char *path, double seconds)
             sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start);
     fprintf(f, "  \"quick\": %s,\n  \"seconds\": %.1f,\n  \"goal_ns_per_task\": %.0f,\n",
             g_quick ? "true" : "false", seconds, GOAL_NS);
+    if (g_spin_ns >= 0)
+        fprintf(f, "  \"spin_ns\": %lld,\n", g_spin_ns);
     fprintf(f, "  \"topologies\": {");
     for (size_t i = 0; i < sizeof g_topologies / sizeof g_topologies[0]; i++) {
         fprintf(f, "%s", i ? ", " : "");
@@ -921,14 +1109,17 @@ static int write_json(const char *path, double seconds)
             fprintf(f, ", \"ns_per_task_excl_launch\": %.1f", r->excl_launch);
         if (r->ratio > 0)
             fprintf(f, ", \"ratio_to_goal\": %.2f", r->ratio);
-        if (strcmp(r->section, "serial") != 0)
+        if (strcmp(r->topo, "host") != 0)
             fprintf(f,
-                    ", \"orch_ns_per_task\": %.1f, \"start_us\": %.1f, \"tail_us\": %.1f, "
+                    ", \"orch_ns_per_task\": %.1f, \"orch_cpu_ns_per_task\": %.1f, "
+                    "\"start_us\": %.1f, \"tail_us\": %.1f, "
                     "\"cpu_ns_per_task\": %.1f, \"ctx_switches_per_task\": %.4f, "
                     "\"ring_waits\": %llu, \"edges\": %llu",
-                    r->orch_per_task, r->to_orch_us, r->tail_us, r->cpu_per_task,
-                    r->csw_per_task, (unsigned long long)r->ring_waits,
+                    r->orch_per_task, r->orch_cpu_per_task, r->to_orch_us, r->tail_us,
+                    r->cpu_per_task, r->csw_per_task, (unsigned long long)r->ring_waits,
                     (unsigned long long)r->edges);
+        if (r->others_pct >= 0)
+            fprintf(f, ", \"others_cpu_pct\": %.1f", r->others_pct);
         fprintf(f, "}%s\n", i + 1 < g_row_count ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
@@ -964,17 +1155,21 @@ static int find_repo_root(char *out, size_t size)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: bench_runtime [--quick] [--section serial|indep|chain|fanout|stencil|submit]\n"
-            "                     [--topology 3core|1aiv] [--root REPO_DIR | --out FILE.json]\n"
+            "usage: bench_runtime [--quick]\n"
+            "                     [--section serial|launch|indep|chain|fanout|stencil|submit]\n"
+            "                     [--topology 3core|1aiv] [--spin-ns NS]\n"
+            "                     [--root REPO_DIR | --out FILE.json]\n"
             "Without --out, writes REPO_DIR/bench/results/runtime-latest.json; REPO_DIR is\n"
-            "found above the executable. --section/--topology write JSON only with --out.\n"
-            "The 1-task launch rows are measured for every topology that runs.\n");
+            "found above the executable. --section/--topology/--spin-ns write JSON only\n"
+            "with --out. --spin-ns sets the devices' spin budget before a thread parks\n"
+            "(simdev's default: 50000).\n"
+            "Every runtime section measures the launch rows first (it subtracts them).\n");
 }
 
 static int valid_section(const char *s)
 {
-    static const char *const names[] = {"serial", "indep", "chain", "fanout", "stencil",
-                                        "submit"};
+    static const char *const names[] = {"serial", "launch", "indep", "chain",
+                                        "fanout", "stencil", "submit"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i]) == 0)
             return 1;
@@ -999,6 +1194,13 @@ int main(int argc, char **argv)
                 usage();
                 return 2;
             }
+        } else if (strcmp(argv[i], "--spin-ns") == 0 && i + 1 < argc) {
+            char *end;
+            g_spin_ns = strtoll(argv[++i], &end, 10);
+            if (*end || g_spin_ns < 0 || g_spin_ns > UINT32_MAX) {
+                usage();
+                return 2;
+            }
         } else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
             root_arg = argv[++i];
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
@@ -1012,7 +1214,7 @@ int main(int argc, char **argv)
     char out_path[PATH_MAX] = "";
     if (out_arg) {
         snprintf(out_path, sizeof out_path, "%s", out_arg);
-    } else if (!g_section && !g_topology) {
+    } else if (!g_section && !g_topology && g_spin_ns < 0) {
         char root[PATH_MAX];
         if (root_arg)
             snprintf(root, sizeof root, "%s", root_arg);
@@ -1038,8 +1240,11 @@ int main(int argc, char **argv)
     double load[1] = {0};
     if (getloadavg(load, 1) == 1)
         g_load_at_start = load[0];
-    printf("bench_runtime: %ld host CPUs, load average %.2f at start%s; %u runs per figure\n",
+    printf("bench_runtime: %ld host CPUs, load average %.2f at start%s; %u runs per figure",
            sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start, g_quick ? ", --quick" : "", reps());
+    if (g_spin_ns >= 0)
+        printf("; device spin_ns %lld", g_spin_ns);
+    printf("\n");
     if (g_load_at_start > 1.0)
         printf("bench_runtime: the host was busy in the last minute; numbers may be noisy\n");
     fflush(stdout);
@@ -1049,6 +1254,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_runtime: out of memory\n");
         return 1;
     }
+    measure_floor("start");
     if (section_wanted("serial"))
         measure_serial();
     int runtime_sections = !g_section || strcmp(g_section, "serial") != 0;
@@ -1057,6 +1263,7 @@ int main(int argc, char **argv)
         if (!g_topology || strcmp(g_topology, g_topologies[i].name) == 0)
             measure_topology(&g_topologies[i]);
     free(g_host_buf);
+    measure_floor("end");
 
     double seconds = (double)(now_ns() - start) / 1e9;
     print_tables();
