@@ -256,10 +256,12 @@ void rt_tensormap_reset(struct rt_tensormap *map)
 {
     for (uint32_t i = 0; i < 2 * map->bucket_count; i++)
         map->heads[i] = RT_TM_NIL;
-    for (uint32_t i = 0; i < map->capacity; i++)
-        map->entries[i].next = i + 1 < map->capacity ? i + 1 : RT_TM_NIL;
-    map->free_head = 0;
+    /* O(buckets), not O(entries): entries [fresh, capacity) are free and
+     * have never been used since the reset. */
+    map->free_head = RT_TM_NIL;
+    map->fresh = 0;
     map->live = 0;
+    map->next_seq = 0;
 }
 
 /* Fibonacci hashing: buffer addresses are aligned, so their low bits carry
@@ -293,20 +295,38 @@ static bool is_retired(rt_tm_retired_fn retired, void *ctx, uint64_t producer_id
     return retired && retired(ctx, producer_id);
 }
 
-/* One chain of rt_tensormap_lookup. */
+static void extent_of(const struct simpler_tensor *t, int64_t *first, int64_t *last)
+{
+    if (!view_is_valid(t) || view_is_empty(t) || !view_byte_extent(t, first, last)) {
+        *first = INT64_MIN;
+        *last = INT64_MAX;
+    }
+}
+
+/* One chain of rt_tensormap_lookup. Stops at entries older than *cut_seq;
+ * with find_cut, sets *cut_seq at the newest live entry that covers the
+ * whole access (everything older that overlaps the access is ordered
+ * before that entry's task) and stops there. */
 static int lookup_chain(struct rt_tensormap *map, uint32_t *link,
-                        const struct simpler_tensor *access, enum rt_access kind,
-                        rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
-                        void *hit_ctx)
+                        const struct simpler_tensor *access, int64_t a_first, int64_t a_last,
+                        enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
+                        rt_tm_hit_fn hit, void *hit_ctx, uint64_t *cut_seq, bool find_cut)
 {
     while (*link != RT_TM_NIL) {
         struct rt_tm_entry *entry = &map->entries[*link];
+        if (entry->seq < *cut_seq)
+            return 0;
         if (entry->region.addr != access->addr) {
             link = &entry->next; /* another buffer hashed to this bucket */
             continue;
         }
         if (is_retired(retired, retired_ctx, entry->producer_id)) {
             unlink_and_free(map, link);
+            continue;
+        }
+        if ((entry->last_byte < a_first || a_last < entry->first_byte) &&
+            entry->region.version == access->version) {
+            link = &entry->next;
             continue;
         }
         enum rt_overlap overlap = rt_region_overlap(&entry->region, access);
@@ -317,10 +337,16 @@ static int lookup_chain(struct rt_tensormap *map, uint32_t *link,
         int rc = hit(hit_ctx, entry->producer_id, entry->producer, (enum rt_access)entry->kind);
         if (rc != 0)
             return rc; /* entry kept: a retried lookup must see it again */
+        bool cut = find_cut && rt_region_overlap(access, &entry->region) == RT_OVERLAP_COVERED;
+        uint64_t seq = entry->seq;
         if (kind == RT_ACCESS_WRITE && overlap == RT_OVERLAP_COVERED)
             unlink_and_free(map, link);
         else
             link = &entry->next;
+        if (cut) {
+            *cut_seq = seq;
+            return 0;
+        }
     }
     return 0;
 }
@@ -330,28 +356,42 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
                         rt_tm_hit_fn hit, void *hit_ctx)
 {
     uint32_t bucket = bucket_of(map, access->addr);
-    int rc = lookup_chain(map, chain_head(map, bucket, RT_ACCESS_WRITE), access, kind, retired,
-                          retired_ctx, hit, hit_ctx);
+    int64_t a_first, a_last;
+    extent_of(access, &a_first, &a_last);
+    uint64_t cut_seq = 0;
+    int rc = lookup_chain(map, chain_head(map, bucket, RT_ACCESS_WRITE), access, a_first, a_last,
+                          kind, retired, retired_ctx, hit, hit_ctx, &cut_seq, true);
     if (rc != 0 || kind != RT_ACCESS_WRITE)
         return rc;
-    return lookup_chain(map, chain_head(map, bucket, RT_ACCESS_READ), access, kind, retired,
-                        retired_ctx, hit, hit_ctx);
+    return lookup_chain(map, chain_head(map, bucket, RT_ACCESS_READ), access, a_first, a_last,
+                        kind, retired, retired_ctx, hit, hit_ctx, &cut_seq, false);
 }
 
 int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *region,
                         enum rt_access kind, uint64_t producer_id, void *producer)
 {
-    if (map->free_head == RT_TM_NIL || (kind != RT_ACCESS_READ && kind != RT_ACCESS_WRITE))
+    if (kind != RT_ACCESS_READ && kind != RT_ACCESS_WRITE)
         return -1;
-    uint32_t index = map->free_head;
-    struct rt_tm_entry *entry = &map->entries[index];
-    map->free_head = entry->next;
+    uint32_t index;
+    struct rt_tm_entry *entry;
+    if (map->free_head != RT_TM_NIL) {
+        index = map->free_head;
+        entry = &map->entries[index];
+        map->free_head = entry->next;
+    } else if (map->fresh < map->capacity) {
+        index = map->fresh++;
+        entry = &map->entries[index];
+    } else {
+        return -1;
+    }
 
     uint32_t *head = chain_head(map, bucket_of(map, region->addr), kind);
     entry->region = *region;
     entry->producer_id = producer_id;
     entry->producer = producer;
     entry->kind = (uint32_t)kind;
+    entry->seq = ++map->next_seq;
+    extent_of(region, &entry->first_byte, &entry->last_byte);
     entry->next = *head;
     *head = index;
     map->live++;

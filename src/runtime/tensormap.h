@@ -57,6 +57,8 @@ struct rt_tm_entry {
     void *producer;
     uint32_t next;   /* next entry in its chain, or RT_TM_NIL */
     uint32_t kind;   /* enum rt_access */
+    uint64_t seq;    /* insertion order */
+    int64_t first_byte, last_byte; /* byte extent, or INT64_MIN..INT64_MAX */
 };
 
 #define RT_TM_NIL UINT32_MAX
@@ -67,6 +69,8 @@ struct rt_tensormap {
     uint32_t capacity;     /* entries */
     uint32_t live;         /* entries in chains */
     uint32_t free_head;    /* free list through entry.next */
+    uint64_t next_seq;
+    uint32_t fresh;        /* entries at and above it never used since the reset */
     uint32_t *heads;       /* [bucket_count][2]: write chain, read chain */
     struct rt_tm_entry *entries;
 };
@@ -89,7 +93,13 @@ void rt_tensormap_reset(struct rt_tensormap *map);
  * Entries whose producer has retired are unlinked and freed on the way and
  * never reported. When `kind` is WRITE, every entry (read or write) that
  * `access` COVERS is reported and then unlinked and freed: the new write
- * orders everything after it. Returns 0 or the first nonzero hit return.
+ * orders everything after it. The walk stops at the newest live write
+ * entry that covers the whole access: that writer's own lookup made it
+ * wait for every older overlapping access, so those are already ordered
+ * before it and reporting them would only add redundant edges (both chains
+ * stop at it, by insertion order). This relies on every recorded write
+ * having been looked up before it was inserted, as the orchestrator does.
+ * Returns 0 or the first nonzero hit return.
  */
 int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *access,
                         enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,

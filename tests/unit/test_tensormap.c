@@ -673,11 +673,13 @@ static void map_partial_write_keeps_the_older_write(void **state)
 static void map_hits_come_newest_first_writes_before_reads(void **state)
 {
     (void)state;
+    /* writes of the left half: they overlap the accesses below without
+     * covering them, so no walk stops early at one */
     struct test_map tm;
     map_open(&tm, 4, 4);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 1);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 1);
     insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_READ, 2);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 3);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 3);
     insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_READ, 4);
 
     struct hits h = lookup(&tm, tile(0, 4, 0, 8), RT_ACCESS_WRITE, NULL);
@@ -697,10 +699,12 @@ static void map_hits_come_newest_first_writes_before_reads(void **state)
 static void map_stale_entries_are_never_reported_and_are_freed(void **state)
 {
     (void)state;
+    /* writes of the left half: they overlap the accesses below without
+     * covering them, so no walk stops early at one */
     struct test_map tm;
     map_open(&tm, 4, 4);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 1);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 2);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 1);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 2);
     insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_READ, 3);
     assert_int_equal(rt_tensormap_free_count(&tm.map), 1);
     tm.retired = UINT64_C(1) << 1 | UINT64_C(1) << 3;
@@ -752,10 +756,12 @@ static void map_reclaim_frees_exactly_the_stale_entries(void **state)
 static void map_insert_fails_when_full_and_succeeds_after_reclaim(void **state)
 {
     (void)state;
+    /* writes of the left half: they overlap the accesses below without
+     * covering them, so no walk stops early at one */
     struct test_map tm;
     map_open(&tm, 2, 3);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 1);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 2);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 1);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 2);
     insert(&tm, mat(BUF_B, 8, 8), RT_ACCESS_READ, 3);
     struct simpler_tensor m = mat(BUF_A, 8, 8);
     /* 0: an entry handed out twice, or written past the block */
@@ -766,7 +772,8 @@ static void map_insert_fails_when_full_and_succeeds_after_reclaim(void **state)
 
     tm.retired = UINT64_C(1) << 2;
     assert_int_equal(rt_tensormap_reclaim(&tm.map, retired_in_mask, &tm.retired), 1);
-    assert_int_equal(rt_tensormap_insert(&tm.map, &m, RT_ACCESS_WRITE, 9, NULL), 0);
+    struct simpler_tensor half = tile(0, 8, 0, 4);
+    assert_int_equal(rt_tensormap_insert(&tm.map, &half, RT_ACCESS_WRITE, 9, NULL), 0);
     assert_int_equal(rt_tensormap_free_count(&tm.map), 0);
     h = lookup(&tm, tile(0, 4, 0, 8), RT_ACCESS_READ, NULL);
     assert_int_equal(h.count, 2);
@@ -811,14 +818,44 @@ static void map_every_buffer_finds_its_own_entries_across_buckets(void **state)
     map_close(&tm);
 }
 
-static void map_nonzero_hit_stops_the_walk_and_keeps_the_entry(void **state)
+static void map_walk_stops_at_the_newest_write_covering_the_access(void **state)
 {
     (void)state;
     struct test_map tm;
+    map_open(&tm, 4, 8);
+    insert(&tm, tile(0, 4, 0, 8), RT_ACCESS_WRITE, 1);
+    insert(&tm, tile(0, 4, 0, 8), RT_ACCESS_READ, 2);
+    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 3); /* ordered after 1 and 2 */
+    insert(&tm, tile(0, 2, 0, 8), RT_ACCESS_READ, 4);
+
+    struct hits h = lookup(&tm, tile(0, 4, 0, 8), RT_ACCESS_READ, NULL);
+    /* 2: the walk went past task 3, whose own wait already orders task 1 */
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 3);
+
+    h = lookup(&tm, tile(0, 4, 0, 4), RT_ACCESS_WRITE, NULL);
+    /* the newer read (4) still counts; the older read (2) is behind 3 */
+    assert_int_equal(h.count, 2);
+    assert_int_equal(h.id[0], 3);
+    assert_int_equal(h.id[1], 4);
+
+    /* the write of task 3 covers rows 6..7 as well: the walk stops there */
+    h = lookup(&tm, sl(mat(BUF_A, 8, 8), 0, 6, 8, 1), RT_ACCESS_READ, NULL);
+    assert_int_equal(h.count, 1); /* 2+: entries of other rows reported */
+    assert_int_equal(h.id[0], 3);
+    map_close(&tm);
+}
+
+static void map_nonzero_hit_stops_the_walk_and_keeps_the_entry(void **state)
+{
+    (void)state;
+    /* writes of the left half: they overlap the accesses below without
+     * covering them, so no walk stops early at one */
+    struct test_map tm;
     map_open(&tm, 4, 4);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 1);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 2);
-    insert(&tm, mat(BUF_A, 8, 8), RT_ACCESS_WRITE, 3);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 1);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 2);
+    insert(&tm, tile(0, 8, 0, 4), RT_ACCESS_WRITE, 3);
 
     struct simpler_tensor m = mat(BUF_A, 8, 8);
     struct hits h = {.fail_at = 2, .fail_rc = 42};
@@ -911,6 +948,7 @@ int main(void)
         cmocka_unit_test(map_insert_fails_when_full_and_succeeds_after_reclaim),
         cmocka_unit_test(map_buffers_sharing_a_bucket_never_hit_each_other),
         cmocka_unit_test(map_every_buffer_finds_its_own_entries_across_buckets),
+        cmocka_unit_test(map_walk_stops_at_the_newest_write_covering_the_access),
         cmocka_unit_test(map_nonzero_hit_stops_the_walk_and_keeps_the_entry),
         cmocka_unit_test(map_write_of_a_new_version_retires_nothing_old),
         cmocka_unit_test(map_reset_empties_the_map),
