@@ -365,6 +365,21 @@ int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns);
  * that it has new work, like a hardware send-event). */
 void simdev_cond_signal(int device);
 
+/*
+ * Notification channels: per device, SIMDEV_NOTIFY_CHANNELS sequences that
+ * AICPU threads signal and wait on, so one thread can wake another for one
+ * reason only (the device-wide condition sequence above wakes on every core
+ * write). simdev_notify_seq reads a channel's sequence (32 bits, wrapping:
+ * compare for equality); simdev_notify_wait waits (spin, then park) until
+ * it differs from `seen` — TIMEOUT after timeout_ns (0 = forever),
+ * DEVICE_LOST, INVALID_ARGUMENT for a bad channel; simdev_notify_signal
+ * bumps it (release) and wakes its waiters.
+ */
+#define SIMDEV_NOTIFY_CHANNELS 8
+uint64_t simdev_notify_seq(int device, uint32_t channel);
+int simdev_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns);
+void simdev_notify_signal(int device, uint32_t channel);
+
 /* Monotonic device clock in nanoseconds. */
 uint64_t simdev_clock_ns(void);
 

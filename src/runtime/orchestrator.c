@@ -58,10 +58,14 @@ static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
             rc = -rt_error(run);
             break;
         }
-        /* seq_cst: pairs with the seq_cst loads of orch_waiting in task.c —
-         * either the waker sees us waiting or we see its state change. */
-        atomic_store_explicit(&run->orch_waiting, 1, memory_order_seq_cst);
-        uint64_t seq = simdev_cond_seq(run->device);
+        /* Announce the wait, then fence (seq_cst), then look: pairs with the
+         * fences in task.c between a waker's state change and its look at
+         * orch_waiting — either it sees us waiting and signals, or we see
+         * its change. The channel's sequence is read before the look, so a
+         * signal after it ends the wait at once. */
+        atomic_store_explicit(&run->orch_waiting, 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_seq_cst);
+        uint64_t seq = simdev_notify_seq(run->device, RT_NOTIFY_ORCH);
         if (ready(run, arg))
             break;
         if (structural) {
@@ -80,7 +84,7 @@ static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
             rc = fail(run, timeout_code);
             break;
         }
-        int w = simdev_cond_wait(run->device, seq, deadline - now);
+        int w = simdev_notify_wait(run->device, RT_NOTIFY_ORCH, seq, deadline - now);
         if (w == PTO_RUNTIME_ERR_DEVICE_LOST) {
             rc = fail(run, SIMPLER_ORCH_ERR_RING_TIMEOUT);
             break;

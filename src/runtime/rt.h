@@ -281,8 +281,14 @@ static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
     return j / 2 < cluster_count ? (j / 2) % schedulers : j % schedulers;
 }
 
-/* Wakes AICPU threads waiting in simdev_cond_wait. */
+/* Wakes AICPU threads waiting in simdev_cond_wait (schedulers). */
 void rt_signal(struct rt_run *run);
+
+/* The orchestrator waits on its own notification channel, so core
+ * ACK/FIN writes (which bump the condition sequence) never wake it; only
+ * retirement, completion and failure do, and only while it waits. */
+#define RT_NOTIFY_ORCH 0
+void rt_signal_orch(struct rt_run *run);
 
 /* Latches `code` (positive) as the run's error if none is latched yet, and
  * wakes every waiting AICPU thread so it sees the failure at once. Returns
@@ -294,6 +300,7 @@ static inline bool rt_fail(struct rt_run *run, int32_t code)
                                                  memory_order_acquire))
         return false;
     rt_signal(run);
+    rt_signal_orch(run);
     return true;
 }
 

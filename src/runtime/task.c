@@ -43,6 +43,11 @@ void rt_signal(struct rt_run *run)
     simdev_cond_signal(run->device);
 }
 
+void rt_signal_orch(struct rt_run *run)
+{
+    simdev_notify_signal(run->device, RT_NOTIFY_ORCH);
+}
+
 bool rt_task_retired(struct rt_run *run, uint64_t id)
 {
     struct rt_ring *r = &run->rings[rt_id_ring(id)];
@@ -101,9 +106,13 @@ static void ring_advance(struct rt_run *run, struct rt_ring *r, uint32_t ring_in
             atomic_store_explicit(&r->last_alive, alive, memory_order_release);
         }
         atomic_store_explicit(&r->advance_lock, 0, memory_order_seq_cst);
+        /* seq_cst fence: the new tails before the look at orch_waiting,
+         * pairing with the orchestrator's seq_cst store of orch_waiting
+         * before its last look at the tails (orch_block) */
+        atomic_thread_fence(memory_order_seq_cst);
         if (alive != start &&
-            atomic_load_explicit(&run->orch_waiting, memory_order_seq_cst))
-            rt_signal(run);
+            atomic_load_explicit(&run->orch_waiting, memory_order_relaxed))
+            rt_signal_orch(run);
         if (!atomic_exchange_explicit(&r->advance_pending, 0, memory_order_seq_cst))
             return;
     }
@@ -177,7 +186,8 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s)
         rt_slot_release(run, d->slot);
     }
     atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_release);
-    if (atomic_load_explicit(&run->orch_waiting, memory_order_seq_cst))
-        rt_signal(run);
+    atomic_thread_fence(memory_order_seq_cst); /* as in ring_advance */
+    if (atomic_load_explicit(&run->orch_waiting, memory_order_relaxed))
+        rt_signal_orch(run);
     rt_slot_release(run, s); /* the completion hold */
 }

@@ -334,6 +334,8 @@ void sd_device_mark_lost(struct sd_device *dev)
     pthread_mutex_unlock(&dev->pool_lock);
     sd_wake(&dev->launch_done);
     sd_wake(&dev->cond_word);
+    for (uint32_t c = 0; c < SIMDEV_NOTIFY_CHANNELS; c++)
+        sd_wake(&dev->notify[c].word);
     sd_regs_wake_all(dev);
 }
 

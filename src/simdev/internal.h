@@ -219,6 +219,10 @@ struct sd_device {
 
     /* Condition words: any core's write bumps this (simdev_cond_wait). */
     _Alignas(SD_CACHELINE) struct sd_waitword cond_word;
+    /* Notification channels (simdev_notify_*), each on its own line. */
+    struct {
+        _Alignas(SD_CACHELINE) struct sd_waitword word;
+    } notify[SIMDEV_NOTIFY_CHANNELS];
 
     /* Memory: sorted by base. Caller must hold mem_lock. */
     pthread_mutex_t mem_lock;

@@ -147,3 +147,43 @@ void simdev_cond_signal(int device)
     if (dev)
         sd_wake(&dev->cond_word);
 }
+
+uint64_t simdev_notify_seq(int device, uint32_t channel)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (!dev || channel >= SIMDEV_NOTIFY_CHANNELS)
+        return 0;
+    /* acquire: pairs with the seq_cst increment in sd_wake */
+    return atomic_load_explicit(&dev->notify[channel].word.seq, memory_order_acquire);
+}
+
+struct notify_wait {
+    struct sd_waitword *word;
+    uint32_t seen;
+};
+
+static bool notify_seq_changed(void *arg)
+{
+    struct notify_wait *w = arg;
+    return atomic_load_explicit(&w->word->seq, memory_order_acquire) != w->seen;
+}
+
+int simdev_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns)
+{
+    if (channel >= SIMDEV_NOTIFY_CHANNELS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_device *dev;
+    int rc = sd_device_acquire(device, &dev);
+    if (rc != 0)
+        return rc;
+    struct notify_wait w = {.word = &dev->notify[channel].word, .seen = (uint32_t)seen};
+    return sd_wait(w.word, notify_seq_changed, &w, dev->config.spin_ns,
+                   deadline_after(timeout_ns), &dev->lost);
+}
+
+void simdev_notify_signal(int device, uint32_t channel)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    if (dev && channel < SIMDEV_NOTIFY_CHANNELS)
+        sd_wake(&dev->notify[channel].word);
+}
