@@ -159,9 +159,11 @@ static void finish(struct sched *S, struct sched_core *c, struct core_task ct)
         return; /* the run is over: its consumers must not run */
     }
     struct rt_slot *s = ct.slot;
+    /* Read before the increment: once this block is counted another
+     * scheduler may complete the task, and the slot may be reused. */
+    uint32_t total = s->total_subtasks;
     /* acq_rel: the last block's finisher sees every block's writes */
-    if (atomic_fetch_add_explicit(&s->completed_subtasks, 1, memory_order_acq_rel) + 1 ==
-        s->total_subtasks)
+    if (atomic_fetch_add_explicit(&s->completed_subtasks, 1, memory_order_acq_rel) + 1 == total)
         rt_task_complete(run, s);
 }
 
@@ -453,6 +455,10 @@ void rt_schedule(struct rt_run *run, uint32_t index)
         rt_fail(run, code);
     else
         loop(S);
+    /* This thread may have completed the run's last task (a dummy, or on
+     * a scheduler without cores): wake the others so they see the end now
+     * rather than at their watchdog. */
+    rt_signal(run);
     exit_cores(S);
     atomic_fetch_add_explicit(&run->subtasks_dispatched, S->dispatched, memory_order_relaxed);
 }
