@@ -348,6 +348,11 @@ void rt_orchestrator_init(struct rt_run *run);
 /* Scheduler thread `index` of run->schedulers. */
 void rt_schedule(struct rt_run *run, uint32_t index);
 
+/* For a scheduler that never saw the run initialised: tells the core loops
+ * of the cores it would have owned to end (this run's generation), from
+ * the launch arguments and the topology alone. */
+void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index);
+
 /* The AICore side (simdev_aicore_fn). */
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
 /* The AICPU side (simdev_aicpu_fn). Always returns 0: the run's status

@@ -280,9 +280,13 @@ int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t a
             atomic_store_explicit(&run->orch_done, 1, memory_order_release);
     } else {
         int rc = wait_init(run, &la, ctx->device);
-        if (rc)
-            return 0; /* the orchestrator never initialised the run: no result
-                         block is written, and rt_status_main reports that */
+        if (rc) {
+            /* The orchestrator never initialised the run: no result block
+             * is written (rt_status_main reports that), but this thread's
+             * cores must still be told to end. */
+            rt_exit_cores_uninitialised(&la, ctx->device, ctx->thread_index);
+            return 0;
+        }
         rt_schedule(run, ctx->thread_index);
     }
 

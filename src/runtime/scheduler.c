@@ -445,6 +445,28 @@ static void exit_cores(struct sched *S)
     }
 }
 
+void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index)
+{
+    struct simdev_config topo;
+    struct rt_layout layout;
+    if (simdev_device_get_config(device, &topo) != 0)
+        return;
+    uint32_t cores = topo.aic_cores + topo.aiv_cores;
+    if (rt_layout_compute(&la->request.config, cores, &layout) != 0)
+        return;
+    struct rt_dispatch *dispatch =
+        (struct rt_dispatch *)((uint8_t *)la->request.arena + layout.dispatch);
+    uint32_t clusters = topo.aic_cores < topo.aiv_cores / 2 ? topo.aic_cores : topo.aiv_cores / 2;
+    for (uint32_t id = 0; id < cores; id++) {
+        if (rt_core_owner(topo.aic_cores, clusters, la->schedulers, id) != index)
+            continue;
+        struct simdev_core_regs *regs = simdev_core_regs_get(device, id);
+        uint64_t next = (simdev_regs_read_doorbell(regs) & ~RT_DOORBELL_EXIT) + 2;
+        dispatch[id * 2].exit_generation = la->generation;
+        simdev_regs_ring_doorbell(regs, next | RT_DOORBELL_EXIT);
+    }
+}
+
 void rt_schedule(struct rt_run *run, uint32_t index)
 {
     struct sched state; /* ~6 KiB: device threads have full-size stacks */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "rt_support.h"
+#include "runtime/rt.h"
 #include "test_support.h"
 
 #define INJECTED (-77)
@@ -147,6 +148,84 @@ static void run_enqueue_fails_cleanly_at_every_chain_operation(void **state)
     rth_close(&h);
 }
 
+/* An AICPU function standing in for a scheduler that never saw its run
+ * initialised: it only tells its cores to end. */
+static int exit_uninitialised(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
+{
+    struct rt_launch_args la;
+    if (size != sizeof la)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&la, args, sizeof la);
+    rt_exit_cores_uninitialised(&la, ctx->device, 0);
+    return 0;
+}
+
+static bool stream_done(void *stream)
+{
+    return simdev_stream_query(stream) != PTO_RUNTIME_ERR_NOT_READY;
+}
+
+static bool poll_for(bool (*done)(void *), void *arg, uint64_t ms)
+{
+    uint64_t end = simdev_clock_ns() + ms * 1000000ull;
+    while (!done(arg))
+        if (simdev_clock_ns() >= end)
+            return false;
+    return true;
+}
+
+/* Rings a fresh exit on every core so a hung core loop ends (rescue). */
+static void rescue_cores(void)
+{
+    for (uint32_t c = 0; c < 3; c++) {
+        struct simdev_core_regs *regs = simdev_core_regs_get(0, c);
+        simdev_regs_ring_doorbell(regs,
+                                  (simdev_regs_read_doorbell(regs) + 1) | RT_DOORBELL_EXIT);
+    }
+}
+
+static void uninitialised_scheduler_still_ends_its_core_loops_before_or_after_they_start(
+    void **state)
+{
+    (void)state;
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    struct rt_launch_args la;
+    memset(&la, 0, sizeof la);
+    la.request.arena = h.arena;
+    la.request.arena_bytes = h.arena_bytes;
+    la.request.config = h.config;
+    la.schedulers = 1;
+    simdev_stream_t cpu = ts_new_stream(), cores = ts_new_stream();
+    for (int order = 0; order < 2; order++) {
+        la.generation = 0xabc0 + (uint64_t)order;
+        if (order == 0) { /* the exit is rung before the core loops start */
+            assert_int_equal(simdev_launch_aicpu(cpu, exit_uninitialised, 1, &la, sizeof la), 0);
+            assert_int_equal(simdev_stream_sync(cpu), 0);
+            assert_int_equal(simdev_launch_aicore(cores, rt_core_main, &la, sizeof la), 0);
+        } else { /* ... or after */
+            assert_int_equal(simdev_launch_aicore(cores, rt_core_main, &la, sizeof la), 0);
+            assert_int_equal(simdev_launch_aicpu(cpu, exit_uninitialised, 1, &la, sizeof la), 0);
+        }
+        bool ended = poll_for(stream_done, cores, TS_DEADLOCK_GUARD_MS);
+        if (!ended)
+            rescue_cores();
+        assert_int_equal(simdev_stream_sync(cores), 0);
+        assert_int_equal(simdev_stream_sync(cpu), 0);
+        /* false: a core loop kept waiting for a scheduler that gave up */
+        assert_true(ended);
+    }
+    assert_int_equal(simdev_stream_destroy(cores), 0);
+    assert_int_equal(simdev_stream_destroy(cpu), 0);
+    /* the next run on the same cores starts clean */
+    uint32_t *x_dev = rth_dev_alloc(ELEMS * sizeof(uint32_t));
+    uint32_t zero[ELEMS] = {0};
+    rth_to_dev(x_dev, zero, sizeof zero);
+    good_run(&h, x_dev, 0);
+    assert_int_equal(simdev_free(x_dev), 0);
+    rth_close(&h);
+}
+
 static void run_enqueue_rejects_bad_requests_and_enqueues_nothing(void **state)
 {
     (void)state;
@@ -220,6 +299,9 @@ int main(void)
             ts_device_teardown),
         cmocka_unit_test_setup_teardown(run_enqueue_fails_cleanly_at_every_chain_operation,
                                         ts_device_setup, ts_device_teardown),
+        cmocka_unit_test_setup_teardown(
+            uninitialised_scheduler_still_ends_its_core_loops_before_or_after_they_start,
+            ts_device_setup, ts_device_teardown),
         cmocka_unit_test_setup_teardown(run_enqueue_rejects_bad_requests_and_enqueues_nothing,
                                         ts_device_setup, ts_device_teardown),
         cmocka_unit_test_setup_teardown(run_needs_two_aicpu_threads, ts_device_setup,
