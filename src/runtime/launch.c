@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/host_alloc.h"
 #include "runtime/rt.h"
 
 struct rt_launcher {
@@ -52,7 +53,7 @@ int rt_launcher_create(struct rt_launcher **out)
 {
     if (!out)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_launcher *l = calloc(1, sizeof *l);
+    struct rt_launcher *l = sp_host_calloc(1, sizeof *l);
     if (!l)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     int rc;

@@ -18,6 +18,7 @@
 
 #include <string.h>
 
+#include "common/host_alloc.h"
 #include "rt_support.h"
 #include "runtime/rt.h"
 #include "test_support.h"
@@ -75,6 +76,24 @@ static void launcher_create_fails_cleanly_at_every_stream_and_event_creation(voi
     }
     struct rt_launcher *l = NULL;
     assert_int_equal(rt_launcher_create(&l), 0); /* retry works */
+    assert_int_equal(rt_launcher_destroy(l), 0);
+}
+
+static void launcher_create_fails_cleanly_when_its_host_allocation_fails(void **state)
+{
+    (void)state;
+    assert_int_equal(simdev_op_counts_reset(0), 0);
+    sp_host_fault_inject(1);
+    struct rt_launcher *l = (struct rt_launcher *)(uintptr_t)0x1;
+    assert_int_equal(rt_launcher_create(&l), PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
+    sp_host_fault_inject(0);
+    assert_ptr_equal(l, (struct rt_launcher *)(uintptr_t)0x1); /* written on failure */
+    /* nonzero: device objects were created before the allocation they need */
+    assert_int_equal(performed(SIMDEV_OP_STREAM_CREATE), 0);
+    assert_int_equal(performed(SIMDEV_OP_EVENT_CREATE), 0);
+    uint64_t before = sp_host_alloc_count();
+    assert_int_equal(rt_launcher_create(&l), 0); /* retry works */
+    assert_int_equal(sp_host_alloc_count() - before, 1); /* 2+: an allocation not swept above */
     assert_int_equal(rt_launcher_destroy(l), 0);
 }
 
@@ -296,6 +315,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             launcher_create_fails_cleanly_at_every_stream_and_event_creation, ts_device_setup,
+            ts_device_teardown),
+        cmocka_unit_test_setup_teardown(
+            launcher_create_fails_cleanly_when_its_host_allocation_fails, ts_device_setup,
             ts_device_teardown),
         cmocka_unit_test_setup_teardown(run_enqueue_fails_cleanly_at_every_chain_operation,
                                         ts_device_setup, ts_device_teardown),
