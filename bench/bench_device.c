@@ -30,7 +30,6 @@
  * device functions read nothing but their arguments and device memory (they
  * also call sched_getcpu, to report where the host placed them).
  */
-#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -40,16 +39,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "simpler/simdev.h"
 
 #define CACHELINE 64
 #define WAIT_TIMEOUT_NS 5000000000ull /* any single wait longer than 5 s is a hang */
 #define MAX_REPS 32
+_Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repetition");
 #define MAX_ROWS 48
 #define REP_BUDGET_NS 250000000ull /* a repetition stops early after 250 ms */
 
@@ -76,15 +76,7 @@ static uint32_t iterations(uint32_t full)
 }
 
 /* Stops the benchmark on a failed device call: numbers after it mean nothing. */
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        int check_rc_ = (call);                                                       \
-        if (check_rc_ != 0) {                                                         \
-            fprintf(stderr, "bench_device: %s failed: %d (%s) at line %d\n", #call,   \
-                    check_rc_, simpler_strerror(check_rc_), __LINE__);                \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("bench_device", call)
 
 static void cpu_relax(void)
 {
@@ -119,15 +111,11 @@ static uint64_t cpu_bit(void)
 
 /* ------------------------------------------------------------------ results */
 
-struct stats {
-    double median, min, max;
-};
-
 /* One line of the table (and one object in the JSON). */
 struct row {
     const char *section;
     char name[80];
-    struct stats s;
+    struct bench_stats s;
     const char *unit;
     double ratio;          /* median / floor median; 0 = no ratio */
     const char *floor_name;
@@ -137,23 +125,7 @@ struct row {
 static struct row g_rows[MAX_ROWS];
 static size_t g_row_count;
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static struct stats stats_of(const double *values, size_t n)
-{
-    double sorted[MAX_REPS];
-    memcpy(sorted, values, n * sizeof(*values));
-    qsort(sorted, n, sizeof(*sorted), compare_double);
-    struct stats s = {.min = sorted[0], .max = sorted[n - 1]};
-    s.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    return s;
-}
-
-static struct row *add_row(const char *section, const char *name, struct stats s,
+static struct row *add_row(const char *section, const char *name, struct bench_stats s,
                            const char *unit)
 {
     if (g_row_count == MAX_ROWS) {
@@ -519,11 +491,11 @@ static struct floor measure_floor(void)
         fprintf(stderr, "bench_device: cache-line ping-pong hung\n");
         exit(1);
     }
-    struct stats s = stats_of(spin.rep_ns + 1, spin.reps - 1);
+    struct bench_stats s = bench_stats_of(spin.rep_ns + 1, spin.reps - 1);
     f.spin_rt = s.median;
     r = add_row("floor", "cache-line ping-pong, round trip (2 spinning pthreads)", s, "ns/rt");
     describe_cpus(r->placement, sizeof(r->placement), spin.initiator_cpus, spin.responder_cpus);
-    struct stats one_way = {s.median / 2, s.min / 2, s.max / 2};
+    struct bench_stats one_way = {s.median / 2, s.min / 2, s.max / 2};
     r = add_row("floor", "cache-line handoff, one way (round trip / 2)", one_way, "ns");
     describe_cpus(r->placement, sizeof(r->placement), spin.initiator_cpus, spin.responder_cpus);
 
@@ -536,7 +508,7 @@ static struct floor measure_floor(void)
         fprintf(stderr, "bench_device: futex ping-pong hung\n");
         exit(1);
     }
-    s = stats_of(fx.rep_ns + 1, fx.reps - 1);
+    s = bench_stats_of(fx.rep_ns + 1, fx.reps - 1);
     f.futex_rt = s.median;
     r = add_row("floor", "futex wake-up, round trip (2 sleeping pthreads)", s, "ns/rt");
     describe_cpus(r->placement, sizeof(r->placement), fx.initiator_cpus, fx.responder_cpus);
@@ -550,7 +522,7 @@ static struct floor measure_floor(void)
         fprintf(stderr, "bench_device: spinner/sleeper ping-pong hung\n");
         exit(1);
     }
-    s = stats_of(wk.rep_ns + 1, wk.reps - 1);
+    s = bench_stats_of(wk.rep_ns + 1, wk.reps - 1);
     f.wake_rt = s.median;
     r = add_row("floor", "spinner wakes a futex sleeper, round trip", s, "ns/rt");
     describe_cpus(r->placement, sizeof(r->placement), wk.initiator_cpus, wk.responder_cpus);
@@ -563,7 +535,7 @@ static struct floor measure_floor(void)
     cv.reps = 1 + 11;
     cv.rounds = iterations(2000);
     run_pair(condvar_initiator, condvar_responder, &cv);
-    s = stats_of(cv.rep_ns + 1, cv.reps - 1);
+    s = bench_stats_of(cv.rep_ns + 1, cv.reps - 1);
     f.condvar_rt = s.median;
     r = add_row("floor", "condvar wake-up, round trip (2 sleeping pthreads)", s, "ns/rt");
     describe_cpus(r->placement, sizeof(r->placement), cv.initiator_cpus, cv.responder_cpus);
@@ -730,7 +702,7 @@ struct ping_case {
 };
 
 /* Runs one doorbell case on a fresh device; returns its per-round-trip stats. */
-static struct stats run_ping_case(const struct ping_case *pc, char *placement, size_t size)
+static struct bench_stats run_ping_case(const struct ping_case *pc, char *placement, size_t size)
 {
     static uint32_t epoch;
     device_setup(1, pc->aic, pc->aiv, pc->spin_ns);
@@ -769,7 +741,7 @@ static struct stats run_ping_case(const struct ping_case *pc, char *placement, s
                               ? (double)result.rep_ns[rep] / (double)result.rep_rounds[rep]
                               : 0;
     describe_cpus(placement, size, result.aicpu_cpus, result.core_cpus);
-    return stats_of(per_rt, args.reps - 1);
+    return bench_stats_of(per_rt, args.reps - 1);
 }
 
 _Static_assert(SIMDEV_MAX_CORES == 64, "the doorbell row names say 64 cores");
@@ -790,7 +762,7 @@ static void measure_doorbell(const struct floor *f)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct ping_case *pc = &cases[i];
         char placement[48];
-        struct stats s = run_ping_case(pc, placement, sizeof(placement));
+        struct bench_stats s = run_ping_case(pc, placement, sizeof(placement));
         struct row *r = add_row("doorbell", pc->name, s, "ns/rt");
         snprintf(r->placement, sizeof(r->placement), "%s", placement);
         if (pc->spin_ns == 0 && pc->aicpu_parks)
@@ -870,7 +842,7 @@ static void enqueue_op(struct stream_bench *sb, enum stream_op kind)
 }
 
 /* ns per op: `count` ops of `kind` enqueued back to back, then one sync. */
-static struct stats time_ops(struct stream_bench *sb, enum stream_op kind, uint32_t count)
+static struct bench_stats time_ops(struct stream_bench *sb, enum stream_op kind, uint32_t count)
 {
     double per_op[MAX_REPS];
     const uint32_t reps = 1 + 9;
@@ -882,7 +854,7 @@ static struct stats time_ops(struct stream_bench *sb, enum stream_op kind, uint3
         CHECK(simdev_stream_sync(sb->b));
         per_op[rep] = (double)(now_ns() - t0) / count;
     }
-    return stats_of(per_op + 1, reps - 1);
+    return bench_stats_of(per_op + 1, reps - 1);
 }
 
 /* The K-node sequence the graph rows compare: AICPU launches and memsets. */
@@ -915,7 +887,7 @@ static void measure_streams(void)
         {OP_RECORD_WAIT, "event record (A) + wait (B), per pair", 2000},
     };
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        struct stats s = time_ops(&sb, ops[i].kind, iterations(ops[i].count));
+        struct bench_stats s = time_ops(&sb, ops[i].kind, iterations(ops[i].count));
         add_row("stream", ops[i].name, s, "ns/op");
     }
 
@@ -947,10 +919,10 @@ static void measure_streams(void)
     CHECK(simdev_graph_exec_destroy(exec));
     char name[80];
     snprintf(name, sizeof(name), "%u ops eager (AICPU launch + memset), per op", k);
-    struct stats eager_stats = stats_of(eager + 1, reps - 1);
+    struct bench_stats eager_stats = bench_stats_of(eager + 1, reps - 1);
     add_row("graph", name, eager_stats, "ns/op");
     snprintf(name, sizeof(name), "%u-node graph replay, per node", k);
-    struct row *r = add_row("graph", name, stats_of(replay + 1, reps - 1), "ns/op");
+    struct row *r = add_row("graph", name, bench_stats_of(replay + 1, reps - 1), "ns/op");
     set_ratio(r, eager_stats.median, "eager");
 
     CHECK(simdev_free(sb.dev_dst));
@@ -982,86 +954,34 @@ static void print_table(void)
     }
 }
 
-/* Writes `text` as a JSON string (the names here need no escapes but quotes). */
-static void json_string(FILE *f, const char *text)
-{
-    fputc('"', f);
-    for (; *text; text++) {
-        if (*text == '"' || *text == '\\')
-            fputc('\\', f);
-        fputc(*text, f);
-    }
-    fputc('"', f);
-}
-
 static int write_json(const char *path, double seconds)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "bench_device: cannot write %s: %s\n", path, strerror(errno));
+    FILE *f;
+    if (bench_json_open("bench_device", path, "device", g_load_at_start, g_quick, seconds, &f) != 0)
         return -1;
-    }
-    char stamp[32] = "";
-    time_t t = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(f, "{\n  \"benchmark\": \"device\",\n  \"timestamp\": \"%s\",\n", stamp);
-    fprintf(f, "  \"host_cpus\": %ld,\n  \"load_average_at_start\": %.2f,\n",
-            sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start);
-    fprintf(f, "  \"quick\": %s,\n  \"seconds\": %.1f,\n", g_quick ? "true" : "false",
-            seconds);
     fprintf(f, "  \"rows\": [\n");
     for (size_t i = 0; i < g_row_count; i++) {
         const struct row *r = &g_rows[i];
         fprintf(f, "    {\"section\": ");
-        json_string(f, r->section);
+        bench_json_string(f, r->section);
         fprintf(f, ", \"name\": ");
-        json_string(f, r->name);
+        bench_json_string(f, r->name);
         fprintf(f, ", \"unit\": ");
-        json_string(f, r->unit);
+        bench_json_string(f, r->unit);
         fprintf(f, ", \"median\": %.1f, \"min\": %.1f, \"max\": %.1f", r->s.median, r->s.min,
                 r->s.max);
         if (r->floor_name) {
             fprintf(f, ", \"ratio\": %.3f, \"ratio_to\": ", r->ratio);
-            json_string(f, r->floor_name);
+            bench_json_string(f, r->floor_name);
         }
         if (r->placement[0]) {
             fprintf(f, ", \"cpus\": ");
-            json_string(f, r->placement);
+            bench_json_string(f, r->placement);
         }
         fprintf(f, "}%s\n", i + 1 < g_row_count ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
     return fclose(f) == 0 ? 0 : -1;
-}
-
-/* True when `dir` is the repository root (it holds this file's source). */
-static int is_repo_root(const char *dir)
-{
-    char probe[PATH_MAX];
-    if (snprintf(probe, sizeof(probe), "%s/bench/bench_device.c", dir) >= (int)sizeof(probe))
-        return 0;
-    return access(probe, F_OK) == 0;
-}
-
-/* Finds the repo root by walking up from the executable's directory. */
-static int find_repo_root(char *out, size_t size)
-{
-    char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-    if (n <= 0)
-        return -1;
-    path[n] = '\0';
-    for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/')) {
-        *slash = '\0';
-        const char *dir = path[0] ? path : "/";
-        if (is_repo_root(dir)) {
-            snprintf(out, size, "%s", dir);
-            return 0;
-        }
-    }
-    return -1;
 }
 
 static void usage(void)
@@ -1095,35 +1015,13 @@ int main(int argc, char **argv)
         }
     }
 
-    char out_path[PATH_MAX] = "";
-    if (out_arg) {
-        snprintf(out_path, sizeof(out_path), "%s", out_arg);
-    } else if (!g_section) {
-        char root[PATH_MAX];
-        if (root_arg)
-            snprintf(root, sizeof(root), "%s", root_arg);
-        else if (find_repo_root(root, sizeof(root)) != 0) {
-            fprintf(stderr, "bench_device: cannot find the repo root above the executable; "
-                            "pass --root or --out\n");
-            return 2;
-        }
-        char dir[PATH_MAX];
-        if (snprintf(dir, sizeof(dir), "%s/bench/results", root) >= (int)sizeof(dir) ||
-            snprintf(out_path, sizeof(out_path), "%s/device-latest.json", dir) >=
-                (int)sizeof(out_path)) {
-            fprintf(stderr, "bench_device: path too long under %s\n", root);
-            return 2;
-        }
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            fprintf(stderr, "bench_device: cannot create %s: %s\n", dir, strerror(errno));
-            return 2;
-        }
-    }
+    char out_path[PATH_MAX];
+    if (bench_out_path("bench_device", out_arg, root_arg, !g_section, "device-latest.json",
+                       out_path, sizeof(out_path)) != 0)
+        return 2;
 
     uint64_t start = now_ns();
-    double load[1] = {0};
-    if (getloadavg(load, 1) == 1)
-        g_load_at_start = load[0];
+    g_load_at_start = bench_load_average();
     printf("bench_device: %ld host CPUs, load average %.2f at start%s; times are per round "
            "trip (rt) or per op\n",
            sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start, g_quick ? ", --quick" : "");

@@ -50,7 +50,6 @@
  * their arguments and device memory, and the orchestrations also store
  * their own timestamps in globals of this process.
  */
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -60,16 +59,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "runtime/runtime.h"
 #include "simpler/orchestration.h"
 #include "simpler/simdev.h"
 
 #define GOAL_NS 300.0    /* per-task goal the ratio column compares with */
 #define MAX_REPS 16
+_Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repetition");
 #define MAX_ROWS 96
 #define SCOPE_TASKS 256  /* tasks per inner scope */
 #define WINDOW 4096      /* task slots per ring */
@@ -98,15 +98,7 @@ static uint32_t reps(void)
     return g_quick ? 2 : 5;
 }
 
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        int check_rc_ = (call);                                                       \
-        if (check_rc_ != 0) {                                                         \
-            fprintf(stderr, "bench_runtime: %s failed: %d (%s) at line %d\n", #call,  \
-                    check_rc_, simpler_strerror(check_rc_), __LINE__);                \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
+#define CHECK(call) BENCH_CHECK("bench_runtime", call)
 
 static uint64_t now_ns(void)
 {
@@ -498,17 +490,13 @@ static struct sample run_once(struct harness *h, simpler_orch_entry_fn entry,
 
 /* ==================================================================== results */
 
-struct stats {
-    double median, min, max;
-};
-
 struct row {
     const char *section;
     const char *topo;
     char name[80];
     uint64_t tasks;       /* tasks per run (calls or round trips for the host rows) */
     const char *unit;
-    struct stats s;       /* main figure: ns/task, ns/submit, ns/call or us/run */
+    struct bench_stats s;       /* main figure: ns/task, ns/submit, ns/call or us/run */
     double excl_launch;   /* median (wall - launch) / tasks; < 0 = n/a */
     double ratio;         /* excl_launch (or s.median) / GOAL_NS; 0 = none */
     /* Where the time went (medians; 0 = not measured). */
@@ -527,29 +515,13 @@ struct row {
 static struct row g_rows[MAX_ROWS];
 static size_t g_row_count;
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static struct stats stats_of(const double *values, size_t n)
-{
-    double sorted[MAX_REPS];
-    memcpy(sorted, values, n * sizeof(*values));
-    qsort(sorted, n, sizeof(*sorted), compare_double);
-    struct stats s = {.min = sorted[0], .max = sorted[n - 1]};
-    s.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    return s;
-}
-
 static double median_of(const double *values, size_t n)
 {
-    return stats_of(values, n).median;
+    return bench_stats_of(values, n).median;
 }
 
 static struct row *add_row(const char *section, const char *topo, const char *name,
-                           uint64_t tasks, const char *unit, struct stats s)
+                           uint64_t tasks, const char *unit, struct bench_stats s)
 {
     if (g_row_count == MAX_ROWS) {
         fprintf(stderr, "bench_runtime: more than %d rows\n", MAX_ROWS);
@@ -639,10 +611,10 @@ static struct row *measure_case(struct harness *h, const struct bench_case *case
         double us[MAX_REPS];
         for (uint32_t i = 0; i < n; i++)
             us[i] = per_task[i] * (double)c->tasks / 1e3;
-        r = add_row(c->section, h->topo->name, c->name, c->tasks, "us/run", stats_of(us, n));
+        r = add_row(c->section, h->topo->name, c->name, c->tasks, "us/run", bench_stats_of(us, n));
     } else {
         r = add_row(c->section, h->topo->name, c->name, c->tasks, "ns/task",
-                    stats_of(per_task, n));
+                    bench_stats_of(per_task, n));
         r->excl_launch = median_of(excl, n);
         r->ratio = r->excl_launch / GOAL_NS;
     }
@@ -913,7 +885,7 @@ static void measure_serial(void)
         exit(1);
     }
     struct row *r = add_row("serial", "host", "kernel called in a plain loop (indirect call)",
-                            n, "ns/call", stats_of(per_call, reps()));
+                            n, "ns/call", bench_stats_of(per_call, reps()));
     progress(r);
 }
 
@@ -978,7 +950,7 @@ static void measure_floor(const char *when)
     }
     char name[80];
     snprintf(name, sizeof name, "cache-line round trip, 2 spinning threads (%s)", when);
-    progress(add_row("floor", "host", name, rounds, "ns/rt", stats_of(per_rt, reps())));
+    progress(add_row("floor", "host", name, rounds, "ns/rt", bench_stats_of(per_rt, reps())));
 }
 
 static void measure_topology(const struct topology *topo)
@@ -1055,54 +1027,33 @@ static void print_tables(void)
     }
 }
 
-static void json_string(FILE *f, const char *text)
-{
-    fputc('"', f);
-    for (; *text; text++) {
-        if (*text == '"' || *text == '\\')
-            fputc('\\', f);
-        fputc(*text, f);
-    }
-    fputc('"', f);
-}
-
 static int write_json(const char *path, double seconds)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "bench_runtime: cannot write %s: %s\n", path, strerror(errno));
+    FILE *f;
+    if (bench_json_open("bench_runtime", path, "runtime", g_load_at_start, g_quick, seconds,
+                        &f) != 0)
         return -1;
-    }
-    char stamp_text[32] = "";
-    time_t t = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(stamp_text, sizeof stamp_text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(f, "{\n  \"benchmark\": \"runtime\",\n  \"timestamp\": \"%s\",\n", stamp_text);
-    fprintf(f, "  \"host_cpus\": %ld,\n  \"load_average_at_start\": %.2f,\n",
-            sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start);
-    fprintf(f, "  \"quick\": %s,\n  \"seconds\": %.1f,\n  \"goal_ns_per_task\": %.0f,\n",
-            g_quick ? "true" : "false", seconds, GOAL_NS);
+    fprintf(f, "  \"goal_ns_per_task\": %.0f,\n", GOAL_NS);
     if (g_spin_ns >= 0)
         fprintf(f, "  \"spin_ns\": %lld,\n", g_spin_ns);
     fprintf(f, "  \"topologies\": {");
     for (size_t i = 0; i < sizeof g_topologies / sizeof g_topologies[0]; i++) {
         fprintf(f, "%s", i ? ", " : "");
-        json_string(f, g_topologies[i].name);
+        bench_json_string(f, g_topologies[i].name);
         fprintf(f, ": ");
-        json_string(f, g_topologies[i].description);
+        bench_json_string(f, g_topologies[i].description);
     }
     fprintf(f, "},\n  \"rows\": [\n");
     for (size_t i = 0; i < g_row_count; i++) {
         const struct row *r = &g_rows[i];
         fprintf(f, "    {\"topology\": ");
-        json_string(f, r->topo);
+        bench_json_string(f, r->topo);
         fprintf(f, ", \"section\": ");
-        json_string(f, r->section);
+        bench_json_string(f, r->section);
         fprintf(f, ", \"name\": ");
-        json_string(f, r->name);
+        bench_json_string(f, r->name);
         fprintf(f, ", \"tasks\": %llu, \"unit\": ", (unsigned long long)r->tasks);
-        json_string(f, r->unit);
+        bench_json_string(f, r->unit);
         fprintf(f, ", \"median\": %.1f, \"min\": %.1f, \"max\": %.1f", r->s.median, r->s.min,
                 r->s.max);
         if (r->excl_launch >= 0)
@@ -1124,32 +1075,6 @@ static int write_json(const char *path, double seconds)
     }
     fprintf(f, "  ]\n}\n");
     return fclose(f) == 0 ? 0 : -1;
-}
-
-static int is_repo_root(const char *dir)
-{
-    char probe[PATH_MAX];
-    if (snprintf(probe, sizeof probe, "%s/bench/bench_runtime.c", dir) >= (int)sizeof probe)
-        return 0;
-    return access(probe, F_OK) == 0;
-}
-
-static int find_repo_root(char *out, size_t size)
-{
-    char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0)
-        return -1;
-    path[n] = '\0';
-    for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/')) {
-        *slash = '\0';
-        const char *dir = path[0] ? path : "/";
-        if (is_repo_root(dir)) {
-            snprintf(out, size, "%s", dir);
-            return 0;
-        }
-    }
-    return -1;
 }
 
 static void usage(void)
@@ -1211,35 +1136,14 @@ int main(int argc, char **argv)
         }
     }
 
-    char out_path[PATH_MAX] = "";
-    if (out_arg) {
-        snprintf(out_path, sizeof out_path, "%s", out_arg);
-    } else if (!g_section && !g_topology && g_spin_ns < 0) {
-        char root[PATH_MAX];
-        if (root_arg)
-            snprintf(root, sizeof root, "%s", root_arg);
-        else if (find_repo_root(root, sizeof root) != 0) {
-            fprintf(stderr, "bench_runtime: cannot find the repo root above the executable; "
-                            "pass --root or --out\n");
-            return 2;
-        }
-        char dir[PATH_MAX];
-        if (snprintf(dir, sizeof dir, "%s/bench/results", root) >= (int)sizeof dir ||
-            snprintf(out_path, sizeof out_path, "%s/runtime-latest.json", dir) >=
-                (int)sizeof out_path) {
-            fprintf(stderr, "bench_runtime: path too long under %s\n", root);
-            return 2;
-        }
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            fprintf(stderr, "bench_runtime: cannot create %s: %s\n", dir, strerror(errno));
-            return 2;
-        }
-    }
+    char out_path[PATH_MAX];
+    int variant = g_section || g_topology || g_spin_ns >= 0;
+    if (bench_out_path("bench_runtime", out_arg, root_arg, !variant, "runtime-latest.json",
+                       out_path, sizeof out_path) != 0)
+        return 2;
 
     uint64_t start = now_ns();
-    double load[1] = {0};
-    if (getloadavg(load, 1) == 1)
-        g_load_at_start = load[0];
+    g_load_at_start = bench_load_average();
     printf("bench_runtime: %ld host CPUs, load average %.2f at start%s; %u runs per figure",
            sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start, g_quick ? ", --quick" : "", reps());
     if (g_spin_ns >= 0)

@@ -1,0 +1,151 @@
+/*
+ * bench_common.c — the helpers both benchmarks share (see bench_common.h):
+ * failure stop, statistics, JSON text and file preamble, output path. Owns
+ * no measurement and no state; it must not touch the device.
+ */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "simpler/status.h"
+
+_Noreturn void bench_check_failed(const char *program, const char *call, int rc, int line)
+{
+    fprintf(stderr, "%s: %s failed: %d (%s) at line %d\n", program, call, rc,
+            simpler_strerror(rc), line);
+    exit(1);
+}
+
+/* ---------------------------------------------------------------- statistics */
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct bench_stats bench_stats_of(const double *values, size_t n)
+{
+    if (n == 0 || n > BENCH_MAX_SAMPLES) {
+        fprintf(stderr, "bench_stats_of: %zu samples (1 to %d)\n", n, BENCH_MAX_SAMPLES);
+        exit(1);
+    }
+    double sorted[BENCH_MAX_SAMPLES];
+    memcpy(sorted, values, n * sizeof(*values));
+    qsort(sorted, n, sizeof(*sorted), compare_double);
+    struct bench_stats s = {.min = sorted[0], .max = sorted[n - 1]};
+    s.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    return s;
+}
+
+/* ---------------------------------------------------------------------- JSON */
+
+void bench_json_string(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (; *text; text++) {
+        if (*text == '"' || *text == '\\')
+            fputc('\\', f);
+        fputc(*text, f);
+    }
+    fputc('"', f);
+}
+
+int bench_json_open(const char *program, const char *path, const char *benchmark,
+                    double load_at_start, int quick, double seconds, FILE **out)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", program, path, strerror(errno));
+        return -1;
+    }
+    char stamp[32] = "";
+    time_t t = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(f, "{\n  \"benchmark\": ");
+    bench_json_string(f, benchmark);
+    fprintf(f, ",\n  \"timestamp\": \"%s\",\n", stamp);
+    fprintf(f, "  \"host_cpus\": %ld,\n  \"load_average_at_start\": %.2f,\n",
+            sysconf(_SC_NPROCESSORS_ONLN), load_at_start);
+    fprintf(f, "  \"quick\": %s,\n  \"seconds\": %.1f,\n", quick ? "true" : "false", seconds);
+    *out = f;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- host facts */
+
+double bench_load_average(void)
+{
+    double load[1] = {0};
+    return getloadavg(load, 1) == 1 ? load[0] : 0;
+}
+
+/* ------------------------------------------------------------------- paths */
+
+/* True when `dir` is the repository root (it holds bench/<program>.c). */
+static int is_repo_root(const char *dir, const char *program)
+{
+    char probe[PATH_MAX];
+    if (snprintf(probe, sizeof(probe), "%s/bench/%s.c", dir, program) >= (int)sizeof(probe))
+        return 0;
+    return access(probe, F_OK) == 0;
+}
+
+/* Finds the repo root by walking up from the executable's directory. */
+static int find_repo_root(const char *program, char *out, size_t size)
+{
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0)
+        return -1;
+    path[n] = '\0';
+    for (char *slash = strrchr(path, '/'); slash; slash = strrchr(path, '/')) {
+        *slash = '\0';
+        const char *dir = path[0] ? path : "/";
+        if (is_repo_root(dir, program)) {
+            snprintf(out, size, "%s", dir);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int bench_out_path(const char *program, const char *out_arg, const char *root_arg,
+                   int want_default, const char *file_name, char *out, size_t size)
+{
+    if (out_arg) {
+        snprintf(out, size, "%s", out_arg);
+        return 0;
+    }
+    out[0] = '\0';
+    if (!want_default)
+        return 0;
+    char root[PATH_MAX];
+    if (root_arg) {
+        snprintf(root, sizeof(root), "%s", root_arg);
+    } else if (find_repo_root(program, root, sizeof(root)) != 0) {
+        fprintf(stderr, "%s: cannot find the repo root above the executable; "
+                        "pass --root or --out\n",
+                program);
+        return -1;
+    }
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof(dir), "%s/bench/results", root) >= (int)sizeof(dir) ||
+        snprintf(out, size, "%s/%s", dir, file_name) >= (int)size) {
+        fprintf(stderr, "%s: path too long under %s\n", program, root);
+        return -1;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "%s: cannot create %s: %s\n", program, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,65 @@
+/*
+ * bench_common.h — what the benchmarks (bench_device, bench_runtime) share
+ * and nothing they measure: a stop on a failed call, the median/min/max of
+ * repetitions, the JSON string and file preamble, and where the JSON goes
+ * (the repo root found above the executable).
+ *
+ * Every function takes the benchmark's program name ("bench_device"), which
+ * prefixes its messages on stderr. It touches no state of its own.
+ */
+#ifndef SIMPLER_BENCH_COMMON_H
+#define SIMPLER_BENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* The most repetitions bench_stats_of takes. */
+#define BENCH_MAX_SAMPLES 32
+
+/* Stops the benchmark on a failed call: numbers after it mean nothing. */
+#define BENCH_CHECK(program, call)                                                    \
+    do {                                                                              \
+        int check_rc_ = (call);                                                       \
+        if (check_rc_ != 0)                                                           \
+            bench_check_failed((program), #call, check_rc_, __LINE__);                \
+    } while (0)
+
+/* Prints "<program>: <call> failed: <rc> (<strerror>) at line <line>" to
+ * stderr and exits with status 1. Never returns. */
+_Noreturn void bench_check_failed(const char *program, const char *call, int rc, int line);
+
+struct bench_stats {
+    double median, min, max;
+};
+
+/* Median, min and max of values[0..n); 1 <= n <= BENCH_MAX_SAMPLES (exits
+ * otherwise). `values` is borrowed for the call and left unchanged; the
+ * median of an even count is the mean of the middle two. */
+struct bench_stats bench_stats_of(const double *values, size_t n);
+
+/* Writes `text` as a JSON string: quotes and backslashes escaped (the names
+ * here need no other escapes). */
+void bench_json_string(FILE *f, const char *text);
+
+/* Creates the JSON file at `path` and writes its opening: "{", then the
+ * fields benchmark, timestamp (UTC, now), host_cpus, load_average_at_start,
+ * quick and seconds, each on its own line ending in ",". The caller writes
+ * the rest, closing brace included, and closes *out. Returns 0 with *out
+ * set, or -1 after printing why to stderr (*out untouched). */
+int bench_json_open(const char *program, const char *path, const char *benchmark,
+                    double load_at_start, int quick, double seconds, FILE **out);
+
+/* The 1-minute load average now, or 0 when it cannot be read. */
+double bench_load_average(void);
+
+/*
+ * Fills out[size] with where the JSON goes: `out_arg` when given; else, when
+ * `want_default`, ROOT/bench/results/<file_name>, creating that directory,
+ * where ROOT is `root_arg` or the nearest directory above the executable
+ * holding bench/<program>.c; else "" (no JSON). Returns 0, or -1 after
+ * printing why to stderr. Arguments are borrowed for the call.
+ */
+int bench_out_path(const char *program, const char *out_arg, const char *root_arg,
+                   int want_default, const char *file_name, char *out, size_t size);
+
+#endif /* SIMPLER_BENCH_COMMON_H */
