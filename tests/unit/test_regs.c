@@ -4,7 +4,8 @@
  * Owns: the register API the device runtime's dispatch protocol is built on:
  * values written are values read, a core waits for its doorbell, an AICPU
  * thread waits for condition writes through the device-wide sequence, and
- * both waits time out when nothing is written.
+ * both waits time out when nothing is written; the AICPU-to-AICPU signals
+ * (simdev_cond_signal and the notification channels).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -314,6 +315,75 @@ static void register_waits_return_device_lost_when_the_watchdog_loses_the_device
     assert_int_equal(atomic_load(&report.aicpu_status), PTO_RUNTIME_ERR_DEVICE_LOST);
 }
 
+static void cond_signal_moves_the_condition_sequence_without_a_core_write(void **state)
+{
+    (void)state;
+    uint64_t seq = simdev_cond_seq(0);
+    simdev_cond_signal(0);
+    /* equal: the signal did not move the sequence, a sleeping scheduler
+     * would never learn of new work */
+    assert_int_not_equal(simdev_cond_seq(0), seq);
+    assert_int_equal(simdev_cond_wait(0, seq, SHORT_TIMEOUT_NS), 0);
+}
+
+static void notify_channels_wake_only_for_their_own_signal(void **state)
+{
+    (void)state;
+    uint64_t seq0 = simdev_notify_seq(0, 0);
+    uint64_t seq1 = simdev_notify_seq(0, 1);
+    uint64_t cond = simdev_cond_seq(0);
+    simdev_notify_signal(0, 1);
+    assert_int_equal(simdev_notify_seq(0, 0), seq0); /* changed: channels share a sequence */
+    assert_int_not_equal(simdev_notify_seq(0, 1), seq1);
+    assert_int_equal(simdev_cond_seq(0), cond); /* changed: a notify wakes schedulers too */
+    assert_int_equal(simdev_notify_wait(0, 1, seq1, SHORT_TIMEOUT_NS), 0);
+    /* nothing signalled channel 0: its wait ends only by timing out */
+    assert_int_equal(simdev_notify_wait(0, 0, seq0, SHORT_TIMEOUT_NS), PTO_RUNTIME_ERR_TIMEOUT);
+}
+
+static void notify_rejects_a_channel_out_of_range(void **state)
+{
+    (void)state;
+    assert_int_equal(simdev_notify_wait(0, SIMDEV_NOTIFY_CHANNELS, 0, SHORT_TIMEOUT_NS),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_notify_seq(0, SIMDEV_NOTIFY_CHANNELS), 0);
+    uint64_t before[SIMDEV_NOTIFY_CHANNELS];
+    for (uint32_t c = 0; c < SIMDEV_NOTIFY_CHANNELS; c++)
+        before[c] = simdev_notify_seq(0, c);
+    simdev_notify_signal(0, SIMDEV_NOTIFY_CHANNELS); /* ignored */
+    for (uint32_t c = 0; c < SIMDEV_NOTIFY_CHANNELS; c++)
+        assert_int_equal(simdev_notify_seq(0, c), before[c]); /* moved: wrote out of range */
+}
+
+struct notify_waiter {
+    uint64_t seen;
+    _Atomic int status;
+};
+
+static int notify_wait_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
+{
+    (void)size;
+    struct notify_waiter *w = *(struct notify_waiter *const *)args;
+    int rc = simdev_notify_wait(ctx->device, 2, w->seen, GUARD_NS);
+    atomic_store(&w->status, rc);
+    return rc;
+}
+
+static void notify_signal_wakes_a_waiting_aicpu_thread(void **state)
+{
+    (void)state;
+    static struct notify_waiter w;
+    w.seen = simdev_notify_seq(0, 2);
+    atomic_store(&w.status, 1);
+    struct notify_waiter *arg = &w;
+    simdev_stream_t s = ts_new_stream();
+    assert_int_equal(simdev_launch_aicpu(s, notify_wait_fn, 1, &arg, sizeof arg), 0);
+    simdev_notify_signal(0, 2); /* before or after the waiter parks: either way it ends */
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&w.status), 0); /* TIMEOUT: the signal was lost */
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
 
 int main(void)
@@ -324,6 +394,10 @@ int main(void)
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
         TEST(cond_wait_times_out_when_no_core_writes),
         TEST(register_waits_return_device_lost_when_the_watchdog_loses_the_device),
+        TEST(cond_signal_moves_the_condition_sequence_without_a_core_write),
+        TEST(notify_channels_wake_only_for_their_own_signal),
+        TEST(notify_rejects_a_channel_out_of_range),
+        TEST(notify_signal_wakes_a_waiting_aicpu_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
