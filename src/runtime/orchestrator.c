@@ -532,14 +532,13 @@ static void init_slot(struct rt_slot *s, uint64_t id, uint32_t ring, const struc
  * position `pos`. */
 static void fill_payload(struct rt_run *run, struct rt_task *t, struct rt_ring *r, uint64_t pos,
                          uint64_t id, const struct simpler_task_args *a,
-                         const struct task_shape *ts, struct simpler_task_result *out)
+                         const struct task_shape *ts)
 {
     t->tensor_count = a->tensor_count;
     t->scalar_count = a->scalar_count;
     memcpy(t->kernel, ts->kernel, sizeof t->kernel);
     t->scope_serial = run->scopes[run->scope_depth - 1].serial;
     uint64_t offset = pos % r->heap_bytes;
-    uint32_t outputs = 0;
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         const struct simpler_task_arg *arg = &a->tensors[i];
         if (arg->kind != SIMPLER_ARG_OUTPUT) {
@@ -555,15 +554,21 @@ static void fill_payload(struct rt_run *run, struct rt_task *t, struct rt_ring *
         if (c->zero_fill)
             memset(r->heap + offset, 0, o->buffer_bytes);
         offset += bytes;
-        if (out)
-            out->outputs[outputs] = *o;
-        outputs++;
     }
     memcpy(t->scalars, a->scalars, a->scalar_count * sizeof a->scalars[0]);
-    if (out) {
-        out->task_id = id;
-        out->output_count = outputs;
-    }
+}
+
+/* The submit's result: the task id and the materialised OUTPUTs, in the
+ * order they were added. Written only once the submit has succeeded. */
+static void write_result(struct simpler_task_result *out, uint64_t id,
+                         const struct simpler_task_args *a, const struct rt_task *t)
+{
+    uint32_t outputs = 0;
+    for (uint32_t i = 0; i < a->tensor_count; i++)
+        if (a->tensors[i].kind == SIMPLER_ARG_OUTPUT)
+            out->outputs[outputs++] = t->tensors[i];
+    out->task_id = id;
+    out->output_count = outputs;
 }
 
 static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels *k,
@@ -616,7 +621,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     t->fanin_head = 0;
     t->fanin_count = 0;
     init_slot(s, id, ring, &ts, a, depth);
-    fill_payload(run, t, r, q.heap_pos, id, a, &ts, out);
+    fill_payload(run, t, r, q.heap_pos, id, a, &ts);
 
     /* 2. Dependencies, then this task's own accesses. */
     run->fanin_n = 0;
@@ -639,7 +644,10 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
             return rc;
     }
 
-    /* 4. Wire and publish. */
+    /* 4. Wire and publish. The result is written before the task can run
+     * and complete (its slot may be reused soon after). */
+    if (out)
+        write_result(out, id, a, t);
     wire(run, s, t, ring);
     run->scope_tasks[run->scope_task_top++] = s;
     run->tasks_submitted_local++;
