@@ -562,6 +562,8 @@ static int gated_fill_into(struct simpler_orch *rt, const struct simpler_tensor 
  * it the wait would end in the ring timeout (2 s). The gate opens when the
  * entry ends, whatever happened.
  */
+static int g_result_untouched;
+
 static void nine_producers_one_reader(struct simpler_orch *rt,
                                       const struct simpler_orch_args *args)
 {
@@ -577,7 +579,14 @@ static void nine_producers_one_reader(struct simpler_orch *rt,
     struct simpler_task_args ta;
     simpler_task_args_init(&ta);
     simpler_task_args_add_input(&ta, e);
-    g_rc[9] = simpler_submit_dummy(rt, &ta, NULL);
+    simpler_task_args_add_output(&ta, (const uint64_t[]){4}, 1, SIMPLER_DTYPE_U32, 0);
+    /* The failure comes after the slot and heap were taken: the result
+     * must still be left alone (outputs are written only on success). */
+    static struct simpler_task_result result;
+    memset(&result, 0x5a, sizeof result);
+    g_rc[9] = simpler_submit_dummy(rt, &ta, &result);
+    g_result_untouched = result.task_id == 0x5a5a5a5a5a5a5a5aull &&
+                         result.output_count == 0x5a5a5a5au;
     simpler_scope_end(rt);
     ts_gate_open(&g_gate);
 }
@@ -600,8 +609,10 @@ static void task_with_more_producers_than_the_dep_pool_fails_at_once_with_dep_po
     rth_open(&h, &config, 0);
     rc_reset();
     ts_gate_init(&g_gate);
+    g_result_untouched = 0;
     expect_fast_failure(&h, nine_producers_one_reader, -SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW, 9);
     ts_gate_destroy(&g_gate);
+    assert_true(g_result_untouched); /* false: a failed submit wrote its result */
     for (int i = 0; i < 9; i++)
         assert_int_equal(g_rc[i], 0);
     assert_int_equal(g_rc[9], -SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW);
