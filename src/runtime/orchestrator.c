@@ -54,10 +54,6 @@ static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
     uint64_t deadline = simdev_clock_ns() + (uint64_t)timeout_ms * 1000000ull;
     int rc = 0;
     for (;;) {
-        if (rt_error(run)) {
-            rc = -rt_error(run);
-            break;
-        }
         /* Announce the wait, then fence (seq_cst), then look: pairs with the
          * fences in task.c between a waker's state change and its look at
          * orch_waiting — either it sees us waiting and signals, or we see
@@ -66,6 +62,13 @@ static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
         atomic_store_explicit(&run->orch_waiting, 1, memory_order_relaxed);
         atomic_thread_fence(memory_order_seq_cst);
         uint64_t seq = simdev_notify_seq(run->device, RT_NOTIFY_ORCH);
+        /* The error after the sequence: rt_fail latches it before its
+         * signal, so either we see it here or the signal ends the wait
+         * below (a failed run never makes ready() true). */
+        if (rt_error(run)) {
+            rc = -rt_error(run);
+            break;
+        }
         if (ready(run, arg))
             break;
         if (structural) {
