@@ -456,16 +456,7 @@ static void run_enqueue(struct rt_harness *h, simpler_orch_entry_fn entry,
     static const struct simpler_orch_args empty;
     rth_to_dev(h->kernels_dev, g_kernels, sizeof g_kernels);
     rth_to_dev(h->args_dev, args ? args : &empty, sizeof empty);
-    struct rt_run_request rq = {
-        .entry = entry,
-        .kernels = h->kernels_dev,
-        .kernel_count = K_KERNELS,
-        .args = h->args_dev,
-        .arena = h->arena,
-        .arena_bytes = h->arena_bytes,
-        .result = h->result_dev,
-        .config = h->config,
-    };
+    struct rt_run_request rq = rth_request(h, entry, K_KERNELS);
     assert_int_equal(rt_run_enqueue(h->launcher, h->stream, &rq), 0);
 }
 

@@ -94,22 +94,29 @@ int rth_run(struct rt_harness *h, simpler_orch_entry_fn entry, const simpler_ker
         rth_to_dev(h->kernels_dev, kernels, count * sizeof(simpler_kernel_fn));
     static const struct simpler_orch_args empty;
     rth_to_dev(h->args_dev, args ? args : &empty, sizeof(struct simpler_orch_args));
-    struct rt_run_request rq = {
-        .entry = entry,
-        .kernels = h->kernels_dev,
-        .kernel_count = count,
-        .args = h->args_dev,
-        .arena = h->arena,
-        .arena_bytes = h->arena_bytes,
-        .result = h->result_dev,
-        .config = h->config,
-    };
+    struct rt_run_request rq = rth_request(h, entry, count);
     assert_int_equal(rt_run_enqueue(h->launcher, h->stream, &rq), 0);
     int status = simdev_stream_sync(h->stream);
     rth_from_dev(&h->result, h->result_dev, sizeof h->result);
     if (h->edge_capacity)
         rth_from_dev(h->edges, h->edges_dev, h->edge_capacity * sizeof(struct rt_edge));
     return status;
+}
+
+struct rt_run_request rth_request(const struct rt_harness *h, simpler_orch_entry_fn entry,
+                                  uint32_t kernel_count)
+{
+    struct rt_run_request rq = {
+        .entry = entry,
+        .kernels = h->kernels_dev,
+        .kernel_count = kernel_count,
+        .args = h->args_dev,
+        .arena = h->arena,
+        .arena_bytes = h->arena_bytes,
+        .result = h->result_dev,
+        .config = h->config,
+    };
+    return rq;
 }
 
 int rth_has_edge(const struct rt_harness *h, uint64_t producer, uint64_t consumer)

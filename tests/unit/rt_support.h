@@ -45,6 +45,11 @@ void rth_close(struct rt_harness *h);
 int rth_run(struct rt_harness *h, simpler_orch_entry_fn entry, const simpler_kernel_fn *kernels,
             uint32_t count, const struct simpler_orch_args *args);
 
+/* The request for one run of `entry` on the harness's device buffers, with
+ * `kernel_count` kernels in its table (the caller fills table and args). */
+struct rt_run_request rth_request(const struct rt_harness *h, simpler_orch_entry_fn entry,
+                                  uint32_t kernel_count);
+
 /* True when the edge log holds producer -> consumer. */
 int rth_has_edge(const struct rt_harness *h, uint64_t producer, uint64_t consumer);
 

@@ -125,16 +125,7 @@ static void run_enqueue_fails_cleanly_at_every_chain_operation(void **state)
     args.tensors[0] = rth_tensor_1d(x_dev, ELEMS, SIMPLER_DTYPE_U32);
     rth_to_dev(h.kernels_dev, g_kernels, sizeof g_kernels);
     rth_to_dev(h.args_dev, &args, sizeof args);
-    struct rt_run_request rq = {
-        .entry = add_three,
-        .kernels = h.kernels_dev,
-        .kernel_count = 1,
-        .args = h.args_dev,
-        .arena = h.arena,
-        .arena_bytes = h.arena_bytes,
-        .result = h.result_dev,
-        .config = h.config,
-    };
+    struct rt_run_request rq = rth_request(&h, add_three, 1);
     /* The chain: 3 records, 4 waits, 3 launches (AICPU program, core loop,
      * status op). */
     const struct {
@@ -250,16 +241,7 @@ static void run_enqueue_rejects_bad_requests_and_enqueues_nothing(void **state)
     (void)state;
     struct rt_harness h;
     rth_open(&h, NULL, 0);
-    struct rt_run_request good = {
-        .entry = add_three,
-        .kernels = h.kernels_dev,
-        .kernel_count = 1,
-        .args = h.args_dev,
-        .arena = h.arena,
-        .arena_bytes = h.arena_bytes,
-        .result = h.result_dev,
-        .config = h.config,
-    };
+    struct rt_run_request good = rth_request(&h, add_three, 1);
     struct rt_run_request bad[8];
     for (int i = 0; i < 8; i++)
         bad[i] = good;
@@ -293,16 +275,7 @@ static void run_needs_two_aicpu_threads(void **state)
     ts_device_setup_config(&config);
     struct rt_harness h;
     rth_open(&h, NULL, 0);
-    struct rt_run_request rq = {
-        .entry = add_three,
-        .kernels = h.kernels_dev,
-        .kernel_count = 1,
-        .args = h.args_dev,
-        .arena = h.arena,
-        .arena_bytes = h.arena_bytes,
-        .result = h.result_dev,
-        .config = h.config,
-    };
+    struct rt_run_request rq = rth_request(&h, add_three, 1);
     /* one orchestrator and at least one scheduler */
     assert_int_equal(rt_run_enqueue(h.launcher, h.stream, &rq), PTO_RUNTIME_ERR_UNSUPPORTED);
     rq.config.scheduler_threads = 1;
