@@ -150,6 +150,55 @@ struct simpler_orch {
 typedef void (*simpler_orch_entry_fn)(struct simpler_orch *rt,
                                       const struct simpler_orch_args *args);
 
+/* ------------------------------------------------------------ run config */
+
+#define SIMPLER_RUN_RINGS 4 /* one task ring and heap ring per scope depth 0..2, deeper share the last */
+
+/*
+ * Sizes and limits of one run. simpler_run_config_default gives usable
+ * values; the program-mode host checks every field (INVALID_ARGUMENT) and
+ * that the run fits the context's arena (CAPACITY_EXCEEDED).
+ */
+struct simpler_run_config {
+    uint32_t task_window[SIMPLER_RUN_RINGS]; /* task slots per ring; power of two, 4..2^20 */
+    uint64_t heap_bytes[SIMPLER_RUN_RINGS];  /* output heap per ring; multiple of 64, >= 64 */
+    uint32_t dep_pool[SIMPLER_RUN_RINGS];    /* dependency-list entries per ring; >= 16 */
+    uint32_t tensormap_buckets;  /* power of two */
+    uint32_t tensormap_entries;  /* recorded accesses alive at once */
+    uint32_t max_fanin;          /* distinct producers of one task; >= 8 */
+    uint32_t scheduler_threads;  /* 0 = every AICPU thread but the orchestrator's */
+    uint32_t ring_timeout_ms;    /* no-progress bound of a ring/TensorMap wait */
+    uint32_t sched_timeout_ms;   /* scheduler no-progress bound */
+    uint32_t tensor_wait_timeout_ms; /* element read/write wait bound */
+};
+
+/* Window 1024, heap 16 MiB and dep pool 8192 per ring; TensorMap 4096
+ * buckets x 16384 entries; fan-in 1024; timeouts 1 s ring, 10 s scheduler,
+ * 15 s element access. */
+static inline void simpler_run_config_default(struct simpler_run_config *c)
+{
+    for (uint32_t i = 0; i < SIMPLER_RUN_RINGS; i++) {
+        c->task_window[i] = 1024;
+        c->heap_bytes[i] = 16ull << 20;
+        c->dep_pool[i] = 8192;
+    }
+    c->tensormap_buckets = 4096;
+    c->tensormap_entries = 16384;
+    c->max_fanin = 1024;
+    c->scheduler_threads = 0;
+    c->ring_timeout_ms = 1000;
+    c->sched_timeout_ms = 10000;
+    c->tensor_wait_timeout_ms = 15000;
+}
+
+/*
+ * An orchestration binary may export a config function under the name its
+ * callable image gives (callable.h). It is called once, when the callable is
+ * loaded, with the defaults above; what it leaves in *config is the
+ * callable's run config, used by every run prepared without one of its own.
+ */
+typedef void (*simpler_orch_config_fn)(struct simpler_run_config *config);
+
 /* ------------------------------------------------------- building args */
 
 static inline void simpler_task_args_init(struct simpler_task_args *a)

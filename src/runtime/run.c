@@ -11,21 +11,28 @@
 
 #include "runtime/rt.h"
 
-void rt_config_default(struct rt_config *out)
+void rt_config_from_public(const struct simpler_run_config *in, struct rt_config *out)
 {
     memset(out, 0, sizeof *out);
     for (uint32_t i = 0; i < RT_RINGS; i++) {
-        out->task_window[i] = 1024;
-        out->heap_bytes[i] = 16ull << 20;
-        out->dep_pool[i] = 8192;
+        out->task_window[i] = in->task_window[i];
+        out->heap_bytes[i] = in->heap_bytes[i];
+        out->dep_pool[i] = in->dep_pool[i];
     }
-    out->tensormap_buckets = 4096;
-    out->tensormap_entries = 16384;
-    out->max_fanin = 1024;
-    out->scheduler_threads = 0;
-    out->ring_timeout_ms = 1000;
-    out->sched_timeout_ms = 10000;
-    out->tensor_wait_timeout_ms = 15000;
+    out->tensormap_buckets = in->tensormap_buckets;
+    out->tensormap_entries = in->tensormap_entries;
+    out->max_fanin = in->max_fanin;
+    out->scheduler_threads = in->scheduler_threads;
+    out->ring_timeout_ms = in->ring_timeout_ms;
+    out->sched_timeout_ms = in->sched_timeout_ms;
+    out->tensor_wait_timeout_ms = in->tensor_wait_timeout_ms;
+}
+
+void rt_config_default(struct rt_config *out)
+{
+    struct simpler_run_config defaults;
+    simpler_run_config_default(&defaults);
+    rt_config_from_public(&defaults, out);
 }
 
 static bool pow2(uint64_t v)

@@ -21,7 +21,7 @@
 #include "simpler/orchestration.h"
 #include "simpler/simdev.h"
 
-#define RT_RINGS 4
+#define RT_RINGS SIMPLER_RUN_RINGS
 
 /* Sizes and limits of one run. All fields must be set (rt_config_default
  * gives usable values). */
@@ -79,6 +79,10 @@ struct rt_run_result {
 /* Writes usable defaults (window 1024, heap 16 MiB, dep pool 8192 per ring;
  * TensorMap 4096 x 16384; timeouts 1 s ring, 10 s scheduler, 15 s tensor). */
 void rt_config_default(struct rt_config *out);
+
+/* Converts the public run config (orchestration.h) to a run config with no
+ * edge log. rt_config_default is this applied to simpler_run_config_default. */
+void rt_config_from_public(const struct simpler_run_config *in, struct rt_config *out);
 
 /* 0, or PTO_RUNTIME_ERR_INVALID_ARGUMENT for a config out of range. */
 int rt_config_check(const struct rt_config *config);

@@ -1,0 +1,200 @@
+/*
+ * simpler/simpler.h — the host API: contexts, callables and runs.
+ *
+ * Owns: the program-mode surface a host program calls. A context is created
+ * with no identity; simpler_init latches it to PROGRAM for good (DESIGN.md
+ * section 1). In program mode the context owns its device: it binds it,
+ * creates its own streams and device arenas, and stages host tensors in and
+ * out of device memory around each run.
+ *
+ * A run goes through four calls, each invocation preparing its own inputs
+ * and being submitted once:
+ *   simpler_prepare_run   snapshot the args, take a pipeline slot, stage
+ *                         IN/INOUT host tensors onto the device
+ *   simpler_launch_run    enqueue it on the device (in launch order) and return
+ *   simpler_poll_run /
+ *   simpler_wait_run      this run's status: 0 or its own negative code
+ *   simpler_finalize_run  copy OUT/INOUT back (only after success), release
+ * simpler_run does all four. Up to pipeline_depth runs may be unfinalized at
+ * once; later runs queue on the device behind earlier ones.
+ *
+ * Conventions: every call returns 0 or a negative code from status.h
+ * (PTO_RUNTIME_ERR_NOT_READY from poll is "still running", not a failure).
+ * Arguments are checked first (INVALID_ARGUMENT), then the context's state
+ * (INVALID_STATE), then the work; a rejected call changes nothing. A run's
+ * own failure (an orchestrator error, a kernel's failure code, a scheduler
+ * timeout: codes -1..-999) is that run's status only; the next run works.
+ * Once the device is lost, calls that need it return DEVICE_LOST.
+ *
+ * Threads: calls on one context may come from several threads; one run
+ * handle must be used by one thread at a time. Every call makes the context's
+ * device the calling thread's current device (simdev_set_device).
+ */
+#ifndef SIMPLER_SIMPLER_H
+#define SIMPLER_SIMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simpler/callable.h"
+#include "simpler/orchestration.h"
+#include "simpler/status.h"
+#include "simpler/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct simpler_context;
+
+#define SIMPLER_MAX_PIPELINE_DEPTH 16
+#define SIMPLER_MAX_CALLABLE_IDS 1024 /* callable ids are 0..this-1 */
+
+/* Context-wide sizes, fixed by simpler_init. */
+struct simpler_config {
+    uint32_t pipeline_depth;     /* unfinalized runs at once, 1..SIMPLER_MAX_PIPELINE_DEPTH; default 4 */
+    uint32_t max_callables;      /* registered at once, 1..SIMPLER_MAX_CALLABLE_IDS; default 64 */
+    uint64_t callable_bytes;     /* image bytes registered at once; default 256 MiB */
+    struct simpler_run_config run_capacity; /* the largest run: the device arena is sized
+                                               for it; default simpler_run_config_default */
+};
+
+/* Writes the defaults above. INVALID_ARGUMENT for NULL. */
+int simpler_config_default(struct simpler_config *out);
+
+/* ---------------------------------------------------------------- context */
+
+/* Creates a context with no identity. 0, INVALID_ARGUMENT or
+ * OUT_OF_HOST_MEMORY. */
+int simpler_create_device_context(struct simpler_context **out);
+
+/*
+ * Destroys a context (NULL: no-op). INVALID_STATE, and nothing is destroyed,
+ * while it is initialised: simpler_finalize_device first.
+ */
+int simpler_destroy_device_context(struct simpler_context *ctx);
+
+/*
+ * Latches the PROGRAM identity (INVALID_STATE if the context holds another),
+ * binds `device_id`, creates the context's streams and device arenas sized
+ * from `config` (NULL: defaults; borrowed for the call). INVALID_ARGUMENT for
+ * a bad device id or config; INVALID_STATE when already initialised;
+ * UNSUPPORTED when the device cannot run the runtime (fewer than 2 AICPU
+ * threads). A failure after the latch releases what this call created; the
+ * identity stays PROGRAM and init may be retried.
+ */
+int simpler_init(struct simpler_context *ctx, int device_id, const struct simpler_config *config);
+
+/*
+ * Releases everything the context holds and resets its device; afterwards
+ * committed device memory is 0 and the context may be initialised again
+ * (as PROGRAM). INVALID_STATE when not initialised or while any run is
+ * unfinalized. A failure leaves what is not yet released in place; a retry
+ * does only what is left.
+ */
+int simpler_finalize_device(struct simpler_context *ctx);
+
+/* Bytes of device memory the context holds now (0 for NULL or an
+ * uninitialised context). */
+size_t simpler_committed_device_memory(const struct simpler_context *ctx);
+
+/* -------------------------------------------------------------- callables */
+
+/*
+ * Validates `image` (`bytes` long, borrowed for the call; see callable.h),
+ * uploads it once and loads its orchestration and kernels on the device
+ * under `callable_id`. INVALID_ARGUMENT for a bad id or image, or binaries
+ * that do not load or lack their symbols; INVALID_STATE when the id is in
+ * use; CALLABLE_COUNT_EXCEEDED / CALLABLE_BYTES_EXCEEDED past the config's
+ * limits.
+ */
+int simpler_register_callable(struct simpler_context *ctx, int32_t callable_id, const void *image,
+                              size_t bytes);
+
+/* Unloads and frees a callable. CALLABLE_NOT_RESIDENT when the id is not
+ * registered; INVALID_STATE while an unfinalized run uses it. */
+int simpler_unregister_callable(struct simpler_context *ctx, int32_t callable_id);
+
+/* ------------------------------------------------------------------- runs */
+
+/* A run handle: nonzero, never reused within a context. */
+typedef uint64_t simpler_run_t;
+
+/*
+ * A run's arguments, in the callable's signature order: tensors (host
+ * tensors are staged, device tensors passed through) then 64-bit scalars
+ * (floats bit-cast). Borrowed for the call: prepare copies all of it.
+ */
+struct simpler_args {
+    uint32_t tensor_count;
+    uint32_t scalar_count;
+    const struct simpler_tensor *tensors; /* tensor_count descriptors; NULL when 0 */
+    const uint64_t *scalars;              /* scalar_count words; NULL when 0 */
+};
+
+/*
+ * Prepares one run of `callable_id`: checks the args against the callable's
+ * signature (INVALID_ARGUMENT: counts, descriptors, a view outside its
+ * buffer, a NULL host buffer), snapshots them, takes a free pipeline slot
+ * (INVALID_STATE at once when every slot holds an unfinalized run), and
+ * copies each IN/INOUT host tensor into a device buffer the run owns; OUT
+ * host tensors get a device buffer but no copy. `config` (borrowed; NULL:
+ * the callable's config) is checked (INVALID_ARGUMENT) and must fit the
+ * context's run capacity (CAPACITY_EXCEEDED). May run while earlier runs
+ * execute. CALLABLE_NOT_RESIDENT for an unregistered id. On success *run is
+ * the new handle; on failure nothing is held.
+ */
+int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t callable_id,
+                        const struct simpler_args *args, const struct simpler_run_config *config);
+
+/*
+ * Enqueues a prepared run behind every run launched before it and returns
+ * without waiting. INVALID_STATE for an unknown or finalized handle or a run
+ * already launched. A device operation failing here fails the run with that
+ * code: poll/wait report it and finalize releases it.
+ */
+int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run);
+
+/* Non-blocking: 0 when the run completed successfully, NOT_READY while it
+ * runs, else its own status. INVALID_STATE when not launched. */
+int simpler_poll_run(struct simpler_context *ctx, simpler_run_t run);
+
+/* Blocks until the run completes; returns its own status (0 or negative).
+ * INVALID_STATE when not launched. */
+int simpler_wait_run(struct simpler_context *ctx, simpler_run_t run);
+
+/* Counters of a completed run (what its result block on the device said). */
+struct simpler_run_info {
+    int32_t status;           /* the run's status, as wait returns it */
+    uint32_t reserved;
+    uint64_t tasks_submitted; /* tasks the orchestration submitted */
+    uint64_t tasks_completed;
+    uint64_t edges;           /* dependencies the runtime wired */
+};
+
+/* Writes the counters of a completed run (INVALID_STATE before it
+ * completed or for an unknown handle). */
+int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
+                         struct simpler_run_info *info);
+
+/*
+ * Ends a run: waits for it if it is still running, copies OUT and INOUT host
+ * tensors back if it succeeded (IN never; nothing when it failed), frees its
+ * staging buffers and releases its slot; the handle becomes invalid. A run
+ * prepared but never launched is released without running. Returns 0 once
+ * the run is released, or the copy-back's device error (the run is still
+ * released: its outputs were not delivered). INVALID_STATE for an unknown or
+ * already finalized handle.
+ */
+int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
+
+/* prepare + launch + wait + finalize. Returns the first failure: a prepare
+ * or launch error, else the run's status, else the finalize error. */
+int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
+                const struct simpler_run_config *config);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIMPLER_SIMPLER_H */
