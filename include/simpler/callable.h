@@ -52,10 +52,10 @@ extern "C" {
 #define SIMPLER_KERNEL_MAX_ARGS 32u        /* kernel signature entries */
 
 enum simpler_arg_direction {
-    SIMPLER_ARG_SCALAR = 0,
-    SIMPLER_ARG_IN = 1,    /* read by the run: copied to the device before it */
-    SIMPLER_ARG_OUT = 2,   /* written by the run: copied back after it */
-    SIMPLER_ARG_INOUT = 3, /* both */
+    SIMPLER_DIR_SCALAR = 0,
+    SIMPLER_DIR_IN = 1,    /* read by the run: copied to the device before it */
+    SIMPLER_DIR_OUT = 2,   /* written by the run: copied back after it */
+    SIMPLER_DIR_INOUT = 3, /* both */
 };
 
 enum simpler_binary_kind {

@@ -194,8 +194,10 @@ static inline void simpler_run_config_default(struct simpler_run_config *c)
 /*
  * An orchestration binary may export a config function under the name its
  * callable image gives (callable.h). It is called once, when the callable is
- * loaded, with the defaults above; what it leaves in *config is the
- * callable's run config, used by every run prepared without one of its own.
+ * loaded, with the context's run capacity (simpler.h; the defaults above
+ * unless the context was configured otherwise); what it leaves in *config
+ * is the callable's run config, used by every run prepared without one of
+ * its own. Without a config function that is the run capacity itself.
  */
 typedef void (*simpler_orch_config_fn)(struct simpler_run_config *config);
 

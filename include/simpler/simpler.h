@@ -135,14 +135,16 @@ struct simpler_args {
 /*
  * Prepares one run of `callable_id`: checks the args against the callable's
  * signature (INVALID_ARGUMENT: counts, descriptors, a view outside its
- * buffer, a NULL host buffer), snapshots them, takes a free pipeline slot
- * (INVALID_STATE at once when every slot holds an unfinalized run), and
+ * buffer, a NULL host buffer, two host tensors whose buffers overlap without
+ * being the same buffer), snapshots them, takes a free pipeline slot, and
  * copies each IN/INOUT host tensor into a device buffer the run owns; OUT
  * host tensors get a device buffer but no copy. `config` (borrowed; NULL:
- * the callable's config) is checked (INVALID_ARGUMENT) and must fit the
- * context's run capacity (CAPACITY_EXCEEDED). May run while earlier runs
- * execute. CALLABLE_NOT_RESIDENT for an unregistered id. On success *run is
- * the new handle; on failure nothing is held.
+ * the callable's config, see simpler_orch_config_fn) is checked
+ * (INVALID_ARGUMENT) and must fit the context's run capacity
+ * (CAPACITY_EXCEEDED). When every slot holds an unfinalized run, prepare
+ * returns CAPACITY_EXCEEDED at once instead of blocking. May run while
+ * earlier runs execute. CALLABLE_NOT_RESIDENT for an unregistered id. On
+ * success *run is the new handle; on failure nothing is held.
  */
 int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t callable_id,
                         const struct simpler_args *args, const struct simpler_run_config *config);

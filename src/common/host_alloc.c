@@ -34,6 +34,15 @@ void *sp_host_malloc(size_t bytes)
     return host_fault() ? NULL : malloc(bytes);
 }
 
+void *sp_host_aligned_alloc(size_t align, size_t bytes)
+{
+    if (host_fault())
+        return NULL;
+    if (bytes > SIZE_MAX - (align - 1))
+        return NULL;
+    return aligned_alloc(align, (bytes + align - 1) & ~(align - 1));
+}
+
 void sp_host_fault_inject(uint64_t nth)
 {
     atomic_store_explicit(&g_countdown, nth, memory_order_relaxed);

@@ -17,6 +17,11 @@
 void *sp_host_calloc(size_t count, size_t size);
 void *sp_host_malloc(size_t bytes);
 
+/* aligned_alloc, except that the armed attempt returns NULL. `align` is a
+ * power of two; `bytes` (> 0) is rounded up to a multiple of it, as C11's
+ * aligned_alloc requires. Release with free(). */
+void *sp_host_aligned_alloc(size_t align, size_t bytes);
+
 /* Arms a fault: the nth (>= 1) allocation attempt from now fails, once.
  * 0 disarms. Attempts in any thread count. */
 void sp_host_fault_inject(uint64_t nth);

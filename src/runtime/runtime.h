@@ -126,4 +126,39 @@ int rt_launcher_destroy(struct rt_launcher *launcher);
 int rt_run_enqueue(struct rt_launcher *launcher, simdev_stream_t stream,
                    const struct rt_run_request *request);
 
+/* ------------------------------------------------------ callable loading */
+
+#define RT_CALLABLE_MAX_BINARIES (1 + SIMPLER_MAX_FUNC_IDS) /* orchestration + kernels */
+
+/*
+ * What the device loader leaves in device memory for one loaded callable.
+ * The host reads the prefix (up to `kernels`) back; runs point the device
+ * runtime at `kernels` directly.
+ */
+struct rt_callable_record {
+    simpler_orch_entry_fn entry;
+    struct simpler_run_config config; /* the load's base, adjusted by the config function */
+    uint32_t kernel_count;            /* highest func_id + 1 (0: no kernels) */
+    uint32_t binary_count;            /* loaded ELF objects below */
+    void *handles[RT_CALLABLE_MAX_BINARIES]; /* dlopen handles, unloaded in reverse */
+    int memfds[RT_CALLABLE_MAX_BINARIES];    /* kept open while loaded: see loader.c */
+    simpler_kernel_fn kernels[SIMPLER_MAX_FUNC_IDS];
+};
+
+/*
+ * Enqueues the loader on `stream` (one AICPU thread): it validates the image
+ * at `image` (device memory, `bytes` long), loads every ELF binary from
+ * memory, resolves every symbol and fills `record` (device memory). The op
+ * fails with INVALID_ARGUMENT for an image that does not validate, a binary
+ * that does not load or a missing symbol (having unloaded what it loaded),
+ * and the stream carries that code. record->config is `base` (copied),
+ * passed through the orchestration's config function when it has one.
+ */
+int rt_callable_load_enqueue(simdev_stream_t stream, const void *image, size_t bytes,
+                             const struct simpler_run_config *base,
+                             struct rt_callable_record *record);
+
+/* Enqueues the unloading of a record filled by a successful load. */
+int rt_callable_unload_enqueue(simdev_stream_t stream, struct rt_callable_record *record);
+
 #endif /* SIMPLER_RUNTIME_RUNTIME_H */

@@ -1,0 +1,412 @@
+/*
+ * host/context.c — program-mode contexts and their callables.
+ *
+ * Owns: context creation and destruction, simpler_init (latch PROGRAM, bind
+ * the device, create the launcher, the control stream, the arena and the
+ * pipeline slots), simpler_finalize_device, device-memory accounting, and
+ * callable registration (validate, upload once, load on the device).
+ * Must not touch a run's staging: run.c owns the pipeline.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/host_alloc.h"
+#include "host/host.h"
+
+void (*sp_test_staging_free_hook)(void *device, size_t bytes);
+
+int simpler_config_default(struct simpler_config *out)
+{
+    if (!out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    out->pipeline_depth = 4;
+    out->max_callables = 64;
+    out->callable_bytes = 256ull << 20;
+    simpler_run_config_default(&out->run_capacity);
+    return 0;
+}
+
+int simpler_create_device_context(struct simpler_context **out)
+{
+    if (!out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct simpler_context *ctx = sp_host_calloc(1, sizeof *ctx);
+    if (!ctx)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    sp_latch_init(&ctx->latch);
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_cond_init(&ctx->waiters_done, NULL);
+    ctx->next_run = 1;
+    *out = ctx;
+    return 0;
+}
+
+int simpler_destroy_device_context(struct simpler_context *ctx)
+{
+    if (!ctx)
+        return 0;
+    pthread_mutex_lock(&ctx->lock);
+    bool live = ctx->initialized;
+    pthread_mutex_unlock(&ctx->lock);
+    if (live)
+        return PTO_RUNTIME_ERR_INVALID_STATE;
+    pthread_cond_destroy(&ctx->waiters_done);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return 0;
+}
+
+size_t simpler_committed_device_memory(const struct simpler_context *ctx)
+{
+    if (!ctx)
+        return 0;
+    struct simpler_context *c = (struct simpler_context *)ctx;
+    pthread_mutex_lock(&c->lock);
+    size_t bytes = c->committed;
+    pthread_mutex_unlock(&c->lock);
+    return bytes;
+}
+
+int sp_dev_alloc(struct simpler_context *ctx, void **out, size_t bytes)
+{
+    int rc = simdev_malloc(out, bytes);
+    if (!rc)
+        ctx->committed += bytes;
+    return rc;
+}
+
+int sp_dev_free(struct simpler_context *ctx, void *ptr, size_t bytes)
+{
+    int rc = simdev_free(ptr);
+    if (!rc)
+        ctx->committed -= bytes;
+    return rc;
+}
+
+int sp_ready(struct simpler_context *ctx)
+{
+    int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
+    if (rc)
+        return rc;
+    if (!ctx->initialized)
+        return PTO_RUNTIME_ERR_INVALID_STATE;
+    if ((rc = simdev_set_device(ctx->device)))
+        return rc;
+    return simdev_device_is_lost(ctx->device) ? PTO_RUNTIME_ERR_DEVICE_LOST : 0;
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static int check_config(const struct simpler_config *c)
+{
+    if (c->pipeline_depth < 1 || c->pipeline_depth > SIMPLER_MAX_PIPELINE_DEPTH ||
+        c->max_callables < 1 || c->max_callables > SIMPLER_MAX_CALLABLE_IDS ||
+        c->callable_bytes == 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_config rc;
+    rt_config_from_public(&c->run_capacity, &rc);
+    return rt_config_check(&rc);
+}
+
+/*
+ * Releases what the context holds, in reverse order of creation, nulling
+ * each handle once released: a failure returns its code and leaves the rest
+ * for a retry. Used by a failing init (which then ignores the code) and by
+ * finalize. Callables first: their unload runs on the control stream.
+ */
+static int unregister_locked(struct simpler_context *ctx, int32_t callable_id);
+
+static int release_all(struct simpler_context *ctx)
+{
+    int rc;
+    for (uint32_t id = 0; id < SIMPLER_MAX_CALLABLE_IDS && ctx->callable_count; id++) {
+        if (ctx->callables[id] && (rc = unregister_locked(ctx, (int32_t)id)))
+            return rc;
+    }
+    while (ctx->slot_count > 0) {
+        struct sp_slot *s = &ctx->slots[ctx->slot_count - 1];
+        if (s->device_result) {
+            if ((rc = sp_dev_free(ctx, s->device_result, sizeof *s->device_result)))
+                return rc;
+            s->device_result = NULL;
+        }
+        if (s->device_args) {
+            if ((rc = sp_dev_free(ctx, s->device_args, sizeof *s->device_args)))
+                return rc;
+            s->device_args = NULL;
+        }
+        if (s->stream) {
+            if ((rc = simdev_stream_destroy(s->stream)))
+                return rc;
+            s->stream = NULL;
+        }
+        ctx->slot_count--;
+    }
+    free(ctx->slots);
+    ctx->slots = NULL;
+    if (ctx->arena) {
+        if ((rc = sp_dev_free(ctx, ctx->arena, ctx->arena_bytes)))
+            return rc;
+        ctx->arena = NULL;
+    }
+    if (ctx->control) {
+        if ((rc = simdev_stream_destroy(ctx->control)))
+            return rc;
+        ctx->control = NULL;
+    }
+    if (ctx->launcher) {
+        rc = rt_launcher_destroy(ctx->launcher); /* frees it whatever it returns */
+        ctx->launcher = NULL;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int create_all(struct simpler_context *ctx, const struct simpler_config *cfg,
+                      const struct simdev_config *topo)
+{
+    struct rt_config capacity;
+    rt_config_from_public(&cfg->run_capacity, &capacity);
+    int rc = rt_arena_bytes(&capacity, topo, &ctx->arena_bytes);
+    if (rc)
+        return rc;
+    ctx->slots = sp_host_calloc(cfg->pipeline_depth, sizeof *ctx->slots);
+    if (!ctx->slots)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    if ((rc = rt_launcher_create(&ctx->launcher)) || (rc = simdev_stream_create(&ctx->control)) ||
+        (rc = sp_dev_alloc(ctx, &ctx->arena, ctx->arena_bytes)))
+        return rc;
+    for (uint32_t i = 0; i < cfg->pipeline_depth; i++) {
+        struct sp_slot *s = &ctx->slots[i];
+        ctx->slot_count++; /* so release_all sees its partial resources */
+        if ((rc = simdev_stream_create(&s->stream)) ||
+            (rc = sp_dev_alloc(ctx, (void **)&s->device_args, sizeof *s->device_args)) ||
+            (rc = sp_dev_alloc(ctx, (void **)&s->device_result, sizeof *s->device_result)))
+            return rc;
+    }
+    return 0;
+}
+
+int simpler_init(struct simpler_context *ctx, int device_id, const struct simpler_config *config)
+{
+    int count;
+    struct simpler_config cfg;
+    if (!ctx || simdev_device_count(&count) || device_id < 0 || device_id >= count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (config)
+        cfg = *config;
+    else
+        simpler_config_default(&cfg);
+    int rc = check_config(&cfg);
+    if (rc)
+        return rc;
+    /* The identity latches first and stays, whatever happens next. */
+    if ((rc = sp_latch_claim(&ctx->latch, SP_IDENTITY_PROGRAM)))
+        return rc;
+    pthread_mutex_lock(&ctx->lock);
+    struct simdev_config topo;
+    if (ctx->initialized)
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    else if (!(rc = simdev_set_device(device_id)) &&
+             !(rc = simdev_device_get_config(device_id, &topo))) {
+        if (simdev_device_is_lost(device_id))
+            rc = PTO_RUNTIME_ERR_DEVICE_LOST;
+        else if (topo.aicpu_threads < 2 || topo.aic_cores + topo.aiv_cores == 0)
+            rc = PTO_RUNTIME_ERR_UNSUPPORTED; /* one orchestrator + one scheduler at least */
+        else if ((rc = create_all(ctx, &cfg, &topo)))
+            release_all(ctx); /* best effort: the create's code is the answer */
+    }
+    if (!rc) {
+        ctx->device = device_id;
+        ctx->topo = topo;
+        ctx->config = cfg;
+        ctx->initialized = true;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int simpler_finalize_device(struct simpler_context *ctx)
+{
+    if (!ctx)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
+    if (!rc && !ctx->initialized)
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    for (uint32_t i = 0; !rc && i < ctx->slot_count; i++)
+        if (ctx->slots[i].state != SP_SLOT_FREE)
+            rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    if (!rc && !(rc = simdev_set_device(ctx->device)) && !(rc = release_all(ctx))) {
+        /* The context owns its device: leave it as it found it. */
+        if (!(rc = simdev_device_reset(ctx->device))) {
+            ctx->initialized = false;
+            ctx->committed = 0; /* everything was freed above; reset is the proof */
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------- callables */
+
+/* Unloads and frees a callable's device side. Caller holds ctx->lock. On a
+ * failure the callable keeps what it still holds. */
+static int callable_release(struct simpler_context *ctx, struct sp_callable *c)
+{
+    int rc;
+    if (c->loaded) {
+        rc = rt_callable_unload_enqueue(ctx->control, c->record);
+        if (!rc)
+            rc = simdev_stream_sync(ctx->control);
+        /* A lost device runs nothing: its loaded objects stay mapped, and
+         * what is left to release is host-side. */
+        if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
+            return rc;
+        c->loaded = false;
+        ctx->counters.callables_unloaded++;
+    }
+    if (c->record) {
+        if ((rc = sp_dev_free(ctx, c->record, sizeof *c->record)))
+            return rc;
+        c->record = NULL;
+    }
+    if (c->image) {
+        if ((rc = sp_dev_free(ctx, c->image, c->image_bytes)))
+            return rc;
+        c->image = NULL;
+    }
+    return 0;
+}
+
+/* Reads the signature into the host record (the image is valid). */
+static void read_signature(struct sp_callable *c, const struct simpler_callable_header *h)
+{
+    for (uint32_t i = 0; i < h->sig_count; i++) {
+        if (h->signature[i] == SIMPLER_DIR_SCALAR)
+            c->scalar_count++;
+        else
+            c->tensor_directions[c->tensor_count++] = h->signature[i];
+    }
+}
+
+static int load_callable(struct simpler_context *ctx, struct sp_callable *c, const void *image)
+{
+    int rc;
+    if ((rc = sp_dev_alloc(ctx, &c->image, c->image_bytes)) ||
+        (rc = simdev_memcpy(c->image, image, c->image_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
+        (rc = sp_dev_alloc(ctx, (void **)&c->record, sizeof *c->record)) ||
+        (rc = rt_callable_load_enqueue(ctx->control, c->image, c->image_bytes,
+                                        &ctx->config.run_capacity, c->record))) {
+        callable_release(ctx, c);
+        return rc;
+    }
+    if ((rc = simdev_stream_sync(ctx->control))) {
+        callable_release(ctx, c); /* the loader unloaded what it loaded */
+        return rc;
+    }
+    c->loaded = true;
+    struct rt_callable_record prefix; /* the fields before the tables */
+    if ((rc = simdev_memcpy(&prefix, c->record, offsetof(struct rt_callable_record, handles),
+                            SIMDEV_COPY_DEVICE_TO_HOST))) {
+        callable_release(ctx, c);
+        return rc;
+    }
+    c->entry = prefix.entry;
+    c->kernel_count = prefix.kernel_count;
+    c->config = prefix.config;
+    ctx->counters.callables_loaded++;
+    return 0;
+}
+
+int simpler_register_callable(struct simpler_context *ctx, int32_t callable_id, const void *image,
+                              size_t bytes)
+{
+    if (!ctx || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS || !image ||
+        simpler_callable_validate(image, bytes))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    int rc = sp_ready(ctx);
+    if (rc)
+        goto out;
+    if (ctx->callables[callable_id]) {
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+        goto out;
+    }
+    if (ctx->callable_count >= ctx->config.max_callables) {
+        rc = PTO_RUNTIME_ERR_CALLABLE_COUNT_EXCEEDED;
+        goto out;
+    }
+    if (bytes > ctx->config.callable_bytes - ctx->callable_bytes) {
+        rc = PTO_RUNTIME_ERR_CALLABLE_BYTES_EXCEEDED;
+        goto out;
+    }
+    struct sp_callable *c = sp_host_calloc(1, sizeof *c);
+    if (!c) {
+        rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+        goto out;
+    }
+    struct simpler_callable_header h;
+    memcpy(&h, image, sizeof h);
+    c->id = callable_id;
+    c->image_bytes = bytes;
+    read_signature(c, &h);
+    if ((rc = load_callable(ctx, c, image))) {
+        free(c);
+        goto out;
+    }
+    ctx->callables[callable_id] = c;
+    ctx->callable_count++;
+    ctx->callable_bytes += bytes;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* Caller holds ctx->lock. */
+static int unregister_locked(struct simpler_context *ctx, int32_t callable_id)
+{
+    int rc = sp_ready(ctx);
+    struct sp_callable *c = ctx->callables[callable_id];
+    if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+        rc = 0; /* unloading host-side state still works on a lost device */
+    if (rc)
+        return rc;
+    if (!c)
+        return PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
+    if (c->runs)
+        return PTO_RUNTIME_ERR_INVALID_STATE;
+    if ((rc = callable_release(ctx, c)))
+        return rc;
+    ctx->callable_bytes -= c->image_bytes;
+    ctx->callable_count--;
+    ctx->callables[callable_id] = NULL;
+    free(c);
+    return 0;
+}
+
+int simpler_unregister_callable(struct simpler_context *ctx, int32_t callable_id)
+{
+    if (!ctx || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    int rc = unregister_locked(ctx, callable_id);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* -------------------------------------------------------------- for tests */
+
+void sp_test_counters(struct simpler_context *ctx, struct sp_counters *out)
+{
+    pthread_mutex_lock(&ctx->lock);
+    *out = ctx->counters;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+struct sp_latch *sp_test_latch(struct simpler_context *ctx)
+{
+    return &ctx->latch;
+}

@@ -1,0 +1,134 @@
+/*
+ * host/host.h — the program-mode host runtime's private structures.
+ *
+ * Owns: struct simpler_context and its pieces (callables, pipeline slots),
+ * shared by context.c (lifecycle, callables) and run.c (the run pipeline),
+ * plus the accessors tests use to look inside. Not public API.
+ *
+ * Locking: ctx->lock guards every field below that is not marked
+ * otherwise. It is never held across a wait for the device (stream or event
+ * sync); it is held across synchronous copies, which wait for nothing.
+ */
+#ifndef SIMPLER_HOST_HOST_H
+#define SIMPLER_HOST_HOST_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "host/latch.h"
+#include "runtime/runtime.h"
+#include "simpler/simpler.h"
+
+/* One registered callable. */
+struct sp_callable {
+    int32_t id;
+    uint32_t tensor_count; /* non-SCALAR signature entries */
+    uint32_t scalar_count;
+    uint8_t tensor_directions[SIMPLER_CALLABLE_MAX_TENSORS]; /* enum simpler_arg_direction */
+    void *image;           /* device copy of the image */
+    size_t image_bytes;
+    struct rt_callable_record *record; /* device */
+    simpler_orch_entry_fn entry;
+    uint32_t kernel_count;
+    struct simpler_run_config config;  /* the callable's run config */
+    bool loaded;           /* the device holds its binaries loaded */
+    uint32_t runs;         /* unfinalized runs using it */
+};
+
+enum sp_slot_state {
+    SP_SLOT_FREE = 0,
+    SP_SLOT_PREPARED, /* staged, not launched */
+    SP_SLOT_LAUNCHED, /* on the device; `completed` once its status is known */
+};
+
+/* One distinct host buffer of a run, staged in a device buffer. */
+struct sp_staging {
+    uint64_t host_addr;
+    uint64_t bytes;
+    void *device;     /* NULL once freed */
+};
+
+/* A pipeline slot: the device resources of one unfinalized run. */
+struct sp_slot {
+    enum sp_slot_state state;
+    simpler_run_t run;
+    struct sp_callable *callable;
+    simdev_stream_t stream;               /* the run's own stream: carries its status only */
+    struct simpler_orch_args *device_args; /* device copy of `staged_args` */
+    struct rt_run_result *device_result;
+    struct rt_config config;
+    /* The owned snapshot of the caller's args (host addresses as given). */
+    struct simpler_orch_args snapshot;
+    /* What the device sees: host tensors rewritten to their staging buffers. */
+    struct simpler_orch_args staged_args;
+    uint8_t tensor_staging[SIMPLER_ORCH_MAX_TENSORS]; /* index into staging, or 0xff: device tensor */
+    struct sp_staging staging[SIMPLER_ORCH_MAX_TENSORS];
+    uint32_t staging_count;
+    bool waiting;         /* a thread waits for it outside the lock */
+    bool copied_back;     /* finalize delivered the outputs (a retry skips it) */
+    bool completed;       /* status below is final */
+    int status;
+    int info_status;      /* 0 when `result` was read back, else the read's error */
+    struct rt_run_result result;
+};
+
+/* Counters for tests and diagnostics (monotonic except the live ones). */
+struct sp_counters {
+    uint64_t slots_acquired;
+    uint64_t slots_released;
+    uint64_t staging_allocs;
+    uint64_t staging_frees;
+    uint64_t launches;
+    uint64_t callables_loaded;
+    uint64_t callables_unloaded;
+};
+
+struct simpler_context {
+    struct sp_latch latch; /* read without the lock */
+    pthread_mutex_t lock;
+    pthread_cond_t waiters_done; /* broadcast when a slot's `waiting` clears */
+    bool initialized;
+    int device;
+    struct simdev_config topo; /* the device's, read at init */
+    struct simpler_config config;
+    size_t committed;      /* device bytes held */
+    struct rt_launcher *launcher;
+    simdev_stream_t control; /* loads and unloads */
+    void *arena;
+    size_t arena_bytes;
+    struct sp_slot *slots; /* config.pipeline_depth */
+    uint32_t slot_count;   /* slots whose device resources exist */
+    uint32_t callable_count;
+    uint64_t callable_bytes;
+    simpler_run_t next_run;
+    struct sp_counters counters;
+    struct sp_callable *callables[SIMPLER_MAX_CALLABLE_IDS];
+};
+
+/* Device memory of the context (counted in `committed`). Caller must hold
+ * ctx->lock or be the only user of ctx. */
+int sp_dev_alloc(struct simpler_context *ctx, void **out, size_t bytes);
+int sp_dev_free(struct simpler_context *ctx, void *ptr, size_t bytes);
+
+/* 0, INVALID_STATE (not a program context or not initialised) or
+ * DEVICE_LOST; makes the context's device current. Caller holds ctx->lock. */
+int sp_ready(struct simpler_context *ctx);
+
+/* ------------------------------------------------------------ for tests */
+
+/* Copies the owned snapshot of `run` (as prepare took it) to *out.
+ * INVALID_STATE for an unknown run. */
+int sp_test_run_snapshot(struct simpler_context *ctx, simpler_run_t run,
+                         struct simpler_orch_args *out);
+
+/* Copies the counters. */
+void sp_test_counters(struct simpler_context *ctx, struct sp_counters *out);
+
+/* The context's latch (the kernel-mode entries will claim through it). */
+struct sp_latch *sp_test_latch(struct simpler_context *ctx);
+
+/* Called, when set, with each staging buffer just before it is freed: a
+ * test poisons it to prove nothing reads it afterwards. */
+extern void (*sp_test_staging_free_hook)(void *device, size_t bytes);
+
+#endif /* SIMPLER_HOST_HOST_H */

@@ -1,0 +1,487 @@
+/*
+ * host/run.c — the program-mode run pipeline.
+ *
+ * Owns: prepare (check the args against the callable, snapshot them into
+ * the slot, stage host tensors into device buffers the run owns), launch
+ * (enqueue on the device behind every earlier launch), poll/wait (this
+ * run's status, from this run's own stream), finalize (copy outputs back,
+ * free the staging, release the slot exactly once) and simpler_run.
+ * Must not create or destroy context-wide resources: context.c owns them.
+ *
+ * Ordering: every run's chain goes through the context's one launcher, whose
+ * streams execute runs in launch order; each slot's own stream joins the
+ * chain at its start and end and so carries exactly its run's status.
+ */
+#include <string.h>
+
+#include "host/host.h"
+
+#define NO_STAGING 0xffu /* tensor_staging[]: a device tensor, passed through */
+
+static bool is_output(uint8_t dir)
+{
+    return dir == SIMPLER_DIR_OUT || dir == SIMPLER_DIR_INOUT;
+}
+
+static bool is_input(uint8_t dir)
+{
+    return dir == SIMPLER_DIR_IN || dir == SIMPLER_DIR_INOUT;
+}
+
+/* Byte range [*lo, *hi) the view touches inside its buffer; false for a
+ * malformed descriptor or a view outside its buffer. */
+static bool view_bytes(const struct simpler_tensor *t, uint64_t *lo, uint64_t *hi)
+{
+    size_t esize = simpler_dtype_size(t->dtype);
+    if (!t->addr || !esize || t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS ||
+        t->address_space > SIMPLER_MEM_DEVICE)
+        return false;
+    /* Element offsets: start + sum of the negative and positive reaches. */
+    __int128 first = (__int128)t->start_offset, last = first;
+    for (uint32_t d = 0; d < t->ndims; d++) {
+        if (t->shape[d] == 0 || t->shape[d] > (1ull << 48))
+            return false;
+        __int128 reach = (__int128)(t->shape[d] - 1) * t->stride[d];
+        if (reach < 0)
+            first += reach;
+        else
+            last += reach;
+    }
+    __int128 end = (last + 1) * (__int128)esize;
+    if (first < 0 || end > (__int128)t->buffer_bytes)
+        return false;
+    *lo = (uint64_t)(first * (__int128)esize);
+    *hi = (uint64_t)end;
+    return true;
+}
+
+/* Structural checks of a run's args (before any state). */
+static int check_args(const struct simpler_args *args)
+{
+    if (args->tensor_count > SIMPLER_ORCH_MAX_TENSORS ||
+        args->scalar_count > SIMPLER_ORCH_MAX_SCALARS ||
+        (args->tensor_count && !args->tensors) || (args->scalar_count && !args->scalars))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < args->tensor_count; i++) {
+        const struct simpler_tensor *t = &args->tensors[i];
+        uint64_t lo, hi;
+        if (!view_bytes(t, &lo, &hi))
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        if (t->address_space != SIMPLER_MEM_HOST)
+            continue;
+        /* Host buffers are staged one device buffer each: two tensors must
+         * name the same buffer exactly or not overlap at all, else the
+         * staged copies could not alias the way the host bytes do. */
+        for (uint32_t j = 0; j < i; j++) {
+            const struct simpler_tensor *u = &args->tensors[j];
+            if (u->address_space != SIMPLER_MEM_HOST ||
+                (u->addr == t->addr && u->buffer_bytes == t->buffer_bytes))
+                continue;
+            if (t->addr < u->addr + u->buffer_bytes && u->addr < t->addr + t->buffer_bytes)
+                return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        }
+    }
+    return 0;
+}
+
+/* The slot holding `run`, or NULL. Caller holds ctx->lock. */
+static struct sp_slot *find_slot(struct simpler_context *ctx, simpler_run_t run)
+{
+    if (!run)
+        return NULL;
+    for (uint32_t i = 0; i < ctx->slot_count; i++)
+        if (ctx->slots[i].state != SP_SLOT_FREE && ctx->slots[i].run == run)
+            return &ctx->slots[i];
+    return NULL;
+}
+
+/* Frees the staging buffers still held; stops at the first failure. Caller
+ * holds ctx->lock. */
+static int free_staging(struct simpler_context *ctx, struct sp_slot *s)
+{
+    for (uint32_t j = 0; j < s->staging_count; j++) {
+        struct sp_staging *st = &s->staging[j];
+        if (!st->device)
+            continue;
+        if (sp_test_staging_free_hook)
+            sp_test_staging_free_hook(st->device, st->bytes);
+        int rc = sp_dev_free(ctx, st->device, st->bytes);
+        if (rc)
+            return rc;
+        st->device = NULL;
+        ctx->counters.staging_frees++;
+    }
+    return 0;
+}
+
+/* Gives every host buffer of the snapshot a device buffer, copies in what
+ * the run reads, and uploads the device view of the args. Caller holds
+ * ctx->lock; on failure the caller frees what was allocated. */
+static int stage(struct simpler_context *ctx, struct sp_slot *s, const struct sp_callable *c)
+{
+    const struct simpler_orch_args *a = &s->snapshot;
+    s->staged_args = *a;
+    int rc;
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        const struct simpler_tensor *t = &a->tensors[i];
+        s->tensor_staging[i] = NO_STAGING;
+        if (t->address_space != SIMPLER_MEM_HOST)
+            continue;
+        uint32_t j = 0;
+        while (j < s->staging_count &&
+               !(s->staging[j].host_addr == t->addr && s->staging[j].bytes == t->buffer_bytes))
+            j++;
+        if (j == s->staging_count) {
+            struct sp_staging *st = &s->staging[j];
+            st->host_addr = t->addr;
+            st->bytes = t->buffer_bytes;
+            if ((rc = sp_dev_alloc(ctx, &st->device, st->bytes)))
+                return rc;
+            s->staging_count++;
+            ctx->counters.staging_allocs++;
+        }
+        s->tensor_staging[i] = (uint8_t)j;
+        s->staged_args.tensors[i].addr = (uint64_t)(uintptr_t)s->staging[j].device;
+        s->staged_args.tensors[i].address_space = SIMPLER_MEM_DEVICE;
+    }
+    /* Copy in, per buffer, the bytes its IN and INOUT views span (OUT views
+     * are never copied in). */
+    for (uint32_t j = 0; j < s->staging_count; j++) {
+        uint64_t lo = UINT64_MAX, hi = 0, vlo, vhi;
+        for (uint32_t i = 0; i < a->tensor_count; i++) {
+            if (s->tensor_staging[i] != j || !is_input(c->tensor_directions[i]))
+                continue;
+            view_bytes(&a->tensors[i], &vlo, &vhi);
+            lo = vlo < lo ? vlo : lo;
+            hi = vhi > hi ? vhi : hi;
+        }
+        if (lo < hi && (rc = simdev_memcpy((uint8_t *)s->staging[j].device + lo,
+                                           (const uint8_t *)(uintptr_t)s->staging[j].host_addr + lo,
+                                           hi - lo, SIMDEV_COPY_HOST_TO_DEVICE)))
+            return rc;
+    }
+    return simdev_memcpy(s->device_args, &s->staged_args, sizeof s->staged_args,
+                         SIMDEV_COPY_HOST_TO_DEVICE);
+}
+
+int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t callable_id,
+                        const struct simpler_args *args, const struct simpler_run_config *config)
+{
+    if (!ctx || !run || !args || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = check_args(args);
+    struct rt_config rtc;
+    if (!rc && config) {
+        rt_config_from_public(config, &rtc);
+        rc = rt_config_check(&rtc);
+    }
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_callable *c;
+    struct sp_slot *s = NULL;
+    size_t need;
+    if ((rc = sp_ready(ctx)))
+        goto out;
+    if (!(c = ctx->callables[callable_id])) {
+        rc = PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
+        goto out;
+    }
+    if (args->tensor_count != c->tensor_count || args->scalar_count != c->scalar_count) {
+        rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* does not match the signature */
+        goto out;
+    }
+    if (!config)
+        rt_config_from_public(&c->config, &rtc);
+    uint32_t schedulers = rtc.scheduler_threads ? rtc.scheduler_threads
+                                                : ctx->topo.aicpu_threads - 1;
+    if (schedulers + 1 > ctx->topo.aicpu_threads || (rc = rt_config_check(&rtc))) {
+        rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        goto out;
+    }
+    if ((rc = rt_arena_bytes(&rtc, &ctx->topo, &need)))
+        goto out;
+    if (need > ctx->arena_bytes) {
+        rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* bigger than the context's run capacity */
+        goto out;
+    }
+    for (uint32_t i = 0; i < ctx->slot_count && !s; i++)
+        if (ctx->slots[i].state == SP_SLOT_FREE)
+            s = &ctx->slots[i];
+    if (!s) {
+        rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* every slot holds an unfinalized run */
+        goto out;
+    }
+    /* The owned snapshot: nothing of the caller's containers is kept. */
+    memset(&s->snapshot, 0, sizeof s->snapshot);
+    s->snapshot.tensor_count = args->tensor_count;
+    s->snapshot.scalar_count = args->scalar_count;
+    if (args->tensor_count)
+        memcpy(s->snapshot.tensors, args->tensors, args->tensor_count * sizeof *args->tensors);
+    if (args->scalar_count)
+        memcpy(s->snapshot.scalars, args->scalars, args->scalar_count * sizeof *args->scalars);
+    s->staging_count = 0;
+    if ((rc = stage(ctx, s, c))) {
+        free_staging(ctx, s); /* best effort: the staging's code is the answer */
+        s->staging_count = 0;
+        goto out;
+    }
+    s->config = rtc;
+    s->callable = c;
+    s->run = ctx->next_run++;
+    s->state = SP_SLOT_PREPARED;
+    s->waiting = s->completed = s->copied_back = false;
+    s->status = s->info_status = 0;
+    memset(&s->result, 0, sizeof s->result);
+    c->runs++;
+    ctx->counters.slots_acquired++;
+    *run = s->run;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
+{
+    if (!ctx || !run)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_slot *s = NULL;
+    int rc = sp_ready(ctx);
+    if (!rc && (!(s = find_slot(ctx, run)) || s->state != SP_SLOT_PREPARED))
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    if (!rc) {
+        struct rt_run_request rq = {
+            .entry = s->callable->entry,
+            .kernels = s->callable->record->kernels,
+            .kernel_count = s->callable->kernel_count,
+            .args = s->device_args,
+            .arena = ctx->arena,
+            .arena_bytes = ctx->arena_bytes,
+            .result = s->device_result,
+            .config = s->config,
+        };
+        rc = rt_run_enqueue(ctx->launcher, s->stream, &rq);
+        s->state = SP_SLOT_LAUNCHED;
+        if (rc) {
+            /* Part of the chain may have run: the run cannot be launched
+             * again on the same inputs. It ends here, failed. */
+            s->completed = true;
+            s->status = s->info_status = rc;
+        } else {
+            ctx->counters.launches++;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* Latches a run's final status (from its stream) and reads its result
+ * block back. Caller holds ctx->lock. */
+static void complete(struct sp_slot *s, int status)
+{
+    s->status = status;
+    s->completed = true;
+    s->info_status = simdev_memcpy(&s->result, s->device_result, sizeof s->result,
+                                   SIMDEV_COPY_DEVICE_TO_HOST);
+}
+
+/* Waits, without the lock, until the launched run in `s` completes. Caller
+ * holds ctx->lock; it is held again on return. */
+static void await(struct simpler_context *ctx, struct sp_slot *s)
+{
+    while (!s->completed) {
+        if (s->waiting) {
+            pthread_cond_wait(&ctx->waiters_done, &ctx->lock);
+            continue;
+        }
+        s->waiting = true;
+        pthread_mutex_unlock(&ctx->lock);
+        int status = simdev_stream_sync(s->stream); /* the run's own status, then clean */
+        pthread_mutex_lock(&ctx->lock);
+        complete(s, status);
+        s->waiting = false;
+        pthread_cond_broadcast(&ctx->waiters_done);
+    }
+}
+
+/* The launched run's slot, or NULL with *rc set. Caller holds ctx->lock. */
+static struct sp_slot *launched_slot(struct simpler_context *ctx, simpler_run_t run, int *rc)
+{
+    struct sp_slot *s = NULL;
+    *rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
+    if (!*rc && (!ctx->initialized || !(s = find_slot(ctx, run)) || s->state != SP_SLOT_LAUNCHED))
+        *rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    if (!*rc)
+        *rc = simdev_set_device(ctx->device);
+    return *rc ? NULL : s;
+}
+
+int simpler_poll_run(struct simpler_context *ctx, simpler_run_t run)
+{
+    if (!ctx || !run)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    int rc;
+    struct sp_slot *s = launched_slot(ctx, run, &rc);
+    if (s && !s->completed) {
+        if (s->waiting || simdev_stream_query(s->stream) == PTO_RUNTIME_ERR_NOT_READY)
+            rc = PTO_RUNTIME_ERR_NOT_READY;
+        else
+            complete(s, simdev_stream_sync(s->stream)); /* drained: returns at once */
+    }
+    if (s && s->completed)
+        rc = s->status;
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int simpler_wait_run(struct simpler_context *ctx, simpler_run_t run)
+{
+    if (!ctx || !run)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    int rc;
+    struct sp_slot *s = launched_slot(ctx, run, &rc);
+    if (s) {
+        await(ctx, s);
+        rc = s->status;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
+                         struct simpler_run_info *info)
+{
+    if (!ctx || !run || !info)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    int rc;
+    struct sp_slot *s = launched_slot(ctx, run, &rc);
+    if (s && !s->completed)
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    else if (s && !(rc = s->info_status)) {
+        memset(info, 0, sizeof *info);
+        info->status = s->status;
+        info->tasks_submitted = s->result.tasks_submitted;
+        info->tasks_completed = s->result.tasks_completed;
+        info->edges = s->result.edges;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* Copies the elements of host view `t` from its staging buffer back to the
+ * host, one contiguous run at a time (never the bytes between them). */
+static int copy_view_back(const struct simpler_tensor *t, const uint8_t *device, uint32_t dim,
+                          int64_t offset)
+{
+    size_t esize = simpler_dtype_size(t->dtype);
+    uint8_t *host = (uint8_t *)(uintptr_t)t->addr;
+    int rc = 0;
+    if (dim == 0 && simpler_tensor_is_contiguous(t))
+        return simdev_memcpy(host + t->start_offset * esize, device + t->start_offset * esize,
+                             simpler_tensor_numel(t) * esize, SIMDEV_COPY_DEVICE_TO_HOST);
+    if (dim == 0)
+        offset = (int64_t)t->start_offset;
+    if (dim + 1 == t->ndims && t->stride[dim] == 1)
+        return simdev_memcpy(host + offset * (int64_t)esize, device + offset * (int64_t)esize,
+                             t->shape[dim] * esize, SIMDEV_COPY_DEVICE_TO_HOST);
+    for (uint64_t i = 0; i < t->shape[dim] && !rc; i++) {
+        int64_t at = offset + (int64_t)i * t->stride[dim];
+        if (dim + 1 == t->ndims)
+            rc = simdev_memcpy(host + at * (int64_t)esize, device + at * (int64_t)esize, esize,
+                               SIMDEV_COPY_DEVICE_TO_HOST);
+        else
+            rc = copy_view_back(t, device, dim + 1, at);
+    }
+    return rc;
+}
+
+static int copy_back(const struct sp_slot *s)
+{
+    const uint8_t *dirs = s->callable->tensor_directions;
+    for (uint32_t i = 0; i < s->snapshot.tensor_count; i++) {
+        if (s->tensor_staging[i] == NO_STAGING || !is_output(dirs[i]))
+            continue;
+        int rc = copy_view_back(&s->snapshot.tensors[i], s->staging[s->tensor_staging[i]].device,
+                                0, 0);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
+{
+    if (!ctx || !run)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_slot *s = NULL;
+    int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
+    if (!rc && (!ctx->initialized || !(s = find_slot(ctx, run))))
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    if (!rc)
+        rc = simdev_set_device(ctx->device);
+    if (rc)
+        goto out;
+    if (s->state == SP_SLOT_LAUNCHED) {
+        await(ctx, s);
+        /* A launch that failed part-way may have left work on the run's
+         * stream: drain it before the staging goes. */
+        int drained = simdev_stream_sync(s->stream);
+        if (drained == PTO_RUNTIME_ERR_DEVICE_LOST || drained == PTO_RUNTIME_ERR_TIMEOUT)
+            drained = 0; /* nothing will run on it any more */
+        if ((rc = drained) && drained != s->status)
+            goto out;
+        rc = 0;
+        if (s->status == 0 && !s->copied_back) {
+            rc = copy_back(s);
+            if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
+                goto out; /* outputs not delivered yet: a retry copies again */
+            s->copied_back = true;
+        }
+    }
+    int freed = free_staging(ctx, s);
+    if (freed) {
+        rc = freed;
+        goto out;
+    }
+    s->callable->runs--;
+    s->callable = NULL;
+    s->state = SP_SLOT_FREE;
+    s->run = 0;
+    s->staging_count = 0;
+    ctx->counters.slots_released++;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
+                const struct simpler_run_config *config)
+{
+    simpler_run_t run;
+    int rc = simpler_prepare_run(ctx, &run, callable_id, args, config);
+    if (rc)
+        return rc;
+    if ((rc = simpler_launch_run(ctx, run))) {
+        simpler_finalize_run(ctx, run);
+        return rc;
+    }
+    int status = simpler_wait_run(ctx, run);
+    rc = simpler_finalize_run(ctx, run);
+    return status ? status : rc;
+}
+
+int sp_test_run_snapshot(struct simpler_context *ctx, simpler_run_t run,
+                         struct simpler_orch_args *out)
+{
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_slot *s = find_slot(ctx, run);
+    if (s)
+        *out = s->snapshot;
+    pthread_mutex_unlock(&ctx->lock);
+    return s ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+}

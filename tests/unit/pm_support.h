@@ -1,0 +1,65 @@
+/*
+ * pm_support.h — a program-mode fixture: a small callable linked into the
+ * test (symbol-form image), its host buffers and the observers its kernels
+ * report to, for tests of simpler.h.
+ *
+ * The callable: args x (IN), y (OUT), acc (INOUT), scalars mul, add (f32
+ * bits), fail code, flags, tag. Task 0 computes y = x * mul + add (failing
+ * with `fail code` when nonzero; PM_FLAG_GATE: first passes pm_gate;
+ * PM_FLAG_SCRIBBLE: then overwrites x on the device with PM_POISON); task 1
+ * computes acc += y and appends `tag` to the completion order log.
+ */
+#ifndef SIMPLER_PM_SUPPORT_H
+#define SIMPLER_PM_SUPPORT_H
+
+#include <stdatomic.h>
+
+#include "host/host.h"
+#include "simpler/simpler.h"
+#include "test_support.h"
+
+#define PM_N 4096
+#define PM_CALLABLE 7
+#define PM_POISON_BYTE 0xDB
+#define PM_POISON_BITS 0xDBDBDBDBu
+#define PM_FLAG_GATE 1u
+#define PM_FLAG_SCRIBBLE 2u
+
+extern struct ts_gate pm_gate;
+extern _Atomic uint64_t pm_order[64]; /* tags in completion order */
+extern atomic_int pm_order_count;
+extern _Atomic uint32_t pm_out_seen;  /* bits of y[0] task 0 found before writing */
+
+/* Resets the observers and (re)initialises a closed pm_gate. */
+void pm_observers_reset(void);
+
+/* A symbol-form image of the callable (free with simpler_callable_free). */
+void *pm_image(size_t *bytes);
+
+/* Small run sizes, so a context fits the fixture's 64 MiB device. */
+struct simpler_run_config pm_small_run_config(void);
+
+/* Sets up device 0 (ts_device_setup_config), creates and initialises a
+ * context of `depth` slots and registers the callable as PM_CALLABLE. */
+struct simpler_context *pm_open(uint32_t depth);
+/* Finalizes (asserting committed memory 0 afterwards) and destroys. */
+void pm_close(struct simpler_context *ctx);
+
+struct pm_run {
+    float *x, *y, *acc;
+    struct simpler_tensor tensors[3];
+    uint64_t scalars[5];
+    struct simpler_args args;
+    float mul, add;
+};
+
+/* Host buffers: x[i] = (i % 97) * 0.5 + tag, y all PM_POISON_BYTE, acc 1. */
+void pm_run_init(struct pm_run *r, float mul, float add, uint64_t fail_code, uint64_t flags,
+                 uint64_t tag);
+/* Asserts y == x * mul + add and acc == 1 + y in every element. */
+void pm_run_check(const struct pm_run *r);
+/* Asserts y still poison and acc still 1 (nothing copied back). */
+void pm_run_check_untouched(const struct pm_run *r);
+void pm_run_free(struct pm_run *r);
+
+#endif /* SIMPLER_PM_SUPPORT_H */
