@@ -20,6 +20,9 @@ build: deps
 run: build
 	./build/examples/device_demo
 	./build/examples/runtime_demo
+	./build/examples/vector_example
+	./build/examples/matmul_example
+	./build/examples/attention_example
 
 test: deps test-normal test-asan test-tsan
 	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan)"

@@ -51,7 +51,7 @@ extern "C" {
 #define SIMPLER_CALLABLE_MAX_FUNC_ID 1024  /* func_ids are 0..this-1 (= SIMPLER_MAX_FUNC_IDS) */
 #define SIMPLER_KERNEL_MAX_ARGS 32u        /* kernel signature entries */
 
-enum simpler_arg_direction {
+enum simpler_direction {
     SIMPLER_DIR_SCALAR = 0,
     SIMPLER_DIR_IN = 1,    /* read by the run: copied to the device before it */
     SIMPLER_DIR_OUT = 2,   /* written by the run: copied back after it */
@@ -80,7 +80,7 @@ struct simpler_callable_header {
     uint64_t children_offset; /* child table; 0 when child_count is 0 */
     char entry_name[SIMPLER_CALLABLE_NAME_MAX];  /* non-empty */
     char config_name[SIMPLER_CALLABLE_NAME_MAX]; /* empty: no config function */
-    uint8_t signature[SIMPLER_CALLABLE_MAX_ARGS]; /* enum simpler_arg_direction; unused entries 0 */
+    uint8_t signature[SIMPLER_CALLABLE_MAX_ARGS]; /* enum simpler_direction; unused entries 0 */
 };
 
 struct simpler_callable_child {
@@ -131,7 +131,7 @@ int simpler_callable_builder_set_orchestration(struct simpler_callable_builder *
                                                enum simpler_binary_kind kind,
                                                const void *binary, size_t binary_bytes,
                                                const char *entry, const char *config,
-                                               const enum simpler_arg_direction *signature,
+                                               const enum simpler_direction *signature,
                                                uint32_t sig_count);
 
 /* As above with the ELF bytes read from the file at `path`. INVALID_ARGUMENT
@@ -139,7 +139,7 @@ int simpler_callable_builder_set_orchestration(struct simpler_callable_builder *
 int simpler_callable_builder_set_orchestration_file(struct simpler_callable_builder *builder,
                                                     const char *path, const char *entry,
                                                     const char *config,
-                                                    const enum simpler_arg_direction *signature,
+                                                    const enum simpler_direction *signature,
                                                     uint32_t sig_count);
 
 /*
@@ -150,14 +150,14 @@ int simpler_callable_builder_set_orchestration_file(struct simpler_callable_buil
 int simpler_callable_builder_add_kernel(struct simpler_callable_builder *builder, int32_t func_id,
                                         enum simpler_kernel_core core, enum simpler_binary_kind kind,
                                         const void *binary, size_t binary_bytes, const char *symbol,
-                                        const enum simpler_arg_direction *signature,
+                                        const enum simpler_direction *signature,
                                         uint32_t sig_count);
 
 /* As above with the ELF bytes read from `path`. */
 int simpler_callable_builder_add_kernel_file(struct simpler_callable_builder *builder,
                                              int32_t func_id, enum simpler_kernel_core core,
                                              const char *path, const char *symbol,
-                                             const enum simpler_arg_direction *signature,
+                                             const enum simpler_direction *signature,
                                              uint32_t sig_count);
 
 /*

@@ -152,8 +152,10 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
 /*
  * Enqueues a prepared run behind every run launched before it and returns
  * without waiting. INVALID_STATE for an unknown or finalized handle or a run
- * already launched. A device operation failing here fails the run with that
- * code: poll/wait report it and finalize releases it.
+ * already launched. When a device operation fails here, the call returns
+ * its code and the run stays prepared: launch may be retried (it first
+ * copies the IN/INOUT host data in again, since part of the failed attempt
+ * may have run) or the run finalized.
  */
 int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run);
 
@@ -191,9 +193,11 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
 int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
 
 /* prepare + launch + wait + finalize. Returns the first failure: a prepare
- * or launch error, else the run's status, else the finalize error. */
+ * or launch error, else the run's status, else the finalize error. When
+ * `info` is not NULL and the run completed, the run's counters are written
+ * there (as simpler_get_run_info). */
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
-                const struct simpler_run_config *config);
+                const struct simpler_run_config *config, struct simpler_run_info *info);
 
 #ifdef __cplusplus
 }

@@ -126,9 +126,7 @@ static bool header_valid(const unsigned char *image, uint64_t total, const calla
         return false;
     if (!name_valid(h->entry_name, false) || !name_valid(h->config_name, true))
         return false;
-    if (h->sig_count > SIMPLER_CALLABLE_MAX_ARGS)
-        return false;
-    uint32_t scalars = 0;
+    uint32_t scalars = 0; /* sig_count's own limit: orch_counts_valid */
     for (uint32_t i = 0; i < SIMPLER_CALLABLE_MAX_ARGS; i++) {
         if (i >= h->sig_count) {
             if (h->signature[i] != 0) /* unused entries are 0 */
@@ -281,7 +279,7 @@ static bool binary_args_valid(int kind, const void *binary, size_t binary_bytes)
 
 /* Counts the SCALAR entries of a signature; false for an invalid one
  * (NULL with entries, more than `max` entries, a bad direction). */
-static bool signature_args_valid(const enum simpler_arg_direction *signature, uint32_t sig_count,
+static bool signature_args_valid(const enum simpler_direction *signature, uint32_t sig_count,
                                  uint32_t max, uint32_t *scalars)
 {
     if (sig_count > max || (sig_count > 0 && signature == NULL))
@@ -398,7 +396,7 @@ void simpler_callable_builder_destroy(struct simpler_callable_builder *builder)
  * `owned` is consumed whatever the result). */
 static int orchestration_set(struct simpler_callable_builder *b, int kind, const void *binary,
                              size_t binary_bytes, unsigned char *owned, const char *entry,
-                             const char *config, const enum simpler_arg_direction *signature,
+                             const char *config, const enum simpler_direction *signature,
                              uint32_t sig_count)
 {
     uint32_t scalars = 0;
@@ -436,7 +434,7 @@ int simpler_callable_builder_set_orchestration(struct simpler_callable_builder *
                                                enum simpler_binary_kind kind,
                                                const void *binary, size_t binary_bytes,
                                                const char *entry, const char *config,
-                                               const enum simpler_arg_direction *signature,
+                                               const enum simpler_direction *signature,
                                                uint32_t sig_count)
 {
     return orchestration_set(builder, (int)kind, binary, binary_bytes, NULL, entry, config,
@@ -446,7 +444,7 @@ int simpler_callable_builder_set_orchestration(struct simpler_callable_builder *
 int simpler_callable_builder_set_orchestration_file(struct simpler_callable_builder *builder,
                                                     const char *path, const char *entry,
                                                     const char *config,
-                                                    const enum simpler_arg_direction *signature,
+                                                    const enum simpler_direction *signature,
                                                     uint32_t sig_count)
 {
     if (builder == NULL)
@@ -463,7 +461,7 @@ int simpler_callable_builder_set_orchestration_file(struct simpler_callable_buil
 /* add_kernel with an optional handed-over binary (see store_binary). */
 static int kernel_add(struct simpler_callable_builder *b, int32_t func_id, int core, int kind,
                       const void *binary, size_t binary_bytes, unsigned char *owned,
-                      const char *symbol, const enum simpler_arg_direction *signature,
+                      const char *symbol, const enum simpler_direction *signature,
                       uint32_t sig_count)
 {
     uint32_t scalars;
@@ -511,7 +509,7 @@ static int kernel_add(struct simpler_callable_builder *b, int32_t func_id, int c
 int simpler_callable_builder_add_kernel(struct simpler_callable_builder *builder, int32_t func_id,
                                         enum simpler_kernel_core core, enum simpler_binary_kind kind,
                                         const void *binary, size_t binary_bytes, const char *symbol,
-                                        const enum simpler_arg_direction *signature,
+                                        const enum simpler_direction *signature,
                                         uint32_t sig_count)
 {
     return kernel_add(builder, func_id, (int)core, (int)kind, binary, binary_bytes, NULL, symbol,
@@ -521,7 +519,7 @@ int simpler_callable_builder_add_kernel(struct simpler_callable_builder *builder
 int simpler_callable_builder_add_kernel_file(struct simpler_callable_builder *builder,
                                              int32_t func_id, enum simpler_kernel_core core,
                                              const char *path, const char *symbol,
-                                             const enum simpler_arg_direction *signature,
+                                             const enum simpler_direction *signature,
                                              uint32_t sig_count)
 {
     if (builder == NULL)

@@ -308,6 +308,7 @@ static int load_callable(struct simpler_context *ctx, struct sp_callable *c, con
         return rc;
     }
     c->loaded = true;
+    ctx->counters.callables_loaded++;
     struct rt_callable_record prefix; /* the fields before the tables */
     if ((rc = simdev_memcpy(&prefix, c->record, offsetof(struct rt_callable_record, handles),
                             SIMDEV_COPY_DEVICE_TO_HOST))) {
@@ -317,7 +318,6 @@ static int load_callable(struct simpler_context *ctx, struct sp_callable *c, con
     c->entry = prefix.entry;
     c->kernel_count = prefix.kernel_count;
     c->config = prefix.config;
-    ctx->counters.callables_loaded++;
     return 0;
 }
 

@@ -24,7 +24,7 @@ struct sp_callable {
     int32_t id;
     uint32_t tensor_count; /* non-SCALAR signature entries */
     uint32_t scalar_count;
-    uint8_t tensor_directions[SIMPLER_CALLABLE_MAX_TENSORS]; /* enum simpler_arg_direction */
+    uint8_t tensor_directions[SIMPLER_CALLABLE_MAX_TENSORS]; /* enum simpler_direction */
     void *image;           /* device copy of the image */
     size_t image_bytes;
     struct rt_callable_record *record; /* device */
@@ -66,10 +66,10 @@ struct sp_slot {
     uint32_t staging_count;
     bool waiting;         /* a thread waits for it outside the lock */
     bool copied_back;     /* finalize delivered the outputs (a retry skips it) */
+    bool restage;         /* a launch failed: inputs are copied in again before the next */
     bool completed;       /* status below is final */
     int status;
-    int info_status;      /* 0 when `result` was read back, else the read's error */
-    struct rt_run_result result;
+    struct rt_run_result result; /* read back when the run completed */
 };
 
 /* Counters for tests and diagnostics (monotonic except the live ones). */

@@ -114,14 +114,13 @@ static int free_staging(struct simpler_context *ctx, struct sp_slot *s)
     return 0;
 }
 
-/* Gives every host buffer of the snapshot a device buffer, copies in what
- * the run reads, and uploads the device view of the args. Caller holds
- * ctx->lock; on failure the caller frees what was allocated. */
-static int stage(struct simpler_context *ctx, struct sp_slot *s, const struct sp_callable *c)
+/* Gives every host buffer of the snapshot a device buffer and rewrites the
+ * device view of the args to use them. Caller holds ctx->lock; on failure
+ * the caller frees what was allocated. */
+static int alloc_staging(struct simpler_context *ctx, struct sp_slot *s)
 {
     const struct simpler_orch_args *a = &s->snapshot;
     s->staged_args = *a;
-    int rc;
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         const struct simpler_tensor *t = &a->tensors[i];
         s->tensor_staging[i] = NO_STAGING;
@@ -135,7 +134,8 @@ static int stage(struct simpler_context *ctx, struct sp_slot *s, const struct sp
             struct sp_staging *st = &s->staging[j];
             st->host_addr = t->addr;
             st->bytes = t->buffer_bytes;
-            if ((rc = sp_dev_alloc(ctx, &st->device, st->bytes)))
+            int rc = sp_dev_alloc(ctx, &st->device, st->bytes);
+            if (rc)
                 return rc;
             s->staging_count++;
             ctx->counters.staging_allocs++;
@@ -144,8 +144,16 @@ static int stage(struct simpler_context *ctx, struct sp_slot *s, const struct sp
         s->staged_args.tensors[i].addr = (uint64_t)(uintptr_t)s->staging[j].device;
         s->staged_args.tensors[i].address_space = SIMPLER_MEM_DEVICE;
     }
-    /* Copy in, per buffer, the bytes its IN and INOUT views span (OUT views
-     * are never copied in). */
+    return 0;
+}
+
+/* Copies in, per staged buffer, the bytes its IN and INOUT views span (OUT
+ * views are never copied in), then uploads the device view of the args.
+ * Caller holds ctx->lock. */
+static int copy_inputs(struct sp_slot *s, const struct sp_callable *c)
+{
+    const struct simpler_orch_args *a = &s->snapshot;
+    int rc;
     for (uint32_t j = 0; j < s->staging_count; j++) {
         uint64_t lo = UINT64_MAX, hi = 0, vlo, vhi;
         for (uint32_t i = 0; i < a->tensor_count; i++) {
@@ -221,7 +229,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     if (args->scalar_count)
         memcpy(s->snapshot.scalars, args->scalars, args->scalar_count * sizeof *args->scalars);
     s->staging_count = 0;
-    if ((rc = stage(ctx, s, c))) {
+    if ((rc = alloc_staging(ctx, s)) || (rc = copy_inputs(s, c))) {
         free_staging(ctx, s); /* best effort: the staging's code is the answer */
         s->staging_count = 0;
         goto out;
@@ -230,8 +238,8 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     s->callable = c;
     s->run = ctx->next_run++;
     s->state = SP_SLOT_PREPARED;
-    s->waiting = s->completed = s->copied_back = false;
-    s->status = s->info_status = 0;
+    s->waiting = s->completed = s->copied_back = s->restage = false;
+    s->status = 0;
     memset(&s->result, 0, sizeof s->result);
     c->runs++;
     ctx->counters.slots_acquired++;
@@ -250,6 +258,10 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
     int rc = sp_ready(ctx);
     if (!rc && (!(s = find_slot(ctx, run)) || s->state != SP_SLOT_PREPARED))
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    /* After a failed launch the kernels may have run on the staged buffers:
+     * stage the inputs again from the host. */
+    if (!rc && s->restage && !(rc = copy_inputs(s, s->callable)))
+        s->restage = false;
     if (!rc) {
         struct rt_run_request rq = {
             .entry = s->callable->entry,
@@ -261,14 +273,12 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
             .result = s->device_result,
             .config = s->config,
         };
-        rc = rt_run_enqueue(ctx->launcher, s->stream, &rq);
-        s->state = SP_SLOT_LAUNCHED;
-        if (rc) {
-            /* Part of the chain may have run: the run cannot be launched
-             * again on the same inputs. It ends here, failed. */
-            s->completed = true;
-            s->status = s->info_status = rc;
+        /* On failure rt_run_enqueue has drained whatever part of the chain
+         * it enqueued; the run stays prepared and may be launched again. */
+        if ((rc = rt_run_enqueue(ctx->launcher, s->stream, &rq))) {
+            s->restage = true;
         } else {
+            s->state = SP_SLOT_LAUNCHED;
             ctx->counters.launches++;
         }
     }
@@ -276,19 +286,44 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
     return rc;
 }
 
-/* Latches a run's final status (from its stream) and reads its result
- * block back. Caller holds ctx->lock. */
-static void complete(struct sp_slot *s, int status)
+/*
+ * Latches the final status of a run whose stream has drained and is clean
+ * again (its carried error, if any, cleared by a sync, so the slot's next
+ * run starts clean). The status comes from the run's result block — the
+ * device's own record, which a failed host-side call cannot fake. 0 once
+ * latched; else the read's code, with nothing latched (the caller may
+ * retry). Caller holds ctx->lock.
+ */
+static int latch_status(struct simpler_context *ctx, struct sp_slot *s)
 {
-    s->status = status;
+    int rc;
+    if (simdev_device_is_lost(ctx->device)) {
+        s->status = PTO_RUNTIME_ERR_DEVICE_LOST;
+    } else if ((rc = simdev_memcpy(&s->result, s->device_result, sizeof s->result,
+                                   SIMDEV_COPY_DEVICE_TO_HOST))) {
+        return rc;
+    } else {
+        s->status = s->result.status;
+    }
     s->completed = true;
-    s->info_status = simdev_memcpy(&s->result, s->device_result, sizeof s->result,
-                                   SIMDEV_COPY_DEVICE_TO_HOST);
+    return 0;
 }
 
-/* Waits, without the lock, until the launched run in `s` completes. Caller
- * holds ctx->lock; it is held again on return. */
-static void await(struct simpler_context *ctx, struct sp_slot *s)
+/* After a sync of the run's stream returned `rc`: 0 when the stream is now
+ * drained and clean (a nonzero `rc` was the carried error, now cleared),
+ * else `rc` — the sync itself failed and nothing was waited for or cleared.
+ * A lost device counts as drained: nothing more will run. */
+static int synced(struct simpler_context *ctx, struct sp_slot *s, int rc)
+{
+    if (!rc || simdev_device_is_lost(ctx->device) || simdev_stream_query(s->stream) == 0)
+        return 0;
+    return rc;
+}
+
+/* Waits, without the lock, until the launched run in `s` completes, and
+ * latches its status. Caller holds ctx->lock; it is held again on return.
+ * 0, or the code of a failed wait (nothing latched). */
+static int await(struct simpler_context *ctx, struct sp_slot *s)
 {
     while (!s->completed) {
         if (s->waiting) {
@@ -297,12 +332,14 @@ static void await(struct simpler_context *ctx, struct sp_slot *s)
         }
         s->waiting = true;
         pthread_mutex_unlock(&ctx->lock);
-        int status = simdev_stream_sync(s->stream); /* the run's own status, then clean */
+        int rc = simdev_stream_sync(s->stream);
         pthread_mutex_lock(&ctx->lock);
-        complete(s, status);
         s->waiting = false;
         pthread_cond_broadcast(&ctx->waiters_done);
+        if ((rc = synced(ctx, s, rc)) || (rc = latch_status(ctx, s)))
+            return rc;
     }
+    return 0;
 }
 
 /* The launched run's slot, or NULL with *rc set. Caller holds ctx->lock. */
@@ -325,10 +362,11 @@ int simpler_poll_run(struct simpler_context *ctx, simpler_run_t run)
     int rc;
     struct sp_slot *s = launched_slot(ctx, run, &rc);
     if (s && !s->completed) {
-        if (s->waiting || simdev_stream_query(s->stream) == PTO_RUNTIME_ERR_NOT_READY)
+        int carried = s->waiting ? PTO_RUNTIME_ERR_NOT_READY : simdev_stream_query(s->stream);
+        if (carried == PTO_RUNTIME_ERR_NOT_READY)
             rc = PTO_RUNTIME_ERR_NOT_READY;
-        else
-            complete(s, simdev_stream_sync(s->stream)); /* drained: returns at once */
+        else if (!(rc = carried ? synced(ctx, s, simdev_stream_sync(s->stream)) : 0))
+            rc = latch_status(ctx, s);
     }
     if (s && s->completed)
         rc = s->status;
@@ -343,10 +381,8 @@ int simpler_wait_run(struct simpler_context *ctx, simpler_run_t run)
     pthread_mutex_lock(&ctx->lock);
     int rc;
     struct sp_slot *s = launched_slot(ctx, run, &rc);
-    if (s) {
-        await(ctx, s);
+    if (s && !(rc = await(ctx, s)))
         rc = s->status;
-    }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
@@ -361,7 +397,7 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
     struct sp_slot *s = launched_slot(ctx, run, &rc);
     if (s && !s->completed)
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
-    else if (s && !(rc = s->info_status)) {
+    else if (s) {
         memset(info, 0, sizeof *info);
         info->status = s->status;
         info->tasks_submitted = s->result.tasks_submitted;
@@ -426,16 +462,19 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
         rc = simdev_set_device(ctx->device);
     if (rc)
         goto out;
-    if (s->state == SP_SLOT_LAUNCHED) {
-        await(ctx, s);
-        /* A launch that failed part-way may have left work on the run's
-         * stream: drain it before the staging goes. */
+    if (s->restage) {
+        /* A launch failed part-way: its work on the run's stream must be
+         * over before the staging goes (the error it carries is not this
+         * run's status; the run never ran). */
         int drained = simdev_stream_sync(s->stream);
-        if (drained == PTO_RUNTIME_ERR_DEVICE_LOST || drained == PTO_RUNTIME_ERR_TIMEOUT)
-            drained = 0; /* nothing will run on it any more */
-        if ((rc = drained) && drained != s->status)
+        if (drained && simdev_stream_query(s->stream) == PTO_RUNTIME_ERR_NOT_READY) {
+            rc = drained; /* the sync itself failed: nothing was drained */
             goto out;
-        rc = 0;
+        }
+    }
+    if (s->state == SP_SLOT_LAUNCHED) {
+        if ((rc = await(ctx, s)))
+            goto out; /* not known to be over: nothing may be released */
         if (s->status == 0 && !s->copied_back) {
             rc = copy_back(s);
             if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
@@ -460,7 +499,7 @@ out:
 }
 
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
-                const struct simpler_run_config *config)
+                const struct simpler_run_config *config, struct simpler_run_info *info)
 {
     simpler_run_t run;
     int rc = simpler_prepare_run(ctx, &run, callable_id, args, config);
@@ -471,6 +510,8 @@ int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct s
         return rc;
     }
     int status = simpler_wait_run(ctx, run);
+    if (info && simpler_get_run_info(ctx, run, info))
+        memset(info, 0, sizeof *info); /* the wait failed: nothing is known */
     rc = simpler_finalize_run(ctx, run);
     return status ? status : rc;
 }

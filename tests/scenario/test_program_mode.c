@@ -242,9 +242,9 @@ static void test_good_failing_good_statuses(void **state)
     /* simpler_run reports the run's status the same way. */
     struct pm_run again;
     pm_run_init(&again, 2.0f, 1.0f, 777, 0, 4);
-    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &again.args, NULL), -777);
+    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &again.args, NULL, NULL), -777);
     again.scalars[2] = 0;
-    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &again.args, NULL), 0);
+    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &again.args, NULL, NULL), 0);
     pm_run_check(&again);
     pm_run_free(&again);
     for (int i = 0; i < 3; i++)
@@ -324,7 +324,7 @@ static void test_identity_latch(void **state)
     assert_int_equal(simpler_poll_run(kctx, 5), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(simpler_wait_run(kctx, 5), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(simpler_finalize_run(kctx, 5), PTO_RUNTIME_ERR_INVALID_STATE);
-    assert_int_equal(simpler_run(kctx, 1, &r.args, NULL), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_run(kctx, 1, &r.args, NULL, NULL), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(simpler_finalize_device(kctx), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(sp_latch_identity(sp_test_latch(kctx)), SP_IDENTITY_KERNEL); /* unlatched by an error */
     assert_int_equal(simpler_committed_device_memory(kctx), 0);
@@ -344,7 +344,7 @@ static void test_identity_latch(void **state)
     assert_int_equal(simpler_init(ctx, 0, &cfg), 0); /* idempotent for the held identity */
     assert_int_equal(simpler_register_callable(ctx, 1, image, bytes), 0);
     assert_int_equal(simpler_register_callable(ctx, 1, image, bytes), PTO_RUNTIME_ERR_INVALID_STATE);
-    assert_int_equal(simpler_run(ctx, 1, &r.args, NULL), 0);
+    assert_int_equal(simpler_run(ctx, 1, &r.args, NULL, NULL), 0);
     pm_run_check(&r);
     assert_int_equal(simpler_unregister_callable(ctx, 1), 0);
     assert_int_equal(simpler_unregister_callable(ctx, 1), PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT);
@@ -364,7 +364,12 @@ static void test_copy_directions(void **state)
     memcpy(x_before, r.x, PM_N * sizeof(float));
     /* The host y holds poison; the device buffer y is staged into is
      * allocated fresh, and would hold it only if OUT were copied in. */
-    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &r.args, NULL), 0);
+    struct simpler_run_info info;
+    memset(&info, 0xff, sizeof info);
+    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &r.args, NULL, &info), 0);
+    assert_int_equal(info.status, 0);
+    assert_int_equal(info.tasks_submitted, 2); /* simpler_run did not report the run's counters */
+    assert_int_equal(info.tasks_completed, 2);
     assert_true(atomic_load(&pm_out_seen) != PM_POISON_BITS); /* OUT was copied in */
     assert_memory_equal(r.x, x_before, PM_N * sizeof(float)); /* IN copied back: device poison */
     pm_run_check(&r);

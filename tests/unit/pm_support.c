@@ -94,10 +94,10 @@ void pm_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *a
 
 void *pm_image(size_t *bytes)
 {
-    static const enum simpler_arg_direction sig[] = {
+    static const enum simpler_direction sig[] = {
         SIMPLER_DIR_IN,     SIMPLER_DIR_OUT,    SIMPLER_DIR_INOUT,  SIMPLER_DIR_SCALAR,
         SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR};
-    static const enum simpler_arg_direction ksig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT};
+    static const enum simpler_direction ksig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT};
     struct simpler_callable_builder *b;
     void *image;
     assert_int_equal(simpler_callable_builder_create(&b), 0);
