@@ -1,12 +1,14 @@
 # simpler — top-level entry points. See README.md.
 #   make run    install what is missing, build, run the demonstration
 #   make test   install what is missing, build and run every test:
-#               normal build, then ASan+UBSan, then TSan
+#               normal build, then ASan+UBSan, then TSan, then a bounded
+#               fuzzing run of the callable-image validator
 #   make bench  build optimised and run the benchmarks
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build run test test-normal test-asan test-tsan bench clean
+.PHONY: all deps build run test test-normal test-asan test-tsan test-fuzz bench clean
 
 all: build
 
@@ -24,8 +26,8 @@ run: build
 	./build/examples/matmul_example
 	./build/examples/attention_example
 
-test: deps test-normal test-asan test-tsan
-	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan)"
+test: deps test-normal test-asan test-tsan test-fuzz
+	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan, fuzz)"
 
 test-normal: build
 	cd build && ctest --output-on-failure -j $(JOBS)
@@ -42,6 +44,11 @@ test-tsan: deps
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --output-on-failure -j $(JOBS)
 
+# clang + libFuzzer + ASan/UBSan on simpler_callable_validate, seeded with
+# builder-made images, for FUZZ_SECONDS; independent of CMake.
+test-fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run-fuzz.sh build-fuzz
+
 # Only the benchmarks: the tests are built and run by `make test`.
 bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
@@ -50,4 +57,4 @@ bench: deps
 	./build-release/bench/bench_runtime
 
 clean:
-	rm -rf build build-asan build-tsan build-release
+	rm -rf build build-asan build-tsan build-release build-fuzz

@@ -1,27 +1,54 @@
 #!/usr/bin/env bash
 # Installs the Debian packages simpler needs to build and test, if missing.
 # As root it uses apt-get; otherwise it names what is missing and fails.
+# Two rounds: the fixed list (which includes clang), then the libFuzzer
+# runtime for the installed clang's major version (libclang-rt-N-dev), which
+# can only be named once clang is there.
 set -euo pipefail
 
-needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config libasan8 libubsan1 libtsan2)
-missing=()
-for pkg in "${needed[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$pkg")
+needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config libasan8 libubsan1 libtsan2 clang)
+
+installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+updated=0
+# Installs the named packages that are missing: as root with apt-get,
+# otherwise names them (and `hint`, if set) and fails.
+install_missing() {
+    local missing=()
+    for pkg in "$@"; do
+        installed "$pkg" || missing+=("$pkg")
+    done
+    if [ "${#missing[@]}" -eq 0 ]; then
+        return 0
     fi
-done
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "simpler: missing Debian packages: ${missing[*]}" >&2
+        echo "simpler: install them with: sudo apt-get install ${missing[*]}" >&2
+        if [ -n "${hint:-}" ]; then
+            echo "simpler: $hint" >&2
+        fi
+        exit 1
+    fi
+    echo "simpler: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    if [ "$updated" -eq 0 ]; then
+        apt-get update -qq
+        updated=1
+    fi
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
 
-if [ "${#missing[@]}" -eq 0 ]; then
-    exit 0
-fi
+hint=""
+installed clang || hint="then also the libFuzzer runtime libclang-rt-N-dev, N = clang's major version (run this again to have it named)"
+install_missing "${needed[@]}"
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "simpler: missing Debian packages: ${missing[*]}" >&2
-    echo "simpler: install them with: sudo apt-get install ${missing[*]}" >&2
+# "Debian clang version 14.0.6", "Ubuntu clang version 18.1.3 (1ubuntu1)", ...
+clang_major=$(clang --version | sed -n '1s/.*clang version \([0-9][0-9]*\).*/\1/p')
+if [ -z "$clang_major" ]; then
+    echo "simpler: cannot read clang's version from: $(clang --version | head -n 1)" >&2
     exit 1
 fi
-
-echo "simpler: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+hint=""
+install_missing "libclang-rt-${clang_major}-dev"

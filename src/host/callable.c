@@ -24,9 +24,9 @@
 typedef struct simpler_callable_header callable_header;
 typedef struct simpler_callable_child callable_child;
 
-/* Neither record has padding, so every byte of an image is a named field
- * (the builder zeroes the rest), and a child table that starts right after
- * the header is 8-aligned. */
+/* Neither record has padding (every byte of one is a named field the
+ * validator can check), and a child table that starts right after the
+ * header is 8-aligned. */
 static_assert(sizeof(callable_header) == 320, "header layout changed");
 static_assert(sizeof(callable_child) == 128, "child layout changed");
 static_assert(sizeof(callable_header) % 8 == 0, "child table right after the header is aligned");
@@ -85,7 +85,7 @@ static bool core_valid(uint32_t core)
 
 /* ------------------------------------------------------------- validator */
 
-/* The half-open table of children inside the image, [begin, end). */
+/* A half-open byte range [begin, end) of an image: the child table. */
 struct byte_range {
     uint64_t begin;
     uint64_t end;

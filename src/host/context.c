@@ -84,6 +84,16 @@ int sp_dev_free(struct simpler_context *ctx, void *ptr, size_t bytes)
     return rc;
 }
 
+int sp_drain(simdev_stream_t stream)
+{
+    int rc;
+    do
+        rc = simdev_stream_sync(stream);
+    while (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST &&
+           simdev_stream_query(stream) == PTO_RUNTIME_ERR_NOT_READY);
+    return rc;
+}
+
 int sp_ready(struct simpler_context *ctx)
 {
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
@@ -259,14 +269,17 @@ static int callable_release(struct simpler_context *ctx, struct sp_callable *c)
     int rc;
     if (c->loaded) {
         rc = rt_callable_unload_enqueue(ctx->control, c->record);
-        if (!rc)
-            rc = simdev_stream_sync(ctx->control);
-        /* A lost device runs nothing: its loaded objects stay mapped, and
-         * what is left to release is host-side. */
         if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
+        /* Enqueued, or the device is lost and runs nothing (its loaded
+         * objects stay mapped; what is left is host-side): never again. */
         c->loaded = false;
         ctx->counters.callables_unloaded++;
+        if (!rc && (rc = simdev_stream_sync(ctx->control))) {
+            sp_drain(ctx->control); /* a failed sync waited for nothing */
+            if (rc != PTO_RUNTIME_ERR_DEVICE_LOST)
+                return rc; /* the unload has run: a retry only frees */
+        }
     }
     if (c->record) {
         if ((rc = sp_dev_free(ctx, c->record, sizeof *c->record)))
@@ -304,7 +317,15 @@ static int load_callable(struct simpler_context *ctx, struct sp_callable *c, con
         return rc;
     }
     if ((rc = simdev_stream_sync(ctx->control))) {
-        callable_release(ctx, c); /* the loader unloaded what it loaded */
+        /* Either the load failed (the loader unloaded what it loaded) or the
+         * sync itself failed and the loader may still be running: let it
+         * finish before undoing, and unload what it then loaded. */
+        if (simdev_stream_query(ctx->control) == PTO_RUNTIME_ERR_NOT_READY &&
+            sp_drain(ctx->control) == 0) {
+            c->loaded = true;
+            ctx->counters.callables_loaded++;
+        }
+        callable_release(ctx, c);
         return rc;
     }
     c->loaded = true;

@@ -110,6 +110,12 @@ struct simpler_context {
 int sp_dev_alloc(struct simpler_context *ctx, void **out, size_t bytes);
 int sp_dev_free(struct simpler_context *ctx, void *ptr, size_t bytes);
 
+/* Waits until `stream` has drained even if a sync fails on the way (a
+ * failed sync waits for nothing), so that undoing a call never frees what
+ * enqueued work still uses. Returns the stream's carried status (cleared),
+ * or DEVICE_LOST. */
+int sp_drain(simdev_stream_t stream);
+
 /* 0, INVALID_STATE (not a program context or not initialised) or
  * DEVICE_LOST; makes the context's device current. Caller holds ctx->lock. */
 int sp_ready(struct simpler_context *ctx);

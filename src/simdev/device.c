@@ -269,7 +269,8 @@ static int device_start(struct sd_device *dev)
     dev->aicpu_free = dev->config.aicpu_threads;
     memset(dev->aicpu_busy, 0, sizeof(dev->aicpu_busy));
     dev->cores_busy = false;
-    dev->next_ticket = dev->serving_ticket = 0;
+    dev->next_ticket[0] = dev->serving_ticket[0] = 0;
+    dev->next_ticket[1] = dev->serving_ticket[1] = 0;
 
     int made = start_workers(dev, dev->aicpu, dev->config.aicpu_threads, false);
     if (made == 0) {
@@ -339,24 +340,26 @@ void sd_device_mark_lost(struct sd_device *dev)
     sd_regs_wake_all(dev);
 }
 
-/* Takes the threads the launch needs, in ticket order. Returns 0 or
- * DEVICE_LOST. Fills workers[] with the chosen workers. */
+/* Takes the threads the launch needs, in ticket order among launches of
+ * the same resource (AICPU threads or cores). Returns 0 or DEVICE_LOST.
+ * Fills workers[] with the chosen workers. */
 static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
                                struct sd_worker **workers)
 {
     pthread_mutex_lock(&dev->pool_lock);
-    uint64_t ticket = dev->next_ticket++;
+    uint32_t queue = on_cores ? 1 : 0;
+    uint64_t ticket = dev->next_ticket[queue]++;
     for (;;) {
         if (sd_device_lost(dev)) {
             /* Let later tickets see the loss too. */
-            if (dev->serving_ticket == ticket)
-                dev->serving_ticket++;
+            if (dev->serving_ticket[queue] == ticket)
+                dev->serving_ticket[queue]++;
             pthread_cond_broadcast(&dev->pool_cond);
             pthread_mutex_unlock(&dev->pool_lock);
             return PTO_RUNTIME_ERR_DEVICE_LOST;
         }
         bool available = on_cores ? !dev->cores_busy : dev->aicpu_free >= job->thread_count;
-        if (dev->serving_ticket == ticket && available)
+        if (dev->serving_ticket[queue] == ticket && available)
             break;
         pthread_cond_wait(&dev->pool_cond, &dev->pool_lock);
     }
@@ -376,7 +379,7 @@ static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool o
         }
         dev->aicpu_free -= job->thread_count;
     }
-    dev->serving_ticket++;
+    dev->serving_ticket[queue]++;
     pthread_cond_broadcast(&dev->pool_cond);
     pthread_mutex_unlock(&dev->pool_lock);
     return 0;

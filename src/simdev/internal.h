@@ -202,14 +202,18 @@ struct sd_device {
 
     /* Gang scheduling of launches: a launch takes all the threads it needs at
      * once, in ticket order, so two launches never deadlock on a partial
-     * set. Caller must hold pool_lock for the fields below. */
+     * set. AICPU threads and AICore cores are separate resources with a
+     * ticket queue each (index: 0 AICPU, 1 cores), as on a real device: a
+     * core launch never waits behind an AICPU launch (which may itself be
+     * waiting for those cores to start). Caller must hold pool_lock for the
+     * fields below. */
     pthread_mutex_t pool_lock;
     pthread_cond_t pool_cond;
     bool aicpu_busy[SIMDEV_MAX_AICPU_THREADS];
     uint32_t aicpu_free;
     bool cores_busy;
-    uint64_t next_ticket;
-    uint64_t serving_ticket;
+    uint64_t next_ticket[2];
+    uint64_t serving_ticket[2];
 
     /* Launch completions: the last thread of a job wakes its launcher here.
      * The word lives in the device, not the job, because the launcher frees

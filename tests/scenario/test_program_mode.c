@@ -378,6 +378,33 @@ static void test_copy_directions(void **state)
     pm_close(ctx);
 }
 
+/* Many rounds of runs launched back to back. Each run's chain ends with a
+ * one-thread status op on its own stream; the next run's AICPU program may
+ * take every AICPU thread first and then wait for its core loop. The device
+ * must not queue that core loop behind the status op (it did once: the run
+ * stalled until its scheduler's handshake timeout, -100). */
+static void test_back_to_back_rounds_never_stall(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = pm_open(3);
+    for (int round = 0; round < 40; round++) {
+        struct pm_run r[3];
+        simpler_run_t runs[3];
+        for (int i = 0; i < 3; i++) {
+            pm_run_init(&r[i], 1.5f, (float)round, 0, 0, (uint64_t)i);
+            runs[i] = prepare(ctx, &r[i]);
+            assert_int_equal(simpler_launch_run(ctx, runs[i]), 0);
+        }
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(simpler_wait_run(ctx, runs[i]), 0); /* -100: the stall */
+            assert_int_equal(simpler_finalize_run(ctx, runs[i]), 0);
+            pm_run_check(&r[i]);
+            pm_run_free(&r[i]);
+        }
+    }
+    pm_close(ctx);
+}
+
 /* Unregistering a callable an unfinalized run uses is refused. */
 static void test_unregister_refused_while_a_run_uses_it(void **state)
 {
@@ -408,6 +435,9 @@ int main(void)
         cmocka_unit_test(test_identity_latch),
         cmocka_unit_test(test_copy_directions),
         cmocka_unit_test(test_unregister_refused_while_a_run_uses_it),
+        cmocka_unit_test(test_back_to_back_rounds_never_stall),
     };
+    if (getenv("PM_FILTER")) /* run only the tests matching this pattern */
+        cmocka_set_test_filter(getenv("PM_FILTER"));
     return cmocka_run_group_tests(tests, NULL, ts_device_teardown);
 }
