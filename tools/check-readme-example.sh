@@ -10,6 +10,6 @@ if [ ! -s "$work/readme_example.c" ]; then
     echo "README.md has no \`\`\`c block" >&2
     exit 1
 fi
-cc -std=c11 -Wall -Wextra -Werror -I"$include" "$work/readme_example.c" "$lib" -lpthread \
-    -o "$work/readme_example"
+cc -std=c11 -Wall -Wextra -Werror -I"$include" "$work/readme_example.c" "$lib" -lpthread -ldl \
+    -rdynamic -o "$work/readme_example"
 "$work/readme_example"
