@@ -129,7 +129,10 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner);
 int simdev_mem_owner_in_use(int device, uint32_t owner, uint64_t *bytes);
 
 /* Frees a pointer returned by simdev_malloc (NULL: no-op). INVALID_ARGUMENT
- * for a pointer that is not a live allocation of the current device. */
+ * for a pointer that is not a live allocation of the current device. On a
+ * lost device the allocation ends at once (in_use drops) but the memory is
+ * reclaimed only by simdev_device_reset, because a hung device function may
+ * still write it. */
 int simdev_free(void *dev_ptr);
 
 int simdev_mem_get_info(int device, struct simdev_mem_info *out);

@@ -233,6 +233,11 @@ struct sd_device {
     struct sd_alloc *allocs;
     size_t alloc_count;
     size_t alloc_cap;
+    /* Blocks freed after the device was lost: a hung device function may
+     * still write them, so they are released only by the reset, once every
+     * device function has returned. */
+    void **graveyard;
+    size_t graveyard_count, graveyard_cap;
     uint64_t in_use;
     uint64_t high_water;
     uint64_t owner_in_use[SIMDEV_MAX_MEM_OWNERS];

@@ -6,6 +6,7 @@
  * the exact accounting (in use, high-water mark, live count). Device memory
  * is host memory, but only device code and explicit copies touch it.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +125,25 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
     return 0;
 }
 
-/* Removal does not need a live device: freeing works after a loss. */
+/* Keeps a block freed after a loss until the reset (see sd_device
+ * graveyard). Caller holds dev->mem_lock. False when no room could be made:
+ * then the block is freed at once, as before a loss. */
+static bool bury(struct sd_device *dev, void *block)
+{
+    if (dev->graveyard_count == dev->graveyard_cap) {
+        size_t cap = dev->graveyard_cap ? 2 * dev->graveyard_cap : 16;
+        void **grown = realloc(dev->graveyard, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        dev->graveyard = grown;
+        dev->graveyard_cap = cap;
+    }
+    dev->graveyard[dev->graveyard_count++] = block;
+    return true;
+}
+
+/* Removal does not need a live device: freeing works after a loss (the
+ * memory itself is released by the reset). */
 int simdev_free(void *dev_ptr)
 {
     if (!dev_ptr)
@@ -147,6 +166,11 @@ int simdev_free(void *dev_ptr)
     dev->owner_in_use[dev->allocs[i - 1].owner] -= dev->allocs[i - 1].bytes;
     memmove(&dev->allocs[i - 1], &dev->allocs[i], (dev->alloc_count - i) * sizeof(*dev->allocs));
     dev->alloc_count--;
+    if (sd_device_lost(dev) && bury(dev, dev_ptr)) {
+        pthread_mutex_unlock(&dev->mem_lock);
+        sd_count(dev, SIMDEV_OP_FREE);
+        return 0;
+    }
     pthread_mutex_unlock(&dev->mem_lock);
     free(dev_ptr);
     sd_count(dev, SIMDEV_OP_FREE);
@@ -188,6 +212,11 @@ void sd_memory_release_all(struct sd_device *dev)
     free(dev->allocs);
     dev->allocs = NULL;
     dev->alloc_count = dev->alloc_cap = 0;
+    for (size_t i = 0; i < dev->graveyard_count; i++)
+        free(dev->graveyard[i]);
+    free(dev->graveyard);
+    dev->graveyard = NULL;
+    dev->graveyard_count = dev->graveyard_cap = 0;
     dev->in_use = dev->high_water = 0;
     memset(dev->owner_in_use, 0, sizeof(dev->owner_in_use));
     pthread_mutex_unlock(&dev->mem_lock);

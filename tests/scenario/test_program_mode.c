@@ -362,15 +362,19 @@ static void test_copy_directions(void **state)
     pm_run_init(&r, 2.0f, 1.0f, 0, PM_FLAG_SCRIBBLE, 5);
     float *x_before = malloc(PM_N * sizeof(float));
     memcpy(x_before, r.x, PM_N * sizeof(float));
-    /* The host y holds poison; the device buffer y is staged into is
-     * allocated fresh, and would hold it only if OUT were copied in. */
+    /* The host y holds a pattern no other test writes anywhere; the device
+     * buffer y is staged into is allocated fresh (its old bytes may be any
+     * earlier test's), and would hold the pattern only if OUT were copied in. */
+    const uint32_t pattern = 0x7FBADBADu;
+    for (int i = 0; i < PM_N; i++)
+        memcpy(&r.y[i], &pattern, sizeof pattern);
     struct simpler_run_info info;
     memset(&info, 0xff, sizeof info);
     assert_int_equal(simpler_run(ctx, PM_CALLABLE, &r.args, NULL, &info), 0);
     assert_int_equal(info.status, 0);
     assert_int_equal(info.tasks_submitted, 2); /* simpler_run did not report the run's counters */
     assert_int_equal(info.tasks_completed, 2);
-    assert_true(atomic_load(&pm_out_seen) != PM_POISON_BITS); /* OUT was copied in */
+    assert_true(atomic_load(&pm_out_seen) != pattern); /* OUT was copied in */
     assert_memory_equal(r.x, x_before, PM_N * sizeof(float)); /* IN copied back: device poison */
     pm_run_check(&r);
     free(x_before);
@@ -405,6 +409,50 @@ static void test_back_to_back_rounds_never_stall(void **state)
     pm_close(ctx);
 }
 
+/* A device that became unusable fails the run in flight and every later
+ * call that needs it; the run can still be finalized (nothing delivered),
+ * finalize_device resets the device, and a new init works. */
+static void test_lost_device_fails_later_calls_until_reset(void **state)
+{
+    (void)state;
+    struct simdev_config topo = ts_small_config();
+    topo.watchdog_ms = 1000; /* a kernel held longer than this loses the device */
+    struct simpler_context *ctx = pm_open_on(2, &topo);
+    size_t idle = simpler_committed_device_memory(ctx);
+    struct pm_run a, b;
+    pm_run_init(&a, 2.0f, 1.0f, 0, PM_FLAG_GATE, 1);
+    pm_run_init(&b, 2.0f, 1.0f, 0, 0, 2);
+    simpler_run_t ra = prepare(ctx, &a);
+    assert_int_equal(simpler_launch_run(ctx, ra), 0);
+    ts_gate_wait_arrivals(&pm_gate, 1); /* held in its kernel until the watchdog fires */
+    assert_int_equal(simpler_wait_run(ctx, ra), PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(simpler_poll_run(ctx, ra), PTO_RUNTIME_ERR_DEVICE_LOST); /* latched */
+    simpler_run_t rb = 0;
+    assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &b.args, NULL),
+                     PTO_RUNTIME_ERR_DEVICE_LOST);
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    assert_int_equal(simpler_register_callable(ctx, 2, image, bytes), PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(simpler_finalize_run(ctx, ra), 0); /* released, nothing copied back */
+    pm_run_check_untouched(&a);
+    assert_int_equal(simpler_committed_device_memory(ctx), idle); /* staging freed anyway */
+    ts_gate_open(&pm_gate); /* let the hung kernel return, so the reset can finish */
+    assert_int_equal(simpler_finalize_device(ctx), 0);
+    assert_int_equal(simpler_committed_device_memory(ctx), 0);
+    assert_int_equal(simdev_device_is_lost(0), 0); /* the reset made it usable again */
+    struct simpler_config cfg;
+    simpler_config_default(&cfg);
+    cfg.run_capacity = pm_small_run_config();
+    assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
+    assert_int_equal(simpler_register_callable(ctx, PM_CALLABLE, image, bytes), 0);
+    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &b.args, NULL, NULL), 0);
+    pm_run_check(&b);
+    simpler_callable_free(image);
+    pm_run_free(&a);
+    pm_run_free(&b);
+    pm_close(ctx);
+}
+
 /* Unregistering a callable an unfinalized run uses is refused. */
 static void test_unregister_refused_while_a_run_uses_it(void **state)
 {
@@ -436,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_copy_directions),
         cmocka_unit_test(test_unregister_refused_while_a_run_uses_it),
         cmocka_unit_test(test_back_to_back_rounds_never_stall),
+        cmocka_unit_test(test_lost_device_fails_later_calls_until_reset),
     };
     if (getenv("PM_FILTER")) /* run only the tests matching this pattern */
         cmocka_set_test_filter(getenv("PM_FILTER"));

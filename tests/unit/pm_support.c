@@ -134,7 +134,12 @@ struct simpler_run_config pm_small_run_config(void)
 struct simpler_context *pm_open(uint32_t depth)
 {
     struct simdev_config topo = ts_small_config();
-    ts_device_setup_config(&topo);
+    return pm_open_on(depth, &topo);
+}
+
+struct simpler_context *pm_open_on(uint32_t depth, const struct simdev_config *topo)
+{
+    ts_device_setup_config(topo);
     pm_observers_reset();
     struct simpler_context *ctx;
     struct simpler_config cfg;

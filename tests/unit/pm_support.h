@@ -42,6 +42,8 @@ struct simpler_run_config pm_small_run_config(void);
 /* Sets up device 0 (ts_device_setup_config), creates and initialises a
  * context of `depth` slots and registers the callable as PM_CALLABLE. */
 struct simpler_context *pm_open(uint32_t depth);
+/* The same on a device of topology `topo`. */
+struct simpler_context *pm_open_on(uint32_t depth, const struct simdev_config *topo);
 /* Finalizes (asserting committed memory 0 afterwards) and destroys. */
 void pm_close(struct simpler_context *ctx);
 
