@@ -1,14 +1,15 @@
 # simpler — top-level entry points. See README.md.
 #   make run    install what is missing, build, run the demonstration
 #   make test   install what is missing, build and run every test:
-#               normal build, then ASan+UBSan, then TSan, then a bounded
-#               fuzzing run of the callable-image validator
+#               normal build, then ASan+UBSan, then TSan, then the
+#               optimised build (compiled, not run), then a bounded fuzzing
+#               run of the callable-image validator
 #   make bench  build optimised and run the benchmarks
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build run test test-normal test-asan test-tsan test-fuzz bench clean
+.PHONY: all deps build run test test-normal test-asan test-tsan test-release test-fuzz bench clean
 
 all: build
 
@@ -26,8 +27,8 @@ run: build
 	./build/examples/matmul_example
 	./build/examples/attention_example
 
-test: deps test-normal test-asan test-tsan test-fuzz
-	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan, fuzz)"
+test: deps test-normal test-asan test-tsan test-release test-fuzz
+	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan, release build, fuzz)"
 
 test-normal: build
 	cd build && ctest --output-on-failure -j $(JOBS)
@@ -44,6 +45,12 @@ test-tsan: deps
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --output-on-failure -j $(JOBS)
 
+# The optimised build (what `make bench` uses) must compile too: -O3 makes
+# GCC's flow warnings stricter, and -Werror turns them into errors.
+test-release: deps
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build build-release -j $(JOBS)
+
 # clang + libFuzzer + ASan/UBSan on simpler_callable_validate, seeded with
 # builder-made images, for FUZZ_SECONDS; independent of CMake.
 test-fuzz: deps
@@ -52,9 +59,10 @@ test-fuzz: deps
 # Only the benchmarks: the tests are built and run by `make test`.
 bench: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
-	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime
+	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime bench_program
 	./build-release/bench/bench_device
 	./build-release/bench/bench_runtime
+	./build-release/bench/bench_program
 
 clean:
 	rm -rf build build-asan build-tsan build-release build-fuzz

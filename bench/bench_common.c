@@ -1,7 +1,8 @@
 /*
- * bench_common.c — the helpers both benchmarks share (see bench_common.h):
- * failure stop, statistics, JSON text and file preamble, output path. Owns
- * no measurement and no state; it must not touch the device.
+ * bench_common.c — the helpers the benchmarks share (see bench_common.h):
+ * failure stop, statistics, JSON text and file preamble, output path, host
+ * and process CPU time. Owns no measurement and no state; it must not touch
+ * the device.
  */
 #include "bench_common.h"
 
@@ -9,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +88,31 @@ double bench_load_average(void)
 {
     double load[1] = {0};
     return getloadavg(load, 1) == 1 ? load[0] : 0;
+}
+
+double bench_host_busy_ns(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return 0;
+    unsigned long long v[8] = {0};
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                     &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (got < 8)
+        return 0;
+    /* user nice system idle iowait irq softirq steal: all but idle and iowait */
+    unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    return (double)busy * 1e9 / (double)sysconf(_SC_CLK_TCK);
+}
+
+double bench_process_cpu_ns(void)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0)
+        return 0;
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e9 +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e3;
 }
 
 /* ------------------------------------------------------------------- paths */

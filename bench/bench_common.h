@@ -1,8 +1,9 @@
 /*
- * bench_common.h — what the benchmarks (bench_device, bench_runtime) share
- * and nothing they measure: a stop on a failed call, the median/min/max of
- * repetitions, the JSON string and file preamble, and where the JSON goes
- * (the repo root found above the executable).
+ * bench_common.h — what the benchmarks (bench_device, bench_runtime,
+ * bench_program) share and nothing they measure: a stop on a failed call,
+ * the median/min/max of repetitions, the JSON string and file preamble,
+ * where the JSON goes (the repo root found above the executable), and the
+ * CPU-time readings that tell a noisy row.
  *
  * Every function takes the benchmark's program name ("bench_device"), which
  * prefixes its messages on stderr. It touches no state of its own.
@@ -51,6 +52,14 @@ int bench_json_open(const char *program, const char *path, const char *benchmark
 
 /* The 1-minute load average now, or 0 when it cannot be read. */
 double bench_load_average(void);
+
+/* Busy CPU time of the whole host so far (every CPU, every process: all but
+ * idle and iowait), in ns, from /proc/stat; 0 when unreadable. Jiffy
+ * resolution: meaningful over a whole case, not a single short run. */
+double bench_host_busy_ns(void);
+
+/* User + system CPU time of every thread of this process so far, in ns. */
+double bench_process_cpu_ns(void);
 
 /*
  * Fills out[size] with where the JSON goes: `out_arg` when given; else, when

@@ -416,25 +416,6 @@ struct sample {
     struct rt_run_result result;
 };
 
-/* Busy CPU time of the whole host so far (every CPU, every process), in ns,
- * from /proc/stat; 0 when unreadable. Jiffy resolution: meaningful over a
- * whole case, not a single short run. */
-static double host_busy_ns(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f)
-        return 0;
-    unsigned long long v[8] = {0};
-    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                     &v[3], &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (got < 8)
-        return 0;
-    /* user nice system idle iowait irq softirq steal: all but idle and iowait */
-    unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    return (double)busy * 1e9 / (double)sysconf(_SC_CLK_TCK);
-}
-
 static double rusage_cpu_ns(const struct rusage *u)
 {
     return (double)(u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1e9 +
@@ -582,7 +563,7 @@ static struct row *measure_case(struct harness *h, const struct bench_case *case
         to_orch[MAX_REPS], tail[MAX_REPS], cpu[MAX_REPS], csw[MAX_REPS];
     uint32_t n = 0;
     uint64_t start = now_ns();
-    double busy0 = host_busy_ns(), own_cpu = 0;
+    double busy0 = bench_host_busy_ns(), own_cpu = 0;
     struct sample s = warm;
     for (uint32_t rep = 0; rep < c->reps; rep++) {
         s = run_once(h, c->entry, &c->args, c->config);
@@ -604,7 +585,7 @@ static struct row *measure_case(struct harness *h, const struct bench_case *case
      * host-side copies between runs count as others': a small overstatement).
      * /proc/stat counts in jiffies: below 0.2 s the figure means nothing. */
     double elapsed = (double)(now_ns() - start);
-    double others = host_busy_ns() - busy0 - own_cpu;
+    double others = bench_host_busy_ns() - busy0 - own_cpu;
     double cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
     struct row *r;
     if (launch_ns <= 0) {

@@ -27,8 +27,17 @@
  * Once the device is lost, calls that need it return DEVICE_LOST.
  *
  * Threads: calls on one context may come from several threads; one run
- * handle must be used by one thread at a time. Every call makes the context's
- * device the calling thread's current device (simdev_set_device).
+ * handle must be used by one thread at a time. wait (and finalize of a run
+ * still running) waits without holding the context, so other threads keep
+ * preparing and launching meanwhile; register, unregister and a launch that
+ * fails part-way wait for the device while holding it, and other calls on
+ * the context wait for them. Every call makes the context's device the
+ * calling thread's current device (simdev_set_device).
+ *
+ * Host tensors: the descriptors are copied at prepare, but the buffers they
+ * point at are the caller's and must stay valid until the run is finalized:
+ * IN/INOUT bytes are read at prepare (and again by a launch retried after a
+ * failure), OUT/INOUT elements are written at finalize.
  */
 #ifndef SIMPLER_SIMPLER_H
 #define SIMPLER_SIMPLER_H
@@ -78,9 +87,10 @@ int simpler_destroy_device_context(struct simpler_context *ctx);
  * Latches the PROGRAM identity (INVALID_STATE if the context holds another),
  * binds `device_id`, creates the context's streams and device arenas sized
  * from `config` (NULL: defaults; borrowed for the call). INVALID_ARGUMENT for
- * a bad device id or config; INVALID_STATE when already initialised;
- * UNSUPPORTED when the device cannot run the runtime (fewer than 2 AICPU
- * threads). A failure after the latch releases what this call created; the
+ * a bad device id or config (including more scheduler threads than the
+ * device has AICPU threads for); INVALID_STATE when already initialised or
+ * when another program context owns the device; UNSUPPORTED when the device
+ * cannot run the runtime (fewer than 2 AICPU threads). A failure after the latch releases what this call created; the
  * identity stays PROGRAM and init may be retried.
  */
 int simpler_init(struct simpler_context *ctx, int device_id, const struct simpler_config *config);
@@ -160,11 +170,15 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
 int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run);
 
 /* Non-blocking: 0 when the run completed successfully, NOT_READY while it
- * runs, else its own status. INVALID_STATE when not launched. */
+ * runs, else its own status. INVALID_STATE when not launched. If a device
+ * operation of the poll itself fails, its code is returned and nothing is
+ * latched: poll again. */
 int simpler_poll_run(struct simpler_context *ctx, simpler_run_t run);
 
-/* Blocks until the run completes; returns its own status (0 or negative).
- * INVALID_STATE when not launched. */
+/* Blocks until the run completes; returns its own status (0 or negative),
+ * the same on every later poll or wait. INVALID_STATE when not launched. If
+ * a device operation of the wait itself fails (not the run), its code is
+ * returned and nothing is latched: wait again. */
 int simpler_wait_run(struct simpler_context *ctx, simpler_run_t run);
 
 /* Counters of a completed run (what its result block on the device said). */
@@ -176,8 +190,8 @@ struct simpler_run_info {
     uint64_t edges;           /* dependencies the runtime wired */
 };
 
-/* Writes the counters of a completed run (INVALID_STATE before it
- * completed or for an unknown handle). */
+/* Writes the counters of a completed run: INVALID_STATE until a poll or
+ * wait has seen it complete, and for an unknown handle. */
 int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
                          struct simpler_run_info *info);
 
@@ -186,16 +200,20 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
  * tensors back if it succeeded (IN never; nothing when it failed), frees its
  * staging buffers and releases its slot; the handle becomes invalid. A run
  * prepared but never launched is released without running. Returns 0 once
- * the run is released, or the copy-back's device error (the run is still
- * released: its outputs were not delivered). INVALID_STATE for an unknown or
- * already finalized handle.
+ * the run is released (whatever the run's own status was: that is what
+ * wait reports). When a device operation of the finalize fails (the wait,
+ * a copy back, a free) it returns that code and the run is not released:
+ * finalize again, and it redoes only what is left. On a lost device the run
+ * is released with nothing delivered and DEVICE_LOST returned. INVALID_STATE
+ * for an unknown or already finalized handle.
  */
 int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
 
 /* prepare + launch + wait + finalize. Returns the first failure: a prepare
- * or launch error, else the run's status, else the finalize error. When
- * `info` is not NULL and the run completed, the run's counters are written
- * there (as simpler_get_run_info). */
+ * or launch error, else the run's status, else the finalize error (a failed
+ * finalize is retried twice, since the handle never leaves this call). When
+ * `info` is not NULL it receives the run's counters (as
+ * simpler_get_run_info), or zeros when the run did not complete. */
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
                 const struct simpler_run_config *config, struct simpler_run_info *info);
 

@@ -15,6 +15,29 @@
 
 void (*sp_test_staging_free_hook)(void *device, size_t bytes);
 
+/* Devices owned by an initialised program context: a program context owns
+ * its device (it resets it at finalize), so a second one may not bind it. */
+static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct simpler_context *owners[SIMDEV_MAX_DEVICES];
+
+static int device_claim(const struct simpler_context *ctx, int device)
+{
+    pthread_mutex_lock(&owners_lock);
+    int rc = owners[device] && owners[device] != ctx ? PTO_RUNTIME_ERR_INVALID_STATE : 0;
+    if (!rc)
+        owners[device] = ctx;
+    pthread_mutex_unlock(&owners_lock);
+    return rc;
+}
+
+static void device_release(const struct simpler_context *ctx, int device)
+{
+    pthread_mutex_lock(&owners_lock);
+    if (owners[device] == ctx)
+        owners[device] = NULL;
+    pthread_mutex_unlock(&owners_lock);
+}
+
 int simpler_config_default(struct simpler_config *out)
 {
     if (!out)
@@ -42,15 +65,21 @@ int simpler_create_device_context(struct simpler_context **out)
     return 0;
 }
 
+static int release_all(struct simpler_context *ctx);
+
 int simpler_destroy_device_context(struct simpler_context *ctx)
 {
     if (!ctx)
         return 0;
     pthread_mutex_lock(&ctx->lock);
-    bool live = ctx->initialized;
+    int rc = ctx->initialized ? PTO_RUNTIME_ERR_INVALID_STATE : 0;
+    /* What a failed init could not release (its cleanup failed too). */
+    if (!rc && (ctx->slots || ctx->launcher || ctx->control || ctx->arena) &&
+        !(rc = simdev_set_device(ctx->device)))
+        rc = release_all(ctx);
     pthread_mutex_unlock(&ctx->lock);
-    if (live)
-        return PTO_RUNTIME_ERR_INVALID_STATE;
+    if (rc)
+        return rc;
     pthread_cond_destroy(&ctx->waiters_done);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
@@ -217,16 +246,25 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
         return rc;
     pthread_mutex_lock(&ctx->lock);
     struct simdev_config topo;
-    if (ctx->initialized)
+    if (ctx->initialized) {
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
-    else if (!(rc = simdev_set_device(device_id)) &&
-             !(rc = simdev_device_get_config(device_id, &topo))) {
+    } else if (!(rc = simdev_set_device(device_id)) &&
+               !(rc = simdev_device_get_config(device_id, &topo))) {
         if (simdev_device_is_lost(device_id))
             rc = PTO_RUNTIME_ERR_DEVICE_LOST;
         else if (topo.aicpu_threads < 2 || topo.aic_cores + topo.aiv_cores == 0)
             rc = PTO_RUNTIME_ERR_UNSUPPORTED; /* one orchestrator + one scheduler at least */
-        else if ((rc = create_all(ctx, &cfg, &topo)))
-            release_all(ctx); /* best effort: the create's code is the answer */
+        else if (cfg.run_capacity.scheduler_threads + 1 > topo.aicpu_threads)
+            rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* more schedulers than the device has threads */
+        else if (!(rc = device_claim(ctx, device_id))) {
+            ctx->device = device_id;
+            /* A failed init whose cleanup failed too left resources: finish
+             * releasing them before creating anew. */
+            if (!(rc = release_all(ctx)) && (rc = create_all(ctx, &cfg, &topo)))
+                release_all(ctx); /* best effort: the create's code is the answer */
+            if (rc)
+                device_release(ctx, device_id);
+        }
     }
     if (!rc) {
         ctx->device = device_id;
@@ -252,6 +290,7 @@ int simpler_finalize_device(struct simpler_context *ctx)
     if (!rc && !(rc = simdev_set_device(ctx->device)) && !(rc = release_all(ctx))) {
         /* The context owns its device: leave it as it found it. */
         if (!(rc = simdev_device_reset(ctx->device))) {
+            device_release(ctx, ctx->device);
             ctx->initialized = false;
             ctx->committed = 0; /* everything was freed above; reset is the proof */
         }

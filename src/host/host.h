@@ -6,8 +6,11 @@
  * plus the accessors tests use to look inside. Not public API.
  *
  * Locking: ctx->lock guards every field below that is not marked
- * otherwise. It is never held across a wait for the device (stream or event
- * sync); it is held across synchronous copies, which wait for nothing.
+ * otherwise. It is held across synchronous copies (which wait for nothing)
+ * and across the device waits of register/unregister (the control stream),
+ * of a launch that failed part-way (rt_run_enqueue drains the launcher) and
+ * of finalize's drain after such a launch; it is never held while waiting
+ * for a run (await drops it).
  */
 #ifndef SIMPLER_HOST_HOST_H
 #define SIMPLER_HOST_HOST_H

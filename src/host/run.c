@@ -155,7 +155,7 @@ static int copy_inputs(struct sp_slot *s, const struct sp_callable *c)
     const struct simpler_orch_args *a = &s->snapshot;
     int rc;
     for (uint32_t j = 0; j < s->staging_count; j++) {
-        uint64_t lo = UINT64_MAX, hi = 0, vlo, vhi;
+        uint64_t lo = UINT64_MAX, hi = 0, vlo = 0, vhi = 0;
         for (uint32_t i = 0; i < a->tensor_count; i++) {
             if (s->tensor_staging[i] != j || !is_input(c->tensor_directions[i]))
                 continue;
@@ -416,6 +416,8 @@ static int copy_view_back(const struct simpler_tensor *t, const uint8_t *device,
     size_t esize = simpler_dtype_size(t->dtype);
     uint8_t *host = (uint8_t *)(uintptr_t)t->addr;
     int rc = 0;
+    if (dim >= t->ndims || dim >= SIMPLER_TENSOR_MAX_DIMS)
+        return PTO_RUNTIME_ERR_INTERNAL; /* prepare checked ndims: never reached */
     if (dim == 0 && simpler_tensor_is_contiguous(t))
         return simdev_memcpy(host + t->start_offset * esize, device + t->start_offset * esize,
                              simpler_tensor_numel(t) * esize, SIMDEV_COPY_DEVICE_TO_HOST);
@@ -498,6 +500,18 @@ out:
     return rc;
 }
 
+/* Finalizes a run simpler_run made; the handle never leaves simpler_run, so
+ * a failed finalize (a device operation failing once) is retried here
+ * rather than left holding the slot. */
+static int finalize_own_run(struct simpler_context *ctx, simpler_run_t run)
+{
+    int rc = 0;
+    for (int attempt = 0; attempt < 3; attempt++)
+        if (!(rc = simpler_finalize_run(ctx, run)) || rc == PTO_RUNTIME_ERR_INVALID_STATE)
+            break;
+    return rc;
+}
+
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
                 const struct simpler_run_config *config, struct simpler_run_info *info)
 {
@@ -506,13 +520,13 @@ int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct s
     if (rc)
         return rc;
     if ((rc = simpler_launch_run(ctx, run))) {
-        simpler_finalize_run(ctx, run);
+        finalize_own_run(ctx, run);
         return rc;
     }
     int status = simpler_wait_run(ctx, run);
     if (info && simpler_get_run_info(ctx, run, info))
         memset(info, 0, sizeof *info); /* the wait failed: nothing is known */
-    rc = simpler_finalize_run(ctx, run);
+    rc = finalize_own_run(ctx, run);
     return status ? status : rc;
 }
 

@@ -355,11 +355,51 @@ static void test_every_host_allocation_fails_cleanly_and_retries(void **state)
     assert_true(injected >= 4); /* context, slots, launcher, callable record */
 }
 
+/* An init fails, and so does the cleanup of what it had created: the
+ * retried init first finishes that cleanup, then succeeds, and nothing is
+ * left over at the end. */
+static void test_init_retry_after_a_failed_cleanup(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_created(&f);
+    /* Init allocates the arena, then per slot an args and a result block:
+     * the 3rd malloc (slot 0's result block) fails, and the cleanup's first
+     * free (slot 0's args block) fails too. */
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_MALLOC, 3, INJECTED), 0);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_FREE, 1, PTO_RUNTIME_ERR_INTERNAL), 0);
+    assert_int_equal(call_init(&f), INJECTED);
+    simdev_fault_clear(0);
+    assert_true(simpler_committed_device_memory(f.ctx) > 0); /* the failed cleanup left memory */
+    assert_int_equal(call_init(&f), 0); /* -1003 or a crash: the leftovers were in the way */
+    finish_run_all(&f); /* runs, finalizes; the teardown checks device memory is all freed */
+}
+
+/* The same, with the context destroyed instead of initialised again. */
+static void test_destroy_after_a_failed_cleanup(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_created(&f);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_MALLOC, 3, INJECTED), 0);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_FREE, 1, PTO_RUNTIME_ERR_INTERNAL), 0);
+    assert_int_equal(call_init(&f), INJECTED);
+    simdev_fault_clear(0);
+    assert_int_equal(simpler_destroy_device_context(f.ctx), 0);
+    f.ctx = NULL;
+    struct simdev_mem_info info;
+    assert_int_equal(simdev_mem_get_info(0, &info), 0);
+    assert_int_equal(info.in_use, 0); /* destroy released what the failed init left */
+    fx_teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_device_operation_fails_cleanly_and_retries),
         cmocka_unit_test(test_every_host_allocation_fails_cleanly_and_retries),
+        cmocka_unit_test(test_init_retry_after_a_failed_cleanup),
+        cmocka_unit_test(test_destroy_after_a_failed_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, ts_device_teardown);
 }

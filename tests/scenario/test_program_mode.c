@@ -453,6 +453,39 @@ static void test_lost_device_fails_later_calls_until_reset(void **state)
     pm_close(ctx);
 }
 
+/* A program context owns its device: a second one cannot bind it until
+ * the first is finalized; a capacity the device cannot serve is refused at
+ * init rather than at every prepare. */
+static void test_a_device_has_one_program_context(void **state)
+{
+    (void)state;
+    struct simpler_context *first = pm_open(2);
+    struct simpler_context *second;
+    struct simpler_config cfg;
+    simpler_config_default(&cfg);
+    cfg.run_capacity = pm_small_run_config();
+    assert_int_equal(simpler_create_device_context(&second), 0);
+    size_t committed = simpler_committed_device_memory(first);
+    assert_int_equal(simpler_init(second, 0, &cfg), PTO_RUNTIME_ERR_INVALID_STATE); /* would reset it */
+    assert_int_equal(simpler_committed_device_memory(second), 0);
+    assert_int_equal(simpler_committed_device_memory(first), committed);
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
+    assert_int_equal(simpler_run(first, PM_CALLABLE, &r.args, NULL, NULL), 0); /* unharmed */
+    pm_run_check(&r);
+    pm_run_free(&r);
+    assert_int_equal(simpler_finalize_device(first), 0);
+    assert_int_equal(simpler_destroy_device_context(first), 0);
+
+    struct simpler_config too_many = cfg;
+    too_many.run_capacity.scheduler_threads = 2; /* + the orchestrator = 3 > 2 AICPU threads */
+    assert_int_equal(simpler_init(second, 0, &too_many), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simpler_committed_device_memory(second), 0);
+    assert_int_equal(simpler_init(second, 0, &cfg), 0); /* the device is free now */
+    assert_int_equal(simpler_finalize_device(second), 0);
+    assert_int_equal(simpler_destroy_device_context(second), 0);
+}
+
 /* Unregistering a callable an unfinalized run uses is refused. */
 static void test_unregister_refused_while_a_run_uses_it(void **state)
 {
@@ -485,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_unregister_refused_while_a_run_uses_it),
         cmocka_unit_test(test_back_to_back_rounds_never_stall),
         cmocka_unit_test(test_lost_device_fails_later_calls_until_reset),
+        cmocka_unit_test(test_a_device_has_one_program_context),
     };
     if (getenv("PM_FILTER")) /* run only the tests matching this pattern */
         cmocka_set_test_filter(getenv("PM_FILTER"));
