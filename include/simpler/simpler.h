@@ -26,8 +26,10 @@
  * timeout: codes -1..-999) is that run's status only; the next run works.
  * Once the device is lost, calls that need it return DEVICE_LOST.
  *
- * Threads: calls on one context may come from several threads; one run
- * handle must be used by one thread at a time. wait (and finalize of a run
+ * Threads: calls on one context may come from several threads. Several
+ * threads may poll or wait for the same run (a waiter whose run another
+ * thread finalizes meanwhile gets INVALID_STATE); launch and finalize of
+ * one run belong to one thread at a time. wait (and finalize of a run
  * still running) waits without holding the context, so other threads keep
  * preparing and launching meanwhile; register, unregister and a launch that
  * fails part-way wait for the device while holding it, and other calls on
@@ -204,16 +206,19 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
  * wait reports). When a device operation of the finalize fails (the wait,
  * a copy back, a free) it returns that code and the run is not released:
  * finalize again, and it redoes only what is left. On a lost device the run
- * is released with nothing delivered and DEVICE_LOST returned. INVALID_STATE
- * for an unknown or already finalized handle.
+ * is released with nothing delivered (its status, from wait, is
+ * DEVICE_LOST) and 0 returned. INVALID_STATE for an unknown or already
+ * finalized handle.
  */
 int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
 
 /* prepare + launch + wait + finalize. Returns the first failure: a prepare
- * or launch error, else the run's status, else the finalize error (a failed
- * finalize is retried twice, since the handle never leaves this call). When
- * `info` is not NULL it receives the run's counters (as
- * simpler_get_run_info), or zeros when the run did not complete. */
+ * or launch error, else the run's status, else the finalize error (a wait or
+ * finalize that fails itself is tried up to three times, since the handle
+ * never leaves this call). When `info` is not NULL it receives the run's
+ * counters (as simpler_get_run_info), or zeros when the run was launched but
+ * its end could not be observed; it is untouched when prepare or launch
+ * failed. */
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
                 const struct simpler_run_config *config, struct simpler_run_info *info);
 

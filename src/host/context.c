@@ -67,16 +67,23 @@ int simpler_create_device_context(struct simpler_context **out)
 
 static int release_all(struct simpler_context *ctx);
 
+/* What a failed init could not release (its cleanup failed too) is released
+ * now, on the device it was created on. Caller holds ctx->lock; the context
+ * is not initialised. */
+static int release_leftovers(struct simpler_context *ctx)
+{
+    if (!ctx->slots && !ctx->launcher && !ctx->control && !ctx->arena)
+        return 0;
+    int rc = simdev_set_device(ctx->device);
+    return rc ? rc : release_all(ctx);
+}
+
 int simpler_destroy_device_context(struct simpler_context *ctx)
 {
     if (!ctx)
         return 0;
     pthread_mutex_lock(&ctx->lock);
-    int rc = ctx->initialized ? PTO_RUNTIME_ERR_INVALID_STATE : 0;
-    /* What a failed init could not release (its cleanup failed too). */
-    if (!rc && (ctx->slots || ctx->launcher || ctx->control || ctx->arena) &&
-        !(rc = simdev_set_device(ctx->device)))
-        rc = release_all(ctx);
+    int rc = ctx->initialized ? PTO_RUNTIME_ERR_INVALID_STATE : release_leftovers(ctx);
     pthread_mutex_unlock(&ctx->lock);
     if (rc)
         return rc;
@@ -165,6 +172,8 @@ static int release_all(struct simpler_context *ctx)
     }
     while (ctx->slot_count > 0) {
         struct sp_slot *s = &ctx->slots[ctx->slot_count - 1];
+        if ((rc = sp_free_staging(ctx, s))) /* left by a prepare whose undo failed */
+            return rc;
         if (s->device_result) {
             if ((rc = sp_dev_free(ctx, s->device_result, sizeof *s->device_result)))
                 return rc;
@@ -246,10 +255,12 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
         return rc;
     pthread_mutex_lock(&ctx->lock);
     struct simdev_config topo;
-    if (ctx->initialized) {
+    if (ctx->initialized)
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
-    } else if (!(rc = simdev_set_device(device_id)) &&
-               !(rc = simdev_device_get_config(device_id, &topo))) {
+    else
+        rc = release_leftovers(ctx);
+    if (!rc && !(rc = simdev_set_device(device_id)) &&
+        !(rc = simdev_device_get_config(device_id, &topo))) {
         if (simdev_device_is_lost(device_id))
             rc = PTO_RUNTIME_ERR_DEVICE_LOST;
         else if (topo.aicpu_threads < 2 || topo.aic_cores + topo.aiv_cores == 0)
@@ -257,13 +268,11 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
         else if (cfg.run_capacity.scheduler_threads + 1 > topo.aicpu_threads)
             rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* more schedulers than the device has threads */
         else if (!(rc = device_claim(ctx, device_id))) {
-            ctx->device = device_id;
-            /* A failed init whose cleanup failed too left resources: finish
-             * releasing them before creating anew. */
-            if (!(rc = release_all(ctx)) && (rc = create_all(ctx, &cfg, &topo)))
+            ctx->device = device_id; /* where any leftovers of a failure will be */
+            if ((rc = create_all(ctx, &cfg, &topo))) {
                 release_all(ctx); /* best effort: the create's code is the answer */
-            if (rc)
                 device_release(ctx, device_id);
+            }
         }
     }
     if (!rc) {
@@ -287,6 +296,8 @@ int simpler_finalize_device(struct simpler_context *ctx)
     for (uint32_t i = 0; !rc && i < ctx->slot_count; i++)
         if (ctx->slots[i].state != SP_SLOT_FREE)
             rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    if (!rc && ctx->sleepers)
+        rc = PTO_RUNTIME_ERR_INVALID_STATE; /* a waiter of a finalized run has not woken yet */
     if (!rc && !(rc = simdev_set_device(ctx->device)) && !(rc = release_all(ctx))) {
         /* The context owns its device: leave it as it found it. */
         if (!(rc = simdev_device_reset(ctx->device))) {
@@ -347,6 +358,11 @@ static void read_signature(struct sp_callable *c, const struct simpler_callable_
 static int load_callable(struct simpler_context *ctx, struct sp_callable *c, const void *image)
 {
     int rc;
+    /* The loader must run, not be skipped behind an error an earlier op left
+     * on the control stream: the undo below relies on the record it writes. */
+    int carried = simdev_stream_query(ctx->control);
+    if (carried != 0 && carried != PTO_RUNTIME_ERR_NOT_READY)
+        simdev_stream_sync(ctx->control);
     if ((rc = sp_dev_alloc(ctx, &c->image, c->image_bytes)) ||
         (rc = simdev_memcpy(c->image, image, c->image_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
         (rc = sp_dev_alloc(ctx, (void **)&c->record, sizeof *c->record)) ||
@@ -356,11 +372,12 @@ static int load_callable(struct simpler_context *ctx, struct sp_callable *c, con
         return rc;
     }
     if ((rc = simdev_stream_sync(ctx->control))) {
-        /* Either the load failed (the loader unloaded what it loaded) or the
-         * sync itself failed and the loader may still be running: let it
-         * finish before undoing, and unload what it then loaded. */
-        if (simdev_stream_query(ctx->control) == PTO_RUNTIME_ERR_NOT_READY &&
-            sp_drain(ctx->control) == 0) {
+        /* Either the load failed (the loader unloaded what it loaded and
+         * zeroed the record), or the sync itself failed and the loader may
+         * still be running, or have finished either way. Let it finish, then
+         * unload: on a zeroed record that does nothing. */
+        sp_drain(ctx->control);
+        if (!simdev_device_is_lost(ctx->device)) {
             c->loaded = true;
             ctx->counters.callables_loaded++;
         }

@@ -60,6 +60,7 @@ struct sp_slot {
     struct simpler_orch_args *device_args; /* device copy of `staged_args` */
     struct rt_run_result *device_result;
     struct rt_config config;
+    uint64_t generation;                  /* the launch's, as its result block must say */
     /* The owned snapshot of the caller's args (host addresses as given). */
     struct simpler_orch_args snapshot;
     /* What the device sees: host tensors rewritten to their staging buffers. */
@@ -90,6 +91,7 @@ struct simpler_context {
     struct sp_latch latch; /* read without the lock */
     pthread_mutex_t lock;
     pthread_cond_t waiters_done; /* broadcast when a slot's `waiting` clears */
+    uint32_t sleepers;           /* threads asleep on waiters_done */
     bool initialized;
     int device;
     struct simdev_config topo; /* the device's, read at init */
@@ -118,6 +120,11 @@ int sp_dev_free(struct simpler_context *ctx, void *ptr, size_t bytes);
  * enqueued work still uses. Returns the stream's carried status (cleared),
  * or DEVICE_LOST. */
 int sp_drain(simdev_stream_t stream);
+
+/* Frees the slot's staging buffers still held (those of its run, or left by
+ * a prepare whose undo failed); stops at the first failure, keeping the rest
+ * recorded. Caller holds ctx->lock. */
+int sp_free_staging(struct simpler_context *ctx, struct sp_slot *slot);
 
 /* 0, INVALID_STATE (not a program context or not initialised) or
  * DEVICE_LOST; makes the context's device current. Caller holds ctx->lock. */

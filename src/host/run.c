@@ -34,12 +34,16 @@ static bool view_bytes(const struct simpler_tensor *t, uint64_t *lo, uint64_t *h
 {
     size_t esize = simpler_dtype_size(t->dtype);
     if (!t->addr || !esize || t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS ||
-        t->address_space > SIMPLER_MEM_DEVICE)
+        t->address_space > SIMPLER_MEM_DEVICE || t->buffer_bytes > UINT64_MAX - t->addr)
         return false;
     /* Element offsets: start + sum of the negative and positive reaches. */
-    __int128 first = (__int128)t->start_offset, last = first;
+    __int128 first = (__int128)t->start_offset, last = first, numel = 1;
     for (uint32_t d = 0; d < t->ndims; d++) {
         if (t->shape[d] == 0 || t->shape[d] > (1ull << 48))
+            return false;
+        /* Bounded like the shape: a broadcast (stride 0) view may name more
+         * elements than its buffer holds, but not without limit. */
+        if ((numel *= (__int128)t->shape[d]) > ((__int128)1 << 48))
             return false;
         __int128 reach = (__int128)(t->shape[d] - 1) * t->stride[d];
         if (reach < 0)
@@ -95,9 +99,7 @@ static struct sp_slot *find_slot(struct simpler_context *ctx, simpler_run_t run)
     return NULL;
 }
 
-/* Frees the staging buffers still held; stops at the first failure. Caller
- * holds ctx->lock. */
-static int free_staging(struct simpler_context *ctx, struct sp_slot *s)
+int sp_free_staging(struct simpler_context *ctx, struct sp_slot *s)
 {
     for (uint32_t j = 0; j < s->staging_count; j++) {
         struct sp_staging *st = &s->staging[j];
@@ -228,10 +230,16 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
         memcpy(s->snapshot.tensors, args->tensors, args->tensor_count * sizeof *args->tensors);
     if (args->scalar_count)
         memcpy(s->snapshot.scalars, args->scalars, args->scalar_count * sizeof *args->scalars);
+    /* Staging a prepare before could not free (its undo failed) goes now. */
+    if ((rc = sp_free_staging(ctx, s)))
+        goto out;
     s->staging_count = 0;
     if ((rc = alloc_staging(ctx, s)) || (rc = copy_inputs(s, c))) {
-        free_staging(ctx, s); /* best effort: the staging's code is the answer */
-        s->staging_count = 0;
+        /* Undo: a free that fails is tried once more; what still cannot be
+         * freed stays recorded in the slot, for the next prepare on it or
+         * finalize_device. The staging's code is the answer. */
+        if (sp_free_staging(ctx, s))
+            sp_free_staging(ctx, s);
         goto out;
     }
     s->config = rtc;
@@ -278,6 +286,7 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
         if ((rc = rt_run_enqueue(ctx->launcher, s->stream, &rq))) {
             s->restage = true;
         } else {
+            s->generation = rt_launcher_generation(ctx->launcher);
             s->state = SP_SLOT_LAUNCHED;
             ctx->counters.launches++;
         }
@@ -288,13 +297,16 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
 
 /*
  * Latches the final status of a run whose stream has drained and is clean
- * again (its carried error, if any, cleared by a sync, so the slot's next
+ * again (its carried error, `carried`, cleared by a sync, so the slot's next
  * run starts clean). The status comes from the run's result block — the
- * device's own record, which a failed host-side call cannot fake. 0 once
- * latched; else the read's code, with nothing latched (the caller may
- * retry). Caller holds ctx->lock.
+ * device's own record, which a failed host-side call cannot fake — when the
+ * block is this run's (its generation); a block an earlier run left there
+ * means this run never ran (an op before it failed and it was skipped): its
+ * status is then the error its stream carried. 0 once latched; else the
+ * read's code, with nothing latched (the caller may retry). Caller holds
+ * ctx->lock.
  */
-static int latch_status(struct simpler_context *ctx, struct sp_slot *s)
+static int latch_status(struct simpler_context *ctx, struct sp_slot *s, int carried)
 {
     int rc;
     if (simdev_device_is_lost(ctx->device)) {
@@ -302,6 +314,10 @@ static int latch_status(struct simpler_context *ctx, struct sp_slot *s)
     } else if ((rc = simdev_memcpy(&s->result, s->device_result, sizeof s->result,
                                    SIMDEV_COPY_DEVICE_TO_HOST))) {
         return rc;
+    } else if (s->result.generation != s->generation) {
+        memset(&s->result, 0, sizeof s->result);
+        s->status = carried ? carried : PTO_RUNTIME_ERR_INTERNAL;
+        s->result.status = s->status;
     } else {
         s->status = s->result.status;
     }
@@ -320,23 +336,33 @@ static int synced(struct simpler_context *ctx, struct sp_slot *s, int rc)
     return rc;
 }
 
-/* Waits, without the lock, until the launched run in `s` completes, and
+/* Waits, without the lock, until the launched run in *slot completes, and
  * latches its status. Caller holds ctx->lock; it is held again on return.
- * 0, or the code of a failed wait (nothing latched). */
-static int await(struct simpler_context *ctx, struct sp_slot *s)
+ * While this thread sleeps because another thread waits for the same run,
+ * that thread may finalize the run and the slot take the next one: the slot
+ * is looked up again by `run` after every sleep, and *slot updated (NULL,
+ * INVALID_STATE: the run was finalized meanwhile). 0, or the code of a
+ * failed wait (nothing latched). */
+static int await(struct simpler_context *ctx, simpler_run_t run, struct sp_slot **slot)
 {
+    struct sp_slot *s = *slot;
     while (!s->completed) {
         if (s->waiting) {
+            ctx->sleepers++; /* finalize_device waits for none, refuses instead */
             pthread_cond_wait(&ctx->waiters_done, &ctx->lock);
+            ctx->sleepers--;
+            if (!(s = *slot = find_slot(ctx, run)) || s->state != SP_SLOT_LAUNCHED)
+                return PTO_RUNTIME_ERR_INVALID_STATE;
             continue;
         }
         s->waiting = true;
         pthread_mutex_unlock(&ctx->lock);
-        int rc = simdev_stream_sync(s->stream);
+        int carried = simdev_stream_sync(s->stream);
         pthread_mutex_lock(&ctx->lock);
         s->waiting = false;
         pthread_cond_broadcast(&ctx->waiters_done);
-        if ((rc = synced(ctx, s, rc)) || (rc = latch_status(ctx, s)))
+        int rc;
+        if ((rc = synced(ctx, s, carried)) || (rc = latch_status(ctx, s, carried)))
             return rc;
     }
     return 0;
@@ -366,7 +392,7 @@ int simpler_poll_run(struct simpler_context *ctx, simpler_run_t run)
         if (carried == PTO_RUNTIME_ERR_NOT_READY)
             rc = PTO_RUNTIME_ERR_NOT_READY;
         else if (!(rc = carried ? synced(ctx, s, simdev_stream_sync(s->stream)) : 0))
-            rc = latch_status(ctx, s);
+            rc = latch_status(ctx, s, carried);
     }
     if (s && s->completed)
         rc = s->status;
@@ -381,7 +407,7 @@ int simpler_wait_run(struct simpler_context *ctx, simpler_run_t run)
     pthread_mutex_lock(&ctx->lock);
     int rc;
     struct sp_slot *s = launched_slot(ctx, run, &rc);
-    if (s && !(rc = await(ctx, s)))
+    if (s && !(rc = await(ctx, run, &s)))
         rc = s->status;
     pthread_mutex_unlock(&ctx->lock);
     return rc;
@@ -475,7 +501,7 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
         }
     }
     if (s->state == SP_SLOT_LAUNCHED) {
-        if ((rc = await(ctx, s)))
+        if ((rc = await(ctx, run, &s)))
             goto out; /* not known to be over: nothing may be released */
         if (s->status == 0 && !s->copied_back) {
             rc = copy_back(s);
@@ -484,7 +510,7 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
             s->copied_back = true;
         }
     }
-    int freed = free_staging(ctx, s);
+    int freed = sp_free_staging(ctx, s);
     if (freed) {
         rc = freed;
         goto out;
@@ -524,8 +550,17 @@ int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct s
         return rc;
     }
     int status = simpler_wait_run(ctx, run);
-    if (info && simpler_get_run_info(ctx, run, info))
-        memset(info, 0, sizeof *info); /* the wait failed: nothing is known */
+    struct simpler_run_info known;
+    /* A wait that failed itself (not the run) is tried again, like the
+     * finalize: the handle never leaves this call. */
+    for (int attempt = 1; attempt < 3 && simpler_get_run_info(ctx, run, &known); attempt++)
+        status = simpler_wait_run(ctx, run);
+    if (simpler_get_run_info(ctx, run, &known))
+        memset(&known, 0, sizeof known); /* still not known to be over */
+    else
+        status = known.status;
+    if (info)
+        *info = known;
     rc = finalize_own_run(ctx, run);
     return status ? status : rc;
 }

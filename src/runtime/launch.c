@@ -97,6 +97,31 @@ static int check_request(const struct rt_run_request *rq, struct simdev_config *
     return 0;
 }
 
+uint64_t rt_launcher_generation(const struct rt_launcher *l)
+{
+    return l->generation;
+}
+
+/* Waits until `s` has drained even if a sync fails on the way (a failed
+ * sync waits for nothing): nothing of a failed enqueue may outlive it. */
+static void drain(simdev_stream_t s)
+{
+    /* On a lost device the query says DEVICE_LOST, which ends the loop. */
+    while (simdev_stream_sync(s) != 0 && simdev_stream_query(s) == PTO_RUNTIME_ERR_NOT_READY)
+        ;
+}
+
+/* A launcher stream that has drained while carrying an error (an op of an
+ * earlier run failed as it executed, or waited on one that did) would skip
+ * every later run: clear it. One still busy is left alone; the runs queued
+ * on it report the error, and a later enqueue clears it. */
+static void clear_if_idle(simdev_stream_t s)
+{
+    int carried = simdev_stream_query(s);
+    if (carried != 0 && carried != PTO_RUNTIME_ERR_NOT_READY)
+        simdev_stream_sync(s);
+}
+
 int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
                    const struct rt_run_request *request)
 {
@@ -108,6 +133,8 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
     int rc = check_request(request, &topo, &la.schedulers);
     if (rc)
         return rc;
+    clear_if_idle(l->aicpu);
+    clear_if_idle(l->aicore);
     la.request = *request;
     la.generation = ++l->generation;
     struct rt_status_args sa = {request->result, la.generation};
@@ -125,8 +152,8 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
         (rc = simdev_launch_aicpu(stream, rt_status_main, 1, &sa, sizeof sa))) {
         /* Part of the chain is on the launcher's streams: let it drain so
          * nothing of this run outlives the failed call, then report. */
-        simdev_stream_sync(l->aicpu);
-        simdev_stream_sync(l->aicore);
+        drain(l->aicpu);
+        drain(l->aicore);
         return rc;
     }
     return 0;

@@ -29,13 +29,29 @@ struct load_args {
     struct simpler_run_config base; /* what the config function starts from */
 };
 
+static void fd_path(char *path, size_t size, int fd)
+{
+    snprintf(path, size, "/proc/self/fd/%d", fd);
+}
+
 static void unload_record(struct rt_callable_record *r)
 {
     while (r->binary_count > 0) {
         uint32_t i = --r->binary_count;
         dlclose(r->handles[i]);
-        close(r->memfds[i]);
         r->handles[i] = NULL;
+        /* Some objects outlive dlclose (linked -z nodelete, or holding
+         * unique symbols): the object keeps its /proc/self/fd/N name, and a
+         * later load given the same N would be handed it. Keep such an
+         * object's memfd open (a deliberate leak) so N is never reused. */
+        char path[64];
+        fd_path(path, sizeof path, r->memfds[i]);
+        void *still = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+        if (still) {
+            dlclose(still); /* the reference RTLD_NOLOAD took */
+            continue;
+        }
+        close(r->memfds[i]);
     }
 }
 
@@ -63,7 +79,7 @@ static void *open_binary(struct rt_callable_record *r, const uint8_t *image, uin
         done += (uint64_t)n;
     }
     char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    fd_path(path, sizeof path, fd);
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         fprintf(stderr, "simpler: callable load: %s\n", dlerror());

@@ -113,12 +113,20 @@ int rt_launcher_create(struct rt_launcher **out);
 /* Destroys it; its streams must be idle (sync the caller stream first). */
 int rt_launcher_destroy(struct rt_launcher *launcher);
 
+/* The generation of the run rt_run_enqueue last enqueued successfully: the
+ * run writes it into its result block (rt_run_result.generation), so a
+ * caller can tell that block from one an earlier run left there. */
+uint64_t rt_launcher_generation(const struct rt_launcher *launcher);
+
 /*
  * Enqueues one run on `stream` and returns without waiting: the run starts
  * after the work already on `stream` and later work on `stream` waits for
  * it. A run that fails makes `stream` carry its status (the negated code)
  * like any failed device op, and writes it to request->result; the
- * launcher's own streams never carry it, so the next run starts clean. Checks
+ * launcher's own streams never carry it, so the next run starts clean (an
+ * op failing as it executes on a launcher stream does leave its error there;
+ * the runs queued behind it are skipped and their streams carry it, and the
+ * next enqueue that finds the launcher idle clears it). Checks
  * arguments first (INVALID_ARGUMENT: NULLs, bad config, arena too small,
  * kernel_count too large) and the device (UNSUPPORTED: fewer than 2 AICPU
  * threads or no cores); a rejected call enqueues nothing.

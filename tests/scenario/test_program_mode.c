@@ -173,6 +173,20 @@ static void test_rejected_b_while_a_is_queued(void **state)
     bad.tensors = outside;
     assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    memcpy(outside, b.tensors, sizeof outside);
+    outside[1].ndims = 2; /* a broadcast view of 2^30 x 2^30 elements of one row */
+    outside[1].shape[0] = outside[1].shape[1] = 1ull << 30;
+    outside[1].stride[0] = outside[1].stride[1] = 0;
+    assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* accepted: copy-back of 2^60 elements */
+    memcpy(outside, b.tensors, sizeof outside);
+    outside[2].addr = UINT64_MAX - 16; /* its buffer would wrap past the end of memory */
+    assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    memcpy(outside, b.tensors, sizeof outside);
+    outside[2].addr = outside[0].addr + 4; /* overlaps x's buffer without being it */
+    assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE + 1, &b.args, NULL),
                      PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT);
     struct simpler_run_config big = pm_small_run_config();
