@@ -393,6 +393,52 @@ static void test_destroy_after_a_failed_cleanup(void **state)
     fx_teardown(&f);
 }
 
+/* A failed init does not keep the device: another context can bind it. */
+static void test_failed_init_releases_the_device(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_created(&f);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_MALLOC, 1, INJECTED), 0);
+    assert_int_equal(call_init(&f), INJECTED);
+    simdev_fault_clear(0);
+    struct simpler_context *other;
+    assert_int_equal(simpler_create_device_context(&other), 0);
+    assert_int_equal(simpler_init(other, 0, &f.cfg), 0); /* -1003: the failed init kept the claim */
+    assert_int_equal(call_init(&f), PTO_RUNTIME_ERR_INVALID_STATE); /* now `other` owns it */
+    assert_int_equal(simpler_finalize_device(other), 0);
+    assert_int_equal(simpler_destroy_device_context(other), 0);
+    assert_int_equal(call_init(&f), 0);
+    finish_run_all(&f);
+}
+
+/* simpler_run keeps no run behind: a failed launch is finalized inside it,
+ * and a copy-back failing once is retried inside it. */
+static void test_simpler_run_cleans_up_after_device_failures(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_registered(&f);
+    struct sp_counters c;
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_LAUNCH, 1, INJECTED), 0);
+    assert_int_equal(simpler_run(f.ctx, PM_CALLABLE, &f.run.args, NULL, NULL), INJECTED);
+    simdev_fault_clear(0);
+    sp_test_counters(f.ctx, &c);
+    assert_int_equal(c.slots_acquired, 1);
+    assert_int_equal(c.slots_released, 1); /* 0: the failed run kept its slot for good */
+    assert_int_equal(simpler_committed_device_memory(f.ctx), f.committed_before);
+    /* Copies of a run: x and acc in, the args block, the result block back,
+     * then y and acc back: the 5th (y's copy-back) fails once. */
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_COPY, 5, INJECTED), 0);
+    assert_int_equal(simpler_run(f.ctx, PM_CALLABLE, &f.run.args, NULL, NULL), 0);
+    simdev_fault_clear(0);
+    pm_run_check(&f.run); /* delivered by the retried finalize */
+    sp_test_counters(f.ctx, &c);
+    assert_int_equal(c.slots_released, 2);
+    assert_int_equal(simpler_committed_device_memory(f.ctx), f.committed_before);
+    fx_teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +446,8 @@ int main(void)
         cmocka_unit_test(test_every_host_allocation_fails_cleanly_and_retries),
         cmocka_unit_test(test_init_retry_after_a_failed_cleanup),
         cmocka_unit_test(test_destroy_after_a_failed_cleanup),
+        cmocka_unit_test(test_failed_init_releases_the_device),
+        cmocka_unit_test(test_simpler_run_cleans_up_after_device_failures),
     };
     return cmocka_run_group_tests(tests, NULL, ts_device_teardown);
 }

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -500,6 +502,205 @@ static void test_a_device_has_one_program_context(void **state)
     assert_int_equal(simpler_destroy_device_context(second), 0);
 }
 
+/* The context's callable limits: count and image bytes, both given back by
+ * unregister. */
+static void test_callable_count_and_bytes_limits(void **state)
+{
+    (void)state;
+    struct simdev_config topo = ts_small_config();
+    ts_device_setup_config(&topo);
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    struct simpler_config cfg;
+    simpler_config_default(&cfg);
+    cfg.run_capacity = pm_small_run_config();
+    cfg.max_callables = 2;
+    struct simpler_context *ctx;
+    assert_int_equal(simpler_create_device_context(&ctx), 0);
+    assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
+    assert_int_equal(simpler_register_callable(ctx, 10, image, bytes), 0);
+    assert_int_equal(simpler_register_callable(ctx, 11, image, bytes), 0);
+    assert_int_equal(simpler_register_callable(ctx, 12, image, bytes),
+                     PTO_RUNTIME_ERR_CALLABLE_COUNT_EXCEEDED); /* 0: a third fit in a limit of 2 */
+    assert_int_equal(simpler_unregister_callable(ctx, 10), 0);
+    assert_int_equal(simpler_register_callable(ctx, 12, image, bytes), 0); /* unregister gave one back */
+    assert_int_equal(simpler_finalize_device(ctx), 0);
+
+    cfg.max_callables = 8;
+    cfg.callable_bytes = 2 * bytes + bytes / 2; /* two images fit, not three */
+    assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
+    assert_int_equal(simpler_register_callable(ctx, 1, image, bytes), 0);
+    assert_int_equal(simpler_register_callable(ctx, 2, image, bytes), 0);
+    assert_int_equal(simpler_register_callable(ctx, 3, image, bytes),
+                     PTO_RUNTIME_ERR_CALLABLE_BYTES_EXCEEDED); /* 0: the bytes were not counted */
+    assert_int_equal(simpler_unregister_callable(ctx, 2), 0);
+    assert_int_equal(simpler_register_callable(ctx, 3, image, bytes), 0); /* the bytes came back */
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
+    assert_int_equal(simpler_run(ctx, 3, &r.args, NULL, NULL), 0);
+    pm_run_check(&r);
+    pm_run_free(&r);
+    simpler_callable_free(image);
+    pm_close(ctx);
+}
+
+/* Two tensors that are views of one host buffer share one staging buffer:
+ * y (OUT) is its first half, acc (INOUT) its second. Only acc's half is
+ * copied in, both halves are copied back. */
+static void test_views_of_one_host_buffer_share_its_staging(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = pm_open(2);
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 0.5f, 0, 0, 1);
+    float *both = malloc(2 * PM_N * sizeof(float));
+    /* In y's half: would be seen if OUT were copied in. Not the pattern of
+     * test_copy_directions, whose freed host buffer the staging allocation
+     * could reuse. */
+    const uint32_t pattern = 0x7FC0FFEEu;
+    for (int i = 0; i < PM_N; i++) {
+        memcpy(&both[i], &pattern, sizeof pattern);
+        both[PM_N + i] = 1.0f;
+    }
+    struct simpler_tensor whole;
+    assert_int_equal(simpler_tensor_make_1d(&whole, (uint64_t)(uintptr_t)both, 2 * PM_N,
+                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_HOST),
+                     0);
+    assert_int_equal(simpler_tensor_slice(&r.tensors[1], &whole, 0, 0, PM_N, 1), 0);
+    assert_int_equal(simpler_tensor_slice(&r.tensors[2], &whole, 0, PM_N, 2 * PM_N, 1), 0);
+    size_t idle = simpler_committed_device_memory(ctx);
+    simpler_run_t run = prepare(ctx, &r);
+    assert_int_equal(simpler_committed_device_memory(ctx),
+                     idle + 3 * PM_N * sizeof(float)); /* x + one buffer of 2N: not 2N + N + N */
+    assert_int_equal(simpler_launch_run(ctx, run), 0);
+    assert_int_equal(simpler_wait_run(ctx, run), 0);
+    assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    assert_true(atomic_load(&pm_out_seen) != pattern); /* y's half was copied in */
+    for (int i = 0; i < PM_N; i++) {
+        float want = r.x[i] * 2.0f + 0.5f;
+        if (both[i] != want || both[PM_N + i] != 1.0f + want)
+            fail_msg("element %d: %g and %g, want %g and %g", i, (double)both[i],
+                     (double)both[PM_N + i], (double)want, (double)(1.0f + want));
+    }
+    free(both);
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
+/* Lifecycle refusals: poll/wait/info before the run is launched or has
+ * completed, every entry after finalize_device, the depth bounds. */
+static void test_calls_out_of_order_are_refused(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = pm_open(2);
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, PM_FLAG_GATE, 1);
+    simpler_run_t run = prepare(ctx, &r);
+    struct simpler_run_info info;
+    assert_int_equal(simpler_poll_run(ctx, run), PTO_RUNTIME_ERR_INVALID_STATE); /* not launched */
+    assert_int_equal(simpler_wait_run(ctx, run), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_get_run_info(ctx, run, &info), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_launch_run(ctx, run), 0);
+    ts_gate_wait_arrivals(&pm_gate, 1);
+    assert_int_equal(simpler_get_run_info(ctx, run, &info),
+                     PTO_RUNTIME_ERR_INVALID_STATE); /* 0: counters of a run still running */
+    ts_gate_open(&pm_gate);
+    assert_int_equal(simpler_wait_run(ctx, run), 0);
+    assert_int_equal(simpler_get_run_info(ctx, run, &info), 0);
+    assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    assert_int_equal(simpler_get_run_info(ctx, run, &info), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_finalize_device(ctx), 0);
+    /* Finalized: every entry that needs an initialised context refuses. */
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    assert_int_equal(simpler_register_callable(ctx, 1, image, bytes), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_unregister_callable(ctx, PM_CALLABLE), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_prepare_run(ctx, &run, PM_CALLABLE, &r.args, NULL),
+                     PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_launch_run(ctx, run), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_committed_device_memory(ctx), 0);
+    struct simpler_config cfg;
+    simpler_config_default(&cfg);
+    cfg.run_capacity = pm_small_run_config();
+    cfg.pipeline_depth = SIMPLER_MAX_PIPELINE_DEPTH + 1;
+    assert_int_equal(simpler_init(ctx, 0, &cfg), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    cfg.pipeline_depth = 0;
+    assert_int_equal(simpler_init(ctx, 0, &cfg), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    cfg.pipeline_depth = SIMPLER_MAX_PIPELINE_DEPTH; /* the bound itself is fine */
+    assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
+    simpler_callable_free(image);
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
+/* A failed run's slot, observed by poll alone, starts its next run clean. */
+static void test_polled_failure_leaves_the_slot_clean(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = pm_open(1); /* one slot: every run uses its stream */
+    struct pm_run bad, good;
+    pm_run_init(&bad, 2.0f, 1.0f, 404, 0, 1);
+    pm_run_init(&good, 2.0f, 1.0f, 0, 0, 2);
+    simpler_run_t run = prepare(ctx, &bad);
+    assert_int_equal(simpler_launch_run(ctx, run), 0);
+    int rc;
+    while ((rc = simpler_poll_run(ctx, run)) == PTO_RUNTIME_ERR_NOT_READY)
+        sched_yield();
+    assert_int_equal(rc, -404);
+    assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    run = prepare(ctx, &good);
+    assert_int_equal(simpler_launch_run(ctx, run), 0);
+    while ((rc = simpler_poll_run(ctx, run)) == PTO_RUNTIME_ERR_NOT_READY)
+        sched_yield();
+    assert_int_equal(rc, 0); /* -404: the slot's stream still carried the failure */
+    assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    pm_run_check(&good);
+    pm_run_check_untouched(&bad);
+    pm_run_free(&bad);
+    pm_run_free(&good);
+    pm_close(ctx);
+}
+
+struct run_waiter {
+    struct simpler_context *ctx;
+    simpler_run_t run;
+    int rc;
+};
+
+static void *wait_thread(void *arg)
+{
+    struct run_waiter *w = arg;
+    w->rc = simpler_wait_run(w->ctx, w->run);
+    return NULL;
+}
+
+/* Three threads wait for one run; all see its status. */
+static void test_several_threads_wait_for_one_run(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = pm_open(2);
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, PM_FLAG_GATE, 1);
+    simpler_run_t run = prepare(ctx, &r);
+    assert_int_equal(simpler_launch_run(ctx, run), 0);
+    ts_gate_wait_arrivals(&pm_gate, 1);
+    struct run_waiter w[3];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = (struct run_waiter){ctx, run, 1};
+        assert_int_equal(pthread_create(&t[i], NULL, wait_thread, &w[i]), 0);
+    }
+    ts_gate_open(&pm_gate); /* the waiters may or may not be asleep yet: either is fine */
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].rc, 0); /* a waiter that never woke hangs the join instead */
+    }
+    assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    pm_run_check(&r);
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
 /* Unregistering a callable an unfinalized run uses is refused. */
 static void test_unregister_refused_while_a_run_uses_it(void **state)
 {
@@ -523,16 +724,21 @@ int main(void)
         cmocka_unit_test(test_snapshot_of_a_is_unchanged_by_preparing_b),
         cmocka_unit_test(test_caller_containers_freed_after_prepare),
         cmocka_unit_test(test_a_b_a_back_to_back_are_independent),
-        cmocka_unit_test(test_run_ahead_while_first_run_blocks),
-        cmocka_unit_test(test_rejected_b_while_a_is_queued),
+        cmocka_unit_test_teardown(test_run_ahead_while_first_run_blocks, pm_teardown),
+        cmocka_unit_test_teardown(test_rejected_b_while_a_is_queued, pm_teardown),
         cmocka_unit_test(test_good_failing_good_statuses),
         cmocka_unit_test(test_retirement_exactly_once),
         cmocka_unit_test(test_identity_latch),
         cmocka_unit_test(test_copy_directions),
         cmocka_unit_test(test_unregister_refused_while_a_run_uses_it),
         cmocka_unit_test(test_back_to_back_rounds_never_stall),
-        cmocka_unit_test(test_lost_device_fails_later_calls_until_reset),
+        cmocka_unit_test_teardown(test_lost_device_fails_later_calls_until_reset, pm_teardown),
         cmocka_unit_test(test_a_device_has_one_program_context),
+        cmocka_unit_test(test_callable_count_and_bytes_limits),
+        cmocka_unit_test(test_views_of_one_host_buffer_share_its_staging),
+        cmocka_unit_test_teardown(test_calls_out_of_order_are_refused, pm_teardown),
+        cmocka_unit_test(test_polled_failure_leaves_the_slot_clean),
+        cmocka_unit_test_teardown(test_several_threads_wait_for_one_run, pm_teardown),
     };
     if (getenv("PM_FILTER")) /* run only the tests matching this pattern */
         cmocka_set_test_filter(getenv("PM_FILTER"));

@@ -33,6 +33,11 @@ extern _Atomic uint32_t pm_out_seen;  /* bits of y[0] task 0 found before writin
 /* Resets the observers and (re)initialises a closed pm_gate. */
 void pm_observers_reset(void);
 
+/* Per-test teardown of tests that hold a kernel at pm_gate: opens it, so a
+ * test that failed while the kernel was held ends instead of hanging in the
+ * device reset. */
+int pm_teardown(void **state);
+
 /* A symbol-form image of the callable (free with simpler_callable_free). */
 void *pm_image(size_t *bytes);
 
