@@ -195,6 +195,28 @@ static void test_elf_load_failure_leaves_nothing_loaded(void **state)
     pm_close(ctx);
 }
 
+/* A register whose wait for the loader fails (the sync itself, injected)
+ * still unloads what the loader loaded before it gives up. */
+static void test_register_failing_after_the_load_unloads_it(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = open_ctx();
+    int fds0 = memfds_open(), maps0 = memfd_mappings();
+    size_t idle = simpler_committed_device_memory(ctx);
+    size_t bytes;
+    void *image = scale_image("elf_scale", &bytes);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_SYNC, 1, PTO_RUNTIME_ERR_TIMEOUT), 0);
+    assert_int_equal(simpler_register_callable(ctx, 1, image, bytes), PTO_RUNTIME_ERR_TIMEOUT);
+    simdev_fault_clear(0);
+    assert_int_equal(memfds_open(), fds0); /* +1: the loaded object was left behind */
+    assert_int_equal(memfd_mappings(), maps0);
+    assert_int_equal(simpler_committed_device_memory(ctx), idle);
+    assert_int_equal(simpler_register_callable(ctx, 1, image, bytes), 0); /* the retry */
+    simpler_callable_free(image);
+    pm_close(ctx);
+    assert_int_equal(memfds_open(), fds0);
+}
+
 /* The loader checks the image the device holds, not only the host's copy:
  * corrupted on the device, it is refused there. */
 static void test_device_loader_validates_the_image_it_holds(void **state)
@@ -298,6 +320,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elf_callable_loads_once_runs_and_unloads),
         cmocka_unit_test(test_elf_load_failure_leaves_nothing_loaded),
+        cmocka_unit_test(test_register_failing_after_the_load_unloads_it),
         cmocka_unit_test(test_device_loader_validates_the_image_it_holds),
         cmocka_unit_test(test_strided_out_views_copy_back_only_their_elements),
     };

@@ -182,6 +182,19 @@ static void test_rejected_b_while_a_is_queued(void **state)
     assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* accepted: copy-back of 2^60 elements */
     memcpy(outside, b.tensors, sizeof outside);
+    outside[0].stride[0] = -1; /* reversed from element 0: reaches below the buffer */
+    assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    outside[0].start_offset = PM_N - 1; /* reversed from the last element: a valid view */
+    outside[1].shape[0] = 0;            /* but an empty dimension is not */
+    assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    memcpy(outside, b.tensors, sizeof outside);
+    outside[1].address_space = SIMPLER_MEM_DEVICE; /* device tensors are checked the same way */
+    outside[1].start_offset = 1;
+    assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    memcpy(outside, b.tensors, sizeof outside);
     outside[2].addr = UINT64_MAX - 16; /* its buffer would wrap past the end of memory */
     assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &bad, NULL),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
