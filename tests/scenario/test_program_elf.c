@@ -145,6 +145,7 @@ static void test_elf_callable_loads_once_runs_and_unloads(void **state)
     assert_int_equal(simpler_committed_device_memory(ctx), idle);
     /* Loading it again works (a stale object under a reused fd name would not run). */
     assert_int_equal(simpler_register_callable(ctx, 2, image, bytes), 0);
+    pm_run_free(&r);
     pm_run_init(&r, 3.0f, 0.0f, 0, 0, 2);
     args.tensors = r.tensors;
     assert_int_equal(simpler_run(ctx, 2, &args, &small, NULL), 0);
