@@ -947,10 +947,11 @@ static void builder_accepts_everything_at_the_limits(void **state)
 
 /* ---- file variants ----------------------------------------------------- */
 
-/* Writes `bytes` bytes to a new temporary file; the caller unlinks `path`. */
+/* Writes `bytes` bytes to a new temporary file in the working directory
+ * (CTest runs each test in the build tree); the caller unlinks `path`. */
 static void write_temp(char *path, const void *data, size_t bytes)
 {
-    strcpy(path, "/tmp/simpler_callable_XXXXXX");
+    strcpy(path, "simpler_callable_XXXXXX");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, data, bytes), (ssize_t)bytes);
@@ -994,7 +995,7 @@ static void builder_file_variants_refuse_unreadable_empty_or_non_elf_files(void 
 {
     (void)state;
     fill_elf(elf_b, sizeof elf_b, 2);
-    char empty[64], not_elf[64], dir[64] = "/tmp/simpler_callable_dir_XXXXXX";
+    char empty[64], not_elf[64], dir[64] = "simpler_callable_dir_XXXXXX";
     write_temp(empty, "", 0);
     write_temp(not_elf, "#!/bin/sh\n", 10);
     assert_non_null(mkdtemp(dir));
