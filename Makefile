@@ -4,12 +4,15 @@
 #               normal build, then ASan+UBSan, then TSan, then the
 #               optimised build (compiled, not run), then a bounded fuzzing
 #               run of the callable-image validator
-#   make bench  build optimised and run the benchmarks
+#   make bench  install the peers (OpenMP, StarPU, BLAS), build optimised and
+#               run simpler side by side with them (docs/performance.md)
+#   make bench-components  the component benchmarks (device, runtime,
+#               program mode) on their own
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build run test test-normal test-asan test-tsan test-release test-fuzz bench clean
+.PHONY: all deps bench-deps build run test test-normal test-asan test-tsan test-release test-fuzz bench bench-components clean
 
 all: build
 
@@ -56,8 +59,18 @@ test-release: deps
 test-fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run-fuzz.sh build-fuzz
 
+bench-deps: deps
+	@bash tools/install-bench-deps.sh
+
 # Only the benchmarks: the tests are built and run by `make test`.
-bench: deps
+# BENCH_ARGS: e.g. --quick, --reps 7, --only chain.
+BENCH_ARGS ?=
+bench: bench-deps
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build build-release -j $(JOBS) --target bench_compare_all
+	./build-release/bench/compare/bench_compare $(BENCH_ARGS)
+
+bench-components: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime bench_program
 	./build-release/bench/bench_device

@@ -6,7 +6,10 @@
 # can only be named once clang is there.
 set -euo pipefail
 
-needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config libasan8 libubsan1 libtsan2 clang)
+# liblapacke-dev + libblas-dev: the comparison benchmark's tile kernels
+# (its simpler worker is also a test).
+needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config libasan8 libubsan1 libtsan2 clang
+        liblapacke-dev libblas-dev)
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -1,0 +1,808 @@
+/*
+ * bench_compare.c — simpler side by side with OpenMP tasks (libgomp,
+ * libomp), StarPU and a serial loop, on the workloads of
+ * bench/compare/compare.h, in one run.
+ *
+ * Owns: the case list, interleaving (every repetition runs every case on
+ * every system, the system order rotating per repetition, so a slow phase
+ * of the machine hits all systems alike), the busy-work calibration, the
+ * physical floor (cache-line transfer between two spinning threads, futex
+ * wake-up, and where those threads ran), the table, the targets of
+ * docs/performance.md, and the JSON (bench/results/latest.json).
+ *
+ * Each sample is one process of a worker (bench_cmp_<system>, next to this
+ * executable): it prints one "result value=..." line (compare.h). A worker
+ * that is not built is skipped with a line saying so; a sample that fails
+ * is reported and left out.
+ *
+ *   bench_compare [--quick] [--reps N] [--only SUBSTRING] [--out FILE]
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "compare/compare.h"
+
+#define PROGRAM "bench_compare"
+#define MAX_SYSTEMS 5
+#define MAX_CASES 32
+#define MAX_REPS BENCH_MAX_SAMPLES
+#define SAMPLE_TIMEOUT_S 600
+
+/* ------------------------------------------------------------- systems */
+
+struct system {
+    const char *name;   /* column name */
+    const char *worker; /* executable next to this one */
+    const char *what;
+    int available;
+};
+
+static struct system g_systems[MAX_SYSTEMS] = {
+    {"simpler", "bench_cmp_simpler", "simpler program mode, 1 orchestrator + 1 scheduler + P AIV cores", 0},
+    {"libgomp", "bench_cmp_gomp", "GCC OpenMP tasks with depend, P threads", 0},
+    {"libomp", "bench_cmp_omp", "LLVM OpenMP tasks with depend, P threads", 0},
+    {"starpu", "bench_cmp_starpu", "StarPU 1.3, P CPU workers, data handles", 0},
+    {"serial", "bench_cmp_serial", "the task bodies in a plain loop, 1 thread", 0},
+};
+enum { SYS_SIMPLER, SYS_GOMP, SYS_OMP, SYS_STARPU, SYS_SERIAL };
+
+#define ALL_SYSTEMS 0x1f
+#define SIMPLER_ONLY 0x01
+
+/* --------------------------------------------------------------- cases */
+
+struct sample_set {
+    double values[MAX_REPS];
+    uint32_t count;
+    uint32_t failed;
+    char extra[512]; /* the last sample's key=value tail */
+};
+
+struct cmp_case {
+    char id[48];        /* e.g. "W1 indep n=100000" */
+    char args[160];     /* worker arguments after the workload */
+    char workload[16];
+    int workload_no;    /* 1..8 of the issue */
+    uint32_t systems;   /* bit per system */
+    double task_us;     /* sweep: busy work per task, us; 0 otherwise */
+    const char *unit;
+    int higher_is_better;
+    struct sample_set s[MAX_SYSTEMS];
+};
+
+static struct cmp_case g_cases[MAX_CASES];
+static uint32_t g_case_count;
+static uint32_t g_cpus;
+static double g_iters_per_us;
+static int g_quick;
+
+static void add_case(int no, const char *workload, const char *args, uint32_t systems,
+                     double task_us)
+{
+    if (g_case_count == MAX_CASES) {
+        fprintf(stderr, PROGRAM ": more than %d cases\n", MAX_CASES);
+        exit(1);
+    }
+    struct cmp_case *c = &g_cases[g_case_count++];
+    memset(c, 0, sizeof *c);
+    c->workload_no = no;
+    snprintf(c->workload, sizeof c->workload, "%s", workload);
+    snprintf(c->args, sizeof c->args, "%s", args);
+    if (task_us > 0)
+        snprintf(c->id, sizeof c->id, "W%d %s %gus", no, workload, task_us);
+    else
+        snprintf(c->id, sizeof c->id, "W%d %s %.36s", no, workload, args);
+    c->systems = systems;
+    c->task_us = task_us;
+    int gflops = !strcmp(workload, "chol") || !strcmp(workload, "gemm");
+    c->unit = gflops ? "GFLOP/s" : !strcmp(workload, "pipeline") ? "us/run" : "ns/task";
+    c->higher_is_better = gflops;
+}
+
+static const double k_sweep_us[] = {1, 2, 4, 16, 64, 256};
+#define SWEEP_COUNT (sizeof k_sweep_us / sizeof k_sweep_us[0])
+
+static void build_cases(void)
+{
+    int q = g_quick;
+    add_case(1, "indep", q ? "n=20000" : "n=100000", ALL_SYSTEMS, 0);
+    /* StarPU is left out at 10^6: registering a million handles takes it
+     * ~20 s and 4 GB before the first task (docs/performance.md). */
+    if (!q)
+        add_case(1, "indep", "n=1000000", ALL_SYSTEMS & ~(1u << SYS_STARPU), 0);
+    add_case(2, "chain", q ? "n=20000" : "n=100000", ALL_SYSTEMS, 0);
+    add_case(3, "fan", q ? "rounds=2000 k=8" : "rounds=20000 k=8", ALL_SYSTEMS, 0);
+    add_case(4, "stencil", q ? "width=64 steps=200" : "width=64 steps=1000", ALL_SYSTEMS, 0);
+    /* The sweep: about 0.25 s of busy work per instance (0.05 s quick). */
+    for (size_t i = 0; i < SWEEP_COUNT; i++) {
+        double us = k_sweep_us[i];
+        uint64_t tasks = (uint64_t)((q ? 50000.0 : 250000.0) / us);
+        uint64_t steps = tasks / 64 ? tasks / 64 : 1;
+        char args[160];
+        snprintf(args, sizeof args, "width=64 steps=%llu work=%llu", (unsigned long long)steps,
+                 (unsigned long long)llround(us * g_iters_per_us));
+        add_case(4, "stencil", args, ALL_SYSTEMS, us);
+    }
+    add_case(5, "pressure", q ? "n=10000 window=4096" : "n=50000 window=4096", SIMPLER_ONLY, 0);
+    add_case(5, "pressure", q ? "n=10000 window=16" : "n=50000 window=16", SIMPLER_ONLY, 0);
+    add_case(6, "chol", q ? "n=512 tile=128" : "n=2048 tile=128", ALL_SYSTEMS, 0);
+    add_case(6, "chol", q ? "n=512 tile=64" : "n=2048 tile=64", ALL_SYSTEMS, 0);
+    add_case(6, "gemm", q ? "n=512 tile=128" : "n=1024 tile=128", ALL_SYSTEMS, 0);
+    add_case(7, "pipeline", q ? "n=300 depth=4" : "n=2000 depth=4", SIMPLER_ONLY, 0);
+}
+
+/* ------------------------------------------------------------ workers */
+
+static char g_exe_dir[PATH_MAX];
+
+static void find_exe_dir(void)
+{
+    ssize_t n = readlink("/proc/self/exe", g_exe_dir, sizeof g_exe_dir - 1);
+    if (n <= 0) {
+        fprintf(stderr, PROGRAM ": cannot read /proc/self/exe\n");
+        exit(1);
+    }
+    g_exe_dir[n] = '\0';
+    char *slash = strrchr(g_exe_dir, '/');
+    if (slash)
+        *slash = '\0';
+}
+
+static void worker_path(const struct system *s, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%s", g_exe_dir, s->worker); /* built beside this one */
+}
+
+/* Runs `argv` with stdout captured into out[size]; returns the exit status
+ * (or -1 when it could not run, was killed or timed out). */
+static int run_capture(char *const argv[], char *out, size_t size)
+{
+    int pipefd[2];
+    if (pipe(pipefd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(pipefd[1], STDOUT_FILENO);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        alarm(SAMPLE_TIMEOUT_S); /* survives exec: a hung worker dies */
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    size_t used = 0;
+    for (;;) {
+        ssize_t n = read(pipefd[0], out + used, size - 1 - used);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+        if (used == size - 1)
+            break;
+    }
+    out[used] = '\0';
+    close(pipefd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (!WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}
+
+static void detect_systems(void)
+{
+    for (int i = 0; i < MAX_SYSTEMS; i++) {
+        struct system *s = &g_systems[i];
+        char path[PATH_MAX + 64], out[1024];
+        worker_path(s, path, sizeof path);
+        char *argv[] = {path, "--list", NULL};
+        s->available = access(path, X_OK) == 0 && run_capture(argv, out, sizeof out) == 0;
+        if (!s->available)
+            printf("skipped: %s (%s): not built here — install its Debian package "
+                   "(tools/install-bench-deps.sh) and rebuild\n",
+                   s->name, s->worker);
+    }
+}
+
+/* One sample: runs the worker, parses value= and keeps the tail. */
+static void run_sample(struct cmp_case *c, int sys, int check)
+{
+    struct system *s = &g_systems[sys];
+    char path[PATH_MAX + 64], out[4096], argbuf[256];
+    worker_path(s, path, sizeof path);
+    char *argv[24];
+    int argc = 0;
+    argv[argc++] = path;
+    argv[argc++] = c->workload;
+    snprintf(argbuf, sizeof argbuf, "%s", c->args);
+    for (char *tok = strtok(argbuf, " "); tok && argc < 20; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    argv[argc++] = check ? "check=1" : "check=0";
+    argv[argc] = NULL;
+    int rc = run_capture(argv, out, sizeof out);
+    char *line = strstr(out, "result value=");
+    double value;
+    if (rc != 0 || !line || sscanf(line, "result value=%lf", &value) != 1) {
+        c->s[sys].failed++;
+        fprintf(stderr, PROGRAM ": %s on %s failed (exit %d)\n", c->id, s->name, rc);
+        return;
+    }
+    struct sample_set *set = &c->s[sys];
+    if (set->count < MAX_REPS)
+        set->values[set->count++] = value;
+    char *tail = strstr(line, " tasks=");
+    if (tail) {
+        char *nl = strchr(tail, '\n');
+        if (nl)
+            *nl = '\0';
+        snprintf(set->extra, sizeof set->extra, "%s", tail + 1);
+    }
+}
+
+/* ------------------------------------------------------------- floor */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Busy-work iterations per microsecond: the fastest of several timed
+ * chunks (the machine's undisturbed speed). */
+static double calibrate(void)
+{
+    const uint64_t iters = 2000000;
+    double best = 0;
+    for (int i = 0; i < 7; i++) {
+        uint64_t t0 = now_ns();
+        uint64_t r = cmp_busy(iters, (uint64_t)i);
+        uint64_t t1 = now_ns();
+        __asm__ __volatile__("" : : "r"(r));
+        double per_us = (double)iters / ((double)(t1 - t0) / 1000.0);
+        if (per_us > best)
+            best = per_us;
+    }
+    return best;
+}
+
+#define PINGS 20000
+
+struct ping {
+    _Alignas(64) _Atomic uint64_t to_b;
+    _Alignas(64) _Atomic uint64_t to_a;
+    int cpu; /* pin B here, or -1 */
+    int seen_cpu_a, seen_cpu_b;
+    _Alignas(64) _Atomic uint32_t futex_word;
+    _Atomic uint64_t wake_stamp;
+    _Atomic uint32_t b_waiting;
+    double wake_ns[64];
+};
+
+static void pin(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *pong(void *arg)
+{
+    struct ping *p = arg;
+    pin(p->cpu);
+    p->seen_cpu_b = sched_getcpu();
+    for (uint64_t i = 1; i <= PINGS; i++) {
+        while (atomic_load_explicit(&p->to_b, memory_order_acquire) != i)
+            __builtin_ia32_pause();
+        atomic_store_explicit(&p->to_a, i, memory_order_release);
+    }
+    return NULL;
+}
+
+/* Round trip between two spinning threads (A pinned to CPU 0 and B to
+ * `cpu_b`, or both unpinned when cpu_b < 0): one-way ns = half of it. */
+static double cacheline_one_way(int cpu_b, int *cpu_a_out, int *cpu_b_out)
+{
+    struct ping *p = aligned_alloc(64, sizeof *p);
+    memset(p, 0, sizeof *p);
+    p->cpu = cpu_b;
+    pthread_t t;
+    cpu_set_t old;
+    pthread_getaffinity_np(pthread_self(), sizeof old, &old);
+    pin(cpu_b < 0 ? -1 : 0);
+    pthread_create(&t, NULL, pong, p);
+    p->seen_cpu_a = sched_getcpu();
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 1; i <= PINGS; i++) {
+        atomic_store_explicit(&p->to_b, i, memory_order_release);
+        while (atomic_load_explicit(&p->to_a, memory_order_acquire) != i)
+            __builtin_ia32_pause();
+    }
+    uint64_t t1 = now_ns();
+    pthread_join(t, NULL);
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    *cpu_a_out = p->seen_cpu_a;
+    *cpu_b_out = p->seen_cpu_b;
+    free(p);
+    return (double)(t1 - t0) / PINGS / 2.0;
+}
+
+#define WAKES BENCH_MAX_SAMPLES
+
+static void *wakee(void *arg)
+{
+    struct ping *p = arg;
+    pin(p->cpu);
+    for (uint32_t i = 0; i < WAKES; i++) {
+        uint32_t want = i + 1;
+        atomic_store_explicit(&p->b_waiting, want, memory_order_release);
+        while (atomic_load_explicit(&p->futex_word, memory_order_acquire) != want)
+            syscall(SYS_futex, &p->futex_word, FUTEX_WAIT_PRIVATE, want - 1, NULL, NULL, 0);
+        p->wake_ns[i] = (double)(now_ns() - atomic_load(&p->wake_stamp));
+        atomic_store_explicit(&p->to_a, want, memory_order_release); /* recorded */
+    }
+    return NULL;
+}
+
+/* Median latency from FUTEX_WAKE to the sleeper running (A on CPU 0, B on
+ * CPU 1). Each round waits until B has said it is about to sleep, then
+ * spins 50 us so that B is inside FUTEX_WAIT before the wake. */
+static double futex_wake_ns(void)
+{
+    struct ping *p = aligned_alloc(64, sizeof *p);
+    memset(p, 0, sizeof *p);
+    p->cpu = g_cpus > 1 ? 1 : 0;
+    cpu_set_t old;
+    pthread_getaffinity_np(pthread_self(), sizeof old, &old);
+    pin(0);
+    pthread_t t;
+    pthread_create(&t, NULL, wakee, p);
+    for (uint32_t i = 0; i < WAKES; i++) {
+        uint32_t want = i + 1;
+        while (atomic_load_explicit(&p->b_waiting, memory_order_acquire) != want)
+            sched_yield();
+        uint64_t until = now_ns() + 50000;
+        while (now_ns() < until)
+            __builtin_ia32_pause();
+        atomic_store(&p->wake_stamp, now_ns());
+        atomic_store_explicit(&p->futex_word, want, memory_order_release);
+        syscall(SYS_futex, &p->futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        while (atomic_load_explicit(&p->to_a, memory_order_acquire) != want)
+            sched_yield();
+    }
+    pthread_join(t, NULL);
+    pthread_setaffinity_np(pthread_self(), sizeof old, &old);
+    struct bench_stats s = bench_stats_of(p->wake_ns, WAKES);
+    free(p);
+    return s.median;
+}
+
+struct floor_set {
+    double pinned[MAX_REPS], unpinned[MAX_REPS], wake[MAX_REPS];
+    char placements[MAX_REPS][32];
+    uint32_t count;
+};
+static struct floor_set g_floor;
+
+static void measure_floor(void)
+{
+    if (g_floor.count == MAX_REPS)
+        return;
+    uint32_t i = g_floor.count++;
+    int a, b, ua, ub;
+    g_floor.pinned[i] = cacheline_one_way(g_cpus > 1 ? 1 : 0, &a, &b);
+    g_floor.unpinned[i] = cacheline_one_way(-1, &ua, &ub);
+    g_floor.wake[i] = futex_wake_ns();
+    snprintf(g_floor.placements[i], sizeof g_floor.placements[i], "%d/%d,%d/%d", a, b, ua, ub);
+}
+
+/* ---------------------------------------------------------- reporting */
+
+static int has(const struct cmp_case *c, int sys)
+{
+    return g_systems[sys].available && (c->systems >> sys & 1) && c->s[sys].count > 0;
+}
+
+static struct bench_stats stats(const struct cmp_case *c, int sys)
+{
+    return bench_stats_of(c->s[sys].values, c->s[sys].count);
+}
+
+/* peer / simpler of the medians; 0 when either is missing. */
+static double ratio(const struct cmp_case *c, int sys)
+{
+    if (!has(c, sys) || !has(c, SYS_SIMPLER))
+        return 0;
+    return stats(c, sys).median / stats(c, SYS_SIMPLER).median;
+}
+
+/* Efficiency of a sweep case on P CPUs: busy work / (P x wall). */
+static double efficiency(const struct cmp_case *c, int sys)
+{
+    if (!has(c, sys) || c->task_us <= 0)
+        return 0;
+    double ns_per_task = stats(c, sys).median;
+    double p = sys == SYS_SERIAL ? 1.0 : (double)g_cpus;
+    return c->task_us * 1000.0 / (p * ns_per_task);
+}
+
+/* The smallest swept task size with efficiency >= 0.5, interpolated on a
+ * log scale between the last point below and the first at or above; 0 when
+ * never reached, the smallest size when always. */
+static double half_efficiency_us(int sys)
+{
+    double prev_us = 0, prev_e = 0;
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        if (c->task_us <= 0 || !has(c, sys))
+            continue;
+        double e = efficiency(c, sys);
+        if (e >= 0.5) {
+            if (prev_us == 0)
+                return c->task_us;
+            double f = (0.5 - prev_e) / (e - prev_e);
+            return exp(log(prev_us) + f * (log(c->task_us) - log(prev_us)));
+        }
+        prev_us = c->task_us;
+        prev_e = e;
+    }
+    return 0;
+}
+
+static void print_table(void)
+{
+    printf("\n%-34s %-8s %-8s %10s %10s %10s %12s\n", "case", "unit", "system", "median", "min",
+           "max", "peer/simpler");
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        int first = 1;
+        for (int sys = 0; sys < MAX_SYSTEMS; sys++) {
+            if (!g_systems[sys].available || !(c->systems >> sys & 1))
+                continue;
+            printf("%-34s %-8s %-8s ", first ? c->id : "", first ? c->unit : "",
+                   g_systems[sys].name);
+            first = 0;
+            if (!c->s[sys].count) {
+                printf("%10s\n", "failed");
+                continue;
+            }
+            struct bench_stats s = stats(c, sys);
+            printf("%10.1f %10.1f %10.1f", s.median, s.min, s.max);
+            double r = ratio(c, sys);
+            if (sys != SYS_SIMPLER && r > 0)
+                printf(" %11.2fx", r);
+            if (c->task_us > 0)
+                printf("   eff %.0f%%", 100 * efficiency(c, sys));
+            printf("\n");
+        }
+    }
+    printf("ratio = peer median / simpler median: for ns/task above 1 means simpler is faster; "
+           "for GFLOP/s below 1 means simpler is faster. eff = busy work / (P x wall), P = %u "
+           "(serial: 1).\n",
+           g_cpus);
+    printf("\n50%% efficiency reached at a task size of (us, interpolated; 0 = never):");
+    for (int sys = 0; sys < MAX_SYSTEMS; sys++)
+        if (g_systems[sys].available && sys != SYS_SERIAL)
+            printf(" %s %.2f", g_systems[sys].name, half_efficiency_us(sys));
+    printf("\n");
+    if (g_floor.count) {
+        struct bench_stats p = bench_stats_of(g_floor.pinned, g_floor.count);
+        struct bench_stats u = bench_stats_of(g_floor.unpinned, g_floor.count);
+        struct bench_stats w = bench_stats_of(g_floor.wake, g_floor.count);
+        printf("physical floor: cache line one way, pinned CPU 0/1: %.0f ns (min %.0f, max %.0f); "
+               "unpinned: %.0f ns (min %.0f, max %.0f); futex wake to running: %.0f ns "
+               "(min %.0f, max %.0f)\nplacements per repetition (pinned A/B, unpinned A/B):",
+               p.median, p.min, p.max, u.median, u.min, u.max, w.median, w.min, w.max);
+        for (uint32_t i = 0; i < g_floor.count; i++)
+            printf(" %s", g_floor.placements[i]);
+        printf("\n");
+    }
+}
+
+/* ------------------------------------------------------------ targets */
+
+struct target {
+    char what[160];
+    double value, goal;
+    int met; /* 1 met, 0 missed, -1 not measured */
+};
+static struct target g_targets[16];
+static uint32_t g_target_count;
+
+static void add_target(const char *what, double value, double goal, int met)
+{
+    struct target *t = &g_targets[g_target_count++];
+    snprintf(t->what, sizeof t->what, "%s", what);
+    t->value = value;
+    t->goal = goal;
+    t->met = value > 0 ? met : -1;
+}
+
+static const struct cmp_case *find_case(int no, const char *workload, int sweep)
+{
+    for (uint32_t i = 0; i < g_case_count; i++)
+        if (g_cases[i].workload_no == no && !strcmp(g_cases[i].workload, workload) &&
+            (g_cases[i].task_us > 0) == sweep)
+            return &g_cases[i];
+    return NULL;
+}
+
+/* min over the OpenMP runtimes of peer/simpler (the best OpenMP). */
+static double best_omp_ratio(const struct cmp_case *c)
+{
+    double g = ratio(c, SYS_GOMP), o = ratio(c, SYS_OMP);
+    if (g > 0 && o > 0)
+        return c->higher_is_better ? (g > o ? g : o) : (g < o ? g : o);
+    return g > 0 ? g : o;
+}
+
+static void evaluate_targets(void)
+{
+    static const struct {
+        int no;
+        const char *w;
+        double omp, starpu;
+    } k_speed[] = {{1, "indep", 5, 50}, {3, "fan", 3, 20}, {4, "stencil", 3, 20}};
+    char what[160];
+    for (size_t i = 0; i < sizeof k_speed / sizeof k_speed[0]; i++) {
+        const struct cmp_case *c = find_case(k_speed[i].no, k_speed[i].w, 0);
+        if (!c)
+            continue;
+        double r = best_omp_ratio(c);
+        snprintf(what, sizeof what, "W%d %s: best OpenMP / simpler >= %.0fx", k_speed[i].no,
+                 c->args, k_speed[i].omp);
+        add_target(what, r, k_speed[i].omp, r >= k_speed[i].omp);
+        r = ratio(c, SYS_STARPU);
+        snprintf(what, sizeof what, "W%d %s: StarPU / simpler >= %.0fx", k_speed[i].no, c->args,
+                 k_speed[i].starpu);
+        add_target(what, r, k_speed[i].starpu, r >= k_speed[i].starpu);
+    }
+    const struct cmp_case *chain = find_case(2, "chain", 0);
+    if (chain) {
+        double worst = 0;
+        for (int sys = SYS_GOMP; sys <= SYS_STARPU; sys++) {
+            double r = ratio(chain, sys);
+            if (r > 0 && (worst == 0 || r < worst))
+                worst = r;
+        }
+        add_target("W2 chain: every peer / simpler > 1x", worst, 1, worst > 1);
+        if (g_floor.count && has(chain, SYS_SIMPLER)) {
+            double rt = 2 * bench_stats_of(g_floor.pinned, g_floor.count).median;
+            double x = stats(chain, SYS_SIMPLER).median / rt;
+            add_target("W2 chain: simpler ns/task / cross-core round trip <= 2x", x, 2, x <= 2);
+        }
+    }
+    double h = half_efficiency_us(SYS_SIMPLER);
+    add_target("W4 sweep: simpler 50% efficiency at task size <= 2 us", h, 2, h > 0 && h <= 2);
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        if (c->workload_no != 6)
+            continue;
+        double s = ratio(c, SYS_STARPU);
+        snprintf(what, sizeof what, "W6 %s %s: StarPU / simpler GFLOP/s <= 1", c->workload,
+                 c->args);
+        add_target(what, s, 1, s <= 1);
+        double o = best_omp_ratio(c);
+        snprintf(what, sizeof what, "W6 %s %s: best OpenMP / simpler GFLOP/s <= 1.1",
+                 c->workload, c->args);
+        add_target(what, o, 1.1, o <= 1.1);
+    }
+    printf("\ntargets (docs/performance.md):\n");
+    for (uint32_t i = 0; i < g_target_count; i++) {
+        const struct target *t = &g_targets[i];
+        printf("  %-70s %8.2f  %s\n", t->what, t->value,
+               t->met < 0 ? "not measured" : t->met ? "met" : "MISSED");
+    }
+}
+
+/* --------------------------------------------------------------- JSON */
+
+static void json_stats(FILE *f, const double *v, uint32_t n)
+{
+    struct bench_stats s = bench_stats_of(v, n);
+    fprintf(f, "{\"median\": %.4g, \"min\": %.4g, \"max\": %.4g, \"samples\": %u}", s.median,
+            s.min, s.max, n);
+}
+
+static void write_json(const char *path, double load, double seconds)
+{
+    FILE *f;
+    if (bench_json_open(PROGRAM, path, "compare", load, g_quick, seconds, &f) != 0)
+        exit(1);
+    fprintf(f, "  \"cpus_used\": %u,\n  \"busy_iters_per_us\": %.1f,\n  \"systems\": [", g_cpus,
+            g_iters_per_us);
+    for (int sys = 0, n = 0; sys < MAX_SYSTEMS; sys++) {
+        fprintf(f, "%s{\"name\": ", n++ ? ", " : "");
+        bench_json_string(f, g_systems[sys].name);
+        fprintf(f, ", \"available\": %s, \"what\": ", g_systems[sys].available ? "true" : "false");
+        bench_json_string(f, g_systems[sys].what);
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\n  \"floor\": ");
+    if (g_floor.count) {
+        fprintf(f, "{\"cacheline_one_way_pinned_ns\": ");
+        json_stats(f, g_floor.pinned, g_floor.count);
+        fprintf(f, ", \"cacheline_one_way_unpinned_ns\": ");
+        json_stats(f, g_floor.unpinned, g_floor.count);
+        fprintf(f, ", \"futex_wake_ns\": ");
+        json_stats(f, g_floor.wake, g_floor.count);
+        fprintf(f, ", \"placements\": [");
+        for (uint32_t i = 0; i < g_floor.count; i++) {
+            fprintf(f, "%s", i ? ", " : "");
+            bench_json_string(f, g_floor.placements[i]);
+        }
+        fprintf(f, "]}");
+    } else {
+        fprintf(f, "null");
+    }
+    fprintf(f, ",\n  \"cases\": [\n");
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        fprintf(f, "    {\"case\": ");
+        bench_json_string(f, c->id);
+        fprintf(f, ", \"workload\": %d, \"name\": ", c->workload_no);
+        bench_json_string(f, c->workload);
+        fprintf(f, ", \"args\": ");
+        bench_json_string(f, c->args);
+        fprintf(f, ", \"unit\": ");
+        bench_json_string(f, c->unit);
+        if (c->task_us > 0)
+            fprintf(f, ", \"task_us\": %g", c->task_us);
+        fprintf(f, ", \"results\": {");
+        int n = 0;
+        for (int sys = 0; sys < MAX_SYSTEMS; sys++) {
+            if (!g_systems[sys].available || !(c->systems >> sys & 1))
+                continue;
+            fprintf(f, "%s\"%s\": ", n++ ? ", " : "", g_systems[sys].name);
+            if (!c->s[sys].count) {
+                fprintf(f, "{\"failed\": %u}", c->s[sys].failed);
+                continue;
+            }
+            struct bench_stats s = stats(c, sys);
+            fprintf(f, "{\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"samples\": %u",
+                    s.median, s.min, s.max, c->s[sys].count);
+            if (sys != SYS_SIMPLER && ratio(c, sys) > 0)
+                fprintf(f, ", \"ratio_peer_over_simpler\": %.4g", ratio(c, sys));
+            if (c->task_us > 0)
+                fprintf(f, ", \"efficiency\": %.4g", efficiency(c, sys));
+            fprintf(f, ", \"detail\": ");
+            bench_json_string(f, c->s[sys].extra);
+            fprintf(f, "}");
+        }
+        fprintf(f, "}}%s\n", i + 1 < g_case_count ? "," : "");
+    }
+    fprintf(f, "  ],\n  \"half_efficiency_task_us\": {");
+    for (int sys = 0, n = 0; sys < MAX_SYSTEMS; sys++)
+        if (g_systems[sys].available && sys != SYS_SERIAL)
+            fprintf(f, "%s\"%s\": %.3g", n++ ? ", " : "", g_systems[sys].name,
+                    half_efficiency_us(sys));
+    fprintf(f, "},\n  \"targets\": [\n");
+    for (uint32_t i = 0; i < g_target_count; i++) {
+        const struct target *t = &g_targets[i];
+        fprintf(f, "    {\"target\": ");
+        bench_json_string(f, t->what);
+        fprintf(f, ", \"value\": %.4g, \"goal\": %g, \"status\": \"%s\"}%s\n", t->value, t->goal,
+                t->met < 0 ? "not measured" : t->met ? "met" : "missed",
+                i + 1 < g_target_count ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    fclose(f);
+}
+
+/* --------------------------------------------------------------- main */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: " PROGRAM " [--quick] [--reps N] [--only SUBSTRING] [--out FILE]\n"
+                    "Runs simpler, libgomp, libomp, StarPU and a serial loop on the workloads of\n"
+                    "bench/compare/compare.h, interleaved; prints the table and writes\n"
+                    "bench/results/latest.json (or FILE).\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t reps = 5;
+    const char *only = NULL, *out_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) {
+            g_quick = 1;
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            int r = atoi(argv[++i]);
+            if (r < 1 || r > MAX_REPS)
+                usage();
+            reps = (uint32_t)r;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            out_arg = argv[++i];
+        } else {
+            usage();
+        }
+    }
+    if (g_quick && reps == 5)
+        reps = 3;
+    char out_path[PATH_MAX];
+    if (bench_out_path(PROGRAM, out_arg, NULL, !only, "latest.json", out_path,
+                       sizeof out_path) != 0)
+        return 1;
+
+    double load = bench_load_average();
+    uint64_t t_start = now_ns();
+    find_exe_dir();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    g_cpus = cpus > 0 ? (uint32_t)cpus : 1;
+    char cpus_env[16];
+    snprintf(cpus_env, sizeof cpus_env, "%u", g_cpus);
+    setenv("CMP_THREADS", cpus_env, 1);
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    setenv("STARPU_SILENT", "1", 1);
+    g_iters_per_us = calibrate();
+    printf(PROGRAM ": %u CPUs, load %.2f, busy work %.1f iterations/us, %u repetitions%s\n",
+           g_cpus, load, g_iters_per_us, reps, g_quick ? " (quick)" : "");
+    detect_systems();
+    if (!g_systems[SYS_SIMPLER].available) {
+        fprintf(stderr, PROGRAM ": bench_cmp_simpler is missing: nothing to compare\n");
+        return 1;
+    }
+    build_cases();
+    if (only) { /* keep the matching cases */
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < g_case_count; i++)
+            if (strstr(g_cases[i].id, only))
+                g_cases[kept++] = g_cases[i];
+        g_case_count = kept;
+    }
+
+    for (uint32_t rep = 0; rep < reps; rep++) {
+        measure_floor();
+        for (uint32_t i = 0; i < g_case_count; i++) {
+            struct cmp_case *c = &g_cases[i];
+            for (int k = 0; k < MAX_SYSTEMS; k++) {
+                int sys = (int)((k + rep) % MAX_SYSTEMS); /* rotate the order */
+                if (g_systems[sys].available && (c->systems >> sys & 1))
+                    run_sample(c, sys, rep == 0);
+            }
+            fprintf(stderr, "\r" PROGRAM ": repetition %u/%u, case %u/%u   ", rep + 1, reps, i + 1,
+                    g_case_count);
+        }
+    }
+    fprintf(stderr, "\n");
+    print_table();
+    evaluate_targets();
+    double seconds = (double)(now_ns() - t_start) / 1e9;
+    if (out_path[0]) {
+        write_json(out_path, load, seconds);
+        printf("wrote %s (%.0f s)\n", out_path, seconds);
+    }
+    return 0;
+}
