@@ -578,12 +578,12 @@ static void evaluate_targets(void)
         if (!c)
             continue;
         double r = best_omp_ratio(c);
-        snprintf(what, sizeof what, "W%d %s: best OpenMP / simpler >= %.0fx", k_speed[i].no,
+        snprintf(what, sizeof what, "W%d %.60s: best OpenMP / simpler >= %.0fx", k_speed[i].no,
                  c->args, k_speed[i].omp);
         add_target(what, r, k_speed[i].omp, r >= k_speed[i].omp);
         r = ratio(c, SYS_STARPU);
-        snprintf(what, sizeof what, "W%d %s: StarPU / simpler >= %.0fx", k_speed[i].no, c->args,
-                 k_speed[i].starpu);
+        snprintf(what, sizeof what, "W%d %.60s: StarPU / simpler >= %.0fx", k_speed[i].no,
+                 c->args, k_speed[i].starpu);
         add_target(what, r, k_speed[i].starpu, r >= k_speed[i].starpu);
     }
     const struct cmp_case *chain = find_case(2, "chain", 0);
@@ -608,11 +608,11 @@ static void evaluate_targets(void)
         if (c->workload_no != 6)
             continue;
         double s = ratio(c, SYS_STARPU);
-        snprintf(what, sizeof what, "W6 %s %s: StarPU / simpler GFLOP/s <= 1", c->workload,
+        snprintf(what, sizeof what, "W6 %.15s %.60s: StarPU / simpler GFLOP/s <= 1", c->workload,
                  c->args);
         add_target(what, s, 1, s <= 1);
         double o = best_omp_ratio(c);
-        snprintf(what, sizeof what, "W6 %s %s: best OpenMP / simpler GFLOP/s <= 1.1",
+        snprintf(what, sizeof what, "W6 %.15s %.60s: best OpenMP / simpler GFLOP/s <= 1.1",
                  c->workload, c->args);
         add_target(what, o, 1.1, o <= 1.1);
     }

@@ -46,10 +46,11 @@ typedef bool (*orch_ready_fn)(struct rt_run *run, void *arg);
  * every round whether the wait can never succeed and returns the code to
  * fail with at once (0 = keep waiting).
  */
-static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
-                      int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
-                      int32_t timeout_code)
+static int orch_block_for(struct rt_run *run, orch_ready_fn ready, void *arg,
+                          int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
+                          int32_t timeout_code, uint64_t target)
 {
+    atomic_store_explicit(&run->orch_wait_target, target, memory_order_relaxed);
     uint64_t mark = progress_mark(run);
     uint64_t deadline = simdev_clock_ns() + (uint64_t)timeout_ms * 1000000ull;
     int rc = 0;
@@ -59,7 +60,8 @@ static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
          * orch_waiting — either it sees us waiting and signals, or we see
          * its change. The channel's sequence is read before the look, so a
          * signal after it ends the wait at once. */
-        atomic_store_explicit(&run->orch_waiting, 1, memory_order_relaxed);
+        /* release: wakers that see us waiting see the target too */
+        atomic_store_explicit(&run->orch_waiting, 1, memory_order_release);
         atomic_thread_fence(memory_order_seq_cst);
         uint64_t seq = simdev_notify_seq(run->device, RT_NOTIFY_ORCH);
         /* The error after the sequence: rt_fail latches it before its
@@ -94,7 +96,16 @@ static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
         }
     }
     atomic_store_explicit(&run->orch_waiting, 0, memory_order_relaxed);
+    atomic_store_explicit(&run->orch_wait_target, 0, memory_order_relaxed);
     return rc;
+}
+
+/* orch_block_for woken by any completion or retirement. */
+static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
+                      int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
+                      int32_t timeout_code)
+{
+    return orch_block_for(run, ready, arg, structural, timeout_ms, timeout_code, 0);
 }
 
 /* ----------------------------------------------------------- allocation */
@@ -130,6 +141,7 @@ static bool pinned_at(struct rt_run *run, struct rt_ring *r, uint32_t ring, uint
 
 struct alloc_req {
     uint32_t ring;
+    uint32_t want;      /* free task slots to wait for (>= 1) */
     uint64_t heap_need;
     uint64_t heap_pos; /* out: where the outputs go */
 };
@@ -138,8 +150,37 @@ static bool slot_free(struct rt_run *run, void *arg)
 {
     struct alloc_req *q = arg;
     struct rt_ring *r = &run->rings[q->ring];
-    return r->next_local - atomic_load_explicit(&r->last_alive, memory_order_acquire) <
-           r->window;
+    uint64_t used = r->next_local - atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    return r->window - used >= q->want;
+}
+
+/*
+ * How many free slots a blocked submit waits for: a quarter of the window
+ * (hysteresis: the orchestrator then submits that many tasks without
+ * blocking, instead of waking once per retired task while the schedulers
+ * retire one at a time), but never more than retirement can provide while
+ * the orchestrator waits — slots from the oldest task pinned by an open
+ * scope on this ring onwards stay taken until it closes that scope.
+ */
+static uint32_t slots_to_wait_for(struct rt_run *run, struct rt_ring *r, uint32_t ring)
+{
+    uint64_t pinned_from = r->next_local;
+    for (uint32_t d = 0; d < run->scope_depth; d++) {
+        if (ring_of_depth(d) != ring)
+            continue;
+        uint32_t end = d + 1 < run->scope_depth ? run->scopes[d + 1].begin : run->scope_task_top;
+        if (end > run->scopes[d].begin) {
+            uint64_t id = atomic_load_explicit(&run->scope_tasks[run->scopes[d].begin]->task_id,
+                                               memory_order_relaxed);
+            pinned_from = rt_id_local(id);
+            break;
+        }
+    }
+    uint64_t freeable = r->window - (r->next_local - pinned_from);
+    uint64_t want = r->window / 4;
+    if (want > freeable)
+        want = freeable;
+    return want ? (uint32_t)want : 1;
 }
 
 static int32_t slot_structural(struct rt_run *run, void *arg)
@@ -594,7 +635,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
 
     /* 1. Task slot and heap bytes on this depth's ring. */
-    struct alloc_req q = {.ring = ring, .heap_need = 0};
+    struct alloc_req q = {.ring = ring, .want = 1, .heap_need = 0};
     for (uint32_t i = 0; i < a->tensor_count; i++)
         if (a->tensors[i].kind == SIMPLER_ARG_OUTPUT)
             q.heap_need += output_bytes(&a->tensors[i].create);
@@ -602,8 +643,11 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         return fail(run, SIMPLER_ORCH_ERR_HEAP_DEADLOCK); /* can never fit */
     if (!slot_free(run, &q)) {
         run->ring_waits++;
-        int rc = orch_block(run, slot_free, &q, slot_structural, run->config.ring_timeout_ms,
-                            SIMPLER_ORCH_ERR_RING_TIMEOUT);
+        q.want = slots_to_wait_for(run, r, ring);
+        uint64_t target = RT_ORCH_WAIT_SLOTS(ring, r->next_local + q.want - r->window);
+        int rc = orch_block_for(run, slot_free, &q, slot_structural, run->config.ring_timeout_ms,
+                                SIMPLER_ORCH_ERR_RING_TIMEOUT, target);
+        q.want = 1;
         if (rc)
             return rc;
     }

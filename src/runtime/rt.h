@@ -179,6 +179,8 @@ struct rt_dispatch {
  * first dispatch id of a run is base + 2. */
 #define RT_DOORBELL_EXIT (1ull << 62)
 
+#define RT_ORCH_WAIT_SLOTS(ring, alive) ((((uint64_t)(ring) + 1) << RT_LOCAL_BITS) | (alive))
+
 struct rt_scope {
     uint64_t serial;
     uint32_t mode;  /* enum simpler_scope_mode */
@@ -261,6 +263,11 @@ struct rt_run {
     _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_submitted; /* orchestrator, release */
     _Atomic uint32_t orch_done;                              /* orchestrator, release */
     _Atomic uint32_t orch_waiting; /* orchestrator is (about to be) blocked */
+    /* What a blocked orchestrator waits for, stored before orch_waiting
+     * (release): 0 = any change (signal on every completion and
+     * retirement); else RT_ORCH_WAIT_SLOTS(ring, alive) = task slots of
+     * `ring`, which need last_alive >= alive (signal only then). */
+    _Atomic uint64_t orch_wait_target;
     _Alignas(RT_CACHELINE) _Atomic uint32_t sched_sleepers;
     _Alignas(RT_CACHELINE) _Atomic uint64_t init_generation;
     _Atomic uint32_t threads_finished;

@@ -220,6 +220,7 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->tasks_submitted, 0);
     atomic_init(&run->orch_done, 0);
     atomic_init(&run->orch_waiting, 0);
+    atomic_init(&run->orch_wait_target, 0);
     atomic_init(&run->sched_sleepers, 0);
     atomic_init(&run->threads_finished, 0);
 }

@@ -55,6 +55,25 @@ bool rt_task_retired(struct rt_run *run, uint64_t id)
     return rt_id_local(id) < atomic_load_explicit(&r->last_alive, memory_order_acquire);
 }
 
+/* After a fence that follows this ring's new last_alive `alive`: true when
+ * a blocked orchestrator should be woken — it waits for anything (target
+ * 0), or for slots of this ring that `alive` now provides. A slot wait on
+ * another ring, or one this retirement does not satisfy, is left asleep:
+ * a full window would otherwise wake it once per retired task. */
+static bool orch_wants_retirement(struct rt_run *run, uint32_t ring, uint64_t alive)
+{
+    /* acquire: pairs with the release store of orch_waiting, after the
+     * target (orch_block) */
+    if (!atomic_load_explicit(&run->orch_waiting, memory_order_acquire))
+        return false;
+    uint64_t target = atomic_load_explicit(&run->orch_wait_target, memory_order_relaxed);
+    if (target == 0)
+        return true;
+    if ((target >> RT_LOCAL_BITS) != (uint64_t)ring + 1)
+        return false;
+    return alive >= rt_id_local(target);
+}
+
 /*
  * Walks the ring's tail over consecutive CONSUMED tasks and publishes the
  * new tails. One thread advances at a time; a thread that finds the lock
@@ -110,8 +129,7 @@ static void ring_advance(struct rt_run *run, struct rt_ring *r, uint32_t ring_in
          * pairing with the orchestrator's seq_cst store of orch_waiting
          * before its last look at the tails (orch_block) */
         atomic_thread_fence(memory_order_seq_cst);
-        if (alive != start &&
-            atomic_load_explicit(&run->orch_waiting, memory_order_relaxed))
+        if (alive != start && orch_wants_retirement(run, ring_index, alive))
             rt_signal_orch(run);
         if (!atomic_exchange_explicit(&r->advance_pending, 0, memory_order_seq_cst))
             return;
@@ -187,7 +205,10 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s)
     }
     atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_release);
     atomic_thread_fence(memory_order_seq_cst); /* as in ring_advance */
-    if (atomic_load_explicit(&run->orch_waiting, memory_order_relaxed))
+    /* acquire: the target stored before orch_waiting (orch_block). A wait
+     * for task slots is ended by retirement alone: no signal per task. */
+    if (atomic_load_explicit(&run->orch_waiting, memory_order_acquire) &&
+        atomic_load_explicit(&run->orch_wait_target, memory_order_relaxed) == 0)
         rt_signal_orch(run);
     rt_slot_release(run, s); /* the completion hold */
 }

@@ -24,6 +24,9 @@ uint64_t simdev_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Spinning without yielding, at the start of a wait (see below). */
+#define SD_TIGHT_SPIN_NS 2000
+
 /* One polite spin step (a CPU pause hint). */
 static void sd_cpu_relax(void)
 {
@@ -94,13 +97,18 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     if (ready(arg))
         return 0;
 
-    /* Spin phase: poll the predicate; every 32 polls (about a microsecond
-     * of pause hints) look at the clock and yield the CPU, since simulated
-     * threads outnumber host CPUs: yielding every 256 polls let an idle
-     * spinner hold a CPU ~10 us while the thread it waited for sat
-     * runnable (bench: 3-core doorbell round trip 10 us -> 5 us). */
+    /* Spin phase: poll the predicate with pause hints. For the first
+     * SD_TIGHT_SPIN_NS poll without yielding: most handoffs between
+     * running threads end within it, and a sched_yield is a system call
+     * (~1 us under a paravirtualised kernel) that the handoff would wait
+     * out. After that, every 32 polls (about a microsecond) look at the
+     * clock and yield the CPU, since simulated threads outnumber host
+     * CPUs: yielding every 256 polls let an idle spinner hold a CPU ~10 us
+     * while the thread it waited for sat runnable (bench: 3-core doorbell
+     * round trip 10 us -> 5 us). */
     uint64_t start = simdev_clock_ns();
     uint64_t spin_end = start + spin_ns;
+    uint64_t tight_end = start + (spin_ns < SD_TIGHT_SPIN_NS ? spin_ns : SD_TIGHT_SPIN_NS);
     for (uint32_t i = 1;; i++) {
         if (ready(arg))
             return 0;
@@ -111,7 +119,8 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
                 return rc;
             if (now >= spin_end)
                 break;
-            sched_yield();
+            if (now >= tight_end)
+                sched_yield();
         } else {
             sd_cpu_relax();
         }

@@ -346,6 +346,47 @@ static void window_of_4_recycles_slots_over_1000_sequential_tasks(void **state)
 }
 
 /*
+ * Scopes of 15 chained count tasks in a window of 16. A blocked submit
+ * waits for a quarter of the window (4 slots) to free (hysteresis), but
+ * never for more than retirement can give while its own scope pins the
+ * rest: with the previous scope's 15 tasks alive, the 14th task of a scope
+ * finds 13 of its own pinned and must wait for 3. Waiting for 4 would
+ * never end (ring timeout).
+ */
+static void scopes_of_15_in_a_window_of_16(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    for (int s = 0; s < 500; s++) {
+        simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+        for (int i = 0; i < 15; i++)
+            count_task(rt, &args->tensors[0]);
+        simpler_scope_end(rt);
+    }
+}
+
+static void a_blocked_submit_waits_for_no_more_slots_than_its_scope_leaves(void **state)
+{
+    (void)state;
+    struct rt_config config = tiny_config();
+    for (int i = 0; i < RT_RINGS; i++)
+        config.task_window[i] = 16;
+    struct rt_harness h;
+    rth_open(&h, &config, 0);
+    struct chain c;
+    chain_open(&c, 1, 1); /* for its counter only */
+    chain_reset(&c);
+    assert_int_equal(rth_run(&h, scopes_of_15_in_a_window_of_16, g_kernels, K_KERNELS, &c.args), 0);
+    assert_int_equal(h.result.status, 0); /* RING_TIMEOUT: a wait for more than could free */
+    assert_int_equal(h.result.tasks_submitted, 7500);
+    assert_int_equal(h.result.tasks_completed, 7500);
+    assert_true(h.result.ring_waits > 0); /* 0: the window never filled */
+    int64_t counter;
+    rth_from_dev(&counter, c.counter, sizeof counter);
+    assert_int_equal(counter, 7500); /* less: a task in a recycled slot never ran */
+    chain_close(&c);
+    rth_close(&h);
+}
+
+/*
  * Scopes of exactly a window of dummy tasks: the last task of every scope
  * waits for the previous scope's last task to retire, and once it has, the
  * oldest task left is pinned by the open scope. A wait that ends between
@@ -945,6 +986,7 @@ int main(void)
         T(tiny_rings_run_100000_tasks_in_nested_scopes_with_exact_results),
         T(window_of_4_recycles_slots_over_1000_sequential_tasks),
         T(a_window_that_frees_while_the_wait_is_judged_is_not_a_deadlock),
+        T(a_blocked_submit_waits_for_no_more_slots_than_its_scope_leaves),
         T(five_tasks_in_one_scope_of_window_4_fail_at_once_with_scope_task_overflow),
         T(window_full_and_pinned_by_an_outer_scope_fails_at_once_with_task_window_deadlock),
         T(output_larger_than_the_ring_heap_fails_at_once_with_heap_deadlock),
