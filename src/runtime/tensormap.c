@@ -1,10 +1,12 @@
 /*
  * runtime/tensormap.c — region overlap classification and the TensorMap.
  *
- * Owns: the map's layout inside the caller's block, its chains and free
- * list, and the overlap rule. Touches nothing outside the block it is given
- * and the descriptors it is passed; never allocates, never blocks. Used by
- * the orchestrator thread only (no atomics).
+ * Owns: the map's layout inside the caller's block, its buffer and granule
+ * chains (tensormap.h describes the structure and its cost model), the
+ * newest-first merge of the chains a lookup probes, the free list, and the
+ * overlap rule. Touches nothing outside the block it is given and the
+ * descriptors it is passed; never allocates, never blocks. Used by the
+ * orchestrator thread only (no atomics).
  *
  * Safety property the orchestrator relies on: NONE and COVERED are only
  * returned when proven; a wrong NONE loses a dependency edge, a wrong
@@ -207,9 +209,15 @@ enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
     return RT_OVERLAP_OTHER;
 }
 
-/* ---- the map ----------------------------------------------------------- */
+/* ---- the map: layout --------------------------------------------------- */
 
-#define TM_ENTRY_ALIGN _Alignof(struct rt_tm_entry)
+/* Nodes start on a cache line, whatever the 8-byte aligned block. */
+#define TM_LINE 64
+
+_Static_assert(sizeof(struct rt_tm_node) == TM_LINE, "a node is one cache line");
+_Static_assert(_Alignof(struct rt_tm_buffer_bucket) <= 8 && _Alignof(struct rt_tm_entry) <= 8,
+               "the block is only 8-byte aligned");
+_Static_assert(RT_TM_WIDE < 64, "class_mask has a bit per class");
 
 static bool sizes_valid(uint32_t bucket_count, uint32_t entry_count)
 {
@@ -217,27 +225,28 @@ static bool sizes_valid(uint32_t bucket_count, uint32_t entry_count)
     return power_of_two && entry_count != 0 && entry_count < RT_TM_NIL;
 }
 
-/* Bytes of the heads array, padded so the entries that follow are aligned. */
-static size_t heads_bytes(uint32_t bucket_count)
+/* Bytes of the buffer buckets and granule heads (8-byte multiples). */
+static uint64_t buckets_bytes(uint32_t bucket_count)
 {
-    size_t raw = (size_t)bucket_count * 2 * sizeof(uint32_t);
-    return (raw + TM_ENTRY_ALIGN - 1) & ~(size_t)(TM_ENTRY_ALIGN - 1);
+    return (uint64_t)bucket_count * (sizeof(struct rt_tm_buffer_bucket) + 2 * sizeof(uint32_t));
 }
 
 size_t rt_tensormap_bytes(uint32_t bucket_count, uint32_t entry_count)
 {
     if (!sizes_valid(bucket_count, entry_count))
         return 0;
-    size_t heads = heads_bytes(bucket_count);
-    if ((SIZE_MAX - heads) / sizeof(struct rt_tm_entry) < entry_count)
+    /* bucket_count, entry_count < 2^32: no overflow in 64 bits */
+    uint64_t bytes = buckets_bytes(bucket_count) + (TM_LINE - 8) +
+                     (uint64_t)entry_count * (sizeof(struct rt_tm_node) + sizeof(struct rt_tm_entry));
+    if (bytes > SIZE_MAX)
         return 0; /* only reachable where size_t is 32 bits */
-    return heads + (size_t)entry_count * sizeof(struct rt_tm_entry);
+    return (size_t)bytes;
 }
 
 int rt_tensormap_init(struct rt_tensormap *map, void *mem, uint32_t bucket_count,
                       uint32_t entry_count)
 {
-    if (!map || !mem || (uintptr_t)mem % TM_ENTRY_ALIGN != 0 ||
+    if (!map || !mem || (uintptr_t)mem % 8 != 0 ||
         rt_tensormap_bytes(bucket_count, entry_count) == 0)
         return -1;
     uint32_t bits = 0;
@@ -246,48 +255,207 @@ int rt_tensormap_init(struct rt_tensormap *map, void *mem, uint32_t bucket_count
     map->bucket_count = bucket_count;
     map->bucket_bits = bits;
     map->capacity = entry_count;
-    map->heads = mem;
-    map->entries = (struct rt_tm_entry *)((char *)mem + heads_bytes(bucket_count));
+    map->buffers = mem;
+    map->granule_heads = (uint32_t *)(map->buffers + bucket_count);
+    uintptr_t nodes = (uintptr_t)mem + (size_t)buckets_bytes(bucket_count);
+    nodes = (nodes + TM_LINE - 1) & ~(uintptr_t)(TM_LINE - 1);
+    map->nodes = (struct rt_tm_node *)nodes;
+    map->entries = (struct rt_tm_entry *)(map->nodes + entry_count);
     rt_tensormap_reset(map);
     return 0;
 }
 
+static void buffer_bucket_clear_versions(struct rt_tm_buffer_bucket *b)
+{
+    b->version_min = UINT32_MAX;
+    b->version_max = 0;
+    b->version_sum = 0;
+}
+
 void rt_tensormap_reset(struct rt_tensormap *map)
 {
+    for (uint32_t i = 0; i < map->bucket_count; i++) {
+        struct rt_tm_buffer_bucket *b = &map->buffers[i];
+        b->head[RT_ACCESS_READ] = b->head[RT_ACCESS_WRITE] = RT_TM_NIL;
+        b->count[RT_ACCESS_READ] = b->count[RT_ACCESS_WRITE] = 0;
+        b->class_mask[RT_ACCESS_READ] = b->class_mask[RT_ACCESS_WRITE] = 0;
+        buffer_bucket_clear_versions(b);
+    }
     for (uint32_t i = 0; i < 2 * map->bucket_count; i++)
-        map->heads[i] = RT_TM_NIL;
+        map->granule_heads[i] = RT_TM_NIL;
     /* O(buckets), not O(entries): entries [fresh, capacity) are free and
      * have never been used since the reset. */
     map->free_head = RT_TM_NIL;
     map->fresh = 0;
     map->live = 0;
     map->next_seq = 0;
+    memset(map->live_by_kind, 0, sizeof map->live_by_kind);
+    memset(map->class_live, 0, sizeof map->class_live);
+    memset(map->class_mask, 0, sizeof map->class_mask);
 }
+
+/* ---- the map: keys ----------------------------------------------------- */
 
 /* Fibonacci hashing: buffer addresses are aligned, so their low bits carry
  * nothing; the multiply moves the varying middle bits to the top. */
-static uint32_t bucket_of(const struct rt_tensormap *map, uint64_t addr)
+static uint32_t buffer_bucket_of(const struct rt_tensormap *map, uint64_t addr)
 {
     if (map->bucket_bits == 0)
         return 0; /* a shift by 64 would be undefined */
     return (uint32_t)((addr * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - map->bucket_bits));
 }
 
-static uint32_t *chain_head(struct rt_tensormap *map, uint32_t bucket, enum rt_access kind)
+/* Neighbouring granules of one buffer must land in unrelated buckets (a
+ * lookup probes runs of them): a full avalanche (splitmix64's finalizer)
+ * over the buffer, class and granule. */
+static uint32_t granule_bucket_of(const struct rt_tensormap *map, uint64_t addr,
+                                  uint32_t size_class, uint64_t granule)
 {
-    return &map->heads[2 * bucket + (uint32_t)kind];
+    if (map->bucket_bits == 0)
+        return 0;
+    uint64_t x = addr + UINT64_C(0x9E3779B97F4A7C15) *
+                            (granule * (RT_TM_CLASSES + 1) + size_class + 1);
+    x ^= x >> 30;
+    x *= UINT64_C(0xBF58476D1CE4E5B9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94D049BB133111EB);
+    x ^= x >> 31;
+    return (uint32_t)(x >> (64 - map->bucket_bits));
 }
 
-/* Unlinks the entry `*link` names (link is the head or the previous entry's
- * next) and puts it on the free list; *link then names its successor. */
-static void unlink_and_free(struct rt_tensormap *map, uint32_t *link)
+/* Byte offsets as unsigned, order kept (INT64_MIN -> 0): granule numbers of
+ * views that reach below the base (negative strides) stay monotonic. */
+static uint64_t biased(int64_t byte)
 {
-    uint32_t index = *link;
-    struct rt_tm_entry *entry = &map->entries[index];
-    *link = entry->next;
-    entry->next = map->free_head;
-    map->free_head = index;
+    return (uint64_t)byte ^ (UINT64_C(1) << 63);
+}
+
+static uint32_t granule_bits(uint32_t size_class)
+{
+    return RT_TM_GRANULE_MIN_BITS + size_class;
+}
+
+static bool extent_known(int64_t first, int64_t last)
+{
+    return !(first == INT64_MIN && last == INT64_MAX);
+}
+
+/* The smallest class one of whose aligned granules holds `first..last`
+ * (those bits above which the two agree), or RT_TM_WIDE. */
+static uint32_t size_class_of(int64_t first, int64_t last)
+{
+    if (!extent_known(first, last))
+        return RT_TM_WIDE;
+    uint64_t differ = biased(first) ^ biased(last);
+    uint32_t bits = differ == 0 ? 0 : 64 - (uint32_t)__builtin_clzll(differ);
+    if (bits <= RT_TM_GRANULE_MIN_BITS)
+        return 0;
+    uint32_t k = bits - RT_TM_GRANULE_MIN_BITS;
+    return k < RT_TM_CLASSES ? k : RT_TM_WIDE;
+}
+
+/* The granule bucket node `n` is filed under. */
+static uint32_t granule_bucket_of_node(const struct rt_tensormap *map, const struct rt_tm_node *n)
+{
+    uint64_t granule =
+        n->size_class == RT_TM_WIDE ? 0 : biased(n->first_byte) >> granule_bits(n->size_class);
+    return granule_bucket_of(map, n->addr, n->size_class, granule);
+}
+
+/* ---- the map: chains --------------------------------------------------- */
+
+static uint32_t *granule_head(struct rt_tensormap *map, uint32_t bucket, uint32_t kind)
+{
+    return &map->granule_heads[2 * bucket + kind];
+}
+
+/*
+ * True when every entry in the bucket has version `v` (vacuously when it
+ * is empty). The sum is exact, so sum == count * v says v is their mean;
+ * with v also a bound on one side (min or max), none can differ from it.
+ * The bounds are only reset when the bucket empties, so a stale bound
+ * makes this answer false more often, never wrongly true.
+ */
+static bool versions_all(const struct rt_tm_buffer_bucket *b, uint32_t v)
+{
+    uint64_t count = (uint64_t)b->count[RT_ACCESS_READ] + b->count[RT_ACCESS_WRITE];
+    if (count == 0)
+        return true;
+    return b->version_sum == count * v && (b->version_min == v || b->version_max == v);
+}
+
+static void count_in(struct rt_tensormap *map, const struct rt_tm_node *n)
+{
+    map->live++;
+    map->live_by_kind[n->kind]++;
+    if (map->class_live[n->kind][n->size_class]++ == 0)
+        map->class_mask[n->kind] |= UINT64_C(1) << n->size_class;
+}
+
+static void count_out(struct rt_tensormap *map, const struct rt_tm_node *n)
+{
     map->live--;
+    map->live_by_kind[n->kind]--;
+    if (--map->class_live[n->kind][n->size_class] == 0)
+        map->class_mask[n->kind] &= ~(UINT64_C(1) << n->size_class);
+}
+
+/* Puts entry `index` (node filled) at the head of both its chains. */
+static void link_entry(struct rt_tensormap *map, uint32_t index)
+{
+    struct rt_tm_node *n = &map->nodes[index];
+    uint32_t *ghead = granule_head(map, granule_bucket_of_node(map, n), n->kind);
+    n->granule_prev = RT_TM_NIL;
+    n->granule_next = *ghead;
+    if (*ghead != RT_TM_NIL)
+        map->nodes[*ghead].granule_prev = index;
+    *ghead = index;
+
+    struct rt_tm_buffer_bucket *b = &map->buffers[buffer_bucket_of(map, n->addr)];
+    n->buffer_prev = RT_TM_NIL;
+    n->buffer_next = b->head[n->kind];
+    if (b->head[n->kind] != RT_TM_NIL)
+        map->nodes[b->head[n->kind]].buffer_prev = index;
+    b->head[n->kind] = index;
+    b->count[n->kind]++;
+    b->class_mask[n->kind] |= UINT64_C(1) << n->size_class;
+    if (n->version < b->version_min)
+        b->version_min = n->version;
+    if (n->version > b->version_max)
+        b->version_max = n->version;
+    b->version_sum += n->version;
+    count_in(map, n);
+}
+
+/* Takes entry `index` off both its chains and puts it on the free list.
+ * Cursors of rt_tensormap_lookup hold entry indices, never links, so
+ * unlinking the entry a cursor has just left disturbs none of them. */
+static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
+{
+    struct rt_tm_node *n = &map->nodes[index];
+    if (n->granule_prev != RT_TM_NIL)
+        map->nodes[n->granule_prev].granule_next = n->granule_next;
+    else
+        *granule_head(map, granule_bucket_of_node(map, n), n->kind) = n->granule_next;
+    if (n->granule_next != RT_TM_NIL)
+        map->nodes[n->granule_next].granule_prev = n->granule_prev;
+
+    struct rt_tm_buffer_bucket *b = &map->buffers[buffer_bucket_of(map, n->addr)];
+    if (n->buffer_prev != RT_TM_NIL)
+        map->nodes[n->buffer_prev].buffer_next = n->buffer_next;
+    else
+        b->head[n->kind] = n->buffer_next;
+    if (n->buffer_next != RT_TM_NIL)
+        map->nodes[n->buffer_next].buffer_prev = n->buffer_prev;
+    if (--b->count[n->kind] == 0)
+        b->class_mask[n->kind] = 0;
+    b->version_sum -= n->version;
+    if (b->count[RT_ACCESS_READ] == 0 && b->count[RT_ACCESS_WRITE] == 0)
+        buffer_bucket_clear_versions(b);
+    count_out(map, n);
+
+    n->granule_next = map->free_head;
+    map->free_head = index;
 }
 
 static bool is_retired(rt_tm_retired_fn retired, void *ctx, uint64_t producer_id)
@@ -303,50 +471,203 @@ static void extent_of(const struct simpler_tensor *t, int64_t *first, int64_t *l
     }
 }
 
-/* One chain of rt_tensormap_lookup. Stops at entries older than *cut_seq;
- * with find_cut, sets *cut_seq at the newest live entry that covers the
- * whole access (everything older that overlaps the access is ordered
- * before that entry's task) and stops there. */
-static int lookup_chain(struct rt_tensormap *map, uint32_t *link,
-                        const struct simpler_tensor *access, int64_t a_first, int64_t a_last,
-                        enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
-                        rt_tm_hit_fn hit, void *hit_ctx, uint64_t *cut_seq, bool find_cut)
+/* ---- the map: lookup --------------------------------------------------- */
+
+/* Most chains one lookup merges per kind; more granules to probe than this
+ * and the buffer chain is walked instead. */
+#define TM_MAX_SOURCES 64
+
+/* One chain being merged: the entry it is at (on the access's buffer). */
+struct tm_cursor {
+    uint64_t seq;
+    uint32_t entry;
+};
+
+/* One rt_tensormap_lookup. */
+struct tm_walk {
+    struct rt_tensormap *map;
+    const struct simpler_tensor *access;
+    int64_t first, last;        /* the access's byte extent */
+    enum rt_access kind;        /* the access's */
+    bool whole_buffer;          /* walk buffer chains only (see rt_tensormap_lookup) */
+    uint32_t buffer_bucket;
+    rt_tm_retired_fn retired;
+    void *retired_ctx;
+    rt_tm_hit_fn hit;
+    void *hit_ctx;
+    uint64_t cut_seq;           /* entries older than this are not visited */
+};
+
+/* The first entry on the access's buffer at or after `index` in its chain
+ * (a buffer chain when by_buffer, else a granule chain). */
+static uint32_t on_buffer(const struct tm_walk *w, uint32_t index, bool by_buffer)
 {
-    while (*link != RT_TM_NIL) {
-        struct rt_tm_entry *entry = &map->entries[*link];
-        if (entry->seq < *cut_seq)
+    const struct rt_tm_node *nodes = w->map->nodes;
+    while (index != RT_TM_NIL && nodes[index].addr != w->access->addr)
+        index = by_buffer ? nodes[index].buffer_next : nodes[index].granule_next;
+    return index;
+}
+
+/* Max-heap on seq: the root is the newest entry of all cursors. */
+static void heap_sift_down(struct tm_cursor *heap, uint32_t n, uint32_t i)
+{
+    struct tm_cursor moving = heap[i];
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= n)
+            break;
+        if (child + 1 < n && heap[child + 1].seq > heap[child].seq)
+            child++;
+        if (heap[child].seq <= moving.seq)
+            break;
+        heap[i] = heap[child];
+        i = child;
+    }
+    heap[i] = moving;
+}
+
+/* Adds a cursor on granule chain `bucket` unless that chain is already
+ * among the `probed` (two granules may share a bucket: each chain is merged
+ * once, or its entries would be visited twice). */
+static void open_granule_chain(const struct tm_walk *w, uint32_t kind, uint32_t bucket,
+                               uint32_t *probed, uint32_t *probed_n, struct tm_cursor *heap,
+                               uint32_t *n)
+{
+    for (uint32_t i = 0; i < *probed_n; i++)
+        if (probed[i] == bucket)
+            return;
+    probed[(*probed_n)++] = bucket;
+    uint32_t first = on_buffer(w, w->map->granule_heads[2 * bucket + kind], false);
+    if (first != RT_TM_NIL)
+        heap[(*n)++] = (struct tm_cursor){w->map->nodes[first].seq, first};
+}
+
+/* Granules of class `size_class` an access [first, last] must probe: its
+ * first byte's to its last byte's (an entry lies inside its granule). */
+static void granule_range(uint32_t size_class, int64_t first, int64_t last, uint64_t *lo,
+                          uint64_t *hi)
+{
+    uint32_t bits = granule_bits(size_class);
+    *lo = biased(first) >> bits;
+    *hi = biased(last) >> bits;
+}
+
+/*
+ * Opens the cursors for the `kind` chains of the lookup: the granule
+ * chains of every live class when that is cheaper (see the header's cost
+ * model), else the one buffer chain. Returns the number of cursors.
+ */
+static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cursor *heap,
+                            bool *by_buffer)
+{
+    const struct rt_tensormap *map = w->map;
+    const struct rt_tm_buffer_bucket *b = &map->buffers[w->buffer_bucket];
+    uint32_t buffer_entries = b->count[kind];
+    *by_buffer = true;
+    if (buffer_entries == 0)
+        return 0; /* nothing of this kind on any buffer hashing here */
+
+    /* The granule chains cost about sources * (1 + mean chain) entry
+     * visits, the buffer chain buffer_entries: probe only when cheaper, and
+     * never more than TM_MAX_SOURCES chains. */
+    uint64_t mask = map->class_mask[kind] & b->class_mask[kind];
+    uint64_t mean_chain = map->live_by_kind[kind] >> map->bucket_bits;
+    uint64_t limit = (buffer_entries - 1) / (1 + mean_chain);
+    if (limit > TM_MAX_SOURCES)
+        limit = TM_MAX_SOURCES;
+    uint64_t sources = (mask >> RT_TM_WIDE) & 1;
+    for (uint64_t live = mask & ~(UINT64_C(1) << RT_TM_WIDE);
+         live != 0 && sources <= limit && !w->whole_buffer; live &= live - 1) {
+        uint64_t lo, hi;
+        granule_range((uint32_t)__builtin_ctzll(live), w->first, w->last, &lo, &hi);
+        sources += hi - lo + 1;
+    }
+    if (w->whole_buffer || sources > limit) {
+        uint32_t first = on_buffer(w, b->head[kind], true);
+        if (first == RT_TM_NIL)
             return 0;
-        if (entry->region.addr != access->addr) {
-            link = &entry->next; /* another buffer hashed to this bucket */
-            continue;
-        }
-        if (is_retired(retired, retired_ctx, entry->producer_id)) {
-            unlink_and_free(map, link);
-            continue;
-        }
-        if ((entry->last_byte < a_first || a_last < entry->first_byte) &&
-            entry->region.version == access->version) {
-            link = &entry->next;
-            continue;
-        }
-        enum rt_overlap overlap = rt_region_overlap(&entry->region, access);
-        if (overlap == RT_OVERLAP_NONE) {
-            link = &entry->next;
-            continue;
-        }
-        int rc = hit(hit_ctx, entry->producer_id, entry->producer, (enum rt_access)entry->kind);
-        if (rc != 0)
-            return rc; /* entry kept: a retried lookup must see it again */
-        bool cut = find_cut && rt_region_overlap(access, &entry->region) == RT_OVERLAP_COVERED;
-        uint64_t seq = entry->seq;
-        if (kind == RT_ACCESS_WRITE && overlap == RT_OVERLAP_COVERED)
-            unlink_and_free(map, link);
+        heap[0] = (struct tm_cursor){map->nodes[first].seq, first};
+        return 1;
+    }
+
+    *by_buffer = false;
+    uint32_t probed[TM_MAX_SOURCES], probed_n = 0, n = 0;
+    uint64_t addr = w->access->addr;
+    for (uint64_t live = mask & ~(UINT64_C(1) << RT_TM_WIDE); live != 0; live &= live - 1) {
+        uint32_t k = (uint32_t)__builtin_ctzll(live);
+        uint64_t lo, hi;
+        granule_range(k, w->first, w->last, &lo, &hi);
+        for (uint64_t g = lo; g <= hi; g++)
+            open_granule_chain(w, kind, granule_bucket_of(map, addr, k, g), probed, &probed_n,
+                               heap, &n);
+    }
+    if (mask & (UINT64_C(1) << RT_TM_WIDE))
+        open_granule_chain(w, kind, granule_bucket_of(map, addr, RT_TM_WIDE, 0), probed,
+                           &probed_n, heap, &n);
+    for (uint32_t i = n / 2; i-- > 0;)
+        heap_sift_down(heap, n, i);
+    return n;
+}
+
+/*
+ * Decides one entry on the access's buffer, visited newest first. Returns
+ * the hit's nonzero return (the entry then stays), else 0; *cut says the
+ * entry covers the whole access (with find_cut): the walk ends there.
+ */
+static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
+{
+    const struct rt_tm_node *node = &w->map->nodes[index];
+    *cut = false;
+    if (is_retired(w->retired, w->retired_ctx, node->producer_id)) {
+        unlink_and_free(w->map, index);
+        return 0;
+    }
+    if ((node->last_byte < w->first || w->last < node->first_byte) &&
+        node->version == w->access->version)
+        return 0;
+    const struct rt_tm_entry *entry = &w->map->entries[index];
+    enum rt_overlap overlap = rt_region_overlap(&entry->region, w->access);
+    if (overlap == RT_OVERLAP_NONE)
+        return 0;
+    int rc = w->hit(w->hit_ctx, node->producer_id, entry->producer, (enum rt_access)node->kind);
+    if (rc != 0)
+        return rc; /* entry kept: a retried lookup must see it again */
+    *cut = find_cut && rt_region_overlap(w->access, &entry->region) == RT_OVERLAP_COVERED;
+    uint64_t seq = node->seq;
+    if (w->kind == RT_ACCESS_WRITE && overlap == RT_OVERLAP_COVERED)
+        unlink_and_free(w->map, index);
+    if (*cut)
+        w->cut_seq = seq;
+    return 0;
+}
+
+/* The `kind` chains of one lookup, merged newest first. Stops at entries
+ * older than cut_seq; with find_cut, sets cut_seq at the newest live entry
+ * that covers the whole access (everything older that overlaps the access
+ * is ordered before that entry's task) and stops there. */
+static int walk_kind(struct tm_walk *w, uint32_t kind, bool find_cut)
+{
+    struct tm_cursor heap[TM_MAX_SOURCES];
+    bool by_buffer;
+    uint32_t n = open_chains(w, kind, heap, &by_buffer);
+    const struct rt_tm_node *nodes = w->map->nodes;
+    while (n > 0) {
+        uint32_t index = heap[0].entry;
+        if (heap[0].seq < w->cut_seq)
+            return 0;
+        /* Step the cursor before the entry may be unlinked. */
+        uint32_t next = on_buffer(w, by_buffer ? nodes[index].buffer_next
+                                               : nodes[index].granule_next, by_buffer);
+        if (next == RT_TM_NIL)
+            heap[0] = heap[--n];
         else
-            link = &entry->next;
-        if (cut) {
-            *cut_seq = seq;
-            return 0;
-        }
+            heap[0] = (struct tm_cursor){nodes[next].seq, next};
+        if (n > 0)
+            heap_sift_down(heap, n, 0);
+        bool cut;
+        int rc = visit(w, index, find_cut, &cut);
+        if (rc != 0 || cut)
+            return rc;
     }
     return 0;
 }
@@ -355,16 +676,27 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
                         enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
                         rt_tm_hit_fn hit, void *hit_ctx)
 {
-    uint32_t bucket = bucket_of(map, access->addr);
-    int64_t a_first, a_last;
-    extent_of(access, &a_first, &a_last);
-    uint64_t cut_seq = 0;
-    int rc = lookup_chain(map, chain_head(map, bucket, RT_ACCESS_WRITE), access, a_first, a_last,
-                          kind, retired, retired_ctx, hit, hit_ctx, &cut_seq, true);
+    struct tm_walk w = {
+        .map = map,
+        .access = access,
+        .kind = kind,
+        .buffer_bucket = buffer_bucket_of(map, access->addr),
+        .retired = retired,
+        .retired_ctx = retired_ctx,
+        .hit = hit,
+        .hit_ctx = hit_ctx,
+        .cut_seq = 0,
+    };
+    extent_of(access, &w.first, &w.last);
+    /* Granule chains only hold what can share a byte with the access; an
+     * unknown extent, or entries of other versions (OTHER whatever their
+     * bytes), need the whole buffer. */
+    w.whole_buffer = !extent_known(w.first, w.last) ||
+                     !versions_all(&map->buffers[w.buffer_bucket], access->version);
+    int rc = walk_kind(&w, RT_ACCESS_WRITE, true);
     if (rc != 0 || kind != RT_ACCESS_WRITE)
         return rc;
-    return lookup_chain(map, chain_head(map, bucket, RT_ACCESS_READ), access, a_first, a_last,
-                        kind, retired, retired_ctx, hit, hit_ctx, &cut_seq, false);
+    return walk_kind(&w, RT_ACCESS_READ, false);
 }
 
 int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *region,
@@ -373,43 +705,46 @@ int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *r
     if (kind != RT_ACCESS_READ && kind != RT_ACCESS_WRITE)
         return -1;
     uint32_t index;
-    struct rt_tm_entry *entry;
     if (map->free_head != RT_TM_NIL) {
         index = map->free_head;
-        entry = &map->entries[index];
-        map->free_head = entry->next;
+        map->free_head = map->nodes[index].granule_next;
     } else if (map->fresh < map->capacity) {
         index = map->fresh++;
-        entry = &map->entries[index];
     } else {
         return -1;
     }
 
-    uint32_t *head = chain_head(map, bucket_of(map, region->addr), kind);
+    struct rt_tm_entry *entry = &map->entries[index];
     entry->region = *region;
-    entry->producer_id = producer_id;
     entry->producer = producer;
-    entry->kind = (uint32_t)kind;
-    entry->seq = ++map->next_seq;
-    extent_of(region, &entry->first_byte, &entry->last_byte);
-    entry->next = *head;
-    *head = index;
-    map->live++;
+    struct rt_tm_node *n = &map->nodes[index];
+    n->addr = region->addr;
+    n->seq = ++map->next_seq;
+    extent_of(region, &n->first_byte, &n->last_byte);
+    n->producer_id = producer_id;
+    n->version = region->version;
+    n->kind = (uint8_t)kind;
+    n->size_class = (uint8_t)size_class_of(n->first_byte, n->last_byte);
+    n->reserved = 0;
+    link_entry(map, index);
     return 0;
 }
 
 uint32_t rt_tensormap_reclaim(struct rt_tensormap *map, rt_tm_retired_fn retired,
                               void *retired_ctx)
 {
+    /* Every entry is on exactly one buffer chain. */
     uint32_t freed = 0;
-    for (uint32_t i = 0; i < 2 * map->bucket_count; i++) {
-        uint32_t *link = &map->heads[i];
-        while (*link != RT_TM_NIL) {
-            if (is_retired(retired, retired_ctx, map->entries[*link].producer_id)) {
-                unlink_and_free(map, link);
-                freed++;
-            } else {
-                link = &map->entries[*link].next;
+    for (uint32_t i = 0; i < map->bucket_count; i++) {
+        for (uint32_t kind = 0; kind < 2; kind++) {
+            uint32_t index = map->buffers[i].head[kind];
+            while (index != RT_TM_NIL) {
+                uint32_t next = map->nodes[index].buffer_next;
+                if (is_retired(retired, retired_ctx, map->nodes[index].producer_id)) {
+                    unlink_and_free(map, index);
+                    freed++;
+                }
+                index = next;
             }
         }
     }

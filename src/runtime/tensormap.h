@@ -2,13 +2,60 @@
  * runtime/tensormap.h — the TensorMap: which earlier task touched which
  * region of which buffer.
  *
- * Owns: region overlap classification and the map itself, a hash table of
- * recorded accesses keyed by buffer base address (so every view of a buffer
- * lands in one bucket), each bucket holding two newest-first chains: write
- * entries and read entries. Used only by the orchestrator thread: no
- * locking, no atomics. It knows nothing of rings or slots: the caller says
- * which producers have retired (a callback) and gets each hit's producer id
- * and opaque producer pointer.
+ * Owns: region overlap classification and the map itself. Used only by the
+ * orchestrator thread: no locking, no atomics. It knows nothing of rings or
+ * slots: the caller says which producers have retired (a callback) and gets
+ * each hit's producer id and opaque producer pointer.
+ *
+ * Structure. Every recorded access (an entry) is on two doubly linked
+ * chains, one per kind (write entries and read entries apart), each kept
+ * newest first (insertion order = seq order):
+ *  - its BUFFER chain, in the buffer bucket hash(addr): every entry on
+ *    the buffer (and on buffers colliding with it), as a plain per-buffer
+ *    hash would keep them;
+ *  - its GRANULE chain, in the granule bucket hash(addr, class, granule).
+ *    Its size class is the smallest k such that one aligned granule of
+ *    2^(4 + k) bytes (16 B, 32 B, 64 B, ... 256 GiB: RT_TM_CLASSES classes)
+ *    holds all its bytes, and its granule is that one: first_byte >> (4 +
+ *    k). An access whose bytes are [f, l] therefore finds every entry of
+ *    class k that can share a byte with it in the granules (f >> (4 + k))
+ *    .. (l >> (4 + k)): one granule per class for an access inside one.
+ *    Entries in no granule (across the 256 GiB boundary, or wider), or of
+ *    unknown extent (a view whose extent overflows, an invalid or empty
+ *    view), go to the WIDE class: one granule chain per buffer.
+ * Per kind, the map counts live entries per class; each buffer bucket keeps
+ * per kind its entry count and a mask of the classes its chain may hold
+ * (reset when it empties), and bounds and the sum of its entries' versions,
+ * which prove cheaply that every entry in it has the access's version (see
+ * versions_all in tensormap.c). A lookup probes only the classes live in
+ * both.
+ *
+ * Why granule chains stay short: the byte extent of an entry of class
+ * k > 0 fits in no aligned block of half its granule, so it spans the
+ * granule's midpoint, and entries with disjoint extents cannot both span
+ * it. A granule thus holds at most one entry per class among entries with
+ * disjoint extents (sixteen in the 16-byte class), besides entries of
+ * other granules and buffers hashing to its bucket: many small disjoint
+ * slices of one buffer cost a few probes whatever their number. Entries
+ * whose extents overlap but whose elements do not (tiles of one row band
+ * of a matrix: their byte spans interleave) share a granule: a tile lookup
+ * visits the tiles of its own band of rows, not the whole matrix.
+ *
+ * Cost model of a lookup, per kind it walks (writes; reads too for a
+ * WRITE): with L the entries in the access's buffer bucket, S the granules
+ * to probe (summed over the live classes, plus the wide chain) and c the
+ * mean granule chain length (live entries of that kind / buckets), it
+ * probes the S granule chains and merges them newest first (a heap of
+ * cursors) when S <= 64 and S * (1 + c) < L; otherwise, and whenever the
+ * access's extent is unknown or the buffer bucket may hold another version
+ * than the access's, it walks the buffer chain as a single per-buffer hash
+ * would. No lookup walks more than its buffer chain; a wide access after
+ * many small entries costs what that walk costs.
+ *
+ * Retired entries are freed when a lookup visits them (in the chains it
+ * walks, down to the cut) and by rt_tensormap_reclaim; entries in chains no
+ * lookup walks stay until reclaim, which the caller runs when the map is
+ * full.
  *
  * Memory: the caller provides one block of rt_tensormap_bytes() bytes (in
  * the run arena); the map never allocates.
@@ -51,32 +98,69 @@ typedef bool (*rt_tm_retired_fn)(void *ctx, uint64_t producer_id);
 typedef int (*rt_tm_hit_fn)(void *ctx, uint64_t producer_id, void *producer,
                             enum rt_access kind);
 
-struct rt_tm_entry {
-    struct simpler_tensor region; /* the recorded view */
-    uint64_t producer_id;
-    void *producer;
-    uint32_t next;   /* next entry in its chain, or RT_TM_NIL */
-    uint32_t kind;   /* enum rt_access */
-    uint64_t seq;    /* insertion order */
-    int64_t first_byte, last_byte; /* byte extent, or INT64_MIN..INT64_MAX */
-};
+/* Size classes of granule chains: class k has aligned granules of
+ * 2^(RT_TM_GRANULE_MIN_BITS + k) bytes (16 B .. 256 GiB); class RT_TM_WIDE
+ * holds the entries that fit in no granule, or of unknown extent. */
+#define RT_TM_CLASSES 35
+#define RT_TM_WIDE RT_TM_CLASSES
+#define RT_TM_GRANULE_MIN_BITS 4
 
 #define RT_TM_NIL UINT32_MAX
 
+/* What the walks read of an entry, in one cache line: a lookup visits the
+ * nodes of the chains it walks and touches the entry's record only for an
+ * entry whose bytes may overlap the access (or to report it). */
+struct rt_tm_node {
+    uint64_t addr;                 /* region.addr */
+    uint64_t seq;                  /* insertion order */
+    int64_t first_byte, last_byte; /* byte extent, or INT64_MIN..INT64_MAX */
+    uint64_t producer_id;
+    uint32_t granule_next, granule_prev; /* granule chain; granule_next links the free list */
+    uint32_t buffer_next, buffer_prev;   /* buffer chain */
+    uint32_t version;              /* region.version */
+    uint8_t kind;                  /* enum rt_access */
+    uint8_t size_class;            /* 0..RT_TM_CLASSES - 1, or RT_TM_WIDE */
+    uint16_t reserved;
+};
+
+/* The rest of an entry (same index as its node). */
+struct rt_tm_entry {
+    struct simpler_tensor region; /* the recorded view */
+    void *producer;
+};
+
+/* One bucket of buffer chains (per kind) and what it knows of them. */
+struct rt_tm_buffer_bucket {
+    uint32_t head[2];       /* [enum rt_access]: newest first, or RT_TM_NIL */
+    uint32_t count[2];      /* entries in each chain */
+    uint64_t class_mask[2]; /* bit k: some entry of class k may be in the chain
+                             * (cleared only when the chain empties) */
+    uint32_t version_min;   /* <= every entry's version (not raised on unlink) */
+    uint32_t version_max;   /* >= every entry's version (not lowered on unlink) */
+    uint64_t version_sum;   /* exact: count < 2^32 entries of versions < 2^32 */
+};
+
 struct rt_tensormap {
-    uint32_t bucket_count; /* power of two */
+    uint32_t bucket_count; /* power of two, for both kinds of bucket */
     uint32_t bucket_bits;
     uint32_t capacity;     /* entries */
     uint32_t live;         /* entries in chains */
-    uint32_t free_head;    /* free list through entry.next */
-    uint64_t next_seq;
+    uint32_t free_head;    /* free list through node.granule_next */
     uint32_t fresh;        /* entries at and above it never used since the reset */
-    uint32_t *heads;       /* [bucket_count][2]: write chain, read chain */
-    struct rt_tm_entry *entries;
+    uint64_t next_seq;
+    uint32_t live_by_kind[2];                        /* [enum rt_access] */
+    uint32_t class_live[2][RT_TM_CLASSES + 1];       /* [kind][size class] */
+    uint64_t class_mask[2];                          /* bit k: class_live[kind][k] > 0 */
+    struct rt_tm_buffer_bucket *buffers;             /* [bucket_count] */
+    uint32_t *granule_heads;                         /* [bucket_count][2]: write, read */
+    struct rt_tm_node *nodes;                        /* [capacity], cache-line aligned */
+    struct rt_tm_entry *entries;                     /* [capacity] */
 };
 
 /* Bytes of the block rt_tensormap_init needs (0 when the sizes are invalid:
- * bucket_count not a power of two or 0, entry_count 0 or >= RT_TM_NIL). */
+ * bucket_count not a power of two or 0, entry_count 0 or >= RT_TM_NIL):
+ * per bucket a buffer bucket and two granule chain heads, padding to a
+ * cache line, then per entry a node and a record. */
 size_t rt_tensormap_bytes(uint32_t bucket_count, uint32_t entry_count);
 
 /* Lays the map out in `mem` (rt_tensormap_bytes of them, 8-byte aligned)
@@ -84,34 +168,40 @@ size_t rt_tensormap_bytes(uint32_t bucket_count, uint32_t entry_count);
 int rt_tensormap_init(struct rt_tensormap *map, void *mem, uint32_t bucket_count,
                       uint32_t entry_count);
 
-/* Empties the map (every entry back on the free list). */
+/* Empties the map (every entry back on the free list). O(buckets). */
 void rt_tensormap_reset(struct rt_tensormap *map);
 
 /*
  * Visits the live entries on access->addr that `access` depends on: write
  * entries always, read entries too when `kind` is WRITE (write-after-read).
- * Entries whose producer has retired are unlinked and freed on the way and
- * never reported. When `kind` is WRITE, every entry (read or write) that
- * `access` COVERS is reported and then unlinked and freed: the new write
- * orders everything after it. The walk stops at the newest live write
+ * Entries whose producer has retired are never reported, and are unlinked
+ * and freed on the way (those on access->addr in the chains the lookup
+ * walks, down to the cut below; see the file comment). When `kind` is
+ * WRITE, every entry (read or write) that `access` COVERS is reported and
+ * then unlinked and freed: the new write orders everything after it. The walk stops at the newest live write
  * entry that covers the whole access: that writer's own lookup made it
  * wait for every older overlapping access, so those are already ordered
  * before it and reporting them would only add redundant edges (both chains
  * stop at it, by insertion order). This relies on every recorded write
  * having been looked up before it was inserted, as the orchestrator does.
- * Returns 0 or the first nonzero hit return.
+ * Hits come newest first: the write entries, then (WRITE only) the read
+ * entries. Returns 0 or the first nonzero hit return; the entry that
+ * returned it stays, so a retried lookup reports it again. `access` is
+ * borrowed for the call.
  */
 int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *access,
                         enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
                         rt_tm_hit_fn hit, void *hit_ctx);
 
-/* Records that `producer_id` accesses `region` (newest first in its chain).
- * Returns 0, or -1 when no entry is free (call rt_tensormap_reclaim, or wait
- * for producers to retire, and retry). */
+/* Records that `producer_id` accesses `region` (copied; newest first in its
+ * chains). Returns 0, or -1 when no entry is free (call
+ * rt_tensormap_reclaim, or wait for producers to retire, and retry) or
+ * `kind` is invalid; the map is then unchanged. */
 int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *region,
                         enum rt_access kind, uint64_t producer_id, void *producer);
 
-/* Frees every entry whose producer has retired; returns how many. */
+/* Frees every entry whose producer has retired; returns how many.
+ * O(buckets + live entries). */
 uint32_t rt_tensormap_reclaim(struct rt_tensormap *map, rt_tm_retired_fn retired,
                               void *retired_ctx);
 

@@ -62,6 +62,9 @@ static inline int sd_thread_create(pthread_t *thread, void *(*main)(void *), voi
 struct sd_waitword {
     _Atomic uint32_t seq;
     _Atomic uint32_t waiters;
+    /* Running average of how long waits on this word lasted (ns; relaxed:
+     * a hint for the spin budget, see sd_wait). */
+    _Atomic uint64_t wait_avg_ns;
 };
 
 typedef bool (*sd_ready_fn)(void *arg);

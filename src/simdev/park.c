@@ -27,6 +27,11 @@ uint64_t simdev_clock_ns(void)
 /* Spinning without yielding, at the start of a wait (see below). */
 #define SD_TIGHT_SPIN_NS 2000
 
+/* A word whose waits average more than SD_LONG_WAIT_NS (about two futex
+ * wake-ups) spins only SD_SHORT_SPIN_NS before parking. */
+#define SD_LONG_WAIT_NS 25000
+#define SD_SHORT_SPIN_NS 2000
+
 /* One polite spin step (a CPU pause hint). */
 static void sd_cpu_relax(void)
 {
@@ -80,10 +85,41 @@ static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomi
 static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
                                uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost);
 
+/*
+ * Spinning pays while the thread waited for is running on another CPU and
+ * answers within the spin. When this word's waits have been long — a core
+ * waiting while the others run long kernels, a scheduler whose cores are
+ * all busy — the spin only takes a host CPU from the threads doing the
+ * work: with more simulated threads than CPUs, two cores then took turns
+ * on one CPU while the spinners held the other. So such a word spins only
+ * SD_SHORT_SPIN_NS and parks; a wake-up costs a futex call, small next to
+ * a wait that long. Short waits keep the full budget.
+ */
+static uint64_t spin_budget(struct sd_waitword *word, uint64_t spin_ns)
+{
+    uint64_t avg = atomic_load_explicit(&word->wait_avg_ns, memory_order_relaxed);
+    return avg > SD_LONG_WAIT_NS && spin_ns > SD_SHORT_SPIN_NS ? SD_SHORT_SPIN_NS : spin_ns;
+}
+
+static void record_wait(struct sd_waitword *word, uint64_t waited_ns)
+{
+    uint64_t avg = atomic_load_explicit(&word->wait_avg_ns, memory_order_relaxed);
+    atomic_store_explicit(&word->wait_avg_ns, (avg * 7 + waited_ns) / 8, memory_order_relaxed);
+}
+
 int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
             uint64_t deadline_ns, _Atomic int *lost)
 {
-    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost);
+    if (ready(arg)) {
+        record_wait(word, 0);
+        return lost && atomic_load_explicit(lost, memory_order_acquire)
+                   ? PTO_RUNTIME_ERR_DEVICE_LOST
+                   : 0;
+    }
+    uint64_t start = simdev_clock_ns();
+    int rc = wait_spin_then_park(word, ready, arg, spin_budget(word, spin_ns), deadline_ns, lost);
+    if (rc == 0)
+        record_wait(word, simdev_clock_ns() - start);
     /* Losing the device wakes every waiter, and may itself make a predicate
      * true (it bumps the sequences waiters watch): a loss always wins. */
     if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))

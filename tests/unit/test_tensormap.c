@@ -4,7 +4,11 @@
  * Owns: rt_region_overlap's answers on 1-D, strided, 2-D, 3-D, transposed,
  * versioned and re-typed views (with a randomized cross-check against the
  * views' enumerated element sets), and the map's lookup, insert, retirement
- * and reclaim behaviour. Touches no device.
+ * and reclaim behaviour: on a few entries, on many entries of one buffer
+ * across granules and size classes (hits, cuts, stale entries, failing
+ * hits, a full map, and how many entries a lookup visits), and against a
+ * reference model of the documented semantics on random sequences.
+ * Touches no device.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -471,7 +475,7 @@ static void overlap_randomized_never_false_none_or_covered_and_proves_most(void 
 
 /* ---- map helpers ------------------------------------------------------- */
 
-#define MAX_HITS 16
+#define MAX_HITS 512 /* a wide access may hit every entry of a map */
 
 struct hits {
     int count;
@@ -539,6 +543,105 @@ static void insert(struct test_map *tm, struct simpler_tensor region, enum rt_ac
     assert_int_equal(rt_tensormap_insert(&tm->map, &region, kind, id, (void *)(uintptr_t)id), 0);
 }
 
+/* ---- map helpers: many entries on one buffer --------------------------- */
+
+/* A 4 MiB buffer of u32 elements: element e is bytes [4e, 4e + 3]. */
+#define BUF_BIG UINT64_C(0x40000000)
+#define BIG_ELEMS (UINT64_C(1) << 20)
+#define MANY_IDS 8192
+
+/* Retired-callback context that also counts the calls: every entry on the
+ * access's buffer that a lookup visits is asked about exactly once, so
+ * `calls` is the lookup's cost in entries. */
+struct census {
+    uint8_t retired[MANY_IDS];
+    uint32_t calls;
+};
+
+static bool retired_in_census(void *ctx, uint64_t producer_id)
+{
+    struct census *c = ctx;
+    c->calls++;
+    return producer_id < MANY_IDS && c->retired[producer_id];
+}
+
+/* Elements [first, first + count) of BUF_BIG. */
+static struct simpler_tensor big(uint64_t first, uint64_t count)
+{
+    return sl(vec(BUF_BIG, BIG_ELEMS, SIMPLER_DTYPE_U32), 0, first, first + count, 1);
+}
+
+/* A view of BUF_BIG whose extent overflows int64: the map cannot place it. */
+static struct simpler_tensor big_unknown_extent(void)
+{
+    struct simpler_tensor t = vec(BUF_BIG, 2, SIMPLER_DTYPE_U32);
+    t.stride[0] = INT64_MAX;
+    return t;
+}
+
+static struct hits census_lookup(struct test_map *tm, struct census *c,
+                                 struct simpler_tensor access, enum rt_access kind)
+{
+    struct hits h = {0};
+    c->calls = 0;
+    assert_int_equal(rt_tensormap_lookup(&tm->map, &access, kind, retired_in_census, c,
+                                         record_hit, &h),
+                     0);
+    return h;
+}
+
+/* Writes of 1 element every 16 (64 bytes apart): element 16 * i by task
+ * first_id + i, for i in [0, n). */
+static void insert_spread_elements(struct test_map *tm, uint64_t n, uint64_t first_id)
+{
+    for (uint64_t i = 0; i < n; i++)
+        insert(tm, big(16 * i, 1), RT_ACCESS_WRITE, first_id + i);
+}
+
+/* Writes far up the buffer (elements 512K + 16 i), so the buffer holds many
+ * entries that the accesses of a test do not touch. */
+static void insert_far_fillers(struct test_map *tm, uint64_t n, uint64_t first_id)
+{
+    for (uint64_t i = 0; i < n; i++)
+        insert(tm, big(BIG_ELEMS / 2 + 16 * i, 1), RT_ACCESS_WRITE, first_id + i);
+}
+
+static void assert_ids(const struct hits *h, const uint64_t *ids, int n)
+{
+    assert_int_equal(h->count, n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(h->id[i], ids[i]);
+}
+
+/* The index of the entry recorded for `producer_id` (call before any entry
+ * is freed: a free node keeps its last producer id). */
+static uint32_t index_of(const struct test_map *tm, uint64_t producer_id)
+{
+    for (uint32_t i = 0; i < tm->map.fresh; i++)
+        if (tm->map.nodes[i].producer_id == producer_id)
+            return i;
+    fail_msg("no entry for producer %llu", (unsigned long long)producer_id);
+    return RT_TM_NIL;
+}
+
+static const struct rt_tm_node *node_of(const struct test_map *tm, uint64_t producer_id)
+{
+    return &tm->map.nodes[index_of(tm, producer_id)];
+}
+
+/* The granule bucket whose chain holds entry `index` (found by walking
+ * them all). */
+static uint32_t granule_bucket_holding(const struct test_map *tm, uint32_t index)
+{
+    const struct rt_tensormap *map = &tm->map;
+    for (uint32_t i = 0; i < 2 * map->bucket_count; i++)
+        for (uint32_t e = map->granule_heads[i]; e != RT_TM_NIL; e = map->nodes[e].granule_next)
+            if (e == index)
+                return i / 2;
+    fail_msg("entry %u on no granule chain", index);
+    return RT_TM_NIL;
+}
+
 /* ---- map: sizes -------------------------------------------------------- */
 
 static void map_bytes_and_init_reject_invalid_sizes(void **state)
@@ -550,10 +653,15 @@ static void map_bytes_and_init_reject_invalid_sizes(void **state)
     assert_int_equal(rt_tensormap_bytes(4, 0), 0);
     assert_int_equal(rt_tensormap_bytes(4, RT_TM_NIL), 0);
     assert_int_equal(rt_tensormap_bytes(UINT32_C(1) << 31 | 1, 4), 0);
-    /* heads (2 x uint32 per bucket, already 8-aligned) then the entries;
-     * more: padding miscounted; less: the entries overlap the heads */
-    assert_int_equal(rt_tensormap_bytes(1, 1), 8 + sizeof(struct rt_tm_entry));
-    assert_int_equal(rt_tensormap_bytes(4, 3), 32 + 3 * sizeof(struct rt_tm_entry));
+    /* per bucket a buffer bucket (48 bytes) and two granule heads (2 x
+     * uint32), up to 56 bytes to align the nodes to a cache line, then per
+     * entry a node (64) and a record (136); more: padding miscounted; less:
+     * the parts overlap */
+    assert_int_equal(sizeof(struct rt_tm_buffer_bucket), 48);
+    assert_int_equal(sizeof(struct rt_tm_node), 64);
+    assert_int_equal(sizeof(struct rt_tm_entry), 136);
+    assert_int_equal(rt_tensormap_bytes(1, 1), 56 + 56 + 200);
+    assert_int_equal(rt_tensormap_bytes(4, 3), 224 + 56 + 3 * 200);
 
     uint64_t mem[64];
     struct rt_tensormap map, before;
@@ -576,10 +684,27 @@ static void map_init_lays_out_an_empty_map(void **state)
     assert_int_equal(tm.map.bucket_bits, 2);
     assert_int_equal(tm.map.capacity, 3);
     assert_int_equal(rt_tensormap_free_count(&tm.map), 3); /* less: entries lost to the free list */
-    assert_ptr_equal(tm.map.heads, tm.mem);
-    assert_ptr_equal(tm.map.entries, (char *)tm.mem + 32);
+    /* buffer buckets, granule heads, nodes on the next cache line, records
+     * (else they overlap, or a node straddles two lines) */
+    assert_ptr_equal(tm.map.buffers, tm.mem);
+    assert_ptr_equal(tm.map.granule_heads, (char *)tm.mem + 192);
+    uintptr_t nodes = ((uintptr_t)tm.mem + 224 + 63) & ~(uintptr_t)63;
+    assert_ptr_equal(tm.map.nodes, (void *)nodes);
+    assert_ptr_equal(tm.map.entries, (char *)nodes + 3 * 64);
+    assert_true((char *)(tm.map.entries + 3) <= (char *)tm.mem + rt_tensormap_bytes(4, 3));
     for (uint32_t i = 0; i < 8; i++)
-        assert_int_equal(tm.map.heads[i], RT_TM_NIL); /* else a chain starts at garbage */
+        assert_int_equal(tm.map.granule_heads[i], RT_TM_NIL); /* else a chain starts at garbage */
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_int_equal(tm.map.buffers[i].head[RT_ACCESS_READ], RT_TM_NIL);
+        assert_int_equal(tm.map.buffers[i].head[RT_ACCESS_WRITE], RT_TM_NIL);
+        /* nonzero: a lookup on an empty map walks or probes garbage */
+        assert_int_equal(tm.map.buffers[i].count[RT_ACCESS_READ], 0);
+        assert_int_equal(tm.map.buffers[i].count[RT_ACCESS_WRITE], 0);
+        assert_int_equal(tm.map.buffers[i].class_mask[RT_ACCESS_READ], 0);
+        assert_int_equal(tm.map.buffers[i].class_mask[RT_ACCESS_WRITE], 0);
+    }
+    assert_int_equal(tm.map.class_mask[RT_ACCESS_READ], 0); /* else empty classes probed */
+    assert_int_equal(tm.map.class_mask[RT_ACCESS_WRITE], 0);
     map_close(&tm);
 }
 
@@ -913,6 +1038,708 @@ static void map_reset_empties_the_map(void **state)
     map_close(&tm);
 }
 
+/* ---- map: many entries on one buffer ----------------------------------- */
+
+static struct census g_census; /* 8 KiB: static, not on the test's stack */
+
+static struct census *census_clear(void)
+{
+    memset(&g_census, 0, sizeof g_census);
+    return &g_census;
+}
+
+static void map_small_access_among_many_disjoint_slices_hits_one_and_visits_few(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 1024, 2048);
+    insert_spread_elements(&tm, 1024, 1); /* element 16 i written by task i + 1 */
+
+    struct hits h = census_lookup(&tm, c, big(16 * 500, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 1); /* 0: a lost edge; more: disjoint slices reported */
+    assert_int_equal(h.id[0], 501);
+    /* ~1024: the lookup walked every entry of the buffer, as a per-buffer
+     * hash does; a few: it probed the access's granules only */
+    assert_in_range(c->calls, 1, 8);
+
+    h = census_lookup(&tm, c, big(16 * 500, 1), RT_ACCESS_WRITE);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 501);
+    assert_in_range(c->calls, 1, 8);
+    /* 1024: the rewritten element's old writer kept (the map fills up) */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 2048 - 1023);
+    h = census_lookup(&tm, c, big(16 * 500, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 0); /* 1: the covered writer still reported */
+    /* between two entries: nothing */
+    h = census_lookup(&tm, c, big(16 * 700 + 8, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 0); /* 1+: a neighbour in the same granule reported */
+    map_close(&tm);
+}
+
+static void map_wide_access_after_many_slices_hits_every_one_newest_first(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 512);
+    for (uint64_t i = 0; i < 256; i++) /* 256 adjacent 64-byte slices */
+        insert(&tm, big(16 * i, 16), RT_ACCESS_WRITE, i + 1);
+
+    /* slices 100..103 exactly: several granules probed, merged newest first */
+    struct hits h = census_lookup(&tm, c, big(1600, 64), RT_ACCESS_READ);
+    static const uint64_t four[] = {104, 103, 102, 101};
+    assert_ids(&h, four, 4); /* fewer: a probed granule missed; other order: not merged */
+    assert_in_range(c->calls, 4, 24); /* ~256: the whole buffer walked */
+
+    /* slices 99..104 partly: the ends are found from both sides */
+    h = census_lookup(&tm, c, big(1599, 66), RT_ACCESS_READ);
+    static const uint64_t six[] = {105, 104, 103, 102, 101, 100};
+    assert_ids(&h, six, 6);
+
+    struct simpler_tensor whole = vec(BUF_BIG, BIG_ELEMS, SIMPLER_DTYPE_U32);
+    h = census_lookup(&tm, c, whole, RT_ACCESS_READ);
+    assert_int_equal(h.count, 256); /* fewer: a wide access misses small entries */
+    for (int i = 0; i < 256; i++)
+        assert_int_equal(h.id[i], (uint64_t)(256 - i)); /* not newest first */
+    assert_int_equal(c->calls, 256); /* more: an entry visited twice */
+
+    h = census_lookup(&tm, c, whole, RT_ACCESS_WRITE);
+    assert_int_equal(h.count, 256);
+    for (int i = 0; i < 256; i++)
+        assert_int_equal(h.id[i], (uint64_t)(256 - i));
+    /* less: a covered slice was kept after the covering write */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 512);
+    map_close(&tm);
+}
+
+static void map_entry_spanning_a_granule_boundary_is_found_from_either_side(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 512);
+    insert_far_fillers(&tm, 256, 100); /* many entries: lookups probe granules */
+    /* bytes [8, 23]: across the 16-byte granules 0 and 1, so filed under
+     * the 32-byte granule [0, 31] that holds it */
+    insert(&tm, big(2, 4), RT_ACCESS_WRITE, 1);
+    /* bytes [1016, 1031]: across the 1 KiB boundary, so filed under the
+     * 2 KiB granule [0, 2047] */
+    insert(&tm, big(254, 4), RT_ACCESS_WRITE, 2);
+    /* bytes [4096, 8191]: exactly one 4 KiB granule */
+    insert(&tm, big(1024, 1024), RT_ACCESS_WRITE, 3);
+    /* other classes: an entry filed by its span alone, not its alignment */
+    assert_int_equal(node_of(&tm, 1)->size_class, 1);
+    assert_int_equal(node_of(&tm, 2)->size_class, 7);
+    assert_int_equal(node_of(&tm, 3)->size_class, 8);
+
+    static const struct {
+        uint64_t element;
+        int hits;
+        uint64_t id;
+    } probes[] = {
+        {1, 0, 0},     {2, 1, 1},    /* byte 8: the first 16-byte granule */
+        {5, 1, 1},                   /* byte 20: the second */
+        {6, 0, 0},     {253, 0, 0},  {254, 1, 2}, /* byte 1016: below 1 KiB */
+        {257, 1, 2},                 /* byte 1028: above */
+        {258, 0, 0},   {1023, 0, 0}, {1024, 1, 3}, {2047, 1, 3}, {2048, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        struct hits h = census_lookup(&tm, c, big(probes[i].element, 1), RT_ACCESS_READ);
+        /* 0 where 1 is due: the entry filed where an access on that side
+         * does not look */
+        assert_int_equal(h.count, probes[i].hits);
+        if (probes[i].hits)
+            assert_int_equal(h.id[0], probes[i].id);
+        assert_in_range(c->calls, 0, 8); /* ~259: the buffer walked, probes untested */
+    }
+    /* an access across the same boundaries finds both neighbours */
+    struct hits h = census_lookup(&tm, c, big(5, 250), RT_ACCESS_READ);
+    static const uint64_t both[] = {2, 1};
+    assert_ids(&h, both, 2);
+    map_close(&tm);
+}
+
+static void map_mixed_size_classes_are_merged_newest_first(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 512);
+    insert_far_fillers(&tm, 256, 100);
+    insert(&tm, big(0, 16384), RT_ACCESS_WRITE, 1); /* bytes [0, 65535]: 64 KiB class */
+    insert(&tm, big(256, 256), RT_ACCESS_READ, 2);  /* [1024, 2047]: 1 KiB class */
+    insert(&tm, big(272, 16), RT_ACCESS_READ, 3);   /* [1088, 1151]: 64-byte class */
+    insert(&tm, big(275, 1), RT_ACCESS_WRITE, 4);   /* [1100, 1103]: 16-byte class */
+    insert(&tm, big(274, 1), RT_ACCESS_READ, 5);    /* [1096, 1099] */
+    assert_int_equal(node_of(&tm, 1)->size_class, 12); /* 64 KiB granules */
+    assert_int_equal(node_of(&tm, 2)->size_class, 6);  /* 1 KiB */
+    assert_int_equal(node_of(&tm, 3)->size_class, 2);  /* 64 B */
+    assert_int_equal(node_of(&tm, 4)->size_class, 0);  /* 16 B */
+
+    /* bytes [1096, 1111]: writes 4 (covered: retired) then 1 (covers the
+     * access: the cut), then the reads newer than 1: 5 (covered), 3, 2 */
+    struct hits h = census_lookup(&tm, c, big(274, 4), RT_ACCESS_WRITE);
+    static const uint64_t ids[] = {4, 1, 5, 3, 2};
+    /* missing id: a class not probed; other order: classes not merged by age */
+    assert_ids(&h, ids, 5);
+    assert_int_equal(h.kind[0], RT_ACCESS_WRITE);
+    assert_int_equal(h.kind[1], RT_ACCESS_WRITE);
+    assert_int_equal(h.kind[2], RT_ACCESS_READ);
+    assert_int_equal(h.kind[3], RT_ACCESS_READ);
+    assert_int_equal(h.kind[4], RT_ACCESS_READ);
+    assert_in_range(c->calls, 5, 20); /* ~261: the buffer walked */
+    /* 261 entries less the two covered ones (4 and 5) */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 512 - 259);
+
+    h = census_lookup(&tm, c, big(274, 4), RT_ACCESS_READ);
+    assert_int_equal(h.count, 1); /* 2: the covered write 4 survived */
+    assert_int_equal(h.id[0], 1);
+    map_close(&tm);
+}
+
+static void map_newer_covering_write_of_another_class_cuts_older_entries(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 512);
+    insert_far_fillers(&tm, 256, 100);
+    insert(&tm, big(275, 1), RT_ACCESS_WRITE, 1);   /* 16-byte class */
+    insert(&tm, big(274, 4), RT_ACCESS_READ, 2);    /* 32-byte class */
+    insert(&tm, big(256, 256), RT_ACCESS_WRITE, 3); /* 1 KiB class, over 1 and 2 */
+    insert(&tm, big(276, 1), RT_ACCESS_READ, 4);
+
+    struct hits h = census_lookup(&tm, c, big(275, 1), RT_ACCESS_READ);
+    /* 2: the merge went past 3, whose own wait orders 1 (other class) */
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 3);
+
+    h = census_lookup(&tm, c, big(274, 4), RT_ACCESS_WRITE);
+    /* 3 (the cut), then the read newer than it (4, covered: retired); the
+     * read 2 and the write 1 are behind the cut */
+    static const uint64_t ids[] = {3, 4};
+    assert_ids(&h, ids, 2);
+    /* 260 entries less the covered read 4; one more freed: the walk went
+     * behind the cut and retired the covered 1 or 2 */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 512 - 259);
+
+    h = census_lookup(&tm, c, big(275, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 3);
+    map_close(&tm);
+}
+
+static void map_entries_of_unknown_extent_or_too_wide_are_found_by_every_access(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 512);
+    insert_far_fillers(&tm, 256, 100); /* ids 100..355 */
+    insert(&tm, big_unknown_extent(), RT_ACCESS_WRITE, 1);
+    /* elements 0 and 2^37: bytes [0, 2^39 + 3], wider than the widest class */
+    struct simpler_tensor too_wide = vec(BUF_BIG, 2, SIMPLER_DTYPE_U32);
+    too_wide.stride[0] = INT64_C(1) << 37;
+    insert(&tm, too_wide, RT_ACCESS_WRITE, 2);
+    assert_int_equal(node_of(&tm, 1)->size_class, RT_TM_WIDE);
+    assert_int_equal(node_of(&tm, 2)->size_class, RT_TM_WIDE);
+
+    /* 0 or 1 hit: a wide entry not probed by a small access */
+    struct hits h = census_lookup(&tm, c, big(1000, 1), RT_ACCESS_READ);
+    static const uint64_t both[] = {2, 1};
+    assert_ids(&h, both, 2);
+    assert_in_range(c->calls, 2, 12); /* ~258: the buffer walked */
+
+    h = census_lookup(&tm, c, big(BIG_ELEMS / 2 + 16 * 5, 1), RT_ACCESS_READ);
+    static const uint64_t three[] = {2, 1, 105};
+    assert_ids(&h, three, 3);
+
+    /* an access of unknown extent may touch any byte: every write (and
+     * none covers it: it is not 1's view) */
+    struct simpler_tensor unknown3 = big_unknown_extent();
+    unknown3.shape[0] = 3;
+    h = census_lookup(&tm, c, unknown3, RT_ACCESS_READ);
+    assert_int_equal(h.count, 258);
+    assert_int_equal(h.id[0], 2);
+    assert_int_equal(h.id[1], 1);
+    assert_int_equal(h.id[2], 355);
+    assert_int_equal(h.id[257], 100);
+    map_close(&tm);
+}
+
+static void map_other_versions_are_found_by_every_access_to_the_buffer(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 1024);
+    insert_far_fillers(&tm, 256, 100);          /* version 0, ids 100..355 */
+    insert(&tm, big(10, 1), RT_ACCESS_WRITE, 1); /* version 0 */
+
+    struct simpler_tensor e5000_v1 = big(5000, 1);
+    e5000_v1.version = 1;
+    struct hits h = census_lookup(&tm, c, e5000_v1, RT_ACCESS_READ);
+    /* fewer: entries of the old data found by bytes only (a lost edge) */
+    assert_int_equal(h.count, 257);
+    assert_int_equal(h.id[0], 1);
+    assert_int_equal(h.id[1], 355);
+    assert_int_equal(h.id[256], 100);
+
+    for (uint64_t i = 0; i < 256; i++) { /* new data: version 1 */
+        struct simpler_tensor t = big(BIG_ELEMS / 2 + 8 + 16 * i, 1);
+        t.version = 1;
+        insert(&tm, t, RT_ACCESS_WRITE, 400 + i);
+    }
+    insert(&tm, e5000_v1, RT_ACCESS_WRITE, 2);
+    /* the next element: 2 is disjoint from it, every version-0 write is not */
+    struct simpler_tensor e5001_v1 = big(5001, 1);
+    e5001_v1.version = 1;
+    h = census_lookup(&tm, c, e5001_v1, RT_ACCESS_READ);
+    assert_int_equal(h.count, 257);
+    assert_int_equal(h.id[0], 1);
+    assert_int_equal(h.id[256], 100);
+    /* 2 covers element 5000: the cut, the old data behind it */
+    h = census_lookup(&tm, c, e5000_v1, RT_ACCESS_READ);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 2);
+
+    /* the old data's tasks retire and their entries go */
+    c->retired[1] = 1;
+    for (uint64_t id = 100; id < 356; id++)
+        c->retired[id] = 1;
+    assert_int_equal(rt_tensormap_reclaim(&tm.map, retired_in_census, c), 257);
+    h = census_lookup(&tm, c, e5000_v1, RT_ACCESS_READ);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 2);
+    /* ~257: the bucket still treated as holding other versions (walked) */
+    assert_in_range(c->calls, 1, 8);
+
+    /* and an access of version 0 now finds every version-1 write */
+    h = census_lookup(&tm, c, big(5000, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 257);
+    assert_int_equal(h.id[0], 2);
+    assert_int_equal(h.id[1], 655);
+    assert_int_equal(h.id[256], 400);
+    map_close(&tm);
+}
+
+static void map_versions_averaging_to_the_access_version_are_still_found(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 512);
+    for (uint64_t i = 0; i < 256; i++) { /* version 1 */
+        struct simpler_tensor t = big(BIG_ELEMS / 2 + 16 * i, 1);
+        t.version = 1;
+        insert(&tm, t, RT_ACCESS_WRITE, 100 + i);
+    }
+    struct simpler_tensor old = big(10, 1), newer = big(20, 1);
+    newer.version = 2;
+    insert(&tm, old, RT_ACCESS_WRITE, 1);   /* version 0 */
+    insert(&tm, newer, RT_ACCESS_WRITE, 2); /* version 2 */
+    /* the bucket's versions sum to count * 1, as if all were version 1 */
+    struct simpler_tensor e5000_v1 = big(5000, 1);
+    e5000_v1.version = 1;
+    struct hits h = census_lookup(&tm, c, e5000_v1, RT_ACCESS_READ);
+    static const uint64_t both[] = {2, 1};
+    /* none: the mean alone taken for proof that every entry is version 1 */
+    assert_ids(&h, both, 2);
+    map_close(&tm);
+}
+
+static void map_stale_entries_in_probed_chains_are_freed_by_lookups_the_rest_by_reclaim(
+    void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 1024, 2048);
+    /* element 4 i (bytes [16 i, 16 i + 3]): granule i of the 16-byte class */
+    for (uint64_t i = 0; i < 1024; i++)
+        insert(&tm, big(4 * i, 1), RT_ACCESS_WRITE, i + 1);
+    for (uint64_t i = 0; i < 4; i++) /* rows of another buffer */
+        insert(&tm, sl(mat(BUF_B, 8, 8), 0, i, i + 1, 1), RT_ACCESS_WRITE, 2000 + i);
+    /* The lookups below probe granules 50 and 70 (entries 51 and 71): the
+     * stale 91 must be in neither chain for the counts below to say what
+     * they mean (a change of hash may move it: pick another). */
+    uint32_t b91 = granule_bucket_holding(&tm, index_of(&tm, 91));
+    assert_true(b91 != granule_bucket_holding(&tm, index_of(&tm, 51)) &&
+                b91 != granule_bucket_holding(&tm, index_of(&tm, 71)));
+    c->retired[51] = c->retired[71] = c->retired[91] = c->retired[2001] = 1;
+    uint32_t free0 = rt_tensormap_free_count(&tm.map);
+
+    struct hits h = census_lookup(&tm, c, big(200, 1), RT_ACCESS_READ); /* entry 51's */
+    assert_int_equal(h.count, 0); /* 1: a retired producer reported */
+    /* +0: the stale entry in a probed chain kept; +2 or more: entries the
+     * lookup never reached were freed (it walked the buffer) */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), free0 + 1);
+
+    h = census_lookup(&tm, c, big(280, 1), RT_ACCESS_WRITE); /* entry 71's */
+    assert_int_equal(h.count, 0);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), free0 + 2);
+
+    /* 91 (not probed) and 2001 (another buffer): reclaim's; 3+: a live entry */
+    assert_int_equal(rt_tensormap_reclaim(&tm.map, retired_in_census, c), 2);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), free0 + 4);
+    assert_int_equal(rt_tensormap_reclaim(&tm.map, retired_in_census, c), 0);
+
+    h = census_lookup(&tm, c, big(360, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 0);
+    h = census_lookup(&tm, c, big(356, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 1); /* 0: reclaim freed a live neighbour */
+    assert_int_equal(h.id[0], 90);
+    h = census_lookup(&tm, c, mat(BUF_B, 8, 8), RT_ACCESS_READ);
+    static const uint64_t others[] = {2003, 2002, 2000};
+    assert_ids(&h, others, 3);
+    map_close(&tm);
+}
+
+static void map_failing_hit_mid_merge_keeps_the_rest_for_a_retry(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 256, 512);
+    insert_far_fillers(&tm, 256, 100);
+    /* around the access (elements 295..305), none covering it, three classes */
+    insert(&tm, big(290, 10), RT_ACCESS_WRITE, 1);  /* 290..299 */
+    insert(&tm, big(301, 100), RT_ACCESS_WRITE, 2); /* 301..400 */
+    insert(&tm, big(300, 1), RT_ACCESS_WRITE, 3);   /* inside the access */
+    struct simpler_tensor access = big(295, 11);
+    uint32_t free0 = rt_tensormap_free_count(&tm.map);
+
+    struct hits h = {.fail_at = 2, .fail_rc = 7};
+    int rc = rt_tensormap_lookup(&tm.map, &access, RT_ACCESS_READ, retired_in_census, c,
+                                 record_hit, &h);
+    assert_int_equal(rc, 7);      /* 0: the hit's error swallowed */
+    assert_int_equal(h.count, 2); /* 3: the merge went on after the error */
+    h = census_lookup(&tm, c, access, RT_ACCESS_READ);
+    static const uint64_t all[] = {3, 2, 1};
+    assert_ids(&h, all, 3); /* fewer: the failed lookup lost an entry */
+
+    /* a write: 3 (covered) is reported and retired, 2 fails and stays */
+    h = (struct hits){.fail_at = 2, .fail_rc = -3};
+    rc = rt_tensormap_lookup(&tm.map, &access, RT_ACCESS_WRITE, retired_in_census, c,
+                             record_hit, &h);
+    assert_int_equal(rc, -3);
+    static const uint64_t two[] = {3, 2};
+    assert_ids(&h, two, 2);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), free0 + 1); /* +2: 2 retired */
+    h = census_lookup(&tm, c, access, RT_ACCESS_WRITE);
+    static const uint64_t rest[] = {2, 1};
+    assert_ids(&h, rest, 2); /* missing 2: the entry whose hit failed was dropped */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), free0 + 1);
+    map_close(&tm);
+}
+
+static void map_full_map_takes_inserts_again_after_reclaim(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, 64, 300);
+    insert_far_fillers(&tm, 256, 100);
+    for (uint64_t i = 0; i < 44; i++)
+        insert(&tm, big(4 * i, 1), RT_ACCESS_WRITE, i + 1);
+    struct simpler_tensor extra = big(4 * 50, 1);
+    /* 0: an entry handed out twice, or written past the block */
+    assert_int_equal(rt_tensormap_insert(&tm.map, &extra, RT_ACCESS_WRITE, 999, NULL), -1);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 0);
+    struct hits h = census_lookup(&tm, c, big(4 * 50, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 0); /* 1: the rejected insert was recorded anyway */
+    h = census_lookup(&tm, c, big(40, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 11);
+
+    for (uint64_t id = 1; id <= 10; id++)
+        c->retired[id] = 1;
+    assert_int_equal(rt_tensormap_reclaim(&tm.map, retired_in_census, c), 10);
+    for (uint64_t i = 0; i < 10; i++) {
+        struct simpler_tensor t = big(4 * i, 1);
+        assert_int_equal(rt_tensormap_insert(&tm.map, &t, RT_ACCESS_WRITE, 501 + i, NULL), 0);
+    }
+    assert_int_equal(rt_tensormap_insert(&tm.map, &extra, RT_ACCESS_WRITE, 999, NULL), -1);
+    h = census_lookup(&tm, c, big(20, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 1); /* 2: the freed entry 6 still linked */
+    assert_int_equal(h.id[0], 506);
+    h = census_lookup(&tm, c, big(80, 1), RT_ACCESS_READ);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 21);
+    h = census_lookup(&tm, c, big(20, 1), RT_ACCESS_WRITE);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 1); /* 0: the covered write kept */
+    map_close(&tm);
+}
+
+/* ---- map: structural invariants --------------------------------------- */
+
+/* Walks one chain (buffer chains when by_buffer, else granule chains) from
+ * `head`, checking its links, order and membership; marks its entries in
+ * `seen` and returns how many there are. */
+static uint32_t check_chain(const struct rt_tensormap *map, uint32_t head, uint32_t kind,
+                            bool by_buffer, uint8_t *seen)
+{
+    uint32_t n = 0, prev = RT_TM_NIL;
+    for (uint32_t i = head; i != RT_TM_NIL;) {
+        assert_true(i < map->fresh); /* a link into never-used or foreign memory */
+        const struct rt_tm_node *e = &map->nodes[i];
+        assert_int_equal(e->kind, kind);
+        /* a stale back link: unlinking this entry would corrupt a neighbour */
+        assert_int_equal(by_buffer ? e->buffer_prev : e->granule_prev, prev);
+        if (prev != RT_TM_NIL) /* chains are newest first: the merge relies on it */
+            assert_true(e->seq < map->nodes[prev].seq);
+        /* the node's copies of the record's fields */
+        assert_int_equal(e->addr, map->entries[i].region.addr);
+        assert_int_equal(e->version, map->entries[i].region.version);
+        assert_int_equal(seen[i] & (by_buffer ? 1 : 2), 0); /* on a chain twice */
+        seen[i] |= by_buffer ? 1 : 2;
+        n++;
+        prev = i;
+        i = by_buffer ? e->buffer_next : e->granule_next;
+    }
+    return n;
+}
+
+/* Every live entry is on exactly one buffer chain and one granule chain,
+ * with consistent links and counts; every other used entry is on the free
+ * list exactly once. */
+static void check_map_invariants(const struct rt_tensormap *map)
+{
+    static uint8_t seen[MANY_IDS];
+    assert_true(map->fresh <= MANY_IDS);
+    memset(seen, 0, sizeof seen);
+    uint32_t in_buffers = 0, in_granules = 0, by_kind[2] = {0, 0};
+    uint32_t by_class[2][RT_TM_CLASSES + 1];
+    memset(by_class, 0, sizeof by_class);
+    for (uint32_t b = 0; b < map->bucket_count; b++) {
+        const struct rt_tm_buffer_bucket *bb = &map->buffers[b];
+        uint64_t versions = 0;
+        for (uint32_t kind = 0; kind < 2; kind++) {
+            uint32_t n = check_chain(map, bb->head[kind], kind, true, seen);
+            assert_int_equal(n, bb->count[kind]); /* else the cost model is misled */
+            in_buffers += n;
+            by_kind[kind] += n;
+            for (uint32_t i = bb->head[kind]; i != RT_TM_NIL; i = map->nodes[i].buffer_next) {
+                const struct rt_tm_node *e = &map->nodes[i];
+                by_class[kind][e->size_class]++;
+                /* a class missing from the mask: its granules never probed */
+                assert_true(bb->class_mask[kind] >> e->size_class & 1);
+                assert_true(e->version >= bb->version_min);
+                assert_true(e->version <= bb->version_max);
+                versions += e->version;
+            }
+            in_granules += check_chain(map, map->granule_heads[2 * b + kind], kind, false, seen);
+        }
+        assert_int_equal(versions, bb->version_sum); /* else versions_all can lie */
+    }
+    assert_int_equal(in_buffers, map->live);
+    assert_int_equal(in_granules, map->live);
+    for (uint32_t kind = 0; kind < 2; kind++) {
+        assert_int_equal(by_kind[kind], map->live_by_kind[kind]);
+        for (uint32_t k = 0; k <= RT_TM_CLASSES; k++) {
+            assert_int_equal(by_class[kind][k], map->class_live[kind][k]);
+            assert_int_equal(map->class_mask[kind] >> k & 1, by_class[kind][k] != 0);
+        }
+    }
+    uint32_t free_entries = 0;
+    for (uint32_t i = map->free_head; i != RT_TM_NIL; i = map->nodes[i].granule_next) {
+        assert_true(i < map->fresh && free_entries < map->fresh); /* or the list loops */
+        assert_int_equal(seen[i], 0); /* free and linked, or free twice */
+        seen[i] = 4;
+        free_entries++;
+    }
+    for (uint32_t i = 0; i < map->fresh; i++)
+        assert_true(seen[i] == 3 || seen[i] == 4); /* leaked: in no chain, not free */
+    assert_int_equal(free_entries + map->live, map->fresh);
+}
+
+/* ---- map: against a reference model ------------------------------------ */
+
+/* The documented semantics, on a plain list of every insert (oldest first):
+ * a lookup visits the buffer's write entries newest first up to and
+ * including the newest live write covering the access, then (WRITE) its
+ * read entries newer than that one. */
+struct ref_entry {
+    struct simpler_tensor region;
+    enum rt_access kind;
+    uint64_t id;
+    bool live;
+};
+
+#define REF_TASKS 3000
+
+static struct ref_entry g_ref[REF_TASKS];
+
+static void ref_lookup(uint32_t n, const struct simpler_tensor *access, enum rt_access kind,
+                       const struct census *c, struct hits *h)
+{
+    uint32_t cut = 0; /* entries at or below this index are behind the cut */
+    bool have_cut = false;
+    for (uint32_t i = n; i-- > 0;) {
+        struct ref_entry *e = &g_ref[i];
+        if (!e->live || e->kind != RT_ACCESS_WRITE || e->region.addr != access->addr)
+            continue;
+        if (c->retired[e->id]) {
+            e->live = false;
+            continue;
+        }
+        enum rt_overlap overlap = rt_region_overlap(&e->region, access);
+        if (overlap == RT_OVERLAP_NONE)
+            continue;
+        record_hit(h, e->id, (void *)(uintptr_t)e->id, e->kind);
+        bool covers = rt_region_overlap(access, &e->region) == RT_OVERLAP_COVERED;
+        if (kind == RT_ACCESS_WRITE && overlap == RT_OVERLAP_COVERED)
+            e->live = false;
+        if (covers) {
+            cut = i;
+            have_cut = true;
+            break;
+        }
+    }
+    if (kind != RT_ACCESS_WRITE)
+        return;
+    for (uint32_t i = n; i-- > 0 && (!have_cut || i > cut);) {
+        struct ref_entry *e = &g_ref[i];
+        if (!e->live || e->kind != RT_ACCESS_READ || e->region.addr != access->addr)
+            continue;
+        if (c->retired[e->id]) {
+            e->live = false;
+            continue;
+        }
+        enum rt_overlap overlap = rt_region_overlap(&e->region, access);
+        if (overlap == RT_OVERLAP_NONE)
+            continue;
+        record_hit(h, e->id, (void *)(uintptr_t)e->id, e->kind);
+        if (overlap == RT_OVERLAP_COVERED)
+            e->live = false;
+    }
+}
+
+static uint32_t ref_live_unretired(uint32_t n, const struct census *c)
+{
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < n; i++)
+        live += g_ref[i].live && !c->retired[g_ref[i].id];
+    return live;
+}
+
+/* A random view: mostly small and medium slices of the first 16 KiB of
+ * BUF_BIG (many entries, many granules), some tiles of it seen as a 64x64
+ * f32 matrix, strided and transposed views, whole-buffer, unknown-extent,
+ * too-wide and empty views, other buffers, and now and then version 1. */
+static struct simpler_tensor random_map_view(uint64_t *rng)
+{
+    struct simpler_tensor t;
+    uint64_t pick = rng_below(rng, 100);
+    if (pick < 30) {
+        uint64_t start = rng_below(rng, 4096), len = 1 + rng_below(rng, 8);
+        t = big(start, len);
+    } else if (pick < 45) {
+        uint64_t start = rng_below(rng, 4096), len = 1 + rng_below(rng, 512);
+        t = big(start, len);
+    } else if (pick < 57) {
+        uint64_t r0 = rng_below(rng, 64), c0 = rng_below(rng, 64);
+        uint64_t r1 = r0 + 1 + rng_below(rng, 64 - r0), c1 = c0 + 1 + rng_below(rng, 64 - c0);
+        t = sl(sl(mat(BUF_BIG, 64, 64), 0, r0, r1, 1), 1, c0, c1, 1);
+        if (rng_below(rng, 4) == 0)
+            t = tr(t);
+    } else if (pick < 65) {
+        uint64_t start = rng_below(rng, 4096);
+        t = sl(vec(BUF_BIG, BIG_ELEMS, SIMPLER_DTYPE_U32), 0, start,
+               start + 1 + rng_below(rng, 64), 2 + rng_below(rng, 3));
+    } else if (pick < 67) {
+        t = vec(BUF_BIG, BIG_ELEMS, SIMPLER_DTYPE_U32);
+    } else if (pick < 69) {
+        t = big_unknown_extent();
+    } else if (pick < 71) {
+        t = vec(BUF_BIG, 2, SIMPLER_DTYPE_U32);
+        t.stride[0] = INT64_C(1) << 37;
+    } else if (pick < 72) {
+        t = big(rng_below(rng, 4096), 1);
+        t.shape[0] = 0; /* empty: no byte */
+    } else if (pick < 80) {
+        uint64_t r0 = rng_below(rng, 8), c0 = rng_below(rng, 8);
+        t = tile(r0, r0 + 1 + rng_below(rng, 8 - r0), c0, c0 + 1 + rng_below(rng, 8 - c0));
+    } else if (pick < 85) {
+        uint64_t start = rng_below(rng, 64);
+        t = sl(vec(BUF_B, 64, SIMPLER_DTYPE_F32), 0, start, start + 1 + rng_below(rng, 64 - start),
+               1);
+    } else {
+        t = big(rng_below(rng, 4096), 1);
+    }
+    if (rng_below(rng, 20) == 0)
+        t.version = 1;
+    return t;
+}
+
+/* One random task sequence: each task looks its access up in the map and
+ * in the reference (the hits must match exactly, in order), then records
+ * it; tasks retire oldest first, with some out of order. */
+static void run_against_reference(uint32_t buckets, uint32_t capacity, uint64_t seed)
+{
+    struct test_map tm;
+    struct census *c = census_clear();
+    map_open(&tm, buckets, capacity);
+    memset(g_ref, 0, sizeof g_ref);
+    uint64_t rng = seed, oldest = 1;
+    uint32_t n = 0;
+    for (uint64_t id = 1; id < REF_TASKS; id++) {
+        struct simpler_tensor view = random_map_view(&rng);
+        enum rt_access kind = rng_below(&rng, 2) ? RT_ACCESS_WRITE : RT_ACCESS_READ;
+        struct hits got = {0}, want = {0};
+        assert_int_equal(rt_tensormap_lookup(&tm.map, &view, kind, retired_in_census, c,
+                                             record_hit, &got),
+                         0);
+        ref_lookup(n, &view, kind, c, &want);
+        if (got.count != want.count)
+            fail_msg("seed %llu task %llu: %d hits, the reference %d (a lost or spurious edge)",
+                     (unsigned long long)seed, (unsigned long long)id, got.count, want.count);
+        for (int i = 0; i < got.count; i++)
+            if (got.id[i] != want.id[i] || got.kind[i] != want.kind[i])
+                fail_msg("seed %llu task %llu hit %d: producer %llu, the reference %llu "
+                         "(hits out of order, or past the cut)",
+                         (unsigned long long)seed, (unsigned long long)id, i,
+                         (unsigned long long)got.id[i], (unsigned long long)want.id[i]);
+
+        if (rt_tensormap_insert(&tm.map, &view, kind, id, (void *)(uintptr_t)id) != 0) {
+            rt_tensormap_reclaim(&tm.map, retired_in_census, c);
+            if (rt_tensormap_insert(&tm.map, &view, kind, id, (void *)(uintptr_t)id) != 0) {
+                /* full of live entries: the reference must agree */
+                assert_int_equal(ref_live_unretired(n, c), capacity);
+                continue;
+            }
+        }
+        g_ref[n++] = (struct ref_entry){view, kind, id, true};
+
+        if (rng_below(&rng, 10) < 4 && oldest < id) /* retire in order, mostly */
+            c->retired[oldest++] = 1;
+        if (rng_below(&rng, 10) == 0)
+            c->retired[oldest + rng_below(&rng, id - oldest + 1)] = 1;
+        check_map_invariants(&tm.map); /* after every lookup and insert */
+        if (id % 250 == 0) {
+            rt_tensormap_reclaim(&tm.map, retired_in_census, c);
+            check_map_invariants(&tm.map);
+            /* else: an entry lost from the chains (leaked) or freed while live */
+            assert_int_equal(rt_tensormap_free_count(&tm.map),
+                             capacity - ref_live_unretired(n, c));
+        }
+    }
+    map_close(&tm);
+}
+
+static void map_matches_the_reference_semantics_on_random_sequences(void **state)
+{
+    (void)state;
+    /* one bucket: every chain collides; a few: granules share buckets; many;
+     * a small map: it fills, and reclaim makes room */
+    run_against_reference(1, 512, UINT64_C(0x9E3779B97F4A7C15));
+    run_against_reference(8, 512, UINT64_C(0xD1B54A32D192ED03));
+    run_against_reference(1024, 512, UINT64_C(0x8CB92BA72F3D8DD7));
+    run_against_reference(64, 96, UINT64_C(0xA0761D6478BD642F));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -952,6 +1779,19 @@ int main(void)
         cmocka_unit_test(map_nonzero_hit_stops_the_walk_and_keeps_the_entry),
         cmocka_unit_test(map_write_of_a_new_version_retires_nothing_old),
         cmocka_unit_test(map_reset_empties_the_map),
+        cmocka_unit_test(map_small_access_among_many_disjoint_slices_hits_one_and_visits_few),
+        cmocka_unit_test(map_wide_access_after_many_slices_hits_every_one_newest_first),
+        cmocka_unit_test(map_entry_spanning_a_granule_boundary_is_found_from_either_side),
+        cmocka_unit_test(map_mixed_size_classes_are_merged_newest_first),
+        cmocka_unit_test(map_newer_covering_write_of_another_class_cuts_older_entries),
+        cmocka_unit_test(map_entries_of_unknown_extent_or_too_wide_are_found_by_every_access),
+        cmocka_unit_test(map_other_versions_are_found_by_every_access_to_the_buffer),
+        cmocka_unit_test(map_versions_averaging_to_the_access_version_are_still_found),
+        cmocka_unit_test(
+            map_stale_entries_in_probed_chains_are_freed_by_lookups_the_rest_by_reclaim),
+        cmocka_unit_test(map_failing_hit_mid_merge_keeps_the_rest_for_a_retry),
+        cmocka_unit_test(map_full_map_takes_inserts_again_after_reclaim),
+        cmocka_unit_test(map_matches_the_reference_semantics_on_random_sequences),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
