@@ -106,8 +106,11 @@ static void test_device_op_failing_inside_a_run_does_not_make_later_runs_report_
 {
     (void)state;
     /* The faulted run's schedulers wait for cores that never start: they
-     * give up after this. */
-    struct simpler_context *ctx = open_ctx(2, 300);
+     * give up after this. Long enough that the good runs' schedulers never
+     * do under load (with 300 ms this test hung now and then on a loaded
+     * 2-CPU machine: a core loop left waiting for a scheduler that had
+     * given up, which is worth its own investigation). */
+    struct simpler_context *ctx = open_ctx(2, 2000);
     struct launcher_head *l = (struct launcher_head *)ctx->launcher;
 
     /* Two good runs: slot 0's and slot 1's result blocks say "success". */
