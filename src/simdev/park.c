@@ -104,6 +104,8 @@ static uint64_t spin_budget(struct sd_waitword *word, uint64_t spin_ns)
 static void record_wait(struct sd_waitword *word, uint64_t waited_ns)
 {
     uint64_t avg = atomic_load_explicit(&word->wait_avg_ns, memory_order_relaxed);
+    if (avg == 0 && waited_ns == 0)
+        return; /* the busy steady state: no store to a line wakers write */
     atomic_store_explicit(&word->wait_avg_ns, (avg * 7 + waited_ns) / 8, memory_order_relaxed);
 }
 
