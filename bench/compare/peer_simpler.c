@@ -20,6 +20,10 @@
  *   pipeline n depth   n back-to-back runs of a 1-task callable (1 KiB
  *                      INOUT host tensor), up to `depth` in flight;
  *                      unit us/run; "serial_us" is the same with depth 1.
+ *
+ * Environment: CMP_THREADS (AIV cores; default one per host CPU) and, for
+ * experiments, CMP_SPIN_NS (simdev's spin budget before a waiter parks;
+ * default simdev's 50000). bench_compare sets neither but CMP_THREADS.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
