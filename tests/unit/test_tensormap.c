@@ -606,6 +606,15 @@ static void insert_far_fillers(struct test_map *tm, uint64_t n, uint64_t first_i
         insert(tm, big(BIG_ELEMS / 2 + 16 * i, 1), RT_ACCESS_WRITE, first_id + i);
 }
 
+/* The map most probe tests start from: 256 buckets, 512 entries, and 256
+ * far fillers (ids 100..355) so that lookups probe granules instead of
+ * walking the buffer chain. */
+static void open_probed_map(struct test_map *tm)
+{
+    map_open(tm, 256, 512);
+    insert_far_fillers(tm, 256, 100);
+}
+
 static void assert_ids(const struct hits *h, const uint64_t *ids, int n)
 {
     assert_int_equal(h->count, n);
@@ -1118,8 +1127,7 @@ static void map_entry_spanning_a_granule_boundary_is_found_from_either_side(void
     (void)state;
     struct test_map tm;
     struct census *c = census_clear();
-    map_open(&tm, 256, 512);
-    insert_far_fillers(&tm, 256, 100); /* many entries: lookups probe granules */
+    open_probed_map(&tm); /* many entries: lookups probe granules */
     /* bytes [8, 23]: across the 16-byte granules 0 and 1, so filed under
      * the 32-byte granule [0, 31] that holds it */
     insert(&tm, big(2, 4), RT_ACCESS_WRITE, 1);
@@ -1165,8 +1173,7 @@ static void map_mixed_size_classes_are_merged_newest_first(void **state)
     (void)state;
     struct test_map tm;
     struct census *c = census_clear();
-    map_open(&tm, 256, 512);
-    insert_far_fillers(&tm, 256, 100);
+    open_probed_map(&tm);
     insert(&tm, big(0, 16384), RT_ACCESS_WRITE, 1); /* bytes [0, 65535]: 64 KiB class */
     insert(&tm, big(256, 256), RT_ACCESS_READ, 2);  /* [1024, 2047]: 1 KiB class */
     insert(&tm, big(272, 16), RT_ACCESS_READ, 3);   /* [1088, 1151]: 64-byte class */
@@ -1203,8 +1210,7 @@ static void map_newer_covering_write_of_another_class_cuts_older_entries(void **
     (void)state;
     struct test_map tm;
     struct census *c = census_clear();
-    map_open(&tm, 256, 512);
-    insert_far_fillers(&tm, 256, 100);
+    open_probed_map(&tm);
     insert(&tm, big(275, 1), RT_ACCESS_WRITE, 1);   /* 16-byte class */
     insert(&tm, big(274, 4), RT_ACCESS_READ, 2);    /* 32-byte class */
     insert(&tm, big(256, 256), RT_ACCESS_WRITE, 3); /* 1 KiB class, over 1 and 2 */
@@ -1235,8 +1241,7 @@ static void map_entries_of_unknown_extent_or_too_wide_are_found_by_every_access(
     (void)state;
     struct test_map tm;
     struct census *c = census_clear();
-    map_open(&tm, 256, 512);
-    insert_far_fillers(&tm, 256, 100); /* ids 100..355 */
+    open_probed_map(&tm); /* ids 100..355 */
     insert(&tm, big_unknown_extent(), RT_ACCESS_WRITE, 1);
     /* elements 0 and 2^37: bytes [0, 2^39 + 3], wider than the widest class */
     struct simpler_tensor too_wide = vec(BUF_BIG, 2, SIMPLER_DTYPE_U32);
@@ -1401,8 +1406,7 @@ static void map_failing_hit_mid_merge_keeps_the_rest_for_a_retry(void **state)
     (void)state;
     struct test_map tm;
     struct census *c = census_clear();
-    map_open(&tm, 256, 512);
-    insert_far_fillers(&tm, 256, 100);
+    open_probed_map(&tm);
     /* around the access (elements 295..305), none covering it, three classes */
     insert(&tm, big(290, 10), RT_ACCESS_WRITE, 1);  /* 290..299 */
     insert(&tm, big(301, 100), RT_ACCESS_WRITE, 2); /* 301..400 */
