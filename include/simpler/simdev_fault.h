@@ -42,7 +42,18 @@ enum simdev_op_kind {
  */
 int simdev_fault_inject(int device, enum simdev_op_kind kind, uint64_t nth, int code);
 
-/* Disarms every fault on `device`, and the host fault. */
+/*
+ * Execution faults: the `nth` (>= 1) op of `kind` (COPY, LAUNCH, RECORD or
+ * WAIT only) queued on a stream of `device` from now is accepted as usual
+ * but fails with `code` (negative) when it executes, as if the device had
+ * failed it: a launch or copy does not run, a record completes carrying the
+ * code, a wait still waits for its event and then fails. Its stream then
+ * carries the code like any failed op. Ops recorded into a capture are not
+ * counted. The fault then disarms; simdev_fault_clear disarms it too.
+ */
+int simdev_fault_inject_exec(int device, enum simdev_op_kind kind, uint64_t nth, int code);
+
+/* Disarms every fault on `device` (also execution faults), and the host fault. */
 int simdev_fault_clear(int device);
 
 /*

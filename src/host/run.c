@@ -319,7 +319,10 @@ static int latch_status(struct simpler_context *ctx, struct sp_slot *s, int carr
         s->status = carried ? carried : PTO_RUNTIME_ERR_INTERNAL;
         s->result.status = s->status;
     } else {
-        s->status = s->result.status;
+        /* The run's own status, or, when it succeeded, an error the chain
+         * carried after it (a failed record or wait of the chain): nothing
+         * the device reported is dropped. */
+        s->status = s->result.status ? s->result.status : carried;
     }
     s->completed = true;
     return 0;

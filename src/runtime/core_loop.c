@@ -11,6 +11,42 @@
 
 #include "runtime/rt.h"
 
+/* Waits for the doorbell to move past `last`. Until the core is JOINED
+ * with its scheduler the wait is bounded by the round's deadline: at the
+ * deadline the core leaves the round (round.c) and the loop ends. Once
+ * JOINED, the owner of the wait is the scheduler, which rings EXIT on
+ * every path out of rt_schedule; a lost device ends it too. Returns 0 with
+ * *value, 1 when the core left the round, or a device error. */
+static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_core_round *round,
+                         uint64_t generation, bool *joined, uint64_t deadline, uint64_t last,
+                         uint64_t *value)
+{
+    for (;;) {
+        uint64_t timeout = 0;
+        if (!*joined) {
+            uint64_t now = simdev_clock_ns();
+            if (now >= deadline) {
+                /* model: core_deadline */
+                if (rt_round_leave(round, generation, RT_ROUND_CORE))
+                    return 1;
+                *joined = true;
+                continue;
+            }
+            timeout = deadline - now;
+        }
+        /* acquire (in simdev): pairs with the scheduler's release of the
+         * doorbell after it wrote the payload */
+        int rc = simdev_core_wait_doorbell(ctx->regs, last, timeout, value);
+        if (rc == PTO_RUNTIME_ERR_TIMEOUT && !*joined)
+            continue;
+        if (rc != 0)
+            return rc;
+        /* Only a JOINED scheduler rings (round.c). */
+        *joined = true;
+        return 0;
+    }
+}
+
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
 {
     struct rt_launch_args la;
@@ -23,27 +59,27 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
         return PTO_RUNTIME_ERR_INTERNAL;
     struct rt_dispatch *payload =
         (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) + (size_t)ctx->core_id * 2;
+    struct rt_core_round *round = rt_core_rounds(run, &layout) + ctx->core_id;
+    uint64_t deadline =
+        simdev_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;
 
-    /* Hello: the scheduler reads the same doorbell and waits for exactly
-     * this value, which no earlier run can have left behind. */
+    /* Read before arriving: a scheduler rings only once JOINED, so this is
+     * the value its first dispatch id is counted from (base + 2). */
     uint64_t last = simdev_regs_read_doorbell(ctx->regs);
     uint64_t base = last & ~RT_DOORBELL_EXIT;
-    /* An exit this core has not answered (its COND is not FIN of it) and
-     * that names this run's generation was rung before the loop started:
-     * the run failed, or its handshake timed out, before this core said
-     * hello. Answer it and end. Any other exit belongs to an earlier run
-     * (answered, or rung while no core loop ran): say hello. */
-    if ((last & RT_DOORBELL_EXIT) && simdev_regs_read_cond(ctx->regs) != ((base << 1) | 1) &&
-        payload[0].exit_generation == la.generation) {
-        simdev_core_write_cond(ctx->regs, (base << 1) | 1);
-        return 0;
-    }
+    /* model: core_arrive */
+    enum rt_round_arrival arrival = rt_round_arrive(round, la.generation, RT_ROUND_CORE);
+    if (arrival == RT_ROUND_PARTNER_LEFT)
+        return 0; /* the scheduler gave up on this core: the run has failed */
+    bool joined = arrival == RT_ROUND_JOINED;
+    /* Hello, after arriving: the condition write wakes a scheduler waiting
+     * for the JOINED state (it reads the cond sequence before the word). */
     simdev_core_write_cond(ctx->regs, ((base + 1) << 1) | 1);
     for (;;) {
         uint64_t value;
-        /* acquire (in simdev): pairs with the scheduler's release of the
-         * doorbell after it wrote the payload */
-        int rc = simdev_core_wait_doorbell(ctx->regs, last, 0, &value);
+        int rc = wait_doorbell(ctx, round, la.generation, &joined, deadline, last, &value);
+        if (rc == 1)
+            return 0; /* left the round: its AICPU half never came, and reports that */
         if (rc != 0)
             return rc;
         last = value;

@@ -5,15 +5,28 @@
  * that join them to the caller's stream) and rt_run_enqueue, which checks a
  * run request and enqueues this chain:
  *   caller: record start
- *   AICPU stream: wait start, launch the AICPU program (orchestrator +
- *                 schedulers), wait aicore_done, record aicpu_done
- *   AICore stream: wait start, launch the core loop, record aicore_done
+ *   AICPU stream: wait start, zero the round region (round.c), record
+ *                 aicore_start
+ *   AICore stream: wait aicore_start, launch the core loop, record
+ *                  aicore_done
+ *   AICPU stream: launch the AICPU program (orchestrator + schedulers),
+ *                 wait aicore_done, record aicpu_done
  *   caller: wait aicpu_done, launch the status op (1 AICPU thread: returns
  *           the run's status from the result block, so the caller's stream
- *           carries a failure and the launcher's streams stay clean)
- * The AICPU program goes first so that a core loop is never left waiting
- * for a scheduler that was not enqueued (the reverse — schedulers whose
- * cores never start — ends in the scheduler's handshake timeout).
+ *           carries a failure)
+ * Why this shape ends every round (docs/runtime.md, "The launch chain"):
+ *   - the core loop starts only after the AICPU stream reached the point
+ *     just before the AICPU program: if that stream carries an error, the
+ *     core loop inherits it and is skipped along with the program;
+ *   - if only one half runs (its partner's launch failed as it executed),
+ *     the round rendezvous (round.c) ends it within sched_timeout_ms;
+ *   - a wait always waits (simdev), so aicpu_done comes after both halves
+ *     ended even on a stream that carries an error, and the next round's
+ *     halves never start before this round's ended;
+ *   - aicore_done and aicpu_done are hand-off records: a round's error on
+ *     a launcher stream goes into the round's events (and so to the
+ *     caller's stream) and ends there, so the next round starts on clean
+ *     launcher streams without anybody synchronising them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +38,7 @@ struct rt_launcher {
     simdev_stream_t aicpu;
     simdev_stream_t aicore;
     simdev_event_t start;
+    simdev_event_t aicore_start;
     simdev_event_t aicore_done;
     simdev_event_t aicpu_done;
     uint64_t generation;
@@ -38,6 +52,8 @@ int rt_launcher_destroy(struct rt_launcher *l)
     if (l->aicpu_done && (r = simdev_event_destroy(l->aicpu_done)) && !rc)
         rc = r;
     if (l->aicore_done && (r = simdev_event_destroy(l->aicore_done)) && !rc)
+        rc = r;
+    if (l->aicore_start && (r = simdev_event_destroy(l->aicore_start)) && !rc)
         rc = r;
     if (l->start && (r = simdev_event_destroy(l->start)) && !rc)
         rc = r;
@@ -58,7 +74,8 @@ int rt_launcher_create(struct rt_launcher **out)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     int rc;
     if ((rc = simdev_stream_create(&l->aicpu)) || (rc = simdev_stream_create(&l->aicore)) ||
-        (rc = simdev_event_create(&l->start)) || (rc = simdev_event_create(&l->aicore_done)) ||
+        (rc = simdev_event_create(&l->start)) || (rc = simdev_event_create(&l->aicore_start)) ||
+        (rc = simdev_event_create(&l->aicore_done)) ||
         (rc = simdev_event_create(&l->aicpu_done))) {
         rt_launcher_destroy(l);
         return rc;
@@ -71,7 +88,7 @@ int rt_launcher_create(struct rt_launcher **out)
 }
 
 static int check_request(const struct rt_run_request *rq, struct simdev_config *topo,
-                         uint32_t *schedulers)
+                         uint32_t *schedulers, struct rt_layout *layout)
 {
     if (!rq->entry || !rq->args || !rq->arena || !rq->result ||
         rq->kernel_count > SIMPLER_MAX_FUNC_IDS || (rq->kernel_count && !rq->kernels))
@@ -82,10 +99,9 @@ static int check_request(const struct rt_run_request *rq, struct simdev_config *
     int device;
     if ((rc = simdev_get_device(&device)) || (rc = simdev_device_get_config(device, topo)))
         return rc;
-    size_t need;
-    if ((rc = rt_arena_bytes(&rq->config, topo, &need)))
+    if ((rc = rt_layout_compute(&rq->config, topo->aic_cores + topo->aiv_cores, layout)))
         return rc;
-    if (rq->arena_bytes < need)
+    if (rq->arena_bytes < layout->total)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (topo->aicpu_threads < 2)
         return PTO_RUNTIME_ERR_UNSUPPORTED; /* one orchestrator + at least one scheduler */
@@ -111,30 +127,18 @@ static void drain(simdev_stream_t s)
         ;
 }
 
-/* A launcher stream that has drained while carrying an error (an op of an
- * earlier run failed as it executed, or waited on one that did) would skip
- * every later run: clear it. One still busy is left alone; the runs queued
- * on it report the error, and a later enqueue clears it. */
-static void clear_if_idle(simdev_stream_t s)
-{
-    int carried = simdev_stream_query(s);
-    if (carried != 0 && carried != PTO_RUNTIME_ERR_NOT_READY)
-        simdev_stream_sync(s);
-}
-
 int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
                    const struct rt_run_request *request)
 {
     if (!l || !stream || !request)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct simdev_config topo;
+    struct rt_layout layout;
     struct rt_launch_args la;
     memset(&la, 0, sizeof la);
-    int rc = check_request(request, &topo, &la.schedulers);
+    int rc = check_request(request, &topo, &la.schedulers, &layout);
     if (rc)
         return rc;
-    clear_if_idle(l->aicpu);
-    clear_if_idle(l->aicore);
     la.request = *request;
     la.generation = ++l->generation;
     struct rt_status_args sa = {request->result, la.generation};
@@ -142,12 +146,15 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
     if ((rc = simdev_event_record(l->start, stream)))
         return rc; /* nothing enqueued yet */
     if ((rc = simdev_stream_wait_event(l->aicpu, l->start)) ||
-        (rc = simdev_launch_aicpu(l->aicpu, rt_aicpu_main, la.schedulers + 1, &la, sizeof la)) ||
-        (rc = simdev_stream_wait_event(l->aicore, l->start)) ||
+        (rc = simdev_memset_async(rt_core_rounds(request->arena, &layout), 0,
+                                  layout.rounds_bytes, l->aicpu)) ||
+        (rc = simdev_event_record(l->aicore_start, l->aicpu)) ||
+        (rc = simdev_stream_wait_event(l->aicore, l->aicore_start)) ||
         (rc = simdev_launch_aicore(l->aicore, rt_core_main, &la, sizeof la)) ||
-        (rc = simdev_event_record(l->aicore_done, l->aicore)) ||
+        (rc = simdev_event_record_handoff(l->aicore_done, l->aicore)) ||
+        (rc = simdev_launch_aicpu(l->aicpu, rt_aicpu_main, la.schedulers + 1, &la, sizeof la)) ||
         (rc = simdev_stream_wait_event(l->aicpu, l->aicore_done)) ||
-        (rc = simdev_event_record(l->aicpu_done, l->aicpu)) ||
+        (rc = simdev_event_record_handoff(l->aicpu_done, l->aicpu)) ||
         (rc = simdev_stream_wait_event(stream, l->aicpu_done)) ||
         (rc = simdev_launch_aicpu(stream, rt_status_main, 1, &sa, sizeof sa))) {
         /* Part of the chain is on the launcher's streams: let it drain so

@@ -164,19 +164,42 @@ struct rt_dispatch {
     simpler_kernel_fn fn;
     int64_t args[SIMPLER_KERNEL_ARGS];
     struct simpler_kernel_context ctx;
-    /* Payload 0 only: the generation of the run that rang the core's last
-     * EXIT, written before that doorbell. A core loop that finds an
-     * unanswered EXIT at start uses it to tell its own run's exit (answer
-     * and end) from one left by an earlier run whose core loop never ran
-     * (ignore it and say hello). */
-    uint64_t exit_generation;
 };
+
+struct rt_layout;
+
+/* One core's round rendezvous word (round.c), on its own cache line: the
+ * core loop and its scheduler both swap it, nobody else touches it. The
+ * launch chain zeroes the region before every round. */
+struct rt_core_round {
+    _Alignas(RT_CACHELINE) _Atomic uint64_t word;
+};
+
+enum rt_round_side { RT_ROUND_CORE, RT_ROUND_SCHED };
+enum rt_round_arrival {
+    RT_ROUND_JOINED,       /* the partner was waiting: both are in the round */
+    RT_ROUND_WAITING,      /* first to arrive: wait for the partner, up to a deadline */
+    RT_ROUND_PARTNER_LEFT, /* the partner arrived and left: leave at once */
+};
+
+/* Arrives for round `generation` on `side`. */
+enum rt_round_arrival rt_round_arrive(struct rt_core_round *r, uint64_t generation,
+                                      enum rt_round_side side);
+/* After RT_ROUND_WAITING and a missed deadline: true if this side left the
+ * round (the partner will see it); false if the partner joined first, so
+ * the round goes on. */
+bool rt_round_leave(struct rt_core_round *r, uint64_t generation, enum rt_round_side side);
+/* True once both sides are in round `generation`. */
+bool rt_round_joined(const struct rt_core_round *r, uint64_t generation);
+/* The round region of `arena` laid out by `layout`: one word per core. */
+struct rt_core_round *rt_core_rounds(void *arena, const struct rt_layout *layout);
 
 /* Core register protocol (values in the 64-bit simdev windows):
  * doorbell = dispatch id (per core, monotonic), or id | RT_DOORBELL_EXIT;
  * cond = id << 1 (ACK) or (id << 1) | 1 (FIN). A core loop says hello
  * with FIN(base + 1) where base is the doorbell it found at start; the
- * first dispatch id of a run is base + 2. */
+ * first dispatch id of a run is base + 2. Only a scheduler JOINED with the
+ * core in this round (round.c) rings its doorbell. */
 #define RT_DOORBELL_EXIT (1ull << 62)
 
 #define RT_ORCH_WAIT_SLOTS(ring, alive) ((((uint64_t)(ring) + 1) << RT_LOCAL_BITS) | (alive))
@@ -206,6 +229,8 @@ struct rt_layout {
     size_t sync_rq_cells[RT_SHAPES];
     uint64_t rq_capacity;
     size_t dispatch;     /* 2 per core */
+    size_t rounds;       /* struct rt_core_round per core */
+    size_t rounds_bytes;
     size_t scope_tasks;
     uint32_t scope_task_capacity;
     size_t fanin_scratch;
@@ -228,6 +253,7 @@ struct rt_run {
     const simpler_kernel_fn *kernels;
     uint32_t kernel_count;
     struct rt_dispatch *dispatch; /* [core_count][2] */
+    struct rt_core_round *rounds; /* [core_count], zeroed by the launch chain */
 
     struct rt_ring rings[RT_RINGS];
     struct rt_ready_queue ready[RT_SHAPES];
@@ -355,9 +381,10 @@ void rt_orchestrator_init(struct rt_run *run);
 /* Scheduler thread `index` of run->schedulers. */
 void rt_schedule(struct rt_run *run, uint32_t index);
 
-/* For a scheduler that never saw the run initialised: tells the core loops
- * of the cores it would have owned to end (this run's generation), from
- * the launch arguments and the topology alone. */
+/* For a scheduler that never saw the run initialised: settles the round of
+ * every core it would have owned (ends a waiting core loop, leaves the
+ * round of one that has not arrived), from the launch arguments and the
+ * topology alone. */
 void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index);
 
 /* The AICore side (simdev_aicore_fn). */

@@ -98,6 +98,8 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
         l.sync_rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
     }
     l.dispatch = take(&cursor, (size_t)core_count * 2 * sizeof(struct rt_dispatch));
+    l.rounds_bytes = (size_t)core_count * sizeof(struct rt_core_round);
+    l.rounds = take(&cursor, l.rounds_bytes);
     l.scope_task_capacity = (uint32_t)windows;
     l.scope_tasks = take(&cursor, (size_t)windows * sizeof(struct rt_slot *));
     l.fanin_scratch = take(&cursor, (size_t)config->max_fanin *
@@ -171,6 +173,7 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->kernels = rq->kernels;
     run->kernel_count = rq->kernel_count;
     run->dispatch = (struct rt_dispatch *)(base + l.dispatch);
+    run->rounds = (struct rt_core_round *)(base + l.rounds);
     for (uint32_t i = 0; i < RT_RINGS; i++) {
         struct rt_ring *r = &run->rings[i];
         r->window = rq->config.task_window[i];

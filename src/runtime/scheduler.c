@@ -28,6 +28,8 @@ struct sched_core {
     struct core_task running;
     struct core_task pending; /* rung while running was executing */
     bool running_acked;
+    bool joined;  /* in this round with its core loop (round.c): may ring it */
+    bool waiting; /* arrived first, the core loop not yet */
 };
 
 struct sched {
@@ -76,40 +78,83 @@ static void sched_init(struct sched *S, struct rt_run *run, uint32_t index)
 
 /* ------------------------------------------------------------- protocol */
 
-static inline uint64_t hello_of(uint64_t base)
+/* Leaves the round of every core still waiting for its core loop; a core
+ * that joined meanwhile stays joined. True when some core is not in the
+ * round (it left, or this call left it). */
+static bool leave_waiting(struct sched *S, bool missing)
 {
-    return ((base + 1) << 1) | 1;
+    struct rt_run *run = S->run;
+    for (uint32_t i = 0; i < S->core_count; i++) {
+        struct sched_core *c = &S->cores[i];
+        if (!c->waiting)
+            continue;
+        c->waiting = false;
+        /* model: sched_deadline */
+        if (rt_round_leave(&run->rounds[c->id], run->generation, RT_ROUND_SCHED))
+            missing = true;
+        else
+            c->joined = true;
+    }
+    return missing;
 }
 
-/* Waits until every owned core's loop has said hello for this run.
- * Returns 0 or an error code (latched by the caller). */
+/* Joins the round of every owned core (round.c): arrives on each core's
+ * word, then waits until each core loop has arrived too, up to the run's
+ * sched_timeout_ms. Who ends the wait: a core loop's arrival (its hello
+ * bumps the device's cond sequence after it joined), a latched error, or
+ * the deadline, at which the waiting cores' rounds are left, so a core loop
+ * that starts later ends at once. Returns 0 or an error code (latched by
+ * the caller); a core not in the round is the stall class
+ * CORES_NOT_STARTED. */
 static int32_t handshake(struct sched *S)
 {
     struct rt_run *run = S->run;
     uint64_t deadline = simdev_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
+    uint32_t waiting = 0;
+    bool missing = false;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
+        /* No scheduler rings a core before it is JOINED, so the doorbell
+         * holds what the core loop read as its base. */
         c->next_reg = (simdev_regs_read_doorbell(c->regs) & ~RT_DOORBELL_EXIT) + 2;
+        /* model: sched_arrive */
+        enum rt_round_arrival a = rt_round_arrive(&run->rounds[c->id], run->generation,
+                                                  RT_ROUND_SCHED);
+        c->joined = a == RT_ROUND_JOINED;
+        c->waiting = a == RT_ROUND_WAITING;
+        missing |= a == RT_ROUND_PARTNER_LEFT;
+        waiting += c->waiting;
     }
-    for (uint32_t i = 0; i < S->core_count; i++) {
-        struct sched_core *c = &S->cores[i];
-        uint64_t base = c->next_reg - 2;
-        for (;;) {
-            uint64_t seq = simdev_cond_seq(run->device);
-            if (simdev_regs_read_cond(c->regs) == hello_of(base))
-                break;
-            if (rt_error(run))
-                return rt_error(run);
-            uint64_t now = simdev_clock_ns();
-            if (now >= deadline) {
-                atomic_store_explicit(&run->stall_class, RT_STALL_CORES_NOT_STARTED,
-                                      memory_order_relaxed);
-                return SIMPLER_SCHED_ERR_TIMEOUT;
+    int32_t code = 0;
+    while (waiting) {
+        uint64_t seq = simdev_cond_seq(run->device);
+        for (uint32_t i = 0; i < S->core_count; i++) {
+            struct sched_core *c = &S->cores[i];
+            if (c->waiting && rt_round_joined(&run->rounds[c->id], run->generation)) {
+                c->waiting = false;
+                c->joined = true;
+                waiting--;
             }
-            if (simdev_cond_wait(run->device, seq, deadline - now) ==
-                PTO_RUNTIME_ERR_DEVICE_LOST)
-                return SIMPLER_SCHED_ERR_TIMEOUT;
         }
+        if (!waiting)
+            break;
+        if ((code = rt_error(run)))
+            break;
+        uint64_t now = simdev_clock_ns();
+        if (now >= deadline)
+            break;
+        if (simdev_cond_wait(run->device, seq, deadline - now) == PTO_RUNTIME_ERR_DEVICE_LOST) {
+            code = SIMPLER_SCHED_ERR_TIMEOUT;
+            break;
+        }
+    }
+    missing = leave_waiting(S, missing);
+    if (code)
+        return code;
+    if (missing) {
+        atomic_store_explicit(&run->stall_class, RT_STALL_CORES_NOT_STARTED,
+                              memory_order_relaxed);
+        return SIMPLER_SCHED_ERR_TIMEOUT;
     }
     return 0;
 }
@@ -431,16 +476,17 @@ static void loop(struct sched *S)
     }
 }
 
-/* Tells every owned core's loop to return. A core still running a kernel
- * (a failed run) sees the exit after the kernel; a rung but unacknowledged
- * task is dropped. */
+/* Tells every owned core loop in this round to return. A core still
+ * running a kernel (a failed run) sees the exit after the kernel; a rung
+ * but unacknowledged task is dropped. Cores not JOINED are never rung: they
+ * left the round, or will find it left (round.c). */
 static void exit_cores(struct sched *S)
 {
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
-        S->run->dispatch[c->id * 2].exit_generation = S->run->generation;
-        /* release (in simdev): the generation above before the core's
-         * acquire of the doorbell */
+        if (!c->joined)
+            continue;
+        /* model: sched_exit */
         simdev_regs_ring_doorbell(c->regs, c->next_reg | RT_DOORBELL_EXIT);
     }
 }
@@ -454,15 +500,19 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
     uint32_t cores = topo.aic_cores + topo.aiv_cores;
     if (rt_layout_compute(&la->request.config, cores, &layout) != 0)
         return;
-    struct rt_dispatch *dispatch =
-        (struct rt_dispatch *)((uint8_t *)la->request.arena + layout.dispatch);
+    struct rt_core_round *rounds = rt_core_rounds(la->request.arena, &layout);
     uint32_t clusters = topo.aic_cores < topo.aiv_cores / 2 ? topo.aic_cores : topo.aiv_cores / 2;
     for (uint32_t id = 0; id < cores; id++) {
         if (rt_core_owner(topo.aic_cores, clusters, la->schedulers, id) != index)
             continue;
         struct simdev_core_regs *regs = simdev_core_regs_get(device, id);
         uint64_t next = (simdev_regs_read_doorbell(regs) & ~RT_DOORBELL_EXIT) + 2;
-        dispatch[id * 2].exit_generation = la->generation;
+        /* Arrive and leave at once; a core loop already waiting is JOINED
+         * by the arrival (or by the failed leave) and must be told to end. */
+        enum rt_round_arrival a = rt_round_arrive(&rounds[id], la->generation, RT_ROUND_SCHED);
+        if (a == RT_ROUND_PARTNER_LEFT ||
+            (a == RT_ROUND_WAITING && rt_round_leave(&rounds[id], la->generation, RT_ROUND_SCHED)))
+            continue;
         simdev_regs_ring_doorbell(regs, next | RT_DOORBELL_EXIT);
     }
 }

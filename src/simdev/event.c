@@ -138,7 +138,19 @@ void sd_event_set_latest(struct simdev_event *event, struct sd_event_record *rec
         sd_record_unref(old);
 }
 
+static int enqueue_record(simdev_event_t event, simdev_stream_t stream, bool handoff);
+
 int simdev_event_record(simdev_event_t event, simdev_stream_t stream)
+{
+    return enqueue_record(event, stream, false);
+}
+
+int simdev_event_record_handoff(simdev_event_t event, simdev_stream_t stream)
+{
+    return enqueue_record(event, stream, true);
+}
+
+static int enqueue_record(simdev_event_t event, simdev_stream_t stream, bool handoff)
 {
     if (!event || !stream || event->dev != stream->dev)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
@@ -156,6 +168,7 @@ int simdev_event_record(simdev_event_t event, simdev_stream_t stream)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
     op->u.record = record; /* the op's reference */
+    op->handoff = handoff;
     sd_record_ref(record);  /* the event's, taken before the op can run */
     for (;;) {
         int status;

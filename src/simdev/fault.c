@@ -45,13 +45,28 @@ int simdev_fault_inject(int device, enum simdev_op_kind kind, uint64_t nth, int 
     return 0;
 }
 
+int simdev_fault_inject_exec(int device, enum simdev_op_kind kind, uint64_t nth, int code)
+{
+    struct sd_device *dev = sd_device_peek(device);
+    bool queued_kind = kind == SIMDEV_OP_COPY || kind == SIMDEV_OP_LAUNCH ||
+                       kind == SIMDEV_OP_RECORD || kind == SIMDEV_OP_WAIT;
+    if (!dev || !queued_kind || nth == 0 || nth > INT64_MAX || code >= 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    atomic_store_explicit(&dev->exec_fault_code[kind], code, memory_order_relaxed);
+    /* release: the code above is visible to whoever takes the fault */
+    atomic_store_explicit(&dev->exec_fault_countdown[kind], (int64_t)nth, memory_order_release);
+    return 0;
+}
+
 int simdev_fault_clear(int device)
 {
     struct sd_device *dev = sd_device_peek(device);
     if (!dev)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    for (int k = 0; k < SIMDEV_OP_KIND_COUNT; k++)
+    for (int k = 0; k < SIMDEV_OP_KIND_COUNT; k++) {
         atomic_store_explicit(&dev->fault_countdown[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&dev->exec_fault_countdown[k], 0, memory_order_relaxed);
+    }
     atomic_store_explicit(&g_host_countdown, 0, memory_order_relaxed);
     return 0;
 }
@@ -126,4 +141,13 @@ int sd_fault_check(struct sd_device *dev, enum simdev_op_kind kind)
     if (!countdown_fires(&dev->fault_countdown[kind]))
         return 0;
     return atomic_load_explicit(&dev->fault_code[kind], memory_order_relaxed);
+}
+
+int sd_fault_exec_take(struct sd_device *dev, enum simdev_op_kind kind)
+{
+    /* acquire (in the swap): pairs with the release in
+     * simdev_fault_inject_exec */
+    if (!countdown_fires(&dev->exec_fault_countdown[kind]))
+        return 0;
+    return atomic_load_explicit(&dev->exec_fault_code[kind], memory_order_relaxed);
 }

@@ -127,6 +127,8 @@ struct sd_op {
         struct sd_event_record *record; /* RECORD: completes it; WAIT: waits for it (NULL: no-op) */
         struct simdev_graph_exec *graph;
     } u;
+    int exec_fault; /* test-only: nonzero = fail with this code when executed */
+    bool handoff;   /* RECORD: the stream's error goes to the event, the stream is clean after */
     size_t args_size;
     unsigned char args[];
 };
@@ -256,6 +258,8 @@ struct sd_device {
     _Atomic int64_t fault_countdown[SIMDEV_OP_KIND_COUNT];
     _Atomic int fault_code[SIMDEV_OP_KIND_COUNT];
     _Atomic uint64_t performed[SIMDEV_OP_KIND_COUNT];
+    _Atomic int64_t exec_fault_countdown[SIMDEV_OP_KIND_COUNT];
+    _Atomic int exec_fault_code[SIMDEV_OP_KIND_COUNT];
 };
 
 /* The device `id`, started (threads running) — the checked entry of every
@@ -303,6 +307,9 @@ static inline void sd_count(struct sd_device *dev, enum simdev_op_kind kind)
     atomic_fetch_add_explicit(&dev->performed[kind], 1, memory_order_relaxed);
 }
 void sd_fault_reset(struct sd_device *dev);
+/* Execution faults: 0, or the code the op of `kind` being queued now must
+ * fail with when it executes. */
+int sd_fault_exec_take(struct sd_device *dev, enum simdev_op_kind kind);
 
 /* ---------------------------------------------------------------- streams */
 

@@ -33,6 +33,7 @@ struct sd_op *sd_op_clone(const struct sd_op *op)
         return NULL;
     memcpy(copy, op, sizeof(*op) + op->args_size);
     copy->next = NULL;
+    copy->exec_fault = 0; /* a test's execution fault belongs to the one queued op */
     return copy;
 }
 
@@ -80,13 +81,23 @@ static int execute(struct simdev_stream *stream, struct sd_op *op, int carried)
 {
     if (carried == 0 && sd_device_lost(stream->dev))
         carried = PTO_RUNTIME_ERR_DEVICE_LOST;
+    /* A test's execution fault: the op fails as it runs, as if the device
+     * had failed it (a record completes with the code, a wait still waits). */
+    if (carried == 0 && op->exec_fault)
+        carried = op->exec_fault;
     switch (op->type) {
     case SD_OP_RECORD:
         sd_record_complete(op->u.record, carried);
-        return carried;
+        return op->handoff ? 0 : carried;
     case SD_OP_WAIT:
-        if (carried == 0 && op->u.record)
-            carried = sd_record_wait(op->u.record);
+        /* A wait always waits, even on a stream that carries an error: an
+         * error never reorders a stream, so whatever follows the wait still
+         * starts after the waited-for work ended. */
+        if (op->u.record) {
+            int waited = sd_record_wait(op->u.record);
+            if (carried == 0)
+                carried = waited;
+        }
         return carried;
     case SD_OP_GRAPH:
         return carried ? carried : sd_graph_exec_run(op->u.graph);
@@ -127,6 +138,23 @@ static void *executor_main(void *arg)
     return NULL;
 }
 
+static enum simdev_op_kind op_kind(enum sd_op_type type)
+{
+    switch (type) {
+    case SD_OP_RECORD:
+        return SIMDEV_OP_RECORD;
+    case SD_OP_WAIT:
+        return SIMDEV_OP_WAIT;
+    case SD_OP_COPY:
+    case SD_OP_MEMSET:
+        return SIMDEV_OP_COPY;
+    case SD_OP_GRAPH:
+        return SIMDEV_OP_GRAPH_LAUNCH;
+    default:
+        return SIMDEV_OP_LAUNCH;
+    }
+}
+
 int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
 {
     op->next = NULL;
@@ -138,6 +166,7 @@ int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
         pthread_mutex_unlock(&stream->lock);
         return 1;
     }
+    op->exec_fault = sd_fault_exec_take(stream->dev, op_kind(op->type));
     if (stream->tail)
         stream->tail->next = op;
     else

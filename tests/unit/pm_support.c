@@ -147,6 +147,12 @@ struct simpler_context *pm_open(uint32_t depth)
 
 struct simpler_context *pm_open_on(uint32_t depth, const struct simdev_config *topo)
 {
+    return pm_open_timed(depth, topo, 0);
+}
+
+struct simpler_context *pm_open_timed(uint32_t depth, const struct simdev_config *topo,
+                                      uint32_t sched_timeout_ms)
+{
     ts_device_setup_config(topo);
     pm_observers_reset();
     struct simpler_context *ctx;
@@ -154,6 +160,8 @@ struct simpler_context *pm_open_on(uint32_t depth, const struct simdev_config *t
     assert_int_equal(simpler_config_default(&cfg), 0);
     cfg.pipeline_depth = depth;
     cfg.run_capacity = pm_small_run_config();
+    if (sched_timeout_ms)
+        cfg.run_capacity.sched_timeout_ms = sched_timeout_ms;
     assert_int_equal(simpler_create_device_context(&ctx), 0);
     assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
     size_t bytes;

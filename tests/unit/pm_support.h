@@ -49,6 +49,11 @@ struct simpler_run_config pm_small_run_config(void);
 struct simpler_context *pm_open(uint32_t depth);
 /* The same on a device of topology `topo`. */
 struct simpler_context *pm_open_on(uint32_t depth, const struct simdev_config *topo);
+/* The same with the runs' scheduler timeout set to `sched_timeout_ms` (0:
+ * the default): the bound within which a round whose other half never
+ * runs ends. */
+struct simpler_context *pm_open_timed(uint32_t depth, const struct simdev_config *topo,
+                                      uint32_t sched_timeout_ms);
 /* Finalizes (asserting committed memory 0 afterwards) and destroys. */
 void pm_close(struct simpler_context *ctx);
 
