@@ -31,9 +31,10 @@
  * thread finalizes meanwhile gets INVALID_STATE); launch and finalize of
  * one run belong to one thread at a time. wait (and finalize of a run
  * still running) waits without holding the context, so other threads keep
- * preparing and launching meanwhile; register, unregister and a launch that
- * fails part-way wait for the device while holding it, and other calls on
- * the context wait for them. Every call makes the context's device the
+ * preparing and launching meanwhile; register, unregister, a launch that
+ * fails part-way and the release of a stranded run still on the device wait
+ * for the device while holding it, and other calls on the context wait for
+ * them. Every call makes the context's device the
  * calling thread's current device (simdev_set_device).
  *
  * Host tensors: the descriptors are copied at prepare, but the buffers they
