@@ -112,6 +112,30 @@ static void run_stranded(struct fx *f, struct pm_run *r)
                                                            that went past a failed free */
 }
 
+/* The fixture with both slots taken: `a`'s run stranded by run_stranded,
+ * `b`'s prepared and still held by the caller. Returns b's handle. */
+static simpler_run_t open_stranded_beside_held(struct fx *f, struct pm_run *a, struct pm_run *b)
+{
+    fx_open(f);
+    pm_run_init(a, 2.0f, 0.5f, 0, 0, 1);
+    pm_run_init(b, 3.0f, 1.5f, 0, 0, 2);
+    run_stranded(f, a);
+    simpler_run_t hb;
+    assert_int_equal(simpler_prepare_run(f->ctx, &hb, PM_CALLABLE, &b->args, NULL), 0);
+    return hb;
+}
+
+/* After a refused finalize_device or unregister: it changed nothing. */
+static void assert_both_runs_still_held(struct fx *f)
+{
+    struct simpler_context_info info = info_of(f->ctx);
+    assert_int_equal(info.unfinalized_runs, 2);
+    assert_int_equal(info.stranded_runs, 1); /* 2: the run the caller holds counted as stranded */
+    assert_int_equal(info.stranded_runs_released, 0); /* 1: the refused call released the stranded run */
+    /* Less: the refused call freed a run's staging. */
+    assert_int_equal(simpler_committed_device_memory(f->ctx), f->idle + 2 * STAGED_BYTES);
+}
+
 static int teardown(void **state)
 {
     sp_test_staging_free_hook = NULL;
@@ -229,25 +253,14 @@ static void test_finalize_device_refuses_while_a_run_not_stranded_is_unfinalized
 {
     (void)state;
     struct fx f;
-    fx_open(&f);
     struct pm_run a, b;
-    pm_run_init(&a, 2.0f, 0.5f, 0, 0, 1);
-    pm_run_init(&b, 3.0f, 1.5f, 0, 0, 2);
-    run_stranded(&f, &a);
-    simpler_run_t hb;
-    assert_int_equal(simpler_prepare_run(f.ctx, &hb, PM_CALLABLE, &b.args, NULL), 0);
-    size_t held = simpler_committed_device_memory(f.ctx);
-    assert_int_equal(held, f.idle + 2 * STAGED_BYTES);
+    simpler_run_t hb = open_stranded_beside_held(&f, &a, &b);
     struct sp_counters c0, c1;
     sp_test_counters(f.ctx, &c0);
 
     /* 0: it released (or reset under) a run the caller still holds. */
     assert_int_equal(simpler_finalize_device(f.ctx), PTO_RUNTIME_ERR_INVALID_STATE);
-    struct simpler_context_info info = info_of(f.ctx);
-    assert_int_equal(info.unfinalized_runs, 2);
-    assert_int_equal(info.stranded_runs, 1); /* 2: a prepared run counted as stranded */
-    assert_int_equal(info.stranded_runs_released, 0); /* 1: the refused call released the stranded run */
-    assert_int_equal(simpler_committed_device_memory(f.ctx), held);
+    assert_both_runs_still_held(&f);
     sp_test_counters(f.ctx, &c1);
     assert_int_equal(c1.slots_released, c0.slots_released);
     assert_int_equal(c1.staging_frees, c0.staging_frees);
@@ -256,14 +269,13 @@ static void test_finalize_device_refuses_while_a_run_not_stranded_is_unfinalized
     assert_int_equal(simpler_launch_run(f.ctx, hb), 0);
     assert_int_equal(simpler_wait_run(f.ctx, hb), 0);
     assert_int_equal(simpler_finalize_device(f.ctx), PTO_RUNTIME_ERR_INVALID_STATE);
-    assert_int_equal(info_of(f.ctx).stranded_runs_released, 0);
-    assert_int_equal(simpler_committed_device_memory(f.ctx), held);
+    assert_both_runs_still_held(&f);
 
     assert_int_equal(simpler_finalize_run(f.ctx, hb), 0);
     pm_run_check(&b);
     assert_int_equal(simpler_finalize_device(f.ctx), 0);
-    info = info_of(f.ctx);
-    assert_int_equal(info.stranded_runs_released, 1); /* 2: b, finalized by the caller, counted too */
+    /* 2: b, finalized by the caller, counted too. */
+    assert_int_equal(info_of(f.ctx).stranded_runs_released, 1);
     assert_int_equal(simpler_committed_device_memory(f.ctx), 0);
     pm_run_free(&a);
     pm_run_free(&b);
@@ -276,25 +288,17 @@ static void test_unregister_releases_the_stranded_runs_of_its_callable(void **st
 {
     (void)state;
     struct fx f;
-    fx_open(&f);
     struct pm_run a, b;
-    pm_run_init(&a, 2.0f, 0.5f, 0, 0, 1);
-    pm_run_init(&b, 3.0f, 1.5f, 0, 0, 2);
-    run_stranded(&f, &a);
-    simpler_run_t hb;
-    assert_int_equal(simpler_prepare_run(f.ctx, &hb, PM_CALLABLE, &b.args, NULL), 0);
+    simpler_run_t hb = open_stranded_beside_held(&f, &a, &b);
 
     /* 0: it unloaded the callable of a run the caller still holds. */
     assert_int_equal(simpler_unregister_callable(f.ctx, PM_CALLABLE), PTO_RUNTIME_ERR_INVALID_STATE);
-    struct simpler_context_info info = info_of(f.ctx);
-    assert_int_equal(info.unfinalized_runs, 2);
-    assert_int_equal(info.stranded_runs_released, 0); /* 1: the refused call released the stranded run */
-    assert_int_equal(simpler_committed_device_memory(f.ctx), f.idle + 2 * STAGED_BYTES);
+    assert_both_runs_still_held(&f);
 
     assert_int_equal(simpler_finalize_run(f.ctx, hb), 0); /* never launched: released as it is */
     /* INVALID_STATE: the stranded run still blocks its callable. */
     assert_int_equal(simpler_unregister_callable(f.ctx, PM_CALLABLE), 0);
-    info = info_of(f.ctx);
+    struct simpler_context_info info = info_of(f.ctx);
     assert_int_equal(info.unfinalized_runs, 0);
     assert_int_equal(info.stranded_runs, 0);
     assert_int_equal(info.stranded_runs_released, 1);
