@@ -34,8 +34,8 @@
  * preparing and launching meanwhile; register, unregister, a launch that
  * fails part-way and the release of a stranded run still on the device wait
  * for the device while holding it, and other calls on the context wait for
- * them. Every call makes the context's device the
- * calling thread's current device (simdev_set_device).
+ * them. Every call makes the context's device the calling thread's current
+ * device (simdev_set_device).
  *
  * Host tensors: the descriptors are copied at prepare, but the buffers they
  * point at are the caller's and must stay valid until the run is finalized:
@@ -231,9 +231,8 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
  * a copy back, a free) it returns that code and the run is not released:
  * finalize again, and it redoes only what is left (the run is now stranded:
  * if nobody finalizes it, simpler_finalize_device releases it without its
- * outputs). On a lost device the run
- * is released with nothing delivered (its status, from wait, is
- * DEVICE_LOST) and 0 returned. INVALID_STATE for an unknown or already
+ * outputs). On a lost device the run is released with nothing delivered
+ * (its status, from wait, is DEVICE_LOST) and 0 returned. INVALID_STATE for an unknown or already
  * finalized handle.
  */
 int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
