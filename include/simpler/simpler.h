@@ -31,10 +31,11 @@
  * thread finalizes meanwhile gets INVALID_STATE); launch and finalize of
  * one run belong to one thread at a time. wait (and finalize of a run
  * still running) waits without holding the context, so other threads keep
- * preparing and launching meanwhile; register, unregister and a launch that
- * fails part-way wait for the device while holding it, and other calls on
- * the context wait for them. Every call makes the context's device the
- * calling thread's current device (simdev_set_device).
+ * preparing and launching meanwhile; register, unregister, a launch that
+ * fails part-way and the release of a stranded run still on the device wait
+ * for the device while holding it, and other calls on the context wait for
+ * them. Every call makes the context's device the calling thread's current
+ * device (simdev_set_device).
  *
  * Host tensors: the descriptors are copied at prepare, but the buffers they
  * point at are the caller's and must stay valid until the run is finalized:
@@ -100,15 +101,36 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
 /*
  * Releases everything the context holds and resets its device; afterwards
  * committed device memory is 0 and the context may be initialised again
- * (as PROGRAM). INVALID_STATE when not initialised or while any run is
- * unfinalized. A failure leaves what is not yet released in place; a retry
- * does only what is left.
+ * (as PROGRAM). INVALID_STATE, changing nothing, when not initialised or
+ * while a run is unfinalized, unless every unfinalized run is *stranded*:
+ * a finalize of it failed on a device operation (simpler_finalize_run
+ * returned a device code, or simpler_run gave up on it) and nobody is
+ * waiting for it. Stranded runs are released first — after what is left
+ * of them on the device has finished — without delivering their outputs,
+ * and counted in simpler_context_info.stranded_runs_released. A failure
+ * leaves what is not yet released in place; a retry does only what is left.
  */
 int simpler_finalize_device(struct simpler_context *ctx);
 
 /* Bytes of device memory the context holds now (0 for NULL or an
  * uninitialised context). */
 size_t simpler_committed_device_memory(const struct simpler_context *ctx);
+
+/* The runs a context holds, and the stranded runs it gave up. */
+struct simpler_context_info {
+    uint32_t unfinalized_runs;       /* runs holding a pipeline slot now */
+    uint32_t stranded_runs;          /* of those, runs whose finalize failed on a
+                                        device operation (see simpler_finalize_device) */
+    uint64_t stranded_runs_released; /* stranded runs released by finalize_device or
+                                        unregister since the context was created;
+                                        their outputs were not delivered by them */
+};
+
+/* Writes the context's info to *info (borrowed). INVALID_ARGUMENT for NULL;
+ * INVALID_STATE for a context of the kernel-mode identity. Works on an
+ * uninitialised context (no runs; the released count stays readable after
+ * simpler_finalize_device). Touches no device. */
+int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_context_info *info);
 
 /* -------------------------------------------------------------- callables */
 
@@ -124,7 +146,9 @@ int simpler_register_callable(struct simpler_context *ctx, int32_t callable_id, 
                               size_t bytes);
 
 /* Unloads and frees a callable. CALLABLE_NOT_RESIDENT when the id is not
- * registered; INVALID_STATE while an unfinalized run uses it. */
+ * registered; INVALID_STATE, changing nothing, while an unfinalized run uses
+ * it, unless every such run is stranded (see simpler_finalize_device): those
+ * are released first, as finalize_device releases them, and counted. */
 int simpler_unregister_callable(struct simpler_context *ctx, int32_t callable_id);
 
 /* ------------------------------------------------------------------- runs */
@@ -205,9 +229,10 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
  * the run is released (whatever the run's own status was: that is what
  * wait reports). When a device operation of the finalize fails (the wait,
  * a copy back, a free) it returns that code and the run is not released:
- * finalize again, and it redoes only what is left. On a lost device the run
- * is released with nothing delivered (its status, from wait, is
- * DEVICE_LOST) and 0 returned. INVALID_STATE for an unknown or already
+ * finalize again, and it redoes only what is left (the run is now stranded:
+ * if nobody finalizes it, simpler_finalize_device releases it without its
+ * outputs). On a lost device the run is released with nothing delivered
+ * (its status, from wait, is DEVICE_LOST) and 0 returned. INVALID_STATE for an unknown or already
  * finalized handle.
  */
 int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
@@ -218,7 +243,9 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
  * never leaves this call). When `info` is not NULL it receives the run's
  * counters (as simpler_get_run_info), or zeros when the run was launched but
  * its end could not be observed; it is untouched when prepare or launch
- * failed. */
+ * failed. If every finalize attempt fails, the run stays stranded in its
+ * slot (simpler_context_info.stranded_runs): simpler_finalize_device, or
+ * unregistering the callable, releases it. */
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
                 const struct simpler_run_config *config, struct simpler_run_info *info);
 

@@ -104,6 +104,27 @@ size_t simpler_committed_device_memory(const struct simpler_context *ctx)
     return bytes;
 }
 
+int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_context_info *info)
+{
+    if (!ctx || !info)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL)
+        return PTO_RUNTIME_ERR_INVALID_STATE;
+    struct simpler_context *c = (struct simpler_context *)ctx;
+    struct simpler_context_info out = {0};
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t i = 0; c->initialized && i < c->slot_count; i++) {
+        if (c->slots[i].state == SP_SLOT_FREE)
+            continue;
+        out.unfinalized_runs++;
+        out.stranded_runs += c->slots[i].stranded;
+    }
+    out.stranded_runs_released = c->stranded_released;
+    pthread_mutex_unlock(&c->lock);
+    *info = out;
+    return 0;
+}
+
 int sp_dev_alloc(struct simpler_context *ctx, void **out, size_t bytes)
 {
     int rc = simdev_malloc(out, bytes);
@@ -293,12 +314,12 @@ int simpler_finalize_device(struct simpler_context *ctx)
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
     if (!rc && !ctx->initialized)
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
-    for (uint32_t i = 0; !rc && i < ctx->slot_count; i++)
-        if (ctx->slots[i].state != SP_SLOT_FREE)
-            rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    if (!rc)
+        rc = sp_stranded_only(ctx, NULL); /* an unfinalized run nobody gave up on */
     if (!rc && ctx->sleepers)
         rc = PTO_RUNTIME_ERR_INVALID_STATE; /* a waiter of a finalized run has not woken yet */
-    if (!rc && !(rc = simdev_set_device(ctx->device)) && !(rc = release_all(ctx))) {
+    if (!rc && !(rc = simdev_set_device(ctx->device)) && !(rc = sp_release_stranded(ctx, NULL)) &&
+        !(rc = release_all(ctx))) {
         /* The context owns its device: leave it as it found it. */
         if (!(rc = simdev_device_reset(ctx->device))) {
             device_release(ctx, ctx->device);
@@ -453,9 +474,9 @@ static int unregister_locked(struct simpler_context *ctx, int32_t callable_id)
         return rc;
     if (!c)
         return PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
-    if (c->runs)
-        return PTO_RUNTIME_ERR_INVALID_STATE;
-    if ((rc = callable_release(ctx, c)))
+    if (c->runs && (rc = sp_stranded_only(ctx, c)))
+        return rc; /* an unfinalized run nobody gave up on uses it */
+    if ((rc = sp_release_stranded(ctx, c)) || (rc = callable_release(ctx, c)))
         return rc;
     ctx->callable_bytes -= c->image_bytes;
     ctx->callable_count--;

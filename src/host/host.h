@@ -8,9 +8,10 @@
  * Locking: ctx->lock guards every field below that is not marked
  * otherwise. It is held across synchronous copies (which wait for nothing)
  * and across the device waits of register/unregister (the control stream),
- * of a launch that failed part-way (rt_run_enqueue drains the launcher) and
- * of finalize's drain after such a launch; it is never held while waiting
- * for a run (await drops it).
+ * of a launch that failed part-way (rt_run_enqueue drains the launcher), of
+ * finalize's drain after such a launch, and of the release of a stranded run
+ * (sp_release_stranded); it is never held while waiting for a run's status
+ * (await drops it).
  */
 #ifndef SIMPLER_HOST_HOST_H
 #define SIMPLER_HOST_HOST_H
@@ -72,6 +73,9 @@ struct sp_slot {
     bool copied_back;     /* finalize delivered the outputs (a retry skips it) */
     bool restage;         /* a launch failed: inputs are copied in again before the next */
     bool completed;       /* status below is final */
+    bool stranded;        /* a finalize of the run failed on a device operation:
+                             finalize_device or unregistering its callable may
+                             release it (sp_release_stranded) */
     int status;
     struct rt_run_result result; /* read back when the run completed */
 };
@@ -106,6 +110,7 @@ struct simpler_context {
     uint32_t callable_count;
     uint64_t callable_bytes;
     simpler_run_t next_run;
+    uint64_t stranded_released; /* stranded runs released, since creation */
     struct sp_counters counters;
     struct sp_callable *callables[SIMPLER_MAX_CALLABLE_IDS];
 };
@@ -125,6 +130,19 @@ int sp_drain(simdev_stream_t stream);
  * a prepare whose undo failed); stops at the first failure, keeping the rest
  * recorded. Caller holds ctx->lock. */
 int sp_free_staging(struct simpler_context *ctx, struct sp_slot *slot);
+
+/* 0 when every unfinalized run of `callable` (NULL: of any callable) is
+ * stranded and no thread is waiting for it; INVALID_STATE otherwise.
+ * Changes nothing. Caller holds ctx->lock. */
+int sp_stranded_only(struct simpler_context *ctx, const struct sp_callable *callable);
+
+/* Releases every stranded run of `callable` (NULL: of any callable), after
+ * sp_stranded_only said 0: waits, holding the lock, for what is left of each
+ * on the device, frees its staging and its slot, drops its hold on the
+ * callable and counts it in ctx->stranded_released. Delivers no outputs.
+ * Stops at the first failure (a device code), keeping the runs not yet
+ * released. Caller holds ctx->lock; the context's device is current. */
+int sp_release_stranded(struct simpler_context *ctx, const struct sp_callable *callable);
 
 /* 0, INVALID_STATE (not a program context or not initialised) or
  * DEVICE_LOST; makes the context's device current. Caller holds ctx->lock. */

@@ -246,7 +246,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     s->callable = c;
     s->run = ctx->next_run++;
     s->state = SP_SLOT_PREPARED;
-    s->waiting = s->completed = s->copied_back = s->restage = false;
+    s->waiting = s->completed = s->copied_back = s->restage = s->stranded = false;
     s->status = 0;
     memset(&s->result, 0, sizeof s->result);
     c->runs++;
@@ -480,6 +480,25 @@ static int copy_back(const struct sp_slot *s)
     return 0;
 }
 
+/* Frees the run's staging, then its slot and its hold on the callable; the
+ * handle is invalid afterwards. A failed free returns its code with the slot
+ * still held (the staging already freed stays freed). Caller holds ctx->lock
+ * and knows the run is over on the device. */
+static int release_slot(struct simpler_context *ctx, struct sp_slot *s)
+{
+    int rc = sp_free_staging(ctx, s);
+    if (rc)
+        return rc;
+    s->callable->runs--;
+    s->callable = NULL;
+    s->state = SP_SLOT_FREE;
+    s->run = 0;
+    s->staging_count = 0;
+    s->stranded = false;
+    ctx->counters.slots_released++;
+    return 0;
+}
+
 int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
 {
     if (!ctx || !run)
@@ -500,30 +519,28 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
         int drained = simdev_stream_sync(s->stream);
         if (drained && simdev_stream_query(s->stream) == PTO_RUNTIME_ERR_NOT_READY) {
             rc = drained; /* the sync itself failed: nothing was drained */
-            goto out;
+            goto failed;
         }
     }
     if (s->state == SP_SLOT_LAUNCHED) {
         if ((rc = await(ctx, run, &s)))
-            goto out; /* not known to be over: nothing may be released */
+            goto failed; /* not known to be over: nothing may be released */
         if (s->status == 0 && !s->copied_back) {
             rc = copy_back(s);
             if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
-                goto out; /* outputs not delivered yet: a retry copies again */
+                goto failed; /* outputs not delivered yet: a retry copies again */
             s->copied_back = true;
         }
     }
-    int freed = sp_free_staging(ctx, s);
-    if (freed) {
-        rc = freed;
+    if (!(rc = release_slot(ctx, s)))
         goto out;
-    }
-    s->callable->runs--;
-    s->callable = NULL;
-    s->state = SP_SLOT_FREE;
-    s->run = 0;
-    s->staging_count = 0;
-    ctx->counters.slots_released++;
+failed:
+    /* A device operation failed: the run keeps its slot, and a retry does
+     * what is left. If nobody retries (simpler_run gave up), finalize_device
+     * or unregistering the callable may release it. NULL: await found the
+     * run finalized by another thread (INVALID_STATE). */
+    if (s)
+        s->stranded = true;
 out:
     pthread_mutex_unlock(&ctx->lock);
     return rc;
@@ -566,6 +583,43 @@ int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct s
         *info = known;
     rc = finalize_own_run(ctx, run);
     return status ? status : rc;
+}
+
+/* True when the slot holds a run of `callable` (NULL: of any callable). */
+static bool holds_run_of(const struct sp_slot *s, const struct sp_callable *callable)
+{
+    return s->state != SP_SLOT_FREE && (!callable || s->callable == callable);
+}
+
+int sp_stranded_only(struct simpler_context *ctx, const struct sp_callable *callable)
+{
+    for (uint32_t i = 0; i < ctx->slot_count; i++) {
+        const struct sp_slot *s = &ctx->slots[i];
+        if (holds_run_of(s, callable) && (!s->stranded || s->waiting))
+            return PTO_RUNTIME_ERR_INVALID_STATE;
+    }
+    return 0;
+}
+
+int sp_release_stranded(struct simpler_context *ctx, const struct sp_callable *callable)
+{
+    for (uint32_t i = 0; i < ctx->slot_count; i++) {
+        struct sp_slot *s = &ctx->slots[i];
+        if (!holds_run_of(s, callable) || !s->stranded)
+            continue;
+        /* The finalize that failed may not have seen the run end (its wait
+         * or a failed launch's drain failed): what is left of it on the
+         * device must be over, and its stream clean for the slot's next
+         * run, before its staging goes. No other thread waits for it
+         * (sp_stranded_only), so the wait holds the lock. */
+        bool unfinished = s->restage || (s->state == SP_SLOT_LAUNCHED && !s->completed);
+        int rc;
+        if ((unfinished && (rc = synced(ctx, s, simdev_stream_sync(s->stream)))) ||
+            (rc = release_slot(ctx, s)))
+            return rc;
+        ctx->stranded_released++;
+    }
+    return 0;
 }
 
 int sp_test_run_snapshot(struct simpler_context *ctx, simpler_run_t run,

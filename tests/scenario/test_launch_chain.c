@@ -1,14 +1,19 @@
 /*
- * test_launch_chain.c — the kernel-mode launch chain, end to end on simdev.
+ * test_launch_chain.c — the shape of the planned kernel-mode launch chain,
+ * rehearsed on simdev alone.
  *
- * Owns: a scenario that drives the device exactly as the kernel-mode launch
- * path will (DESIGN.md section 7): caller stream -> AICPU stream -> AICore
- * stream -> AICPU stream -> caller stream, joined by events, with an AICPU
- * function that dispatches work to every core through the register windows
- * while the AICore launch runs the core loop. It is run eagerly, then
- * captured from the caller stream and replayed with fresh inputs, and a core
- * failure must reach the caller's synchronisation in both forms.
- * Uses the public simdev API only.
+ * Owns: a device-level scenario in the shape DESIGN.md section 7 plans for
+ * kernel mode (not built yet: the "Kernel mode" issue): caller stream ->
+ * AICPU stream -> AICore stream -> AICPU stream -> caller stream, joined by
+ * events, with an AICPU function that dispatches work to every core through
+ * the register windows while the AICore launch runs a core loop. Both device
+ * functions are this test's own small stand-ins, not the runtime's
+ * orchestrator, schedulers or core loop, and no simpler.h call is made. It
+ * is run eagerly, then captured from the caller stream and replayed with
+ * fresh inputs, and a core failure must reach the caller's synchronisation
+ * in both forms: what it proves is that simdev's streams, events, capture
+ * and graphs carry such a chain. Capturing and replaying real kernel-mode
+ * launches is planned with kernel mode. Uses the public simdev API only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,7 +135,7 @@ static void chain_close(struct chain *c)
     assert_int_equal(simdev_stream_destroy(c->aicore), 0);
 }
 
-/* Enqueues the chain, exactly the kernel-mode order. */
+/* Enqueues the chain, in the order DESIGN.md section 7 plans for kernel mode. */
 static void chain_enqueue(struct chain *c)
 {
     struct chain_args args = {.x = c->x, .y = c->y, .params = c->params};
