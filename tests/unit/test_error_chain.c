@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "simpler/simdev_fault.h"
 #include "test_support.h"
 
 #define BUF 64
@@ -306,6 +307,97 @@ static void device_sync_returns_the_carried_error_and_clears_it(void **state)
     assert_int_equal(simdev_stream_destroy(b), 0);
 }
 
+
+static void a_wait_on_a_stream_carrying_an_error_still_waits_and_a_handoff_record_ends_it(
+    void **state)
+{
+    (void)state;
+    simdev_stream_t a, b;
+    simdev_event_t e, f;
+    static struct ts_gate held, b_ran;
+    static atomic_int calls = 0;
+    ts_gate_init(&held);
+    ts_gate_init(&b_ran);
+    assert_int_equal(simdev_stream_create(&a), 0);
+    assert_int_equal(simdev_stream_create(&b), 0);
+    assert_int_equal(simdev_event_create(&e), 0);
+    assert_int_equal(simdev_event_create(&f), 0);
+
+    ts_launch_gate(a, &held);
+    assert_int_equal(simdev_event_record(e, a), 0);
+    launch_fail(b, -7, &calls);                                /* b carries -7 */
+    assert_int_equal(simdev_stream_wait_event(b, e), 0);       /* still waits for a */
+    assert_int_equal(simdev_event_record_handoff(f, b), 0);    /* f takes -7; b clean */
+    ts_launch_gate(b, &b_ran);                                 /* runs: b is clean */
+
+    /* a is held: b's work behind its wait must not run, however long we look */
+    int ran_early = ts_gate_wait_arrivals_for(&b_ran, 1, TS_GRACE_MS);
+    int f_early = simdev_event_query(f);
+    ts_gate_open(&held);
+    int ran_after = ts_gate_wait_arrivals_for(&b_ran, 1, TS_DEADLOCK_GUARD_MS);
+    ts_gate_open(&b_ran);
+
+    assert_int_equal(ran_early, 0); /* 1: the wait on an erroring stream did not wait */
+    assert_int_equal(f_early, PTO_RUNTIME_ERR_NOT_READY); /* else: f completed before e */
+    assert_int_equal(ran_after, 1); /* 0: the op after the hand-off was skipped */
+    assert_int_equal(simdev_event_sync(f), -7); /* the hand-off gave f the stream's error */
+    assert_int_equal(simdev_stream_sync(b), 0); /* -7: the stream kept it after the hand-off */
+    assert_int_equal(simdev_stream_sync(a), 0);
+    assert_int_equal(atomic_load(&calls), 1);
+
+    assert_int_equal(simdev_event_destroy(e), 0);
+    assert_int_equal(simdev_event_destroy(f), 0);
+    assert_int_equal(simdev_stream_destroy(a), 0);
+    assert_int_equal(simdev_stream_destroy(b), 0);
+    ts_gate_destroy(&held);
+    ts_gate_destroy(&b_ran);
+}
+
+static void an_execution_fault_fails_the_nth_queued_op_as_it_runs(void **state)
+{
+    (void)state;
+    simdev_stream_t a;
+    simdev_event_t e;
+    static atomic_int ran = 0;
+    assert_int_equal(simdev_stream_create(&a), 0);
+    assert_int_equal(simdev_event_create(&e), 0);
+    /* Only kinds that queue work can fail as they execute. */
+    assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_MALLOC, 1, -5),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_LAUNCH, 0, -5),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_LAUNCH, 1, 5),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+
+    /* The second launch from now fails as it runs: the enqueue succeeds. */
+    assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_LAUNCH, 2, -5), 0);
+    ts_launch_count(a, &ran);
+    ts_launch_count(a, &ran);
+    ts_launch_count(a, &ran);
+    assert_int_equal(simdev_event_record(e, a), 0);
+    assert_int_equal(simdev_event_sync(e), -5); /* 0: the armed op ran or its error was lost */
+    assert_int_equal(simdev_stream_sync(a), -5);
+    assert_int_equal(atomic_load(&ran), 1); /* 2: the faulted op ran; 3: also the skipped one */
+
+    /* Disarmed after firing: the next launches run. */
+    ts_launch_count(a, &ran);
+    assert_int_equal(simdev_stream_sync(a), 0);
+    assert_int_equal(atomic_load(&ran), 2);
+
+    /* A faulted record completes carrying the code; simdev_fault_clear disarms. */
+    assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_RECORD, 1, -6), 0);
+    assert_int_equal(simdev_event_record(e, a), 0);
+    assert_int_equal(simdev_event_sync(e), -6);
+    assert_int_equal(simdev_stream_sync(a), -6);
+    assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_RECORD, 1, -6), 0);
+    assert_int_equal(simdev_fault_clear(0), 0);
+    assert_int_equal(simdev_event_record(e, a), 0);
+    assert_int_equal(simdev_event_sync(e), 0); /* -6: clear left the execution fault armed */
+
+    assert_int_equal(simdev_event_destroy(e), 0);
+    assert_int_equal(simdev_stream_destroy(a), 0);
+}
+
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
 
 int main(void)
@@ -318,6 +410,8 @@ int main(void)
         TEST(an_aicore_function_failing_on_one_core_fails_the_launch_with_its_code),
         TEST(an_aicpu_launch_fails_with_the_status_of_its_failing_thread),
         TEST(device_sync_returns_the_carried_error_and_clears_it),
+        TEST(a_wait_on_a_stream_carrying_an_error_still_waits_and_a_handoff_record_ends_it),
+        TEST(an_execution_fault_fails_the_nth_queued_op_as_it_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
