@@ -211,7 +211,7 @@ typedef int (*simdev_aicore_fn)(const struct simdev_core_ctx *ctx, const void *a
                                 size_t args_size);
 typedef int (*simdev_host_fn)(void *user_data);
 
-#define SIMDEV_MAX_LAUNCH_ARGS 4096
+#define SIMDEV_MAX_LAUNCH_ARGS 16384 /* a kernel-mode packet with 64 tensor descriptors fits */
 
 /*
  * Enqueues `fn` to run on `thread_count` AICPU threads at once (1..the
