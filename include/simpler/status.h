@@ -59,6 +59,12 @@ extern "C" {
 #define SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW 10 /* one scope holds more tasks than its ring's window */
 #define SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW 11  /* TensorMap full and no entry ever became free */
 #define SIMPLER_ORCH_ERR_BAD_CONFIG 12          /* run config or topology unusable */
+#define SIMPLER_ORCH_ERR_BAD_PACKET 13          /* kernel mode: the device refused the invocation packet
+                                                   (sizes, counts vs the signature, a view outside its
+                                                   buffer, a host tensor) */
+#define SIMPLER_ORCH_ERR_STALE_BINDING 14       /* kernel mode: the packet names a closed context or a
+                                                   callable slot it does not hold; nothing it points at
+                                                   was followed */
 #define SIMPLER_SCHED_ERR_TIMEOUT 100           /* scheduler made no progress for its watchdog period */
 #define SIMPLER_KERNEL_ERR_MIN 200              /* kernel-reported failures: 200..999 */
 #define SIMPLER_KERNEL_ERR_MAX 999

@@ -387,6 +387,14 @@ void rt_schedule(struct rt_run *run, uint32_t index);
  * topology alone. */
 void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index);
 
+/* One round on the AICPU threads of a launch: the last thread
+ * orchestrates, the others schedule, the last one out writes the result
+ * block. `rejected` (positive, or 0) fails the round right after the run is
+ * initialised (a packet the device refused): the schedulers still meet and
+ * end their cores. */
+void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
+                    int32_t rejected);
+
 /* The AICore side (simdev_aicore_fn). */
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
 /* The AICPU side (simdev_aicpu_fn). Always returns 0: the run's status

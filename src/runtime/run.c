@@ -267,36 +267,35 @@ static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int de
     }
 }
 
-int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
+                    int32_t rejected)
 {
-    struct rt_launch_args la;
-    if (args_size != sizeof la)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&la, args, sizeof la);
-    struct rt_run *run = la.request.arena;
+    struct rt_run *run = la->request.arena;
     uint32_t orchestrator = ctx->thread_count - 1;
 
     if (ctx->thread_index == orchestrator) {
         run_reset_shared(run);
-        int32_t code = run_init(run, &la, ctx->device);
+        int32_t code = run_init(run, la, ctx->device);
+        if (!code)
+            code = rejected;
         if (code)
             rt_fail(run, code);
         /* release: every initialised field above before the schedulers'
          * acquire in wait_init */
-        atomic_store_explicit(&run->init_generation, la.generation, memory_order_release);
+        atomic_store_explicit(&run->init_generation, la->generation, memory_order_release);
         rt_signal(run);
         if (!code)
-            rt_orchestrate(run, la.request.entry, la.request.args);
+            rt_orchestrate(run, la->request.entry, la->request.args);
         else
             atomic_store_explicit(&run->orch_done, 1, memory_order_release);
     } else {
-        int rc = wait_init(run, &la, ctx->device);
+        int rc = wait_init(run, la, ctx->device);
         if (rc) {
             /* The orchestrator never initialised the run: no result block
              * is written (rt_status_main reports that), but this thread's
              * cores must still be told to end. */
-            rt_exit_cores_uninitialised(&la, ctx->device, ctx->thread_index);
-            return 0;
+            rt_exit_cores_uninitialised(la, ctx->device, ctx->thread_index);
+            return;
         }
         rt_schedule(run, ctx->thread_index);
     }
@@ -304,7 +303,16 @@ int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t a
     /* acq_rel: the last thread out sees every other thread's final writes */
     if (atomic_fetch_add_explicit(&run->threads_finished, 1, memory_order_acq_rel) + 1 ==
         ctx->thread_count)
-        write_result(run, la.request.result, la.generation);
+        write_result(run, la->request.result, la->generation);
+}
+
+int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct rt_launch_args la;
+    if (args_size != sizeof la)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&la, args, sizeof la);
+    rt_aicpu_round(ctx, &la, 0);
     return 0;
 }
 

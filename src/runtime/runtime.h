@@ -122,11 +122,11 @@ uint64_t rt_launcher_generation(const struct rt_launcher *launcher);
  * Enqueues one run on `stream` and returns without waiting: the run starts
  * after the work already on `stream` and later work on `stream` waits for
  * it. A run that fails makes `stream` carry its status (the negated code)
- * like any failed device op, and writes it to request->result; the
- * launcher's own streams never carry it, so the next run starts clean (an
- * op failing as it executes on a launcher stream does leave its error there;
- * the runs queued behind it are skipped and their streams carry it, and the
- * next enqueue that finds the launcher idle clears it). Checks
+ * like any failed device op, and writes it to request->result; an op of
+ * the chain failing as it executes on a launcher stream reaches `stream`
+ * through the chain's events and ends there (hand-off records), so the
+ * next run starts on clean launcher streams (docs/runtime.md, "Why every
+ * round ends"). Checks
  * arguments first (INVALID_ARGUMENT: NULLs, bad config, arena too small,
  * kernel_count too large) and the device (UNSUPPORTED: fewer than 2 AICPU
  * threads or no cores); a rejected call enqueues nothing.

@@ -85,7 +85,7 @@ static void strerror_names_the_orchestrator_band_for_unnamed_codes_in_minus_1_to
     assert_non_null(band);
     assert_string_not_equal(band, UNKNOWN); /* unknown: device run codes lose their band */
     /* every unnamed code of the band names the same band, including the end */
-    assert_string_equal(simpler_strerror(-13), band);
+    assert_string_equal(simpler_strerror(-15), band);
     assert_string_equal(simpler_strerror(-99), band);
 }
 
@@ -97,6 +97,8 @@ static void strerror_names_each_run_code_by_its_constant(void **state)
     assert_string_equal(simpler_strerror(-5), "SIMPLER_ORCH_ERR_INVALID_ARGS");
     assert_string_equal(simpler_strerror(-3), "SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK");
     assert_string_equal(simpler_strerror(-12), "SIMPLER_ORCH_ERR_BAD_CONFIG");
+    assert_string_equal(simpler_strerror(-13), "SIMPLER_ORCH_ERR_BAD_PACKET");
+    assert_string_equal(simpler_strerror(-14), "SIMPLER_ORCH_ERR_STALE_BINDING");
     assert_string_equal(simpler_strerror(-100), "SIMPLER_SCHED_ERR_TIMEOUT");
 }
 
