@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/checked.h"
 #include "simpler/tensor.h"
 
 enum sp_view_status {
@@ -76,15 +77,5 @@ bool sp_view_numel(const struct simpler_tensor *t, uint64_t *numel);
  */
 bool sp_dense_bytes(const uint64_t *shape, uint32_t ndims, uint32_t dtype, uint64_t align,
                     uint64_t *bytes);
-
-/* a + b in *sum; false (and *sum untouched) when it does not fit. */
-static inline bool sp_add_u64(uint64_t a, uint64_t b, uint64_t *sum)
-{
-    uint64_t s;
-    if (__builtin_add_overflow(a, b, &s))
-        return false;
-    *sum = s;
-    return true;
-}
 
 #endif /* SIMPLER_COMMON_VIEW_H */
