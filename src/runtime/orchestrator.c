@@ -278,6 +278,28 @@ static bool kernel_valid(struct rt_run *run, int32_t id)
     return id >= 0 && (uint32_t)id < run->kernel_count && run->kernels[id] != NULL;
 }
 
+static struct rt_slot *slot_of(struct rt_run *run, uint64_t id)
+{
+    struct rt_ring *r = &run->rings[rt_id_ring(id)];
+    return &r->slots[rt_id_local(id) & r->mask];
+}
+
+/* True when a tensor's producer id is none, or a live task of this run
+ * already submitted whose scope is still open; anything else may name a
+ * buffer already reused (the tensor escaped its scope), a foreign ring, or
+ * (the next id) the very task being submitted, which would wait for
+ * itself. Checked before a submit allocates anything. */
+static bool producer_valid(struct rt_run *run, uint64_t id)
+{
+    if (id == SIMPLER_TASK_ID_NONE)
+        return true;
+    uint32_t ring = rt_id_ring(id);
+    if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local ||
+        rt_task_retired(run, id))
+        return false;
+    return scope_open(run, slot_of(run, id));
+}
+
 struct task_shape {
     uint32_t shape;
     uint32_t lanes;
@@ -333,7 +355,8 @@ static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kerne
                 !sp_add_u64(ts->heap_need, ts->output_bytes[i], &ts->heap_need))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
         } else if (arg->kind >= SIMPLER_ARG_INPUT && arg->kind <= SIMPLER_ARG_NO_DEP) {
-            if (!arg->tensor || !tensor_valid(arg->tensor))
+            if (!arg->tensor || !tensor_valid(arg->tensor) ||
+                !producer_valid(run, arg->tensor->producer_task_id))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
         } else {
             return SIMPLER_ORCH_ERR_INVALID_ARGS;
@@ -370,12 +393,6 @@ static int32_t add_producer(struct rt_run *run, struct rt_slot *p, uint32_t sour
     return 0;
 }
 
-static struct rt_slot *slot_of(struct rt_run *run, uint64_t id)
-{
-    struct rt_ring *r = &run->rings[rt_id_ring(id)];
-    return &r->slots[rt_id_local(id) & r->mask];
-}
-
 static bool tm_retired(void *ctx, uint64_t producer_id)
 {
     return rt_task_retired(ctx, producer_id);
@@ -388,22 +405,16 @@ static int tm_hit(void *ctx, uint64_t producer_id, void *producer, enum rt_acces
     return add_producer(ctx, producer, RT_EDGE_TENSORMAP);
 }
 
-/* Creator edge for a tensor carrying a producer id: the producer must be a
- * live task whose scope is still open, else the buffer may already have
- * been reused (the tensor escaped its scope). */
+/* Creator edge for a tensor carrying a producer id (producer_valid: a
+ * submit checked it before allocating; an element access checks it here). */
 static int32_t creator_edge(struct rt_run *run, const struct simpler_tensor *t)
 {
     uint64_t id = t->producer_task_id;
     if (id == SIMPLER_TASK_ID_NONE)
         return 0;
-    uint32_t ring = rt_id_ring(id);
-    if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local ||
-        rt_task_retired(run, id))
+    if (!producer_valid(run, id))
         return SIMPLER_ORCH_ERR_INVALID_ARGS;
-    struct rt_slot *p = slot_of(run, id);
-    if (!scope_open(run, p))
-        return SIMPLER_ORCH_ERR_INVALID_ARGS;
-    return add_producer(run, p, RT_EDGE_CREATOR);
+    return add_producer(run, slot_of(run, id), RT_EDGE_CREATOR);
 }
 
 static bool tracked(const struct rt_run *run, const struct simpler_tensor *t)

@@ -343,6 +343,48 @@ static void task_views_at_the_edges_of_their_buffer_are_accepted(void **state)
     rth_close(&h);
 }
 
+/* A producer id is checked before the submit allocates anything: the id
+ * the submit itself would get named the task's own slot once it had been
+ * allocated (found by fuzz_submit). */
+static void name_own_id_as_producer(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    struct simpler_tensor v = args->tensors[0];
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_input(&ta, &v);
+    if (g_case == 1) { /* one task first: the next id is 1 */
+        g_rc[1] = simpler_submit_dummy(rt, &ta, &r);
+        v.producer_task_id = r.task_id + 1;
+    } else {
+        v.producer_task_id = 0; /* the first task's id, before any task */
+    }
+    g_rc[0] = simpler_submit_aiv(rt, K_TOUCH, &ta, NULL);
+}
+
+static void a_view_naming_the_submitted_task_itself_as_producer_is_refused(void **state)
+{
+    (void)state;
+    struct rt_harness h;
+    struct guarded g;
+    rth_open(&h, NULL, 0);
+    guarded_open(&g);
+    for (g_case = 0; g_case < 2; g_case++) {
+        atomic_store(&g_touched, 0);
+        g_rc[1] = 0;
+        int status = rth_run(&h, name_own_id_as_producer, g_kernels, K_KERNELS, &g.args);
+        /* 0: the task waited for itself (a scheduler timeout, or a hang) */
+        assert_int_equal(g_rc[0], ORCH_ERR(INVALID_ARGS));
+        assert_int_equal(status, ORCH_ERR(INVALID_ARGS));
+        assert_int_equal(g_rc[1], 0);
+        assert_int_equal(h.result.tasks_submitted, (uint64_t)g_case); /* +1: it took a slot */
+        assert_int_equal(atomic_load(&g_touched), 0);
+        expect_next_run_works(&h, &g);
+    }
+    guarded_close(&g);
+    rth_close(&h);
+}
+
 /* ----------------------------------------------------- element access */
 
 enum { ELEMENT_CASES = 5 };
@@ -532,6 +574,7 @@ int main(void)
         T(output_whose_byte_count_overflows_or_exceeds_the_heap_is_refused),
         T(task_view_outside_its_buffer_is_refused_at_submit),
         T(task_views_at_the_edges_of_their_buffer_are_accepted),
+        T(a_view_naming_the_submitted_task_itself_as_producer_is_refused),
         T(element_access_outside_the_buffer_is_refused),
         T(element_access_through_a_reversed_view_inside_the_buffer_works),
         cmocka_unit_test_teardown(prepare_refuses_descriptors_the_constructors_never_make,
