@@ -31,26 +31,16 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_input.h"
+#include "fuzz_oracle.h"
 #include "simpler/orchestration.h"
 #include "simpler/simpler.h"
 #include "test_support.h"
 
-typedef __int128 i128;
-typedef unsigned __int128 u128;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "fuzz_prepare: %s:%d: violated: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                            \
-            abort();                                                                   \
-        }                                                                              \
-    } while (0)
+#define CHECK FUZZ_CHECK
+typedef fuzz_u128 u128;
 
 #define CALLABLE 3
 #define TENSORS 3
@@ -78,20 +68,7 @@ void fuzz_prepare_orchestration(struct simpler_orch *rt, const struct simpler_or
  * writes it back unchanged. */
 void fuzz_prepare_touch(int64_t *args)
 {
-    const struct simpler_tensor *t = simpler_kernel_tensor(args, 0);
-    bool write = simpler_kernel_scalar_u64(args, 1) != 0;
-    size_t es = simpler_dtype_size(t->dtype);
-    for (uint32_t c = 0; c < (1u << t->ndims); c++) {
-        uint64_t index[SIMPLER_TENSOR_MAX_DIMS];
-        for (uint32_t d = 0; d < t->ndims; d++)
-            index[d] = (c >> d) & 1 ? t->shape[d] - 1 : 0;
-        volatile uint8_t *p = (uint8_t *)(uintptr_t)t->addr + simpler_tensor_offset_of(t, index) * es;
-        for (size_t b = 0; b < es; b++) {
-            uint8_t v = p[b];
-            if (write)
-                p[b] = v;
-        }
-    }
+    fuzz_touch_corners(simpler_kernel_tensor(args, 0), simpler_kernel_scalar_u64(args, 1) != 0);
 }
 
 /* One task per run tensor, each the tensor as the run received it. */
@@ -110,36 +87,14 @@ void fuzz_prepare_orchestration(struct simpler_orch *rt, const struct simpler_or
 
 /* ------------------------------------------------------------- oracle */
 
-/* The oracle's rule for one run argument, in 128-bit arithmetic. */
+/* The oracle's rule for one run argument: the descriptor fields prepare
+ * requires, the view rule (fuzz_view_inside), at most 2^48 elements. */
 static bool oracle_arg_ok(const struct simpler_tensor *t, u128 *numel)
 {
-    if (t->addr == 0 || t->address_space > SIMPLER_MEM_DEVICE ||
-        (u128)t->addr + t->buffer_bytes > UINT64_MAX ||
-        t->producer_task_id != SIMPLER_TASK_ID_NONE || t->reserved != 0 ||
-        (t->flags & ~SIMPLER_TENSOR_MANUAL_DEP) != 0)
-        return false;
-    if (t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS || t->dtype >= SIMPLER_DTYPE_COUNT)
-        return false;
-    u128 n = 1;
-    i128 lo = (i128)t->start_offset, hi = lo;
-    for (uint32_t d = 0; d < t->ndims; d++) {
-        if (t->shape[d] == 0 || t->shape[d] - 1 > (uint64_t)INT64_MAX)
-            return false;
-        n *= t->shape[d];
-        if (n > MAX_ARG_ELEMENTS)
-            return false;
-        i128 reach = (i128)(t->shape[d] - 1) * t->stride[d];
-        if (reach < 0)
-            lo += reach;
-        else
-            hi += reach;
-    }
-    i128 es = (i128)simpler_dtype_size(t->dtype);
-    i128 first = lo * es, last = hi * es + es - 1;
-    if (first < 0 || last >= (i128)t->buffer_bytes || last > INT64_MAX)
-        return false;
-    *numel = n;
-    return true;
+    return t->addr != 0 && t->address_space <= SIMPLER_MEM_DEVICE &&
+           t->producer_task_id == SIMPLER_TASK_ID_NONE && t->reserved == 0 &&
+           (t->flags & ~SIMPLER_TENSOR_MANUAL_DEP) == 0 && fuzz_view_inside(t, numel) &&
+           *numel <= MAX_ARG_ELEMENTS;
 }
 
 /* Host tensors must name one buffer exactly or not overlap at all. */
@@ -158,15 +113,6 @@ static bool oracle_host_buffers_ok(const struct simpler_tensor *t, uint32_t coun
     return true;
 }
 
-/* Which host buffer holds `t`'s address, or -1. */
-static int host_buffer_of(const struct simpler_tensor *t)
-{
-    for (int b = 0; b < HOST_BUFFERS; b++)
-        if (t->addr == (uint64_t)(uintptr_t)g_host[b])
-            return b;
-    return -1;
-}
-
 /* Marks in `may_change` every byte of an element of `t` (a host view the
  * oracle accepted, of at most COPY_BACK_LIMIT elements). */
 static void mark_elements(const struct simpler_tensor *t, uint8_t *may_change)
@@ -182,15 +128,11 @@ static void mark_elements(const struct simpler_tensor *t, uint8_t *may_change)
 
 /* ----------------------------------------------------------- libFuzzer */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    struct simdev_config topo = ts_small_config();
-    ts_device_setup_config(&topo);
+    ts_device_setup(NULL); /* device 0, the tests' small topology */
     struct simpler_config cfg;
     CHECK(simpler_config_default(&cfg) == 0);
     cfg.pipeline_depth = 1;
@@ -302,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static uint8_t may_change[HOST_BUFFERS][4096];
     memset(may_change, 0, sizeof may_change);
     for (int i = 0; launch && i < TENSORS; i++) {
-        int b = host_buffer_of(&t[i]);
+        int b = fuzz_buffer_of(t[i].addr, g_host, HOST_BUFFERS);
         if (b >= 0 && t[i].address_space == SIMPLER_MEM_HOST && g_sig[i] != SIMPLER_DIR_IN)
             mark_elements(&t[i], may_change[b]);
     }

@@ -33,54 +33,29 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_input.h"
+#include "fuzz_oracle.h"
 #include "rt_support.h"
 #include "test_support.h"
 
-typedef __int128 i128;
-typedef unsigned __int128 u128;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "fuzz_submit: %s:%d: violated: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                           \
-            abort();                                                                  \
-        }                                                                             \
-    } while (0)
+#define CHECK FUZZ_CHECK
+typedef fuzz_i128 i128;
+typedef fuzz_u128 u128;
 
 #define MAX_OPS 8
 #define MAX_ARGS 4
 #define BUFFERS 3
-static const uint64_t buffer_bytes[BUFFERS] = {64, 256, 4096}; /* multiples of ASan's 8, and of 64 */
+/* Sizes that are multiples of 64 (simdev's rounding), so ASan's redzone
+ * starts right at each buffer's end. */
+static const uint64_t buffer_bytes[BUFFERS] = {64, 256, 4096};
 
 static struct rt_harness g_h;
 static uint8_t *g_buf[BUFFERS];             /* device buffers */
 static uint8_t g_mirror[BUFFERS][4096];     /* what they hold */
 
 /* ---------------------------------------------------------------- kernels */
-
-/* Touches every corner of tensor `i`'s view (the extremes of its offsets
- * are at corners): reads each, and writes it back unchanged when `write`. */
-static void touch_corners(const struct simpler_tensor *t, bool write)
-{
-    size_t es = simpler_dtype_size(t->dtype);
-    for (uint32_t c = 0; c < (1u << t->ndims); c++) {
-        uint64_t index[SIMPLER_TENSOR_MAX_DIMS];
-        for (uint32_t d = 0; d < t->ndims; d++)
-            index[d] = (c >> d) & 1 ? t->shape[d] - 1 : 0;
-        volatile uint8_t *p = (uint8_t *)(uintptr_t)t->addr + simpler_tensor_offset_of(t, index) * es;
-        for (size_t b = 0; b < es; b++) {
-            uint8_t v = p[b];
-            if (write)
-                p[b] = v;
-        }
-    }
-}
 
 /* K_TOUCH + n: a task of n tensors; scalar 0 is the mask of the written
  * ones (OUTPUT, OUTPUT_EXISTING, INOUT). */
@@ -89,7 +64,7 @@ static void touch_corners(const struct simpler_tensor *t, bool write)
     {                                                                        \
         uint64_t written = simpler_kernel_scalar_u64(args, n);               \
         for (uint32_t i = 0; i < n; i++)                                     \
-            touch_corners(simpler_kernel_tensor(args, i), (written >> i) & 1); \
+            fuzz_touch_corners(simpler_kernel_tensor(args, i), (written >> i) & 1); \
     }
 TOUCH_KERNEL(0)
 TOUCH_KERNEL(1)
@@ -111,42 +86,13 @@ struct model {
     uint32_t output_count;
 };
 
-/* Which of our buffers `t` is a view of (by address), or -1. */
-static int buffer_of(const struct simpler_tensor *t)
-{
-    for (int b = 0; b < BUFFERS; b++)
-        if (t->addr == (uint64_t)(uintptr_t)g_buf[b])
-            return b;
-    return -1;
-}
-
-/* The oracle's rule for a tensor a task or an element access names, in
- * 128-bit arithmetic: a non-NULL buffer that does not wrap; ndims 1..5, a
- * valid dtype, no zero dimension; every byte the view can touch inside
- * [0, buffer_bytes) and (the runtime computes offsets in int64) at most
- * INT64_MAX, with every shape - 1 below 2^63; no producer, or one of this
- * run's accepted tasks. */
+/* The oracle's rule for a tensor a task or an element access names: a
+ * non-NULL address, the view rule (fuzz_view_inside), and no producer or
+ * one of this run's accepted tasks. */
 static bool oracle_tensor_ok(const struct model *m, const struct simpler_tensor *t)
 {
-    if (t->addr == 0 || (u128)t->addr + t->buffer_bytes > UINT64_MAX)
-        return false;
-    if (t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS || t->dtype >= SIMPLER_DTYPE_COUNT)
-        return false;
-    i128 lo = (i128)t->start_offset, hi = lo;
-    for (uint32_t d = 0; d < t->ndims; d++) {
-        if (t->shape[d] == 0 || t->shape[d] - 1 > (uint64_t)INT64_MAX)
-            return false;
-        i128 reach = (i128)(t->shape[d] - 1) * t->stride[d];
-        if (reach < 0)
-            lo += reach;
-        else
-            hi += reach;
-    }
-    i128 es = (i128)simpler_dtype_size(t->dtype);
-    i128 first = lo * es, last = hi * es + es - 1;
-    if (first < 0 || last >= (i128)t->buffer_bytes || last > INT64_MAX)
-        return false;
-    return t->producer_task_id == SIMPLER_TASK_ID_NONE || t->producer_task_id < m->submitted;
+    return t->addr != 0 && fuzz_view_inside(t, NULL) &&
+           (t->producer_task_id == SIMPLER_TASK_ID_NONE || t->producer_task_id < m->submitted);
 }
 
 /* Heap bytes of an OUTPUT, or false when they do not fit in 64 bits. */
@@ -338,7 +284,7 @@ static void do_element(struct simpler_orch *rt, struct fuzz_input *in, struct mo
         CHECK(memcmp(value, before, sizeof value) == 0); /* a refused access wrote *value */
         return;
     }
-    int b = buffer_of(&t);
+    int b = fuzz_buffer_of(t.addr, g_buf, BUFFERS);
     if (b < 0)
         return; /* an output: the oracle does not know its bytes */
     size_t es = simpler_dtype_size(t.dtype);
@@ -370,15 +316,11 @@ static void orchestrate(struct simpler_orch *rt, const struct simpler_orch_args 
 
 /* ------------------------------------------------------------ libFuzzer */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    struct simdev_config topo = ts_small_config();
-    ts_device_setup_config(&topo);
+    ts_device_setup(NULL); /* device 0, the tests' small topology */
     rth_open(&g_h, NULL, 0);
     for (int b = 0; b < BUFFERS; b++) {
         g_buf[b] = rth_dev_alloc(buffer_bytes[b]);

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +139,55 @@ static void expect_next_run_works(struct rt_harness *h, struct guarded *g)
     guarded_open(g);
 }
 
+/* Each runtime test's device, harness and guarded buffer. */
+struct run_fixture {
+    struct rt_harness h;
+    struct guarded g;
+};
+
+static int run_fixture_setup(void **state)
+{
+    ts_device_setup(state);
+    struct run_fixture *fx = calloc(1, sizeof *fx);
+    assert_non_null(fx);
+    rth_open(&fx->h, NULL, 0);
+    guarded_open(&fx->g);
+    *state = fx;
+    return 0;
+}
+
+static int run_fixture_teardown(void **state)
+{
+    struct run_fixture *fx = *state;
+    guarded_close(&fx->g);
+    rth_close(&fx->h);
+    free(fx);
+    return ts_device_teardown(state);
+}
+
+/*
+ * Runs `entry`, whose call under test stores its return in g_rc[0], and
+ * asserts the refusal: the call and the run answer INVALID_ARGS, no
+ * K_TOUCH ran, `submitted` tasks were accepted before it, nothing outside
+ * or inside the buffer changed; then that the next run works.
+ */
+static void expect_refused(struct run_fixture *fx, simpler_orch_entry_fn entry, const char *why,
+                           uint64_t submitted)
+{
+    atomic_store(&g_touched, 0);
+    g_rc[0] = 1;
+    int status = rth_run(&fx->h, entry, g_kernels, K_KERNELS, &fx->g.args);
+    /* 0: accepted, and a kernel or the access touched bytes outside the buffer */
+    if (g_rc[0] != ORCH_ERR(INVALID_ARGS) || status != ORCH_ERR(INVALID_ARGS))
+        fail_msg("%s: call %d, run %d (expected %d)", why, g_rc[0], status,
+                 ORCH_ERR(INVALID_ARGS));
+    assert_int_equal(atomic_load(&g_touched), 0);
+    /* more: the refused task took a slot */
+    assert_int_equal(fx->h.result.tasks_submitted, submitted);
+    guarded_check(&fx->g, why);
+    expect_next_run_works(&fx->h, &fx->g);
+}
+
 /* ------------------------------------------ OUTPUT byte counts (submit) */
 
 static const struct {
@@ -178,16 +228,12 @@ static void output_then_bad_output(struct simpler_orch *rt, const struct simpler
 
 static void output_whose_byte_count_overflows_or_exceeds_the_heap_is_refused(void **state)
 {
-    (void)state;
-    struct rt_harness h;
-    struct guarded g;
-    rth_open(&h, NULL, 0);
-    guarded_open(&g);
+    struct run_fixture *fx = *state;
     for (g_case = 0; g_case < (int)(sizeof g_outputs / sizeof g_outputs[0]); g_case++) {
         const char *why = g_outputs[g_case].why;
         int expect = g_outputs[g_case].expect;
         memset(g_rc, 0, sizeof g_rc);
-        int status = rth_run(&h, output_then_bad_output, g_kernels, K_KERNELS, &g.args);
+        int status = rth_run(&fx->h, output_then_bad_output, g_kernels, K_KERNELS, &fx->g.args);
         /* 0: the overflowed count was accepted (and zero-filled past the arena) */
         if (g_rc[0] != 0 || g_rc[1] != expect || status != expect)
             fail_msg("%s: submits %d %d, run %d (expected 0 %d %d)", why, g_rc[0], g_rc[1],
@@ -197,11 +243,9 @@ static void output_whose_byte_count_overflows_or_exceeds_the_heap_is_refused(voi
         if (!g_result_untouched)
             fail_msg("%s: the refused submit wrote its result", why);
         /* 2: the refused task took a slot */
-        assert_int_equal(h.result.tasks_submitted, 1);
-        expect_next_run_works(&h, &g);
+        assert_int_equal(fx->h.result.tasks_submitted, 1);
+        expect_next_run_works(&fx->h, &fx->g);
     }
-    guarded_close(&g);
-    rth_close(&h);
 }
 
 /* ------------------------------------------------- task views (submit) */
@@ -274,28 +318,14 @@ static void submit_view(struct simpler_orch *rt, const struct simpler_orch_args 
 
 static void task_view_outside_its_buffer_is_refused_at_submit(void **state)
 {
-    (void)state;
-    struct rt_harness h;
-    struct guarded g;
-    rth_open(&h, NULL, 0);
-    guarded_open(&g);
+    struct run_fixture *fx = *state;
     for (g_case = 0; g_case < VIEW_CASES * 4; g_case++) {
         const char *why;
-        (void)bad_view(&g.tensor, g_case / 4, &why);
-        atomic_store(&g_touched, 0);
-        g_rc[0] = 1;
-        int status = rth_run(&h, submit_view, g_kernels, K_KERNELS, &g.args);
-        /* 0: the view was accepted and its kernel ran over bytes outside it */
-        if (g_rc[0] != ORCH_ERR(INVALID_ARGS) || status != ORCH_ERR(INVALID_ARGS))
-            fail_msg("%s (arg kind %u): submit %d, run %d (expected %d)", why,
-                     g_kinds[g_case % 4], g_rc[0], status, ORCH_ERR(INVALID_ARGS));
-        assert_int_equal(atomic_load(&g_touched), 0);
-        assert_int_equal(h.result.tasks_submitted, 0); /* 1: the refused task took a slot */
-        guarded_check(&g, why);
-        expect_next_run_works(&h, &g);
+        (void)bad_view(&fx->g.tensor, g_case / 4, &why);
+        char what[160];
+        snprintf(what, sizeof what, "%s (arg kind %u)", why, g_kinds[g_case % 4]);
+        expect_refused(fx, submit_view, what, 0);
     }
-    guarded_close(&g);
-    rth_close(&h);
 }
 
 /* The views just inside: accepted, and the kernel touches only the buffer. */
@@ -323,24 +353,18 @@ static void views_at_the_edges(struct simpler_orch *rt, const struct simpler_orc
 
 static void task_views_at_the_edges_of_their_buffer_are_accepted(void **state)
 {
-    (void)state;
-    struct rt_harness h;
-    struct guarded g;
-    rth_open(&h, NULL, 0);
-    guarded_open(&g);
+    struct run_fixture *fx = *state;
     atomic_store(&g_touched, 0);
-    assert_int_equal(rth_run(&h, views_at_the_edges, g_kernels, K_KERNELS, &g.args), 0);
+    assert_int_equal(rth_run(&fx->h, views_at_the_edges, g_kernels, K_KERNELS, &fx->g.args), 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(g_rc[i], 0); /* -5: the check refuses views inside the buffer */
     assert_int_equal(atomic_load(&g_touched), 3);
     uint8_t host[2 * GUARD + ELEMS * sizeof(int32_t)];
-    rth_from_dev(host, g.alloc, sizeof host);
+    rth_from_dev(host, fx->g.alloc, sizeof host);
     for (size_t i = 0; i < sizeof host; i++) {
         bool guard = i < GUARD || i >= GUARD + ELEMS * sizeof(int32_t);
         assert_int_equal(host[i], guard ? GUARD_BYTE : 0x5A); /* view 1 covers every element */
     }
-    guarded_close(&g);
-    rth_close(&h);
 }
 
 /* A producer id is checked before the submit allocates anything: the id
@@ -364,25 +388,14 @@ static void name_own_id_as_producer(struct simpler_orch *rt, const struct simple
 
 static void a_view_naming_the_submitted_task_itself_as_producer_is_refused(void **state)
 {
-    (void)state;
-    struct rt_harness h;
-    struct guarded g;
-    rth_open(&h, NULL, 0);
-    guarded_open(&g);
+    struct run_fixture *fx = *state;
     for (g_case = 0; g_case < 2; g_case++) {
-        atomic_store(&g_touched, 0);
         g_rc[1] = 0;
-        int status = rth_run(&h, name_own_id_as_producer, g_kernels, K_KERNELS, &g.args);
-        /* 0: the task waited for itself (a scheduler timeout, or a hang) */
-        assert_int_equal(g_rc[0], ORCH_ERR(INVALID_ARGS));
-        assert_int_equal(status, ORCH_ERR(INVALID_ARGS));
-        assert_int_equal(g_rc[1], 0);
-        assert_int_equal(h.result.tasks_submitted, (uint64_t)g_case); /* +1: it took a slot */
-        assert_int_equal(atomic_load(&g_touched), 0);
-        expect_next_run_works(&h, &g);
+        /* accepted: the task waited for itself (a scheduler timeout, or a hang) */
+        expect_refused(fx, name_own_id_as_producer, g_case ? "id 1 after task 0" : "id 0, first",
+                       (uint64_t)g_case);
+        assert_int_equal(g_rc[1], 0); /* the dummy task before it */
     }
-    guarded_close(&g);
-    rth_close(&h);
 }
 
 /* ----------------------------------------------------- element access */
@@ -445,29 +458,18 @@ static void access_element(struct simpler_orch *rt, const struct simpler_orch_ar
 
 static void element_access_outside_the_buffer_is_refused(void **state)
 {
-    (void)state;
-    struct rt_harness h;
-    struct guarded g;
-    rth_open(&h, NULL, 0);
-    guarded_open(&g);
+    struct run_fixture *fx = *state;
     for (g_case = 0; g_case < ELEMENT_CASES * 2; g_case++) {
         struct simpler_tensor v;
         uint64_t index;
         const char *why;
-        bad_element(&g.tensor, g_case / 2, &v, &index, &why);
-        g_rc[0] = 1;
-        int status = rth_run(&h, access_element, g_kernels, K_KERNELS, &g.args);
-        /* 0: the element outside the buffer was read or written */
-        if (g_rc[0] != ORCH_ERR(INVALID_ARGS) || status != ORCH_ERR(INVALID_ARGS))
-            fail_msg("%s (%s): %d, run %d (expected %d)", why, g_case % 2 ? "write" : "read",
-                     g_rc[0], status, ORCH_ERR(INVALID_ARGS));
+        bad_element(&fx->g.tensor, g_case / 2, &v, &index, &why);
+        char what[160];
+        snprintf(what, sizeof what, "%s (%s)", why, g_case % 2 ? "write" : "read");
+        expect_refused(fx, access_element, what, 0);
         if (g_case % 2 == 0)
             assert_int_equal(g_value, 0x7777); /* other: *value written by a refused read */
-        guarded_check(&g, why);
-        expect_next_run_works(&h, &g);
     }
-    guarded_close(&g);
-    rth_close(&h);
 }
 
 static void read_reversed(struct simpler_orch *rt, const struct simpler_orch_args *args)
@@ -485,18 +487,12 @@ static void read_reversed(struct simpler_orch *rt, const struct simpler_orch_arg
 
 static void element_access_through_a_reversed_view_inside_the_buffer_works(void **state)
 {
-    (void)state;
-    struct rt_harness h;
-    struct guarded g;
-    rth_open(&h, NULL, 0);
-    guarded_open(&g);
-    assert_int_equal(rth_run(&h, read_reversed, g_kernels, K_KERNELS, &g.args), 0);
+    struct run_fixture *fx = *state;
+    assert_int_equal(rth_run(&fx->h, read_reversed, g_kernels, K_KERNELS, &fx->g.args), 0);
     assert_int_equal(g_rc[0], 0); /* -5: a negative stride is refused even inside the buffer */
     assert_int_equal(g_value, 100 + ELEMS - 1);
     assert_int_equal(g_rc[1], 0);
     assert_int_equal(g_rc[2], 100); /* other: the offset arithmetic is wrong */
-    guarded_close(&g);
-    rth_close(&h);
 }
 
 /* ------------------------------------------------- prepare's descriptors */
@@ -569,7 +565,7 @@ static void prepare_refuses_descriptors_the_constructors_never_make(void **state
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, run_fixture_setup, run_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(output_whose_byte_count_overflows_or_exceeds_the_heap_is_refused),
         T(task_view_outside_its_buffer_is_refused_at_submit),

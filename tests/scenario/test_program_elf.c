@@ -90,7 +90,8 @@ static struct simpler_context *open_ctx(void)
 /* The scale-and-accumulate callable: orchestration and func 5 from the
  * shared object (one binary, stored once), func 2 by symbol from this
  * program (pm_kernel_acc), func 5 added first so the highest func_id is
- * not the last child. `kernel5` names func 5's symbol. */
+ * not the last child. `kernel5` names func 5's symbol; NULL leaves func 5
+ * out, so the shared object is the image's last bytes (to cut or alter). */
 static void *scale_image(const char *kernel5, size_t *bytes)
 {
     static const enum simpler_direction sig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT,
@@ -102,9 +103,10 @@ static void *scale_image(const char *kernel5, size_t *bytes)
     assert_int_equal(simpler_callable_builder_set_orchestration_file(
                          b, ELF_CALLABLE_SO, "elf_orchestration", "elf_config", sig, 4),
                      0);
-    assert_int_equal(simpler_callable_builder_add_kernel_file(b, 5, SIMPLER_CORE_AIV,
-                                                              ELF_CALLABLE_SO, kernel5, ksig, 2),
-                     0);
+    if (kernel5)
+        assert_int_equal(simpler_callable_builder_add_kernel_file(
+                             b, 5, SIMPLER_CORE_AIV, ELF_CALLABLE_SO, kernel5, ksig, 2),
+                         0);
     assert_int_equal(simpler_callable_builder_add_kernel(b, 2, SIMPLER_CORE_AIV,
                                                          SIMPLER_BINARY_SYMBOL, NULL, 0,
                                                          "pm_kernel_acc", ksig, 2),
@@ -200,31 +202,9 @@ static void test_elf_load_failure_leaves_nothing_loaded(void **state)
     pm_close(ctx);
 }
 
-/* An image whose orchestration is the shared object (its last bytes) and
- * whose one kernel is a symbol: the binary can be cut or altered in place. */
-static unsigned char *orchestration_image(size_t *bytes)
-{
-    static const enum simpler_direction sig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT,
-                                                 SIMPLER_DIR_INOUT, SIMPLER_DIR_SCALAR};
-    static const enum simpler_direction ksig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT};
-    struct simpler_callable_builder *b;
-    void *image;
-    assert_int_equal(simpler_callable_builder_create(&b), 0);
-    assert_int_equal(simpler_callable_builder_set_orchestration_file(
-                         b, ELF_CALLABLE_SO, "elf_orchestration", NULL, sig, 4),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 2, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "pm_kernel_acc", ksig, 2),
-                     0);
-    assert_int_equal(simpler_callable_builder_finish(b, &image, bytes), 0);
-    simpler_callable_builder_destroy(b);
-    return image;
-}
-
 enum elf_damage { CUT_IN_HALF, CUT_AFTER_HEADERS, LOAD_PAST_END, PHOFF_PAST_END, DAMAGE_KINDS };
 
-/* A copy of `good` (an orchestration_image) whose binary is damaged as
+/* A copy of `good` (a scale_image without func 5) whose binary is damaged as
  * `kind` says, in a buffer of exactly *bytes bytes (malloc'd). */
 static unsigned char *damaged_image(const unsigned char *good, size_t good_bytes,
                                     enum elf_damage kind, size_t *bytes)
@@ -280,7 +260,7 @@ static void test_register_refuses_truncated_or_altered_elf_binaries_and_holds_no
     int fds0 = memfds_open(), maps0 = memfd_mappings();
     size_t idle = simpler_committed_device_memory(ctx);
     size_t good_bytes;
-    unsigned char *good = orchestration_image(&good_bytes);
+    unsigned char *good = scale_image(NULL, &good_bytes);
     for (int kind = 0; kind < DAMAGE_KINDS; kind++) {
         size_t bytes;
         unsigned char *image = damaged_image(good, good_bytes, (enum elf_damage)kind, &bytes);
@@ -326,6 +306,26 @@ static void test_register_failing_after_the_load_unloads_it(void **state)
     assert_int_equal(memfds_open(), fds0);
 }
 
+/* Copies `bytes` of `image` to device memory and runs the device-side
+ * loader on that copy directly (no host validation first); returns the
+ * loader's status, with everything it used freed. A successful load is
+ * not unloaded: callers pass images the loader must refuse. */
+static int load_on_device(const void *image, size_t bytes)
+{
+    void *dev_image, *record;
+    assert_int_equal(simdev_malloc(&dev_image, bytes), 0);
+    assert_int_equal(simdev_malloc(&record, sizeof(struct rt_callable_record)), 0);
+    assert_int_equal(simdev_memcpy(dev_image, image, bytes, SIMDEV_COPY_HOST_TO_DEVICE), 0);
+    simdev_stream_t s = ts_new_stream();
+    struct simpler_run_config base = pm_small_run_config();
+    assert_int_equal(rt_callable_load_enqueue(s, dev_image, bytes, &base, record), 0);
+    int status = simdev_stream_sync(s);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_free(record), 0);
+    assert_int_equal(simdev_free(dev_image), 0);
+    return status;
+}
+
 /* The loader checks the image the device holds, not only the host's copy:
  * corrupted on the device, it is refused there. */
 static void test_device_loader_validates_the_image_it_holds(void **state)
@@ -339,17 +339,8 @@ static void test_device_loader_validates_the_image_it_holds(void **state)
     memcpy(&h, image, sizeof h);
     h.sig_count = SIMPLER_CALLABLE_MAX_ARGS + 1; /* out of range */
     memcpy(image, &h, sizeof h);
-    void *dev_image, *record;
-    assert_int_equal(simdev_malloc(&dev_image, bytes), 0);
-    assert_int_equal(simdev_malloc(&record, sizeof(struct rt_callable_record)), 0);
-    assert_int_equal(simdev_memcpy(dev_image, image, bytes, SIMDEV_COPY_HOST_TO_DEVICE), 0);
-    simdev_stream_t s = ts_new_stream();
-    struct simpler_run_config base = pm_small_run_config();
-    assert_int_equal(rt_callable_load_enqueue(s, dev_image, bytes, &base, record), 0);
-    assert_int_equal(simdev_stream_sync(s), PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* 0: loaded it */
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    assert_int_equal(simdev_free(record), 0);
-    assert_int_equal(simdev_free(dev_image), 0);
+    /* 0: loaded it */
+    assert_int_equal(load_on_device(image, bytes), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     simpler_callable_free(image);
 }
 
@@ -363,23 +354,13 @@ static void test_device_loader_checks_elf_structure_on_the_bytes_it_holds(void *
     ts_device_setup_config(&topo);
     int fds0 = memfds_open();
     size_t good_bytes, bytes;
-    unsigned char *good = orchestration_image(&good_bytes);
+    unsigned char *good = scale_image(NULL, &good_bytes);
     unsigned char *bad = damaged_image(good, good_bytes, LOAD_PAST_END, &bytes);
     assert_int_equal(bytes, good_bytes); /* the same size: only a program header differs */
     assert_int_equal(simpler_callable_validate(bad, bytes), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
-    void *dev_image, *record;
-    assert_int_equal(simdev_malloc(&dev_image, bytes), 0);
-    assert_int_equal(simdev_malloc(&record, sizeof(struct rt_callable_record)), 0);
-    assert_int_equal(simdev_memcpy(dev_image, bad, bytes, SIMDEV_COPY_HOST_TO_DEVICE), 0);
-    simdev_stream_t s = ts_new_stream();
-    struct simpler_run_config base = pm_small_run_config();
-    assert_int_equal(rt_callable_load_enqueue(s, dev_image, bytes, &base, record), 0);
     /* 0 or a crash: the loader trusted the host's validation */
-    assert_int_equal(simdev_stream_sync(s), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(load_on_device(bad, bytes), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(memfds_open(), fds0); /* +1: it got as far as the memfd */
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    assert_int_equal(simdev_free(record), 0);
-    assert_int_equal(simdev_free(dev_image), 0);
     free(bad);
     simpler_callable_free(good);
 }
