@@ -3,16 +3,18 @@
 #   make test   install what is missing, build and run every test:
 #               normal build, then ASan+UBSan, then TSan, then the
 #               optimised build (compiled, not run), then a bounded fuzzing
-#               run of the callable-image validator
+#               run of each fuzz target (FUZZ_SECONDS each)
+#   make fuzz-long  each fuzz target for FUZZ_LONG_SECONDS (default 600)
 #   make bench  install the peers (OpenMP, StarPU, BLAS), build optimised and
 #               run simpler side by side with them (docs/performance.md)
 #   make bench-components  the component benchmarks (device, runtime,
 #               program mode) on their own
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 20
+FUZZ_LONG_SECONDS ?= 600
 
-.PHONY: all deps bench-deps build run test test-normal test-asan test-tsan test-release test-fuzz bench bench-components clean
+.PHONY: all deps bench-deps build run test test-normal test-asan test-tsan test-release test-fuzz fuzz-long bench bench-components clean
 
 all: build
 
@@ -54,10 +56,14 @@ test-release: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build build-release -j $(JOBS)
 
-# clang + libFuzzer + ASan/UBSan on simpler_callable_validate, seeded with
-# builder-made images, for FUZZ_SECONDS; independent of CMake.
+# clang + libFuzzer + ASan/UBSan, FUZZ_SECONDS per target: the callable
+# validator, submit's checks and element access, prepare's descriptors
+# (tests/fuzz/run-fuzz.sh says what each covers).
 test-fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run-fuzz.sh build-fuzz
+
+fuzz-long: deps
+	FUZZ_SECONDS=$(FUZZ_LONG_SECONDS) bash tests/fuzz/run-fuzz.sh build-fuzz
 
 bench-deps: deps
 	@bash tools/install-bench-deps.sh

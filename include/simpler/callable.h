@@ -102,8 +102,11 @@ struct simpler_callable_child {
  * characters other than '/'; every direction valid; scalar_count equal to
  * the SCALAR entries and both counts within their limits; child count
  * within its limit, child table and every binary inside the image, after the
- * header, binaries aligned and starting with the ELF magic, symbol forms
- * without bytes; func_ids in range and unique; reserved fields zero.
+ * header, binaries aligned and outside the child table, symbol forms
+ * without bytes; func_ids in range and unique; reserved fields zero; and
+ * each ELF binary structurally a shared object for this host (ELF and
+ * program headers, section header table, every segment's bytes inside the
+ * binary: see docs/api.md), so the loader never reads outside it.
  * Reads only the `bytes` bytes at `image`. 0 or INVALID_ARGUMENT.
  */
 int simpler_callable_validate(const void *image, size_t bytes);

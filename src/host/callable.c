@@ -1,13 +1,12 @@
 /*
- * host/callable.c — callable images: the validator and the builder.
+ * host/callable.c — callable images: the builder.
  *
- * Owns: simpler_callable_validate, the one place that decides whether an
- * image's bytes may be trusted, and the builder that lays images out (see
- * callable.h for the layout). The validator treats an image as untrusted
- * bytes: it copies every header and child record out with memcpy and
- * reads nothing outside the `bytes` it was given. Must not touch devices,
- * contexts or loading (no simdev, no dlopen): the fuzzer links this file
- * with host_alloc.c alone.
+ * Owns: the builder that lays images out (see callable.h for the layout).
+ * It checks every argument against the validator's own rules
+ * (common/callable_rules.h, common/elf_check.h), and validates what it lays
+ * out with simpler_callable_validate (common/callable_validate.c). Must not
+ * touch devices, contexts or loading (no simdev, no dlopen): the fuzzer
+ * links this file with the common validator and host_alloc.c alone.
  */
 #include <assert.h>
 #include <fcntl.h>
@@ -18,187 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/callable_rules.h"
+#include "common/elf_check.h"
 #include "common/host_alloc.h"
 #include "simpler/callable.h"
 
 typedef struct simpler_callable_header callable_header;
 typedef struct simpler_callable_child callable_child;
-
-/* Neither record has padding (every byte of one is a named field the
- * validator can check), and a child table that starts right after the
- * header is 8-aligned. */
-static_assert(sizeof(callable_header) == 320, "header layout changed");
-static_assert(sizeof(callable_child) == 128, "child layout changed");
-static_assert(sizeof(callable_header) % 8 == 0, "child table right after the header is aligned");
-static_assert(SIMPLER_CALLABLE_MAX_TENSORS + SIMPLER_CALLABLE_MAX_SCALARS >= SIMPLER_CALLABLE_MAX_ARGS,
-              "a full signature can be all tensors and scalars");
-
-#define CHILD_TABLE_ALIGN 8u /* so a loader may read the table in place */
-
-static const unsigned char elf_magic[4] = {0x7f, 'E', 'L', 'F'};
-
-/* ------------------------------------------------------- rules shared by
- * the validator and the builder, so the builder refuses exactly what the
- * validator would */
-
-static bool name_char_valid(unsigned char c)
-{
-    return c >= 0x20 && c <= 0x7e && c != '/'; /* printable ASCII, no path separator */
-}
-
-/* True when `name` is NUL-terminated within SIMPLER_CALLABLE_NAME_MAX bytes
- * and made of valid characters; empty only if `may_be_empty`. Reads no
- * further than the terminator or the field's end. */
-static bool name_valid(const char *name, bool may_be_empty)
-{
-    size_t len = 0;
-    while (len < SIMPLER_CALLABLE_NAME_MAX && name[len] != '\0') {
-        if (!name_char_valid((unsigned char)name[len]))
-            return false;
-        len++;
-    }
-    return len < SIMPLER_CALLABLE_NAME_MAX && (len > 0 || may_be_empty);
-}
-
-static bool direction_valid(int direction)
-{
-    return direction >= SIMPLER_DIR_SCALAR && direction <= SIMPLER_DIR_INOUT;
-}
-
-/* True when an orchestration signature with these counts fits the limits. */
-static bool orch_counts_valid(uint32_t sig_count, uint32_t scalar_count)
-{
-    return sig_count <= SIMPLER_CALLABLE_MAX_ARGS && scalar_count <= sig_count &&
-           scalar_count <= SIMPLER_CALLABLE_MAX_SCALARS &&
-           sig_count - scalar_count <= SIMPLER_CALLABLE_MAX_TENSORS;
-}
-
-static bool func_id_valid(int32_t func_id)
-{
-    return func_id >= 0 && func_id < SIMPLER_CALLABLE_MAX_FUNC_ID;
-}
-
-static bool core_valid(uint32_t core)
-{
-    return core == SIMPLER_CORE_AIC || core == SIMPLER_CORE_AIV;
-}
-
-/* ------------------------------------------------------------- validator */
-
-/* A half-open byte range [begin, end) of an image: the child table. */
-struct byte_range {
-    uint64_t begin;
-    uint64_t end;
-};
-
-/* True when [offset, offset + len) lies inside an image of `total` bytes;
- * written so that offset + len is never computed when it could wrap. */
-static bool range_inside(uint64_t offset, uint64_t len, uint64_t total)
-{
-    return offset <= total && len <= total - offset;
-}
-
-/* Checks a binary reference: a SYMBOL has neither offset nor bytes; an ELF
- * binary starts at a BINARY_ALIGN multiple after the header, lies inside the
- * image outside the child table, and begins with the ELF magic. */
-static bool binary_valid(const unsigned char *image, uint64_t total, uint32_t kind,
-                         uint64_t offset, uint64_t len, struct byte_range table)
-{
-    if (kind == SIMPLER_BINARY_SYMBOL)
-        return offset == 0 && len == 0;
-    if (kind != SIMPLER_BINARY_ELF)
-        return false;
-    if (len < sizeof elf_magic || offset % SIMPLER_CALLABLE_BINARY_ALIGN != 0 ||
-        offset < sizeof(callable_header) || !range_inside(offset, len, total))
-        return false;
-    if (offset < table.end && table.begin < offset + len) /* no wrap: inside total */
-        return false;
-    return memcmp(image + offset, elf_magic, sizeof elf_magic) == 0;
-}
-
-/* Checks the header's own fields (everything but the children). */
-static bool header_valid(const unsigned char *image, uint64_t total, const callable_header *h,
-                         struct byte_range table)
-{
-    if (h->magic != SIMPLER_CALLABLE_MAGIC || h->version != SIMPLER_CALLABLE_VERSION ||
-        h->header_bytes != sizeof(callable_header) || h->total_bytes != total ||
-        h->reserved0 != 0)
-        return false;
-    if (!name_valid(h->entry_name, false) || !name_valid(h->config_name, true))
-        return false;
-    uint32_t scalars = 0; /* sig_count's own limit: orch_counts_valid */
-    for (uint32_t i = 0; i < SIMPLER_CALLABLE_MAX_ARGS; i++) {
-        if (i >= h->sig_count) {
-            if (h->signature[i] != 0) /* unused entries are 0 */
-                return false;
-        } else if (!direction_valid(h->signature[i])) {
-            return false;
-        } else if (h->signature[i] == SIMPLER_DIR_SCALAR) {
-            scalars++;
-        }
-    }
-    if (h->scalar_count != scalars || !orch_counts_valid(h->sig_count, h->scalar_count))
-        return false;
-    return binary_valid(image, total, h->orch_kind, h->orch_offset, h->orch_bytes, table);
-}
-
-/* Checks where the child table sits; on success *table is its byte range. */
-static bool child_table_valid(uint64_t total, const callable_header *h, struct byte_range *table)
-{
-    if (h->child_count > SIMPLER_CALLABLE_MAX_CHILDREN)
-        return false;
-    if (h->child_count == 0) {
-        *table = (struct byte_range){0, 0};
-        return h->children_offset == 0;
-    }
-    uint64_t table_bytes = (uint64_t)h->child_count * sizeof(callable_child); /* <= 2^17 */
-    if (h->children_offset < sizeof(callable_header) ||
-        h->children_offset % CHILD_TABLE_ALIGN != 0 ||
-        !range_inside(h->children_offset, table_bytes, total))
-        return false;
-    *table = (struct byte_range){h->children_offset, h->children_offset + table_bytes};
-    return true;
-}
-
-static bool child_valid(const unsigned char *image, uint64_t total, const callable_child *c,
-                        struct byte_range table)
-{
-    if (!func_id_valid(c->func_id) || !core_valid(c->core_type) ||
-        c->sig_count > SIMPLER_KERNEL_MAX_ARGS || !name_valid(c->symbol, false))
-        return false;
-    for (uint32_t i = 0; i < SIMPLER_KERNEL_MAX_ARGS; i++) {
-        if (i >= c->sig_count ? c->signature[i] != 0 : !direction_valid(c->signature[i]))
-            return false;
-    }
-    return binary_valid(image, total, c->binary_kind, c->binary_offset, c->binary_bytes, table);
-}
-
-int simpler_callable_validate(const void *image, size_t bytes)
-{
-    if (image == NULL || (uintptr_t)image % SIMPLER_CALLABLE_IMAGE_ALIGN != 0 ||
-        bytes < sizeof(callable_header))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    const unsigned char *base = image;
-    uint64_t total = bytes;
-    callable_header h;
-    memcpy(&h, base, sizeof h);
-    struct byte_range table;
-    if (!child_table_valid(total, &h, &table) || !header_valid(base, total, &h, table))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-
-    uint8_t func_id_seen[SIMPLER_CALLABLE_MAX_FUNC_ID / 8] = {0};
-    for (uint32_t i = 0; i < h.child_count; i++) {
-        callable_child c;
-        memcpy(&c, base + table.begin + (uint64_t)i * sizeof c, sizeof c);
-        if (!child_valid(base, total, &c, table))
-            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        uint8_t bit = (uint8_t)(1u << (c.func_id % 8));
-        if (func_id_seen[c.func_id / 8] & bit)
-            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        func_id_seen[c.func_id / 8] |= bit;
-    }
-    return 0;
-}
 
 /* --------------------------------------------------------------- builder */
 
@@ -273,8 +98,7 @@ static bool binary_args_valid(int kind, const void *binary, size_t binary_bytes)
 {
     if (kind == SIMPLER_BINARY_SYMBOL)
         return binary == NULL && binary_bytes == 0;
-    return kind == SIMPLER_BINARY_ELF && binary != NULL && binary_bytes >= sizeof elf_magic &&
-           memcmp(binary, elf_magic, sizeof elf_magic) == 0;
+    return kind == SIMPLER_BINARY_ELF && binary != NULL && sp_elf_check(binary, binary_bytes);
 }
 
 /* Counts the SCALAR entries of a signature; false for an invalid one
@@ -286,7 +110,7 @@ static bool signature_args_valid(const enum simpler_direction *signature, uint32
         return false;
     *scalars = 0;
     for (uint32_t i = 0; i < sig_count; i++) {
-        if (!direction_valid((int)signature[i]))
+        if (!sp_callable_direction_valid((int)signature[i]))
             return false;
         *scalars += signature[i] == SIMPLER_DIR_SCALAR;
     }
@@ -402,9 +226,10 @@ static int orchestration_set(struct simpler_callable_builder *b, int kind, const
     uint32_t scalars = 0;
     int rc = 0;
     if (b == NULL || !binary_args_valid(kind, binary, binary_bytes) || entry == NULL ||
-        !name_valid(entry, false) || (config != NULL && !name_valid(config, false)) ||
+        !sp_callable_name_valid(entry, false) ||
+        (config != NULL && !sp_callable_name_valid(config, false)) ||
         !signature_args_valid(signature, sig_count, SIMPLER_CALLABLE_MAX_ARGS, &scalars) ||
-        !orch_counts_valid(sig_count, scalars))
+        !sp_callable_orch_counts_valid(sig_count, scalars))
         rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     else if (b->has_orchestration)
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
@@ -424,7 +249,7 @@ static int orchestration_set(struct simpler_callable_builder *b, int kind, const
     b->scalar_count = scalars;
     for (uint32_t i = 0; i < sig_count; i++)
         b->signature[i] = (uint8_t)signature[i];
-    strcpy(b->entry_name, entry); /* fits: name_valid */
+    strcpy(b->entry_name, entry); /* fits: sp_callable_name_valid */
     if (config != NULL)
         strcpy(b->config_name, config);
     return 0;
@@ -466,9 +291,10 @@ static int kernel_add(struct simpler_callable_builder *b, int32_t func_id, int c
 {
     uint32_t scalars;
     int rc = 0;
-    if (b == NULL || !func_id_valid(func_id) || core < 0 || !core_valid((uint32_t)core) ||
+    if (b == NULL || !sp_callable_func_id_valid(func_id) || core < 0 ||
+        !sp_callable_core_valid((uint32_t)core) ||
         !binary_args_valid(kind, binary, binary_bytes) || symbol == NULL ||
-        !name_valid(symbol, false) ||
+        !sp_callable_name_valid(symbol, false) ||
         !signature_args_valid(signature, sig_count, SIMPLER_KERNEL_MAX_ARGS, &scalars))
         rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     else if (b->func_id_used[func_id / 8] & (1u << (func_id % 8)))

@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "common/view.h"
 #include "host/host.h"
 
 #define NO_STAGING 0xffu /* tensor_staging[]: a device tensor, passed through */
@@ -28,34 +29,32 @@ static bool is_input(uint8_t dir)
     return dir == SIMPLER_DIR_IN || dir == SIMPLER_DIR_INOUT;
 }
 
-/* Byte range [*lo, *hi) the view touches inside its buffer; false for a
- * malformed descriptor or a view outside its buffer. */
-static bool view_bytes(const struct simpler_tensor *t, uint64_t *lo, uint64_t *hi)
+/* Bounds on a run argument's shape: a broadcast (stride 0) view may name
+ * more elements than its buffer holds, but not without limit. */
+#define MAX_ARG_ELEMENTS (UINT64_C(1) << 48)
+
+/*
+ * True when `t` is a run argument prepare accepts: a descriptor as the
+ * tensor.h constructors make it (no producer: a run's arguments are
+ * external, so SIMPLER_TASK_ID_NONE; reserved zero; no unknown flag) over
+ * a real buffer (non-NULL address, the buffer not wrapping the address
+ * space, a valid address space), whose view lies inside the buffer
+ * (sp_view_inside) and names at most MAX_ARG_ELEMENTS elements. On success
+ * [*lo, *hi) is the byte range the view touches.
+ */
+static bool arg_valid(const struct simpler_tensor *t, uint64_t *lo, uint64_t *hi)
 {
-    size_t esize = simpler_dtype_size(t->dtype);
-    if (!t->addr || !esize || t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS ||
-        t->address_space > SIMPLER_MEM_DEVICE || t->buffer_bytes > UINT64_MAX - t->addr)
+    uint64_t end, numel;
+    struct sp_view_extent e;
+    if (!t->addr || t->address_space > SIMPLER_MEM_DEVICE ||
+        !sp_add_u64(t->addr, t->buffer_bytes, &end) ||
+        t->producer_task_id != SIMPLER_TASK_ID_NONE || t->reserved != 0 ||
+        (t->flags & ~SIMPLER_TENSOR_MANUAL_DEP) != 0)
         return false;
-    /* Element offsets: start + sum of the negative and positive reaches. */
-    __int128 first = (__int128)t->start_offset, last = first, numel = 1;
-    for (uint32_t d = 0; d < t->ndims; d++) {
-        if (t->shape[d] == 0 || t->shape[d] > (1ull << 48))
-            return false;
-        /* Bounded like the shape: a broadcast (stride 0) view may name more
-         * elements than its buffer holds, but not without limit. */
-        if ((numel *= (__int128)t->shape[d]) > ((__int128)1 << 48))
-            return false;
-        __int128 reach = (__int128)(t->shape[d] - 1) * t->stride[d];
-        if (reach < 0)
-            first += reach;
-        else
-            last += reach;
-    }
-    __int128 end = (last + 1) * (__int128)esize;
-    if (first < 0 || end > (__int128)t->buffer_bytes)
+    if (!sp_view_numel(t, &numel) || numel > MAX_ARG_ELEMENTS || !sp_view_inside(t, &e))
         return false;
-    *lo = (uint64_t)(first * (__int128)esize);
-    *hi = (uint64_t)end;
+    *lo = (uint64_t)e.first_byte;
+    *hi = (uint64_t)e.last_byte + 1;
     return true;
 }
 
@@ -69,7 +68,7 @@ static int check_args(const struct simpler_args *args)
     for (uint32_t i = 0; i < args->tensor_count; i++) {
         const struct simpler_tensor *t = &args->tensors[i];
         uint64_t lo, hi;
-        if (!view_bytes(t, &lo, &hi))
+        if (!arg_valid(t, &lo, &hi))
             return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
         if (t->address_space != SIMPLER_MEM_HOST)
             continue;
@@ -161,7 +160,7 @@ static int copy_inputs(struct sp_slot *s, const struct sp_callable *c)
         for (uint32_t i = 0; i < a->tensor_count; i++) {
             if (s->tensor_staging[i] != j || !is_input(c->tensor_directions[i]))
                 continue;
-            view_bytes(&a->tensors[i], &vlo, &vhi);
+            arg_valid(&a->tensors[i], &vlo, &vhi); /* true: prepare checked it */
             lo = vlo < lo ? vlo : lo;
             hi = vhi > hi ? vhi : hi;
         }

@@ -6,7 +6,10 @@
  * each entry) and that unload it again. Runs on the device only; the host
  * reaches it through rt_callable_load_enqueue / rt_callable_unload_enqueue
  * and sees nothing but the record it fills. Must not trust the image: it is
- * validated again here, on the bytes the device holds.
+ * validated again here, on the bytes the device holds, by the common
+ * validator (common/callable_validate.c: no host code), which also checks
+ * that each ELF binary's headers and segments lie inside its bytes before
+ * dlopen may read them.
  *
  * In-memory files: each ELF binary is written to a memfd and opened through
  * /proc/self/fd/N. The dynamic loader recognises an already-loaded object by

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "common/view.h"
 #include "runtime/rt.h"
 
 static inline struct rt_run *run_of(struct simpler_orch *h)
@@ -262,14 +263,14 @@ static uint64_t dep_take(struct rt_ring *r, uint32_t ring, struct rt_slot *slot,
 
 /* ----------------------------------------------------- argument checks */
 
+/* A tensor a task or an element access names: a non-NULL buffer that does
+ * not wrap the address space, and a view every byte of which lies inside
+ * that buffer (sp_view_inside: well formed, not empty, no overflow). */
 static bool tensor_valid(const struct simpler_tensor *t)
 {
-    if (t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS || simpler_dtype_size(t->dtype) == 0)
-        return false;
-    for (uint32_t i = 0; i < t->ndims; i++)
-        if (t->shape[i] == 0)
-            return false;
-    return true;
+    uint64_t end;
+    return t->addr != 0 && sp_add_u64(t->addr, t->buffer_bytes, &end) &&
+           sp_view_inside(t, NULL);
 }
 
 static bool kernel_valid(struct rt_run *run, int32_t id)
@@ -277,10 +278,34 @@ static bool kernel_valid(struct rt_run *run, int32_t id)
     return id >= 0 && (uint32_t)id < run->kernel_count && run->kernels[id] != NULL;
 }
 
+static struct rt_slot *slot_of(struct rt_run *run, uint64_t id)
+{
+    struct rt_ring *r = &run->rings[rt_id_ring(id)];
+    return &r->slots[rt_id_local(id) & r->mask];
+}
+
+/* True when a tensor's producer id is none, or a live task of this run
+ * already submitted whose scope is still open; anything else may name a
+ * buffer already reused (the tensor escaped its scope), a foreign ring, or
+ * (the next id) the very task being submitted, which would wait for
+ * itself. Checked before a submit allocates anything. */
+static bool producer_valid(struct rt_run *run, uint64_t id)
+{
+    if (id == SIMPLER_TASK_ID_NONE)
+        return true;
+    uint32_t ring = rt_id_ring(id);
+    if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local ||
+        rt_task_retired(run, id))
+        return false;
+    return scope_open(run, slot_of(run, id));
+}
+
 struct task_shape {
     uint32_t shape;
     uint32_t lanes;
     int32_t kernel[3];
+    uint64_t heap_need;                             /* all OUTPUTs' bytes */
+    uint64_t output_bytes[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: an OUTPUT's heap bytes */
 };
 
 static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kernels *k,
@@ -317,18 +342,21 @@ static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kerne
     if (a->sync_start && shape != RT_SHAPE_DUMMY &&
         a->block_num > run->sync_units[shape])
         return SIMPLER_ORCH_ERR_SYNC_START;
+    ts->heap_need = 0;
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         const struct simpler_task_arg *arg = &a->tensors[i];
         if (arg->kind == SIMPLER_ARG_OUTPUT) {
+            /* A byte count (or their sum) that does not fit in 64 bits is
+             * malformed; one that fits but exceeds the heap is the
+             * caller's HEAP_DEADLOCK. */
             const struct simpler_tensor_create *c = &arg->create;
-            if (c->ndims < 1 || c->ndims > SIMPLER_TENSOR_MAX_DIMS ||
-                simpler_dtype_size(c->dtype) == 0)
+            if (!sp_dense_bytes(c->shape, c->ndims, c->dtype, RT_HEAP_ALIGN,
+                                &ts->output_bytes[i]) ||
+                !sp_add_u64(ts->heap_need, ts->output_bytes[i], &ts->heap_need))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
-            for (uint32_t d = 0; d < c->ndims; d++)
-                if (c->shape[d] == 0 || c->shape[d] > (1ull << 40))
-                    return SIMPLER_ORCH_ERR_INVALID_ARGS;
         } else if (arg->kind >= SIMPLER_ARG_INPUT && arg->kind <= SIMPLER_ARG_NO_DEP) {
-            if (!arg->tensor || !tensor_valid(arg->tensor))
+            if (!arg->tensor || !tensor_valid(arg->tensor) ||
+                !producer_valid(run, arg->tensor->producer_task_id))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
         } else {
             return SIMPLER_ORCH_ERR_INVALID_ARGS;
@@ -344,14 +372,6 @@ static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kerne
     ts->lanes = lanes;
     memcpy(ts->kernel, kernel, sizeof kernel);
     return 0;
-}
-
-static uint64_t output_bytes(const struct simpler_tensor_create *c)
-{
-    uint64_t n = simpler_dtype_size(c->dtype);
-    for (uint32_t d = 0; d < c->ndims; d++)
-        n *= c->shape[d];
-    return (n + RT_HEAP_ALIGN - 1) / RT_HEAP_ALIGN * RT_HEAP_ALIGN;
 }
 
 /* ------------------------------------------------ dependency discovery */
@@ -373,12 +393,6 @@ static int32_t add_producer(struct rt_run *run, struct rt_slot *p, uint32_t sour
     return 0;
 }
 
-static struct rt_slot *slot_of(struct rt_run *run, uint64_t id)
-{
-    struct rt_ring *r = &run->rings[rt_id_ring(id)];
-    return &r->slots[rt_id_local(id) & r->mask];
-}
-
 static bool tm_retired(void *ctx, uint64_t producer_id)
 {
     return rt_task_retired(ctx, producer_id);
@@ -391,22 +405,16 @@ static int tm_hit(void *ctx, uint64_t producer_id, void *producer, enum rt_acces
     return add_producer(ctx, producer, RT_EDGE_TENSORMAP);
 }
 
-/* Creator edge for a tensor carrying a producer id: the producer must be a
- * live task whose scope is still open, else the buffer may already have
- * been reused (the tensor escaped its scope). */
+/* Creator edge for a tensor carrying a producer id (producer_valid: a
+ * submit checked it before allocating; an element access checks it here). */
 static int32_t creator_edge(struct rt_run *run, const struct simpler_tensor *t)
 {
     uint64_t id = t->producer_task_id;
     if (id == SIMPLER_TASK_ID_NONE)
         return 0;
-    uint32_t ring = rt_id_ring(id);
-    if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local ||
-        rt_task_retired(run, id))
+    if (!producer_valid(run, id))
         return SIMPLER_ORCH_ERR_INVALID_ARGS;
-    struct rt_slot *p = slot_of(run, id);
-    if (!scope_open(run, p))
-        return SIMPLER_ORCH_ERR_INVALID_ARGS;
-    return add_producer(run, p, RT_EDGE_CREATOR);
+    return add_producer(run, slot_of(run, id), RT_EDGE_CREATOR);
 }
 
 static bool tracked(const struct rt_run *run, const struct simpler_tensor *t)
@@ -591,13 +599,13 @@ static void fill_payload(struct rt_run *run, struct rt_task *t, struct rt_ring *
         }
         const struct simpler_tensor_create *c = &arg->create;
         struct simpler_tensor *o = &t->tensors[i];
-        uint64_t bytes = output_bytes(c);
+        /* Cannot fail: check_submit sized this output (ts->output_bytes). */
         simpler_tensor_make(o, (uint64_t)(uintptr_t)(r->heap + offset), c->shape, c->ndims,
                             c->dtype, SIMPLER_MEM_DEVICE);
         o->producer_task_id = id;
         if (c->zero_fill)
             memset(r->heap + offset, 0, o->buffer_bytes);
-        offset += bytes;
+        offset += ts->output_bytes[i];
     }
     memcpy(t->scalars, a->scalars, a->scalar_count * sizeof a->scalars[0]);
 }
@@ -635,10 +643,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
 
     /* 1. Task slot and heap bytes on this depth's ring. */
-    struct alloc_req q = {.ring = ring, .want = 1, .heap_need = 0};
-    for (uint32_t i = 0; i < a->tensor_count; i++)
-        if (a->tensors[i].kind == SIMPLER_ARG_OUTPUT)
-            q.heap_need += output_bytes(&a->tensors[i].create);
+    struct alloc_req q = {.ring = ring, .want = 1, .heap_need = ts.heap_need};
     if (q.heap_need > r->heap_bytes)
         return fail(run, SIMPLER_ORCH_ERR_HEAP_DEADLOCK); /* can never fit */
     if (!slot_free(run, &q)) {
@@ -773,15 +778,11 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
 {
     if (rt_error(run))
         return -rt_error(run);
-    if (!t || !index || !tensor_valid(t))
+    /* The whole view inside its buffer, so every element of it is too. */
+    uint64_t offset;
+    if (!t || !index || !tensor_valid(t) || sp_view_element_offset(t, index, &offset) != 0)
         return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
-    for (uint32_t i = 0; i < t->ndims; i++)
-        if (index[i] >= t->shape[i])
-            return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
-    uint64_t offset = simpler_tensor_offset_of(t, index);
     size_t es = simpler_dtype_size(t->dtype);
-    if ((offset + 1) * es > t->buffer_bytes)
-        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
     /* The one element as a view, for the TensorMap. */
     struct simpler_tensor elem = *t;
     elem.ndims = 1;

@@ -15,68 +15,11 @@
  */
 #include "runtime/tensormap.h"
 
+#include "common/view.h"
+
 #include <string.h>
 
 /* ---- overlap ----------------------------------------------------------- */
-
-/* True when the descriptor is one this file can reason about at all. */
-static bool view_is_valid(const struct simpler_tensor *t)
-{
-    return t->ndims >= 1 && t->ndims <= SIMPLER_TENSOR_MAX_DIMS &&
-           simpler_dtype_size(t->dtype) != 0;
-}
-
-/* True when some dim is 0 long. (Not numel() == 0: the product can wrap.) */
-static bool view_is_empty(const struct simpler_tensor *t)
-{
-    for (uint32_t i = 0; i < t->ndims; i++)
-        if (t->shape[i] == 0)
-            return true;
-    return false;
-}
-
-/*
- * [first, last] element offsets (from the buffer base) the view can touch,
- * whatever the signs of its strides. Returns false when a value does not fit
- * in int64: the caller then knows nothing about the view's extent.
- * Precondition: view_is_valid and not view_is_empty.
- */
-static bool view_element_extent(const struct simpler_tensor *t, int64_t *first, int64_t *last)
-{
-    if (t->start_offset > (uint64_t)INT64_MAX)
-        return false;
-    int64_t lo = (int64_t)t->start_offset;
-    int64_t hi = lo;
-    for (uint32_t i = 0; i < t->ndims; i++) {
-        if (t->shape[i] - 1 > (uint64_t)INT64_MAX)
-            return false;
-        int64_t span;
-        if (__builtin_mul_overflow((int64_t)(t->shape[i] - 1), t->stride[i], &span))
-            return false;
-        if (span < 0 ? __builtin_add_overflow(lo, span, &lo)
-                     : __builtin_add_overflow(hi, span, &hi))
-            return false;
-    }
-    *first = lo;
-    *last = hi;
-    return true;
-}
-
-/* [first, last] byte offsets (from the buffer base) of the view; false on
- * overflow, as view_element_extent. */
-static bool view_byte_extent(const struct simpler_tensor *t, int64_t *first, int64_t *last)
-{
-    int64_t es = (int64_t)simpler_dtype_size(t->dtype);
-    int64_t lo, hi;
-    if (!view_element_extent(t, &lo, &hi))
-        return false;
-    if (__builtin_mul_overflow(lo, es, &lo) || __builtin_mul_overflow(hi, es, &hi) ||
-        __builtin_add_overflow(hi, es - 1, &hi))
-        return false;
-    *first = lo;
-    *last = hi;
-    return true;
-}
 
 /* Same dtype, start, shape and strides: the same set of elements. */
 static bool views_identical(const struct simpler_tensor *a, const struct simpler_tensor *b)
@@ -184,18 +127,17 @@ enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
      * anything across versions. */
     if (recorded->version != access->version)
         return RT_OVERLAP_OTHER;
-    if (!view_is_valid(recorded) || !view_is_valid(access))
+    struct sp_view_extent r, a;
+    int r_known = sp_view_extent(recorded, &r), a_known = sp_view_extent(access, &a);
+    if (r_known == SP_VIEW_MALFORMED || a_known == SP_VIEW_MALFORMED)
         return RT_OVERLAP_OTHER;
-    if (view_is_empty(recorded) || view_is_empty(access))
+    if (r_known == SP_VIEW_EMPTY || a_known == SP_VIEW_EMPTY)
         return RT_OVERLAP_NONE; /* an empty view has no byte */
     if (views_identical(recorded, access))
         return RT_OVERLAP_COVERED;
-
-    int64_t r_first, r_last, a_first, a_last;
-    if (!view_byte_extent(recorded, &r_first, &r_last) ||
-        !view_byte_extent(access, &a_first, &a_last))
-        return RT_OVERLAP_OTHER;
-    if (r_last < a_first || a_last < r_first)
+    if (r_known != SP_VIEW_OK || a_known != SP_VIEW_OK)
+        return RT_OVERLAP_OTHER; /* an extent that overflows: nothing is known */
+    if (r.last_byte < a.first_byte || a.last_byte < r.first_byte)
         return RT_OVERLAP_NONE;
 
     enum rt_overlap exact;
@@ -204,7 +146,8 @@ enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
 
     /* A contiguous access holds every byte of its interval, so it holds
      * every byte of anything inside it, whatever that thing's dtype. */
-    if (simpler_tensor_is_contiguous(access) && a_first <= r_first && r_last <= a_last)
+    if (simpler_tensor_is_contiguous(access) && a.first_byte <= r.first_byte &&
+        r.last_byte <= a.last_byte)
         return RT_OVERLAP_COVERED;
     return RT_OVERLAP_OTHER;
 }
@@ -463,9 +406,15 @@ static bool is_retired(rt_tm_retired_fn retired, void *ctx, uint64_t producer_id
     return retired && retired(ctx, producer_id);
 }
 
+/* The view's byte extent, or INT64_MIN..INT64_MAX when it is unknown (an
+ * invalid or empty view, or one whose extent overflows). */
 static void extent_of(const struct simpler_tensor *t, int64_t *first, int64_t *last)
 {
-    if (!view_is_valid(t) || view_is_empty(t) || !view_byte_extent(t, first, last)) {
+    struct sp_view_extent e;
+    if (sp_view_extent(t, &e) == SP_VIEW_OK) {
+        *first = e.first_byte;
+        *last = e.last_byte;
+    } else {
         *first = INT64_MIN;
         *last = INT64_MAX;
     }

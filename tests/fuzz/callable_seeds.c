@@ -4,13 +4,16 @@
  * (header, child table, aligned ELF binaries, shared binaries, symbols)
  * instead of having to discover the magic and the offsets.
  *
- * Usage: callable_seeds DIR — writes DIR/seed-N.bin; exits nonzero on any
+ * Usage: callable_seeds DIR [SO] — writes DIR/seed-N.bin (with SO, a real
+ * shared object, also an image whose orchestration and a kernel are that
+ * file, so the fuzzer mutates real ELF structure); exits nonzero on any
  * builder or I/O failure.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf_stub.h"
 #include "simpler/callable.h"
 
 #define CHECK(call)                                                               \
@@ -22,11 +25,11 @@
         }                                                                         \
     } while (0)
 
+/* Structurally valid ELF binaries (elf_stub.h), so the fuzzer starts from
+ * headers the validator accepts. */
 static void fill_elf(unsigned char *buf, size_t size, unsigned seed)
 {
-    memcpy(buf, "\x7f" "ELF", 4);
-    for (size_t i = 4; i < size; i++)
-        buf[i] = (unsigned char)(seed * 13u + i);
+    elf_stub_fill(buf, size, seed);
 }
 
 /* Finishes `b` into DIR/seed-<n>.bin and destroys it. */
@@ -49,14 +52,14 @@ static void emit(struct simpler_callable_builder *b, const char *dir, int n)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s DIR [SO]\n", argv[0]);
         return 2;
     }
     const char *dir = argv[1];
     const enum simpler_direction sig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_SCALAR, SIMPLER_DIR_OUT,
                                               SIMPLER_DIR_INOUT, SIMPLER_DIR_SCALAR};
-    unsigned char a[100], b4[4], c[65];
+    unsigned char a[ELF_STUB_HEADERS + 80], b4[ELF_STUB_HEADERS], c[ELF_STUB_HEADERS + 9];
     fill_elf(a, sizeof a, 1);
     fill_elf(b4, sizeof b4, 2);
     fill_elf(c, sizeof c, 3);
@@ -93,12 +96,21 @@ int main(int argc, char **argv)
     }
     emit(b, dir, 3);
 
-    /* 4: the shortest ELF binaries (the magic alone) next to a longer one */
+    /* 4: the shortest ELF binary (a stub's headers alone) next to a longer one */
     CHECK(simpler_callable_builder_create(&b));
     CHECK(simpler_callable_builder_set_orchestration(b, SIMPLER_BINARY_ELF, b4, sizeof b4, "o",
                                                      NULL, NULL, 0));
     CHECK(simpler_callable_builder_add_kernel(b, 7, SIMPLER_CORE_AIC, SIMPLER_BINARY_ELF, c,
                                               sizeof c, "k", NULL, 0));
     emit(b, dir, 4);
+
+    /* 5: a real shared object, stored once for the orchestration and a kernel */
+    if (argc == 3) {
+        CHECK(simpler_callable_builder_create(&b));
+        CHECK(simpler_callable_builder_set_orchestration_file(b, argv[2], "orch", NULL, sig, 5));
+        CHECK(simpler_callable_builder_add_kernel_file(b, 3, SIMPLER_CORE_AIV, argv[2], "k",
+                                                       sig, 2));
+        emit(b, dir, 5);
+    }
     return 0;
 }

@@ -6,13 +6,15 @@
  * the input sits in a heap buffer of exactly its size — and refuses any
  * misaligned copy) and the invariants an accepted image must satisfy,
  * re-checked here with independent code (128-bit range arithmetic, a
- * quadratic uniqueness check). An accepted image must also round-trip: the
+ * quadratic uniqueness check, every ELF binary's headers and segments
+ * re-read with u128 sums). An accepted image must also round-trip: the
  * builder takes its orchestration and kernels back without complaint and
  * lays out an image that validates and says the same things. A violated
  * property abort()s, which libFuzzer reports as a crash.
  *
  * Built by tests/fuzz/run-fuzz.sh with clang -fsanitize=fuzzer,address,undefined;
- * links only callable.c and host_alloc.c.
+ * links only host/callable.c, the common validator (callable_validate.c,
+ * elf_check.c) and host_alloc.c.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/elf_check.h"
 #include "simpler/callable.h"
 
 typedef struct simpler_callable_header header_t;
@@ -44,6 +47,37 @@ static void check_name(const char *field, bool may_be_empty)
         CHECK(*p >= ' ' && *p <= '~' && *p != '/');
 }
 
+/* What the validator promises of an accepted ELF binary of `bytes` bytes:
+ * a 64-bit shared object for this host whose program header table, section
+ * header table and every segment's file bytes lie inside `bytes`, with at
+ * least one PT_LOAD, each holding no more file bytes than memory. */
+static void check_elf(const unsigned char *elf, uint64_t bytes)
+{
+    Elf64_Ehdr eh;
+    CHECK(bytes >= sizeof eh);
+    memcpy(&eh, elf, sizeof eh);
+    CHECK(memcmp(eh.e_ident, "\x7f" "ELF", 4) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64);
+    CHECK(eh.e_ident[EI_DATA] == SP_ELF_HOST_DATA && eh.e_type == ET_DYN);
+    CHECK(eh.e_machine == SP_ELF_HOST_MACHINE && eh.e_ehsize == sizeof eh);
+    CHECK(eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0);
+    CHECK((u128)eh.e_phoff + (u128)eh.e_phnum * sizeof(Elf64_Phdr) <= bytes);
+    CHECK(eh.e_phoff >= sizeof eh);
+    if (eh.e_shoff != 0)
+        CHECK((u128)eh.e_shoff + (u128)eh.e_shnum * eh.e_shentsize <= bytes);
+    uint32_t loads = 0;
+    for (uint32_t i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, elf + eh.e_phoff + (size_t)i * sizeof ph, sizeof ph);
+        CHECK((u128)ph.p_offset + ph.p_filesz <= bytes);
+        if (ph.p_type == PT_LOAD) {
+            CHECK(ph.p_filesz <= ph.p_memsz);
+            CHECK((u128)ph.p_vaddr + ph.p_memsz <= UINT64_MAX);
+            loads++;
+        }
+    }
+    CHECK(loads > 0);
+}
+
 /* Checks one binary reference; returns true for an ELF one. */
 static bool check_binary(const unsigned char *image, size_t size, uint32_t kind, uint64_t offset,
                          uint64_t bytes, u128 table_begin, u128 table_end)
@@ -58,7 +92,7 @@ static bool check_binary(const unsigned char *image, size_t size, uint32_t kind,
     CHECK(offset >= sizeof(header_t));
     CHECK(offset % SIMPLER_CALLABLE_BINARY_ALIGN == 0);
     CHECK((u128)offset + bytes <= table_begin || offset >= table_end);
-    CHECK(memcmp(image + offset, "\x7f" "ELF", 4) == 0);
+    check_elf(image + offset, bytes);
     return true;
 }
 

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "common/host_alloc.h"
+#include "elf_stub.h"
 #include "simpler/callable.h"
 
 #define INVALID PTO_RUNTIME_ERR_INVALID_ARGUMENT
@@ -42,17 +43,15 @@ typedef struct simpler_callable_child child_t;
 
 /* ---- test binaries ----------------------------------------------------- */
 
-/* "ELF binaries" for the builder and validator, which only check the magic:
- * the magic, then a pattern that differs per seed. */
+/* ELF binaries for the builder and validator: structurally valid stubs
+ * (elf_stub.h), their headers then a pattern that differs per seed. */
 static void fill_elf(unsigned char *buf, size_t size, unsigned seed)
 {
-    memcpy(buf, "\x7f" "ELF", 4);
-    for (size_t i = 4; i < size; i++)
-        buf[i] = (unsigned char)(seed * 31u + i * 7u + 1u);
+    elf_stub_fill(buf, size, seed);
 }
 
-#define ELF_A_BYTES 100
-#define ELF_B_BYTES 70
+#define ELF_A_BYTES 300
+#define ELF_B_BYTES 198
 static unsigned char elf_a[ELF_A_BYTES];
 static unsigned char elf_b[ELF_B_BYTES];
 
@@ -64,13 +63,13 @@ static const enum simpler_direction mul_sig[] = {IN, OUT, SCALAR};
  * The good image: an ELF orchestration (elf_a) with a config function and a
  * five-entry signature, and three kernels: func 0 (ELF elf_b), func 5
  * (SYMBOL), func 7 (ELF elf_a again, stored once). Its layout:
- *   header 0..320, child table 320..704, elf_a at 704..804, padding,
- *   elf_b at 832..902.
+ *   header 0..320, child table 320..704, elf_a at 704..1004, padding,
+ *   elf_b at 1024..1222.
  */
-#define GOOD_TOTAL 902u
+#define GOOD_TOTAL 1222u
 #define GOOD_TABLE 320u
 #define GOOD_ELF_A 704u
-#define GOOD_ELF_B 832u
+#define GOOD_ELF_B 1024u
 
 static void build_good(struct simpler_callable_builder **out)
 {
@@ -234,7 +233,7 @@ static void validate_rejects_null_or_misaligned_images(void **state)
 {
     struct fixture *fx = *state;
     assert_int_equal(simpler_callable_validate(NULL, fx->bytes), INVALID);
-    unsigned char *buf = aligned_alloc(64, 1024);
+    unsigned char *buf = aligned_alloc(64, 2048); /* room for the image at any shift < 8 */
     assert_non_null(buf);
     memcpy(buf + 8, fx->good, fx->bytes);
     assert_int_equal(simpler_callable_validate(buf + 8, fx->bytes), 0); /* INVALID: 8-aligned is enough */
@@ -438,7 +437,7 @@ static void validate_rejects_an_unknown_core_type(void **state)
 static void validate_rejects_a_child_table_outside_the_image(void **state)
 {
     struct fixture *fx = *state;
-    /* 3 records from 520 end at 904, 2 bytes past the image (520 is 8-aligned) */
+    /* 3 records from 840 end at 1224, 2 bytes past the image (840 is 8-aligned) */
     WITH_HEADER(fx, h.children_offset = GOOD_TOTAL - 3 * sizeof(child_t) + 2);
     assert_int_equal(validate(fx), INVALID); /* 0 = the last record is read past the image */
     WITH_HEADER(fx, h.children_offset = UINT64_MAX - 7);
@@ -529,7 +528,7 @@ static void validate_rejects_binaries_past_the_end_or_wrapping(void **state)
     WITH_HEADER(fx, h.orch_offset = UINT64_MAX - 63); /* 64-aligned */
     /* 0 = offset + bytes wrapped to 36; the magic is read far outside */
     assert_int_equal(validate(fx), INVALID);
-    WITH_HEADER(fx, h.orch_offset = GOOD_TOTAL + 58); /* 960, 64-aligned, past the end */
+    WITH_HEADER(fx, h.orch_offset = GOOD_TOTAL + 58); /* 1280, 64-aligned, past the end */
     assert_int_equal(validate(fx), INVALID);
     WITH_CHILD(fx, 0, c.binary_bytes = ELF_B_BYTES + 1);
     assert_int_equal(validate(fx), INVALID); /* 0 = kernel binaries are not range-checked */
@@ -542,21 +541,30 @@ static void validate_rejects_binaries_past_the_end_or_wrapping(void **state)
 static void validate_rejects_misaligned_binaries(void **state)
 {
     struct fixture *fx = *state;
-    /* An ELF magic 8 bytes into elf_a's payload: the payload is opaque, so
-     * the image stays valid until something points at it. */
+    /* A whole stub 8 bytes past a 64-byte boundary inside elf_a's payload
+     * (past its headers): the payload is opaque, so the image stays valid
+     * until something points at it. */
+    enum { MISALIGNED = GOOD_ELF_A + 2 * 64 + 8, STUB = ELF_STUB_HEADERS };
+    _Static_assert(MISALIGNED >= GOOD_ELF_A + ELF_STUB_HEADERS &&
+                       MISALIGNED + ELF_STUB_HEADERS <= GOOD_ELF_A + ELF_A_BYTES,
+                   "the misaligned stub lies in elf_a's payload");
     reset(fx);
-    memcpy(fx->image + GOOD_ELF_A + 8, "\x7f" "ELF", 4);
+    elf_stub_fill(fx->image + MISALIGNED, STUB, 4);
     assert_int_equal(validate(fx), 0);
     header_t h = get_header(fx->image);
-    h.orch_offset = GOOD_ELF_A + 8;
+    h.orch_offset = MISALIGNED;
+    h.orch_bytes = STUB;
     put_header(fx->image, &h);
     /* 0 = a binary at an offset the device loader cannot map aligned */
     assert_int_equal(validate(fx), INVALID);
+    h.orch_offset = MISALIGNED - 8; /* the same bytes from the boundary: not a stub */
+    put_header(fx->image, &h);
+    assert_int_equal(validate(fx), INVALID);
     reset(fx);
-    memcpy(fx->image + GOOD_ELF_A + 8, "\x7f" "ELF", 4);
+    elf_stub_fill(fx->image + MISALIGNED, STUB, 4);
     child_t c = get_child(fx->image, 2);
-    c.binary_offset = GOOD_ELF_A + 8;
-    c.binary_bytes = 16;
+    c.binary_offset = MISALIGNED;
+    c.binary_bytes = STUB;
     put_child(fx->image, 2, &c);
     assert_int_equal(validate(fx), INVALID);
 }
@@ -578,22 +586,167 @@ static void validate_rejects_binaries_without_the_elf_magic(void **state)
     assert_int_equal(validate(fx), INVALID);
 }
 
-static void validate_rejects_binaries_overlapping_the_child_table(void **state)
+/* Runs `stmt` on copies of elf_a's ELF header (eh) and PT_LOAD program
+ * header (ph) in the image and writes both back; resets the image first. */
+#define WITH_ELF(fx, stmt)                                                     \
+    do {                                                                       \
+        reset(fx);                                                             \
+        Elf64_Ehdr eh;                                                         \
+        Elf64_Phdr ph;                                                         \
+        memcpy(&eh, (fx)->image + GOOD_ELF_A, sizeof eh);                      \
+        memcpy(&ph, (fx)->image + GOOD_ELF_A + ELF_STUB_PHDR, sizeof ph);      \
+        stmt;                                                                  \
+        memcpy((fx)->image + GOOD_ELF_A, &eh, sizeof eh);                      \
+        memcpy((fx)->image + GOOD_ELF_A + ELF_STUB_PHDR, &ph, sizeof ph);      \
+    } while (0)
+
+/* Each a binary the dynamic loader would read outside of (a crash inside
+ * dlopen at register) or cannot map as this host's shared object. */
+static void validate_rejects_elf_binaries_whose_headers_are_broken(void **state)
 {
     struct fixture *fx = *state;
-    /* Child 0's symbol is "k_add"; bytes after its NUL are unconstrained, so
-     * an ELF magic at image offset 384 (symbol[32]) keeps the image valid. */
-    reset(fx);
-    child_t c = get_child(fx->image, 0);
-    memcpy(c.symbol + 32, "\x7f" "ELF", 4);
-    put_child(fx->image, 0, &c);
-    assert_int_equal(validate(fx), 0);
-    header_t h = get_header(fx->image);
-    h.orch_offset = 384;
-    put_header(fx->image, &h);
+    WITH_ELF(fx, (void)0);
+    assert_int_equal(validate(fx), 0); /* INVALID: the stub itself is refused */
+    WITH_HEADER(fx, h.orch_bytes = ELF_STUB_HEADERS - 1);
+    /* 0 = a binary truncated inside its program headers is loaded */
+    assert_int_equal(validate(fx), INVALID);
+    WITH_HEADER(fx, h.orch_bytes = sizeof(Elf64_Ehdr) - 1);
+    assert_int_equal(validate(fx), INVALID); /* 0 = truncated inside the ELF header */
+    WITH_ELF(fx, eh.e_ident[EI_CLASS] = ELFCLASS32);
+    assert_int_equal(validate(fx), INVALID); /* 0 = a 32-bit header read as a 64-bit one */
+    WITH_ELF(fx, eh.e_ident[EI_DATA] = SP_ELF_HOST_DATA == ELFDATA2LSB ? ELFDATA2MSB : ELFDATA2LSB);
+    assert_int_equal(validate(fx), INVALID); /* 0 = an other-endian object's offsets trusted */
+    WITH_ELF(fx, eh.e_ident[EI_VERSION] = EV_NONE);
+    assert_int_equal(validate(fx), INVALID);
+    WITH_ELF(fx, eh.e_type = ET_EXEC);
+    assert_int_equal(validate(fx), INVALID); /* 0 = a fixed-address executable mapped over ours */
+    WITH_ELF(fx, eh.e_machine = EM_NONE);
+    assert_int_equal(validate(fx), INVALID); /* 0 = another machine's code */
+    WITH_ELF(fx, eh.e_ehsize = sizeof eh - 1);
+    assert_int_equal(validate(fx), INVALID);
+    WITH_ELF(fx, eh.e_phentsize = sizeof ph + 8);
+    assert_int_equal(validate(fx), INVALID); /* 0 = program headers read with the wrong stride */
+    WITH_ELF(fx, eh.e_phnum = 0);
+    assert_int_equal(validate(fx), INVALID); /* 0 = nothing to map */
+    WITH_ELF(fx, eh.e_phnum = 5);
+    assert_int_equal(validate(fx), INVALID); /* 0 = four program headers read past the binary */
+    WITH_ELF(fx, eh.e_phoff = ELF_A_BYTES - sizeof ph + 8);
+    assert_int_equal(validate(fx), INVALID); /* 0 = the table runs past the binary's end */
+    WITH_ELF(fx, eh.e_phoff = UINT64_MAX - 7);
+    assert_int_equal(validate(fx), INVALID); /* 0 = e_phoff + size wrapped */
+    WITH_ELF(fx, eh.e_phoff = 8);
+    assert_int_equal(validate(fx), INVALID); /* 0 = program headers inside the ELF header */
+    WITH_ELF(fx, eh.e_phoff = sizeof eh + 4);
+    assert_int_equal(validate(fx), INVALID); /* 0 = a misaligned table */
+    WITH_ELF(fx, { eh.e_shoff = ELF_A_BYTES - 64 + 8; eh.e_shnum = 1; });
+    assert_int_equal(validate(fx), INVALID); /* 0 = a section table past the end (a truncation) */
+    WITH_ELF(fx, { eh.e_shoff = ELF_A_BYTES - 64 - 4; eh.e_shnum = 1; });
+    assert_int_equal(validate(fx), 0); /* INVALID: a section table ending at the binary's end */
+    WITH_ELF(fx, { eh.e_shoff = ELF_A_BYTES - 64 - 4; eh.e_shnum = 1; eh.e_shstrndx = 1; });
+    assert_int_equal(validate(fx), INVALID); /* 0 = a string table index past the table */
+    WITH_ELF(fx, eh.e_shnum = 1);
+    assert_int_equal(validate(fx), INVALID); /* 0 = sections counted, no table */
+}
+
+static void validate_rejects_elf_segments_outside_the_binary(void **state)
+{
+    struct fixture *fx = *state;
+    WITH_ELF(fx, ph.p_filesz = ph.p_memsz = ELF_A_BYTES);
+    assert_int_equal(validate(fx), 0); /* INVALID: a PT_LOAD of the whole binary is refused */
+    WITH_ELF(fx, ph.p_filesz = ph.p_memsz = ELF_A_BYTES + 1);
+    /* 0 = the loader maps a byte past the stated bytes (SIGBUS in dlopen) */
+    assert_int_equal(validate(fx), INVALID);
+    WITH_ELF(fx, ph.p_offset = ph.p_vaddr = 0x1000);
+    assert_int_equal(validate(fx), INVALID); /* 0 = a segment entirely past the end */
+    WITH_ELF(fx, { ph.p_offset = UINT64_MAX - 15; ph.p_align = 0; });
+    assert_int_equal(validate(fx), INVALID); /* 0 = p_offset + p_filesz wrapped */
+    WITH_ELF(fx, ph.p_memsz = ph.p_filesz - 1);
+    assert_int_equal(validate(fx), INVALID); /* 0 = more file bytes than memory for them */
+    WITH_ELF(fx, ph.p_vaddr = UINT64_MAX - 15);
+    assert_int_equal(validate(fx), INVALID); /* 0 = a memory range that wraps */
+    WITH_ELF(fx, ph.p_align = 0x1800);
+    assert_int_equal(validate(fx), INVALID); /* 0 = an alignment that is no power of two */
+    WITH_ELF(fx, ph.p_vaddr = 8);
+    assert_int_equal(validate(fx), INVALID); /* 0 = offset and address disagree modulo p_align */
+    WITH_ELF(fx, ph.p_type = PT_NOTE);
+    assert_int_equal(validate(fx), INVALID); /* 0 = no PT_LOAD: nothing to map */
+    WITH_ELF(fx, { ph.p_type = PT_NOTE; ph.p_filesz = ELF_A_BYTES + 1; });
+    assert_int_equal(validate(fx), INVALID); /* 0 = only PT_LOAD segments are range-checked */
+}
+
+/* Two program headers (a second PT_LOAD or a PT_DYNAMIC after the stub's
+ * PT_LOAD) in a binary of its own: the rules between segments. */
+static void validate_rejects_elf_segments_that_disagree(void **state)
+{
+    (void)state;
+    enum { SIZE = 0x2000 + 64 };
+    static unsigned char bin[SIZE];
+    const struct {
+        uint32_t type;
+        uint64_t offset, vaddr, filesz, memsz;
+        int expect;
+        const char *why;
+    } cases[] = {
+        {PT_LOAD, 0x2000, 0x2000, 64, 64, 0, "INVALID: two ascending loads are refused"},
+        {PT_LOAD, 0x2000, 0, 64, 64, INVALID, "0 = loads out of order: the span is miscomputed"},
+        {PT_LOAD, 0x2000, 0x0, 0, 0, INVALID, "0 = loads overlapping in memory"},
+        {PT_DYNAMIC, 0x20, 0x20, 0x40, 0x40, 0, "INVALID: a dynamic section inside the load"},
+        {PT_DYNAMIC, 0x2000, 0x2000, 64, 64, INVALID, "0 = a dynamic section no load maps"},
+        {PT_DYNAMIC, 0x90, 0x90, 0x20, 0x40, INVALID,
+         "0 = a dynamic section past the load's file bytes"},
+        {PT_DYNAMIC, 0x20, 0x20, 0x40, 0x20, INVALID, "0 = a dynamic section with filesz > memsz"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        elf_stub_fill(bin, SIZE, 8);
+        Elf64_Ehdr eh;
+        Elf64_Phdr ph;
+        memcpy(&eh, bin, sizeof eh);
+        eh.e_phnum = 2;
+        memcpy(bin, &eh, sizeof eh);
+        memset(&ph, 0, sizeof ph);
+        ph.p_type = cases[k].type;
+        ph.p_offset = cases[k].offset;
+        ph.p_vaddr = cases[k].vaddr;
+        ph.p_filesz = cases[k].filesz;
+        ph.p_memsz = cases[k].memsz;
+        ph.p_align = cases[k].type == PT_LOAD ? 0x1000 : 8;
+        memcpy(bin + ELF_STUB_PHDR + sizeof ph, &ph, sizeof ph);
+        /* the stub's PT_LOAD covers the headers, now 0..0xb0 */
+        memcpy(&ph, bin + ELF_STUB_PHDR, sizeof ph);
+        ph.p_filesz = ph.p_memsz = sizeof eh + 2 * sizeof ph;
+        memcpy(bin + ELF_STUB_PHDR, &ph, sizeof ph);
+        struct simpler_callable_builder *b;
+        assert_int_equal(simpler_callable_builder_create(&b), 0);
+        int rc = simpler_callable_builder_set_orchestration(b, ELF, bin, SIZE, "main", NULL,
+                                                            NULL, 0);
+        simpler_callable_builder_destroy(b);
+        if (rc != cases[k].expect)
+            fail_msg("case %zu: %d (%s)", k, rc, cases[k].why);
+    }
+}
+
+static void validate_rejects_binaries_overlapping_the_child_table(void **state)
+{
+    (void)state;
+    /* A stub at 320 (right after the header) and the child table right
+     * after it at 440; bytes past a stub's headers are opaque payload, so
+     * the same stub stated 80 bytes longer is still a valid ELF binary,
+     * whose payload is the first record. */
+    size_t bytes;
+    unsigned char *image = image_with_table_gap(ELF_STUB_HEADERS, &bytes);
+    elf_stub_fill(image + sizeof(header_t), ELF_STUB_HEADERS, 6);
+    header_t h = get_header(image);
+    h.orch_kind = ELF;
+    h.orch_offset = sizeof(header_t);
+    h.orch_bytes = ELF_STUB_HEADERS;
+    put_header(image, &h);
+    assert_int_equal(simpler_callable_validate(image, bytes), 0); /* INVALID: touching is overlap */
+    h.orch_bytes = ELF_STUB_HEADERS + 80;
+    put_header(image, &h);
     /* 0 = the child table doubles as a binary: bytes trusted as records are
      * also handed to the loader */
-    assert_int_equal(validate(fx), INVALID);
+    assert_int_equal(simpler_callable_validate(image, bytes), INVALID);
+    free(image);
 }
 
 static void validate_rejects_symbol_forms_with_bytes_and_unknown_kinds(void **state)
@@ -659,8 +812,8 @@ static void builder_stores_identical_elf_binaries_once(void **state)
     void *image;
     size_t bytes;
     finish_ok(b, &image, &bytes);
-    /* header 320 + 2 children 256 = 576 (64-aligned) + one copy of 100;
-     * 932 = each reference got its own copy */
+    /* header 320 + 2 children 256 = 576 (64-aligned) + one copy of 300;
+     * 1216 = each reference got its own copy */
     assert_int_equal(bytes, 576 + ELF_A_BYTES);
     simpler_callable_free(image);
 
@@ -671,11 +824,11 @@ static void builder_stores_identical_elf_binaries_once(void **state)
     assert_int_equal(simpler_callable_builder_add_kernel(b, 4, AIC, ELF, a, sizeof a - 1, "k4",
                                                          NULL, 0), 0);
     finish_ok(b, &image, &bytes);
-    /* 320 + 4*128 = 832; a at 832, a_other at 960, the prefix at 1088 */
-    assert_int_equal(bytes, 1088 + ELF_A_BYTES - 1); /* less: bytes compared only by size or prefix */
+    /* 320 + 4*128 = 832; a at 832, a_other at 1152, the prefix at 1472 */
+    assert_int_equal(bytes, 1472 + ELF_A_BYTES - 1); /* less: bytes compared only by size or prefix */
     child_t c;
     memcpy(&c, (unsigned char *)image + 320 + 3 * sizeof c, sizeof c);
-    assert_int_equal(c.binary_offset, 1088);
+    assert_int_equal(c.binary_offset, 1472);
     assert_int_equal(c.binary_bytes, ELF_A_BYTES - 1);
     simpler_callable_free(image);
     simpler_callable_builder_destroy(b);
@@ -689,7 +842,7 @@ static void builder_refuses_a_duplicate_func_id_and_changes_nothing(void **state
     void *before, *after;
     size_t before_bytes, after_bytes;
     finish_ok(b, &before, &before_bytes);
-    unsigned char other[64];
+    unsigned char other[ELF_STUB_HEADERS + 8];
     fill_elf(other, sizeof other, 5);
     assert_int_equal(simpler_callable_builder_add_kernel(b, 5, AIV, ELF, other, sizeof other,
                                                          "again", NULL, 0), STATE);
@@ -776,7 +929,7 @@ static void builder_finish_twice_gives_identical_aligned_bytes(void **state)
 static void builder_copies_everything_it_is_given(void **state)
 {
     (void)state;
-    unsigned char binary[80];
+    unsigned char binary[ELF_STUB_HEADERS + 40];
     fill_elf(binary, sizeof binary, 3);
     char entry[16] = "entry", config[16] = "config", symbol[16] = "kern";
     enum simpler_direction sig[2] = {IN, OUT};
@@ -786,7 +939,7 @@ static void builder_copies_everything_it_is_given(void **state)
                                                                 entry, config, sig, 2), 0);
     assert_int_equal(simpler_callable_builder_add_kernel(b, 9, AIC, ELF, binary, sizeof binary,
                                                          symbol, sig, 2), 0);
-    memset(binary + 4, 0xee, sizeof binary - 4);
+    memset(binary + ELF_STUB_HEADERS, 0xee, sizeof binary - ELF_STUB_HEADERS);
     strcpy(entry, "changed");
     strcpy(config, "changed");
     strcpy(symbol, "changed");
@@ -794,7 +947,7 @@ static void builder_copies_everything_it_is_given(void **state)
     void *image;
     size_t bytes;
     finish_ok(b, &image, &bytes);
-    unsigned char expected[80];
+    unsigned char expected[ELF_STUB_HEADERS + 40];
     fill_elf(expected, sizeof expected, 3);
     header_t h = get_header(image);
     child_t c;
@@ -1051,7 +1204,7 @@ struct build {
     size_t bytes;
     const char *path_a;
     const char *path_b;
-    unsigned char elf[6][72];
+    unsigned char elf[6][ELF_STUB_HEADERS + 8];
 };
 
 #define BUILD_STEPS 14
@@ -1185,7 +1338,10 @@ int main(void)
         FX(validate_rejects_binaries_past_the_end_or_wrapping),
         FX(validate_rejects_misaligned_binaries),
         FX(validate_rejects_binaries_without_the_elf_magic),
-        FX(validate_rejects_binaries_overlapping_the_child_table),
+        FX(validate_rejects_elf_binaries_whose_headers_are_broken),
+        FX(validate_rejects_elf_segments_outside_the_binary),
+        cmocka_unit_test(validate_rejects_elf_segments_that_disagree),
+        cmocka_unit_test(validate_rejects_binaries_overlapping_the_child_table),
         FX(validate_rejects_symbol_forms_with_bytes_and_unknown_kinds),
         cmocka_unit_test(builder_create_and_finish_reject_null_outputs),
         cmocka_unit_test(builder_stores_identical_elf_binaries_once),
