@@ -211,7 +211,14 @@ typedef int (*simdev_aicore_fn)(const struct simdev_core_ctx *ctx, const void *a
                                 size_t args_size);
 typedef int (*simdev_host_fn)(void *user_data);
 
-#define SIMDEV_MAX_LAUNCH_ARGS 16384 /* a kernel-mode packet with 64 tensor descriptors fits */
+/* The largest launch argument block: room for a kernel-mode invocation
+ * packet at the largest argument counts (src/common/packet.h, 8752 bytes)
+ * plus its envelope. Arguments are copied into an op sized to them, so the
+ * bound costs nothing below it. */
+#define SIMDEV_MAX_LAUNCH_ARGS 16384
+/* The copy a device function receives starts at a multiple of this, so
+ * argument blocks made of 64-bit words and descriptors can be read in place. */
+#define SIMDEV_LAUNCH_ARGS_ALIGN 8
 
 /*
  * Enqueues `fn` to run on `thread_count` AICPU threads at once (1..the
@@ -243,15 +250,6 @@ int simdev_event_destroy(simdev_event_t event);
 /* Marks the current end of `stream`: the event completes when the stream
  * reaches this point, carrying the stream's error at that point. */
 int simdev_event_record(simdev_event_t event, simdev_stream_t stream);
-
-/* As simdev_event_record, and the stream hands its error over to the
- * event: when the record executes, the event carries the stream's error
- * (or the record's own failure) and the stream carries none afterwards, so
- * later ops on it run normally. For streams whose errors are reported
- * through the events they record rather than by a sync of their own (a
- * runtime's internal streams: each round's error reaches the round's
- * waiter and ends there). Counted and fault-injected as a RECORD. */
-int simdev_event_record_handoff(simdev_event_t event, simdev_stream_t stream);
 
 /* Makes later work on `stream` wait for the event's most recent record (a
  * never-recorded event is already complete). If that record carries an
