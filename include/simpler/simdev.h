@@ -251,6 +251,15 @@ int simdev_event_destroy(simdev_event_t event);
  * reaches this point, carrying the stream's error at that point. */
 int simdev_event_record(simdev_event_t event, simdev_stream_t stream);
 
+/* As simdev_event_record, and the stream hands its error over to the
+ * event: when the record executes, the event carries the stream's error
+ * (or the record's own failure) and the stream carries none afterwards, so
+ * later ops on it run normally. For streams whose errors are reported
+ * through the events they record rather than by a sync of their own (a
+ * runtime's internal streams: each round's error reaches the round's
+ * waiter and ends there). Counted and fault-injected as a RECORD. */
+int simdev_event_record_handoff(simdev_event_t event, simdev_stream_t stream);
+
 /* Makes later work on `stream` wait for the event's most recent record (a
  * never-recorded event is already complete). If that record carries an
  * error, `stream` inherits it. */
