@@ -211,7 +211,14 @@ typedef int (*simdev_aicore_fn)(const struct simdev_core_ctx *ctx, const void *a
                                 size_t args_size);
 typedef int (*simdev_host_fn)(void *user_data);
 
-#define SIMDEV_MAX_LAUNCH_ARGS 4096
+/* The largest launch argument block: room for a kernel-mode invocation
+ * packet at the largest argument counts (src/common/packet.h, 8752 bytes)
+ * plus its envelope. Arguments are copied into an op sized to them, so the
+ * bound costs nothing below it. */
+#define SIMDEV_MAX_LAUNCH_ARGS 16384
+/* The copy a device function receives starts at a multiple of this, so
+ * argument blocks made of 64-bit words and descriptors can be read in place. */
+#define SIMDEV_LAUNCH_ARGS_ALIGN 8
 
 /*
  * Enqueues `fn` to run on `thread_count` AICPU threads at once (1..the

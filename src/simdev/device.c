@@ -417,6 +417,9 @@ int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op)
     /* The job carries its own copy of the args (a hung launch must not read
      * memory its op's owner frees) and the AICPU index table. */
     size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
+    _Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
+                       SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t) % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
+                   "the args copy after the job and its index table keeps its promised alignment");
     struct sd_job *job = sd_calloc(1, sizeof(*job) + index_bytes + op->args_size);
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;

@@ -364,6 +364,7 @@ struct size_seen {
     atomic_int null_args; /* args was NULL */
     atomic_size_t size;
     atomic_int bad_bytes;
+    atomic_int misaligned; /* args not a multiple of SIMDEV_LAUNCH_ARGS_ALIGN */
 };
 
 static struct size_seen size_seen;
@@ -377,6 +378,8 @@ static int record_size_fn(const struct simdev_aicpu_ctx *ctx, const void *args, 
         atomic_fetch_add(&size_seen.null_args, 1);
         return 0;
     }
+    if ((uintptr_t)args % SIMDEV_LAUNCH_ARGS_ALIGN != 0)
+        atomic_fetch_add(&size_seen.misaligned, 1);
     const unsigned char *bytes = args;
     for (size_t i = 0; i < args_size; i++)
         if (bytes[i] != arg_pattern_byte(i)) {
@@ -409,6 +412,7 @@ static void args_of_zero_bytes_arrive_as_null_and_of_max_size_arrive_intact(void
     assert_int_equal(atomic_load(&size_seen.calls), 1);
     assert_int_equal(atomic_load(&size_seen.size), SIMDEV_MAX_LAUNCH_ARGS);
     assert_int_equal(atomic_load(&size_seen.bad_bytes), 0); /* 1: the largest args truncated */
+    assert_int_equal(atomic_load(&size_seen.misaligned), 0); /* 1: a packet could not be read in place */
     assert_int_equal(simdev_stream_destroy(stream), 0);
 }
 
