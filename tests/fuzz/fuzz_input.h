@@ -1,17 +1,20 @@
 /*
- * fuzz_input.h — how the runtime fuzz targets (fuzz_submit.c,
- * fuzz_prepare.c) turn their input bytes into values and descriptors.
+ * fuzz_input.h — how the fuzz targets (fuzz_submit.c, fuzz_prepare.c,
+ * fuzz_packet.c) turn their input bytes into values and descriptors, and
+ * judge a descriptor independently of the code they test.
  *
  * Owns: a reader that never fails (past the end it yields zeros, so every
  * input decodes and a short one means "the defaults"), a picker of 64-bit
- * values that hits the edges where arithmetic wraps, and the mutation of a
- * valid tensor descriptor field by field. Byte 0 always chooses the
- * default, so the fuzzer starts from valid calls and mutates away from
- * them. Header-only.
+ * values that hits the edges where arithmetic wraps, the mutation of a
+ * valid tensor descriptor field by field, and the oracles' rule for "a real
+ * buffer and a view inside it" in 128-bit arithmetic. Byte 0 always
+ * chooses the default, so the fuzzer starts from valid calls and mutates
+ * away from them. Header-only.
  */
 #ifndef SIMPLER_FUZZ_INPUT_H
 #define SIMPLER_FUZZ_INPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -135,6 +138,43 @@ static inline void fuzz_mutate_tensor(struct fuzz_input *in, struct simpler_tens
             break;
         }
     }
+}
+
+/*
+ * The oracles' rule for a tensor an operation names, in 128-bit arithmetic
+ * and without common/view.c: a non-NULL buffer that does not wrap the
+ * address space; ndims 1..5, a valid dtype, no zero dimension; every byte
+ * the view can touch inside [0, buffer_bytes) and (the runtime computes
+ * offsets in int64) at most INT64_MAX, with every shape - 1 below 2^63.
+ * Says nothing of the address space, producer, flags or reserved word.
+ */
+static inline bool fuzz_oracle_view_ok(const struct simpler_tensor *t)
+{
+    typedef __int128 i128;
+    if (t->addr == 0 || (unsigned __int128)t->addr + t->buffer_bytes > UINT64_MAX)
+        return false;
+    if (t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS || t->dtype >= SIMPLER_DTYPE_COUNT)
+        return false;
+    /* lo only falls and hi only rises, and the answer is false once lo < 0
+     * or hi > INT64_MAX; stopping there keeps five reaches of up to 2^126
+     * each from overflowing even 128 bits. */
+    i128 lo = (i128)t->start_offset, hi = lo;
+    for (uint32_t d = 0; d < t->ndims; d++) {
+        if (t->shape[d] == 0 || t->shape[d] - 1 > (uint64_t)INT64_MAX)
+            return false;
+        if (lo < 0 || hi > INT64_MAX)
+            return false;
+        i128 reach = (i128)(t->shape[d] - 1) * t->stride[d];
+        if (reach < 0)
+            lo += reach;
+        else
+            hi += reach;
+    }
+    if (lo < 0 || hi > INT64_MAX)
+        return false;
+    i128 es = (i128)simpler_dtype_size(t->dtype);
+    i128 first = lo * es, last = hi * es + es - 1;
+    return first >= 0 && last < (i128)t->buffer_bytes && last <= INT64_MAX;
 }
 
 #endif /* SIMPLER_FUZZ_INPUT_H */

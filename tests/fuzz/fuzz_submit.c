@@ -41,7 +41,6 @@
 #include "rt_support.h"
 #include "test_support.h"
 
-typedef __int128 i128;
 typedef unsigned __int128 u128;
 
 #define CHECK(cond)                                                                   \
@@ -120,33 +119,13 @@ static int buffer_of(const struct simpler_tensor *t)
     return -1;
 }
 
-/* The oracle's rule for a tensor a task or an element access names, in
- * 128-bit arithmetic: a non-NULL buffer that does not wrap; ndims 1..5, a
- * valid dtype, no zero dimension; every byte the view can touch inside
- * [0, buffer_bytes) and (the runtime computes offsets in int64) at most
- * INT64_MAX, with every shape - 1 below 2^63; no producer, or one of this
- * run's accepted tasks. */
+/* The oracle's rule for a tensor a task or an element access names: a real
+ * buffer with the view inside it (fuzz_oracle_view_ok, 128-bit arithmetic)
+ * and no producer, or one of this run's accepted tasks. */
 static bool oracle_tensor_ok(const struct model *m, const struct simpler_tensor *t)
 {
-    if (t->addr == 0 || (u128)t->addr + t->buffer_bytes > UINT64_MAX)
-        return false;
-    if (t->ndims < 1 || t->ndims > SIMPLER_TENSOR_MAX_DIMS || t->dtype >= SIMPLER_DTYPE_COUNT)
-        return false;
-    i128 lo = (i128)t->start_offset, hi = lo;
-    for (uint32_t d = 0; d < t->ndims; d++) {
-        if (t->shape[d] == 0 || t->shape[d] - 1 > (uint64_t)INT64_MAX)
-            return false;
-        i128 reach = (i128)(t->shape[d] - 1) * t->stride[d];
-        if (reach < 0)
-            lo += reach;
-        else
-            hi += reach;
-    }
-    i128 es = (i128)simpler_dtype_size(t->dtype);
-    i128 first = lo * es, last = hi * es + es - 1;
-    if (first < 0 || last >= (i128)t->buffer_bytes || last > INT64_MAX)
-        return false;
-    return t->producer_task_id == SIMPLER_TASK_ID_NONE || t->producer_task_id < m->submitted;
+    return fuzz_oracle_view_ok(t) &&
+           (t->producer_task_id == SIMPLER_TASK_ID_NONE || t->producer_task_id < m->submitted);
 }
 
 /* Heap bytes of an OUTPUT, or false when they do not fit in 64 bits. */
