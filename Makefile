@@ -57,8 +57,9 @@ test-release: deps
 	cmake --build build-release -j $(JOBS)
 
 # clang + libFuzzer + ASan/UBSan, FUZZ_SECONDS per target: the callable
-# validator, submit's checks and element access, prepare's descriptors
-# (tests/fuzz/run-fuzz.sh says what each covers).
+# validator, the kernel-mode packet's decoder, submit's checks and element
+# access, prepare's descriptors (tests/fuzz/run-fuzz.sh says what each
+# covers).
 test-fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run-fuzz.sh build-fuzz
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "elf_stub.h"
+#include "fuzz_seed.h"
 #include "simpler/callable.h"
 
 #define CHECK(call)                                                               \
@@ -39,13 +40,7 @@ static void emit(struct simpler_callable_builder *b, const char *dir, int n)
     size_t bytes;
     CHECK(simpler_callable_builder_finish(b, &image, &bytes));
     CHECK(simpler_callable_validate(image, bytes));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/seed-%d.bin", dir, n);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(image, 1, bytes, f) != bytes || fclose(f) != 0) {
-        perror(path);
-        exit(1);
-    }
+    fuzz_seed_write(dir, n, image, bytes);
     simpler_callable_free(image);
     simpler_callable_builder_destroy(b);
 }

@@ -1,17 +1,22 @@
 /*
- * fuzz_input.h — how the runtime fuzz targets (fuzz_submit.c,
- * fuzz_prepare.c) turn their input bytes into values and descriptors.
+ * fuzz_input.h — how the fuzz targets (fuzz_submit.c, fuzz_prepare.c,
+ * fuzz_packet.c) turn their input bytes into values and descriptors, and
+ * judge a descriptor independently of the code they test.
  *
  * Owns: a reader that never fails (past the end it yields zeros, so every
  * input decodes and a short one means "the defaults"), a picker of 64-bit
- * values that hits the edges where arithmetic wraps, and the mutation of a
- * valid tensor descriptor field by field. Byte 0 always chooses the
- * default, so the fuzzer starts from valid calls and mutates away from
- * them. Header-only.
+ * values that hits the edges where arithmetic wraps, the mutation of a
+ * valid tensor descriptor field by field, and the oracles' rule for "a real
+ * buffer and a view inside it" in 128-bit arithmetic. Byte 0 always
+ * chooses the default, so the fuzzer starts from valid calls and mutates
+ * away from them. Header-only.
  */
 #ifndef SIMPLER_FUZZ_INPUT_H
 #define SIMPLER_FUZZ_INPUT_H
 
+#include "fuzz_oracle.h"
+
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -135,6 +140,14 @@ static inline void fuzz_mutate_tensor(struct fuzz_input *in, struct simpler_tens
             break;
         }
     }
+}
+
+/* The oracles' rule for a tensor an operation names: a non-NULL address
+ * and fuzz_view_inside (fuzz_oracle.h). Says nothing of the address space,
+ * producer, flags or reserved word. */
+static inline bool fuzz_oracle_view_ok(const struct simpler_tensor *t)
+{
+    return t->addr != 0 && fuzz_view_inside(t, NULL);
 }
 
 #endif /* SIMPLER_FUZZ_INPUT_H */

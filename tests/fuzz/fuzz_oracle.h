@@ -55,6 +55,11 @@ static inline bool fuzz_view_inside(const struct simpler_tensor *t, fuzz_u128 *n
     for (uint32_t d = 0; d < t->ndims; d++) {
         if (t->shape[d] == 0 || t->shape[d] - 1 > (uint64_t)INT64_MAX)
             return false;
+        /* lo only falls and hi only rises, and the answer is false once
+         * lo < 0 or hi > INT64_MAX: stopping there keeps five reaches of up
+         * to 2^126 each from overflowing even 128 bits. */
+        if (lo < 0 || hi > INT64_MAX)
+            return false;
         n *= t->shape[d];
         if (n > UINT64_MAX)
             n = (fuzz_u128)UINT64_MAX + 1;
@@ -64,6 +69,8 @@ static inline bool fuzz_view_inside(const struct simpler_tensor *t, fuzz_u128 *n
         else
             hi += reach;
     }
+    if (lo < 0 || hi > INT64_MAX)
+        return false;
     fuzz_i128 es = (fuzz_i128)simpler_dtype_size(t->dtype);
     fuzz_i128 first = lo * es, last = hi * es + es - 1;
     if (first < 0 || last >= (fuzz_i128)t->buffer_bytes || last > INT64_MAX)

@@ -11,6 +11,11 @@
 #                  the common validator (src/common/callable_validate.c,
 #                  elf_check.c) and src/common/host_alloc.c. Its corpus is a
 #                  fresh copy of the seeds on every run.
+#   fuzz_packet    the kernel-mode packet's decoder and argument check
+#                  (fuzz_packet.c), seeded with packets packet_seeds.c
+#                  encodes. Independent of CMake: it links only
+#                  src/common/packet.c and view.c. Its corpus persists in
+#                  OUT/corpus/fuzz_packet; the seeds are added on every run.
 #   fuzz_submit    submit's argument checks and element access, against real
 #                  runs on the simulated device (fuzz_submit.c).
 #   fuzz_prepare   prepare's checks of a run's descriptors, on a program-mode
@@ -20,7 +25,7 @@
 # Their corpora persist in OUT/corpus/<target>, so longer runs (make
 # fuzz-long) build on what shorter ones found.
 #
-# FUZZ_TARGETS (default: all three) names the targets to run; FUZZ_JOBS
+# FUZZ_TARGETS (default: all four) names the targets to run; FUZZ_JOBS
 # (default 2) the build's parallelism.
 set -euo pipefail
 
@@ -28,7 +33,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/build-fuzz}
 seconds=${FUZZ_SECONDS:-30}
 cc=${FUZZ_CC:-clang}
-targets=${FUZZ_TARGETS:-fuzz_callable fuzz_submit fuzz_prepare}
+targets=${FUZZ_TARGETS:-fuzz_callable fuzz_packet fuzz_submit fuzz_prepare}
 jobs=${FUZZ_JOBS:-2}
 
 mkdir -p "$out"
@@ -63,6 +68,18 @@ build_callable() {
     rm -rf "$out/seeds"
     mkdir "$out/seeds"
     "$out/callable_seeds" "$out/seeds" "$out/elf_callable.so"
+}
+
+build_packet() {
+    local flags=(-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer
+                 -I"$root/include" -I"$root/src")
+    local sources=("$root/src/common/packet.c" "$root/src/common/view.c")
+    "$cc" "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+        "$root/tests/fuzz/fuzz_packet.c" "${sources[@]}" -o "$out/fuzz_packet"
+    "$cc" "${flags[@]}" -fsanitize=address,undefined -fno-sanitize-recover=all \
+        "$root/tests/fuzz/packet_seeds.c" "${sources[@]}" -o "$out/packet_seeds"
+    mkdir -p "$out/corpus/fuzz_packet"
+    "$out/packet_seeds" "$out/corpus/fuzz_packet"
 }
 
 runtime_built=no
@@ -101,6 +118,10 @@ for target in $targets; do
         callable_corpus=$(mktemp -d "${TMPDIR:-/tmp}/simpler-fuzz-corpus.XXXXXX")
         cp "$out/seeds"/* "$callable_corpus"/
         fuzz fuzz_callable "$callable_corpus" "$out/fuzz_callable"
+        ;;
+    fuzz_packet)
+        build_packet
+        fuzz fuzz_packet "$out/corpus/fuzz_packet" "$out/fuzz_packet"
         ;;
     fuzz_submit | fuzz_prepare)
         build_runtime
