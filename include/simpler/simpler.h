@@ -50,6 +50,7 @@
 
 #include "simpler/callable.h"
 #include "simpler/orchestration.h"
+#include "simpler/simdev.h"
 #include "simpler/status.h"
 #include "simpler/tensor.h"
 
@@ -248,6 +249,79 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
  * unregistering the callable, releases it. */
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
                 const struct simpler_run_config *config, struct simpler_run_info *info);
+
+
+/* ------------------------------------------------------------ kernel mode */
+
+/*
+ * Kernel mode (docs/kernel-mode.md): the context borrows the calling
+ * thread's current device and, per launch, the caller's stream. A framework
+ * that owns the device and its streams creates a context, calls
+ * simpler_kernel_mode_init once, prepares callables once, and then enqueues
+ * one whole task-graph round per simpler_kernel_mode_launch on its own
+ * stream. simpler never resets the borrowed device, never synchronises,
+ * queries or destroys a caller's stream, and never touches memory it did
+ * not allocate. Program-mode entries on a kernel context, and kernel-mode
+ * entries on a program context, return INVALID_STATE.
+ */
+
+/* 1 when kernel launches can run on the calling thread's current device
+ * for `ctx` (a context not latched to PROGRAM; a device with at least two
+ * AICPU threads and one core that is not lost), else 0. */
+int simpler_kernel_mode_supported(const struct simpler_context *ctx);
+
+/*
+ * Latches KERNEL and commits, once, everything the context will use on
+ * `device_id`: its own AICPU, AICore and control streams, the events of the
+ * launch chain, the arena sized for `config->run_capacity` (NULL: the
+ * defaults; borrowed for the call) and its device binding.
+ * `context_generation` names the context in every packet (0: pick a fresh
+ * one; otherwise it must be unique among live kernel contexts).
+ * INVALID_ARGUMENT: NULL ctx, bad device id or config; INVALID_STATE: the
+ * context is PROGRAM or already initialised (also after it closed),
+ * `device_id` is not the calling thread's current device, or another
+ * context (program or kernel) holds that device; UNSUPPORTED: the device
+ * cannot run the runtime. A failure undoes what this call created; the
+ * identity stays KERNEL and init may be retried when everything was undone.
+ */
+int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
+                             const struct simpler_config *config, uint64_t context_generation);
+
+/*
+ * Validates `image` (`bytes` long, borrowed for the call) as
+ * simpler_register_callable does, loads it on the device through the
+ * context's own control stream (never a caller's), and mints its id in
+ * *callable_id: 0, 1, 2, ... in order, never reused within the context (the
+ * same image twice gets two ids). *callable_id is -1 on every failure.
+ * INVALID_ARGUMENT: NULLs, an image that does not validate or does not
+ * load; INVALID_STATE: not an initialised, open kernel context, or not on
+ * its device; CALLABLE_COUNT_EXCEEDED: config.max_callables ids minted;
+ * CALLABLE_BYTES_EXCEEDED: past config.callable_bytes; CAPACITY_EXCEEDED:
+ * its run config needs more than the context committed.
+ */
+int simpler_kernel_mode_prepare_callable(struct simpler_context *ctx, const void *image,
+                                         size_t bytes, int32_t *callable_id);
+
+/*
+ * Enqueues one round of `callable_id` with `args` (borrowed for the call:
+ * encoded into the launch, so the caller may reuse or free them the moment
+ * this returns) on `caller_stream`, and returns without waiting: the round
+ * starts after the work already on `caller_stream`, and later work on it
+ * waits for the round. The round's failure (a kernel's code, an orchestrator
+ * error, a scheduler timeout, a packet the device refused: -1..-999) makes
+ * `caller_stream` carry that code, so simdev_stream_sync(caller_stream)
+ * returns it; the context is not poisoned by it. Every tensor must be
+ * device memory the caller owns, inside its buffer, and stay valid until
+ * the round has run. Several threads may launch on one context at once, on
+ * the same or different streams: each launch runs exactly once and rounds
+ * never overlap on the context's device state.
+ * INVALID_ARGUMENT: NULLs, an id outside 0..SIMPLER_MAX_CALLABLE_IDS-1,
+ * counts that do not match the callable's signature, a host tensor, a view
+ * outside its buffer; CALLABLE_NOT_RESIDENT: an id never minted;
+ * INVALID_STATE: not an open kernel context, or not on its device.
+ */
+int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
+                               const struct simpler_args *args, simdev_stream_t caller_stream);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@ void (*sp_test_staging_free_hook)(void *device, size_t bytes);
 static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct simpler_context *owners[SIMDEV_MAX_DEVICES];
 
-static int device_claim(const struct simpler_context *ctx, int device)
+int sp_device_claim(const struct simpler_context *ctx, int device)
 {
     pthread_mutex_lock(&owners_lock);
     int rc = owners[device] && owners[device] != ctx ? PTO_RUNTIME_ERR_INVALID_STATE : 0;
@@ -30,7 +30,7 @@ static int device_claim(const struct simpler_context *ctx, int device)
     return rc;
 }
 
-static void device_release(const struct simpler_context *ctx, int device)
+void sp_device_release(const struct simpler_context *ctx, int device)
 {
     pthread_mutex_lock(&owners_lock);
     if (owners[device] == ctx)
@@ -58,6 +58,7 @@ int simpler_create_device_context(struct simpler_context **out)
     if (!ctx)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     sp_latch_init(&ctx->latch);
+    sp_phase_setup(&ctx->kernel.phase);
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_cond_init(&ctx->waiters_done, NULL);
     ctx->next_run = 1;
@@ -83,7 +84,15 @@ int simpler_destroy_device_context(struct simpler_context *ctx)
     if (!ctx)
         return 0;
     pthread_mutex_lock(&ctx->lock);
-    int rc = ctx->initialized ? PTO_RUNTIME_ERR_INVALID_STATE : release_leftovers(ctx);
+    int rc;
+    if (sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL) {
+        /* Only a context that never initialised or closed completely: one
+         * with leftovers of a failed close keeps them for a retry. */
+        enum sp_phase_kind phase = sp_phase_current(&ctx->kernel.phase);
+        rc = phase == SP_PHASE_NEW || phase == SP_PHASE_CLOSED ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+    } else {
+        rc = ctx->initialized ? PTO_RUNTIME_ERR_INVALID_STATE : release_leftovers(ctx);
+    }
     pthread_mutex_unlock(&ctx->lock);
     if (rc)
         return rc;
@@ -165,7 +174,7 @@ int sp_ready(struct simpler_context *ctx)
 
 /* ------------------------------------------------------------- lifecycle */
 
-static int check_config(const struct simpler_config *c)
+int sp_config_check(const struct simpler_config *c)
 {
     if (c->pipeline_depth < 1 || c->pipeline_depth > SIMPLER_MAX_PIPELINE_DEPTH ||
         c->max_callables < 1 || c->max_callables > SIMPLER_MAX_CALLABLE_IDS ||
@@ -268,7 +277,7 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
         cfg = *config;
     else
         simpler_config_default(&cfg);
-    int rc = check_config(&cfg);
+    int rc = sp_config_check(&cfg);
     if (rc)
         return rc;
     /* The identity latches first and stays, whatever happens next. */
@@ -288,11 +297,11 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
             rc = PTO_RUNTIME_ERR_UNSUPPORTED; /* one orchestrator + one scheduler at least */
         else if (cfg.run_capacity.scheduler_threads + 1 > topo.aicpu_threads)
             rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* more schedulers than the device has threads */
-        else if (!(rc = device_claim(ctx, device_id))) {
+        else if (!(rc = sp_device_claim(ctx, device_id))) {
             ctx->device = device_id; /* where any leftovers of a failure will be */
             if ((rc = create_all(ctx, &cfg, &topo))) {
                 release_all(ctx); /* best effort: the create's code is the answer */
-                device_release(ctx, device_id);
+                sp_device_release(ctx, device_id);
             }
         }
     }
@@ -311,6 +320,11 @@ int simpler_finalize_device(struct simpler_context *ctx)
     if (!ctx)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
+    if (sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL) {
+        int rc = sp_kernel_finalize(ctx);
+        pthread_mutex_unlock(&ctx->lock);
+        return rc;
+    }
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
     if (!rc && !ctx->initialized)
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
@@ -322,7 +336,7 @@ int simpler_finalize_device(struct simpler_context *ctx)
         !(rc = release_all(ctx))) {
         /* The context owns its device: leave it as it found it. */
         if (!(rc = simdev_device_reset(ctx->device))) {
-            device_release(ctx, ctx->device);
+            sp_device_release(ctx, ctx->device);
             ctx->initialized = false;
             ctx->committed = 0; /* everything was freed above; reset is the proof */
         }
@@ -335,7 +349,7 @@ int simpler_finalize_device(struct simpler_context *ctx)
 
 /* Unloads and frees a callable's device side. Caller holds ctx->lock. On a
  * failure the callable keeps what it still holds. */
-static int callable_release(struct simpler_context *ctx, struct sp_callable *c)
+int sp_callable_release(struct simpler_context *ctx, struct sp_callable *c)
 {
     int rc;
     if (c->loaded) {
@@ -366,7 +380,7 @@ static int callable_release(struct simpler_context *ctx, struct sp_callable *c)
 }
 
 /* Reads the signature into the host record (the image is valid). */
-static void read_signature(struct sp_callable *c, const struct simpler_callable_header *h)
+void sp_callable_read_signature(struct sp_callable *c, const struct simpler_callable_header *h)
 {
     for (uint32_t i = 0; i < h->sig_count; i++) {
         if (h->signature[i] == SIMPLER_DIR_SCALAR)
@@ -376,7 +390,7 @@ static void read_signature(struct sp_callable *c, const struct simpler_callable_
     }
 }
 
-static int load_callable(struct simpler_context *ctx, struct sp_callable *c, const void *image)
+int sp_callable_load(struct simpler_context *ctx, struct sp_callable *c, const void *image)
 {
     int rc;
     /* The loader must run, not be skipped behind an error an earlier op left
@@ -389,7 +403,7 @@ static int load_callable(struct simpler_context *ctx, struct sp_callable *c, con
         (rc = sp_dev_alloc(ctx, (void **)&c->record, sizeof *c->record)) ||
         (rc = rt_callable_load_enqueue(ctx->control, c->image, c->image_bytes,
                                         &ctx->config.run_capacity, c->record))) {
-        callable_release(ctx, c);
+        sp_callable_release(ctx, c);
         return rc;
     }
     if ((rc = simdev_stream_sync(ctx->control))) {
@@ -402,7 +416,7 @@ static int load_callable(struct simpler_context *ctx, struct sp_callable *c, con
             c->loaded = true;
             ctx->counters.callables_loaded++;
         }
-        callable_release(ctx, c);
+        sp_callable_release(ctx, c);
         return rc;
     }
     c->loaded = true;
@@ -410,7 +424,7 @@ static int load_callable(struct simpler_context *ctx, struct sp_callable *c, con
     struct rt_callable_record prefix; /* the fields before the tables */
     if ((rc = simdev_memcpy(&prefix, c->record, offsetof(struct rt_callable_record, handles),
                             SIMDEV_COPY_DEVICE_TO_HOST))) {
-        callable_release(ctx, c);
+        sp_callable_release(ctx, c);
         return rc;
     }
     c->entry = prefix.entry;
@@ -450,8 +464,8 @@ int simpler_register_callable(struct simpler_context *ctx, int32_t callable_id, 
     memcpy(&h, image, sizeof h);
     c->id = callable_id;
     c->image_bytes = bytes;
-    read_signature(c, &h);
-    if ((rc = load_callable(ctx, c, image))) {
+    sp_callable_read_signature(c, &h);
+    if ((rc = sp_callable_load(ctx, c, image))) {
         free(c);
         goto out;
     }
@@ -476,7 +490,7 @@ static int unregister_locked(struct simpler_context *ctx, int32_t callable_id)
         return PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
     if (c->runs && (rc = sp_stranded_only(ctx, c)))
         return rc; /* an unfinalized run nobody gave up on uses it */
-    if ((rc = sp_release_stranded(ctx, c)) || (rc = callable_release(ctx, c)))
+    if ((rc = sp_release_stranded(ctx, c)) || (rc = sp_callable_release(ctx, c)))
         return rc;
     ctx->callable_bytes -= c->image_bytes;
     ctx->callable_count--;

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #include "host/latch.h"
+#include "host/phase.h"
 #include "runtime/runtime.h"
 #include "simpler/simpler.h"
 
@@ -37,6 +38,7 @@ struct sp_callable {
     struct simpler_run_config config;  /* the callable's run config */
     bool loaded;           /* the device holds its binaries loaded */
     uint32_t runs;         /* unfinalized runs using it */
+    uint64_t slot_generation; /* kernel mode: its binding slot's (0: not launchable) */
 };
 
 enum sp_slot_state {
@@ -91,6 +93,26 @@ struct sp_counters {
     uint64_t callables_unloaded;
 };
 
+/* The kernel-mode half of a context (kernel.c); zero in a program context. */
+struct sp_kernel {
+    struct sp_phase phase;
+    uint64_t generation;               /* the context generation, in every packet */
+    uint32_t schedulers;               /* scheduler threads of every round */
+    bool claimed;                      /* holds its device (sp_device_claim) */
+    bool registered;                   /* the device registry knows the binding */
+    struct rt_kernel_chain chain;      /* the context's AICPU and AICore streams, the events */
+    struct rt_run_result *result;      /* device: the round's result block */
+    struct simpler_orch_args *args;    /* device: the round's decoded arguments */
+    struct rt_kernel_binding *binding; /* device: what the device may follow */
+    size_t binding_bytes;
+    int32_t next_id;                   /* the next callable id minted */
+    uint64_t next_slot_generation;
+    uint64_t next_round;
+    /* Host-side preparation work, for tests: a replayed graph adds none. */
+    uint64_t packets_encoded;
+    uint64_t callables_resolved;
+};
+
 struct simpler_context {
     struct sp_latch latch; /* read without the lock */
     pthread_mutex_t lock;
@@ -113,6 +135,7 @@ struct simpler_context {
     uint64_t stranded_released; /* stranded runs released, since creation */
     struct sp_counters counters;
     struct sp_callable *callables[SIMPLER_MAX_CALLABLE_IDS];
+    struct sp_kernel kernel;
 };
 
 /* Device memory of the context (counted in `committed`). Caller must hold
@@ -148,7 +171,29 @@ int sp_release_stranded(struct simpler_context *ctx, const struct sp_callable *c
  * DEVICE_LOST; makes the context's device current. Caller holds ctx->lock. */
 int sp_ready(struct simpler_context *ctx);
 
+/* Shared by both identities (context.c). Caller holds ctx->lock. */
+int sp_config_check(const struct simpler_config *config);
+/* One context per device, whichever identity: INVALID_STATE when another
+ * context holds `device`. */
+int sp_device_claim(const struct simpler_context *ctx, int device);
+void sp_device_release(const struct simpler_context *ctx, int device);
+/* Reads the signature of a valid image into `c`. */
+void sp_callable_read_signature(struct sp_callable *c, const struct simpler_callable_header *h);
+/* Uploads and loads `image` (c->image_bytes long) on the control stream;
+ * on failure holds nothing of it. */
+int sp_callable_load(struct simpler_context *ctx, struct sp_callable *c, const void *image);
+/* Unloads and frees its device side; on failure keeps what it still holds. */
+int sp_callable_release(struct simpler_context *ctx, struct sp_callable *c);
+
+/* The kernel half of simpler_finalize_device (kernel.c). Caller holds
+ * ctx->lock. */
+int sp_kernel_finalize(struct simpler_context *ctx);
+
 /* ------------------------------------------------------------ for tests */
+
+/* Host-side preparation work of a kernel context so far. */
+void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,
+                             uint64_t *callables_resolved);
 
 /* Copies the owned snapshot of `run` (as prepare took it) to *out.
  * INVALID_STATE for an unknown run. */

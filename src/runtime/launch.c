@@ -150,18 +150,25 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
                                   layout.rounds_bytes, l->aicpu)) ||
         (rc = simdev_event_record(l->aicore_start, l->aicpu)) ||
         (rc = simdev_stream_wait_event(l->aicore, l->aicore_start)) ||
-        (rc = simdev_launch_aicore(l->aicore, rt_core_main, &la, sizeof la)) ||
-        (rc = simdev_event_record_handoff(l->aicore_done, l->aicore)) ||
-        (rc = simdev_launch_aicpu(l->aicpu, rt_aicpu_main, la.schedulers + 1, &la, sizeof la)) ||
-        (rc = simdev_stream_wait_event(l->aicpu, l->aicore_done)) ||
+        (rc = simdev_launch_aicore(l->aicore, rt_core_main, &la, sizeof la)))
+        goto failed;
+    if ((rc = simdev_event_record_handoff(l->aicore_done, l->aicore)) ||
+        (rc = simdev_launch_aicpu(l->aicpu, rt_aicpu_main, la.schedulers + 1, &la, sizeof la))) {
+        /* The core loop is enqueued, its program never will be: end its
+         * round now rather than at the core loop's deadline. */
+        simdev_launch_aicpu(l->aicpu, rt_round_cancel_main, 1, &la, sizeof la);
+        goto failed;
+    }
+    if ((rc = simdev_stream_wait_event(l->aicpu, l->aicore_done)) ||
         (rc = simdev_event_record_handoff(l->aicpu_done, l->aicpu)) ||
         (rc = simdev_stream_wait_event(stream, l->aicpu_done)) ||
-        (rc = simdev_launch_aicpu(stream, rt_status_main, 1, &sa, sizeof sa))) {
-        /* Part of the chain is on the launcher's streams: let it drain so
-         * nothing of this run outlives the failed call, then report. */
-        drain(l->aicpu);
-        drain(l->aicore);
-        return rc;
-    }
+        (rc = simdev_launch_aicpu(stream, rt_status_main, 1, &sa, sizeof sa)))
+        goto failed;
     return 0;
+failed:
+    /* Part of the chain is on the launcher's streams: let it drain so
+     * nothing of this run outlives the failed call, then report. */
+    drain(l->aicpu);
+    drain(l->aicore);
+    return rc;
 }

@@ -387,6 +387,12 @@ void rt_schedule(struct rt_run *run, uint32_t index);
  * topology alone. */
 void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index);
 
+/* One AICPU thread, enqueued by a launch whose AICPU program could not be
+ * enqueued after its core loop was: settles the round of every core for
+ * the schedulers that will never come (args: the round's rt_launch_args),
+ * so the core loop ends now rather than at its deadline. */
+int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
+
 /* One round on the AICPU threads of a launch: the last thread
  * orchestrates, the others schedule, the last one out writes the result
  * block. `rejected` (positive, or 0) fails the round right after the run is
@@ -394,6 +400,32 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
  * end their cores. */
 void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
                     int32_t rejected);
+
+/* Launch arguments of the kernel-mode device functions (kernel_round.c,
+ * kernel_launch.c). */
+struct rt_kernel_round_args { /* round begin */
+    uint64_t context_generation;
+    struct rt_config config;
+};
+struct rt_kernel_core_args { /* the core loop */
+    uint64_t context_generation;
+    struct rt_launch_args la;
+};
+struct rt_kernel_envelope { /* the AICPU program: followed by the packet */
+    uint64_t context_generation;
+    uint64_t round_generation;
+    uint32_t schedulers;
+    uint32_t packet_bytes;
+    struct rt_config config;
+};
+struct rt_kernel_status_args {
+    uint64_t context_generation;
+    uint64_t round_generation;
+};
+extern const simdev_aicpu_fn rt_kernel_round_begin_fn;
+extern const simdev_aicore_fn rt_kernel_core_fn;
+extern const simdev_aicpu_fn rt_kernel_program_fn;
+extern const simdev_aicpu_fn rt_kernel_status_fn;
 
 /* The AICore side (simdev_aicore_fn). */
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);

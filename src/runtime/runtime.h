@@ -19,6 +19,7 @@
 
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
+#include "simpler/callable.h"
 #include "simpler/simdev.h"
 
 #define RT_RINGS SIMPLER_RUN_RINGS
@@ -168,5 +169,102 @@ int rt_callable_load_enqueue(simdev_stream_t stream, const void *image, size_t b
 
 /* Enqueues the unloading of a record filled by a successful load. */
 int rt_callable_unload_enqueue(simdev_stream_t stream, struct rt_callable_record *record);
+
+
+/* ------------------------------------------------------------ kernel mode */
+
+/*
+ * The device side of a kernel-mode context (kernel_round.c). A context's
+ * binding is a block of its own device memory that says what the device may
+ * follow for it; a device-side registry maps live context generations to
+ * bindings, so a packet naming a closed context is refused by generation
+ * alone, before any pointer of its is followed.
+ */
+#define RT_KERNEL_MAX_CONTEXTS 64
+
+/* One prepared callable, in the binding. Written by prepare (a copy from
+ * the host) before any packet can name it; never rewritten. */
+struct rt_kernel_slot {
+    uint64_t generation;                     /* nonzero: prepared; 0: empty */
+    const struct rt_callable_record *record; /* device: entry and kernel table */
+    uint32_t sig_count;
+    uint8_t signature[SIMPLER_CALLABLE_MAX_ARGS]; /* enum simpler_direction */
+};
+
+struct rt_kernel_binding {
+    uint64_t context_generation; /* nonzero */
+    int device;
+    void *arena;
+    size_t arena_bytes;
+    struct rt_run_result *result;  /* the round's */
+    struct simpler_orch_args *args; /* the round's decoded arguments */
+    uint32_t slot_count;            /* entries of slots */
+    struct rt_kernel_slot slots[];  /* by callable id */
+};
+
+/* Bytes of a binding with `slots` slots (0 on overflow). */
+size_t rt_kernel_binding_bytes(uint32_t slots);
+
+/* Enqueue on `stream` (one AICPU thread) the registration of `binding`
+ * (device memory, filled; its context_generation must be `generation`) /
+ * the removal of `context_generation`. The register op fails with
+ * CAPACITY_EXCEEDED when RT_KERNEL_MAX_CONTEXTS contexts are live and
+ * INVALID_STATE for a generation already live; unregistering an absent
+ * generation succeeds. */
+int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+                               uint64_t generation);
+int rt_kernel_unregister_enqueue(simdev_stream_t stream, uint64_t context_generation);
+
+/* What the host of a kernel context hands to rt_kernel_launch: fixed at
+ * init except the round generation. */
+struct rt_kernel_target {
+    uint64_t context_generation;
+    void *arena;
+    size_t arena_bytes;
+    uint32_t schedulers;
+};
+
+/*
+ * The only device operations a kernel-mode launch may use: enqueue-only
+ * calls. The launch allocates nothing, synchronises nothing and queries
+ * nothing, and this table is how that is enforced: kernel_launch.c calls
+ * the device only through it.
+ */
+struct rt_kernel_launch_ops {
+    int (*record)(simdev_event_t event, simdev_stream_t stream);
+    int (*record_handoff)(simdev_event_t event, simdev_stream_t stream);
+    int (*wait)(simdev_stream_t stream, simdev_event_t event);
+    int (*launch_aicpu)(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t thread_count,
+                        const void *args, size_t args_size);
+    int (*launch_aicore)(simdev_stream_t stream, simdev_aicore_fn fn, const void *args,
+                         size_t args_size);
+};
+extern const struct rt_kernel_launch_ops rt_kernel_simdev_ops;
+
+/* The context's streams and the events of the chain. */
+struct rt_kernel_chain {
+    simdev_stream_t aicpu, aicore;
+    simdev_event_t start, aicore_start, aicore_done, aicpu_done, serial_tail;
+};
+
+/*
+ * Enqueues one round: `packet` (sp_packet_bytes long, encoded by the host)
+ * on `caller` through `chain`:
+ *   caller: record start
+ *   AICPU:  wait start, round begin (clears the round state), record aicore_start
+ *   AICore: wait aicore_start, core loop, hand-off record aicore_done
+ *   AICPU:  program (the packet), wait aicore_done, status op, hand-off record aicpu_done
+ *   caller: wait aicpu_done, record serial_tail
+ * The status op runs on the context's AICPU stream, before the next round
+ * can overwrite the result block, and its failure reaches the caller through
+ * aicpu_done. `config` is the round's layout config (the callable's).
+ * Caller serialises launches on one chain. On an enqueue failure after the
+ * first op, the already-enqueued part still runs and ends by itself (the
+ * round rendezvous). 0 or the failed enqueue's code.
+ */
+int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
+                     simdev_stream_t caller, const struct rt_kernel_target *target,
+                     const struct rt_config *config, uint64_t round_generation,
+                     const void *packet, size_t packet_bytes);
 
 #endif /* SIMPLER_RUNTIME_RUNTIME_H */

@@ -517,6 +517,19 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
     }
 }
 
+int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct rt_launch_args la;
+    if (args_size != sizeof la)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&la, args, sizeof la);
+    /* Leave the round on behalf of every scheduler the program would have
+     * had: a core loop already waiting is told to end at once. */
+    for (uint32_t index = 0; index < la.schedulers; index++)
+        rt_exit_cores_uninitialised(&la, ctx->device, index);
+    return 0;
+}
+
 void rt_schedule(struct rt_run *run, uint32_t index)
 {
     struct sched state; /* ~6 KiB: device threads have full-size stacks */

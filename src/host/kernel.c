@@ -1,0 +1,425 @@
+/*
+ * host/kernel.c — kernel-mode contexts: a context that borrows the
+ * caller's device and stream.
+ *
+ * Owns: simpler_kernel_mode_supported / _init / _prepare_callable /
+ * _launch and the kernel half of simpler_finalize_device: the phase
+ * machine's transitions, the context's own streams, events, arenas and
+ * device binding, callable residency (ids minted, never reused), and the
+ * encoding of each launch into an invocation packet. Must not touch what
+ * the caller owns: the caller's device is never reset, the caller's streams
+ * are only enqueued on (never synchronised, queried or destroyed), and the
+ * caller's tensors are never read or written by host code here.
+ *
+ * Locking: ctx->lock guards everything; launch holds it only while it
+ * enqueues (no device wait), so launches from several threads serialise
+ * their chains and never interleave them. prepare and finalize wait for the
+ * context's own control stream while holding it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/host_alloc.h"
+#include "common/packet.h"
+#include "common/view.h"
+#include "host/host.h"
+
+/* Context generations picked when the caller passes 0: distinct within the
+ * process (the device registry refuses a generation that is live). */
+static _Atomic uint64_t next_generation;
+
+static uint64_t fresh_generation(void)
+{
+    uint64_t expected = 0;
+    atomic_compare_exchange_strong(&next_generation, &expected, simdev_clock_ns() << 8);
+    return atomic_fetch_add(&next_generation, 1) + 1;
+}
+
+/* ------------------------------------------------------------- checks */
+
+/* The calling thread's current device is the context's. Read-only. */
+static int on_own_device(const struct simpler_context *ctx)
+{
+    int current;
+    int rc = simdev_get_device(&current);
+    if (rc)
+        return rc;
+    return current == ctx->device ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+}
+
+/* A kernel context that accepts work now: latched KERNEL, accepting in its
+ * phase, on the calling thread's current device, device not lost. Caller
+ * holds ctx->lock. */
+static int kernel_ready(struct simpler_context *ctx, bool launch)
+{
+    int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_KERNEL);
+    if (rc)
+        return rc;
+    if (launch ? !sp_phase_accepts_launch(&ctx->kernel.phase)
+               : sp_phase_prepare_allowed(&ctx->kernel.phase) != 0)
+        return PTO_RUNTIME_ERR_INVALID_STATE;
+    if ((rc = on_own_device(ctx)))
+        return rc;
+    if (simdev_device_is_lost(ctx->device)) {
+        sp_phase_poison(&ctx->kernel.phase, PTO_RUNTIME_ERR_DEVICE_LOST);
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    }
+    return 0;
+}
+
+int simpler_kernel_mode_supported(const struct simpler_context *ctx)
+{
+    if (!ctx || sp_latch_identity(&ctx->latch) == SP_IDENTITY_PROGRAM)
+        return 0;
+    int device;
+    struct simdev_config topo;
+    if (simdev_get_device(&device) || simdev_device_get_config(device, &topo) ||
+        simdev_device_is_lost(device))
+        return 0;
+    /* One orchestrator + one scheduler at least, and a core to run on. */
+    return topo.aicpu_threads >= 2 && topo.aic_cores + topo.aiv_cores > 0;
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+/* Releases what a kernel context holds, in reverse order of creation,
+ * nulling each handle once released: a failure returns its code and leaves
+ * the rest for a retry. The context's streams are drained first, so no
+ * round of it is running. Caller holds ctx->lock; the device is current. */
+static int kernel_release(struct simpler_context *ctx)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    int rc;
+    simdev_stream_t own[3] = {k->chain.aicpu, k->chain.aicore, ctx->control};
+    for (int i = 0; i < 3; i++) {
+        if (own[i] && (rc = sp_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+            return rc;
+    }
+    if (k->registered) {
+        if ((rc = rt_kernel_unregister_enqueue(ctx->control, k->generation)) ||
+            (rc = simdev_stream_sync(ctx->control))) {
+            sp_drain(ctx->control);
+            return rc;
+        }
+        k->registered = false;
+    }
+    for (uint32_t id = 0; id < SIMPLER_MAX_CALLABLE_IDS && ctx->callable_count; id++) {
+        struct sp_callable *c = ctx->callables[id];
+        if (!c)
+            continue;
+        if ((rc = sp_callable_release(ctx, c)))
+            return rc;
+        ctx->callable_bytes -= c->image_bytes;
+        ctx->callable_count--;
+        ctx->callables[id] = NULL;
+        free(c);
+    }
+    void **mem[4] = {(void **)&k->binding, (void **)&k->args, (void **)&k->result, &ctx->arena};
+    size_t bytes[4] = {k->binding_bytes, sizeof *k->args, sizeof *k->result, ctx->arena_bytes};
+    for (int i = 0; i < 4; i++) {
+        if (*mem[i]) {
+            if ((rc = sp_dev_free(ctx, *mem[i], bytes[i])))
+                return rc;
+            *mem[i] = NULL;
+        }
+    }
+    simdev_event_t *events[5] = {&k->chain.serial_tail, &k->chain.aicpu_done,
+                                 &k->chain.aicore_done, &k->chain.aicore_start, &k->chain.start};
+    for (int i = 0; i < 5; i++) {
+        if (*events[i]) {
+            if ((rc = simdev_event_destroy(*events[i])))
+                return rc;
+            *events[i] = NULL;
+        }
+    }
+    simdev_stream_t *streams[3] = {&k->chain.aicore, &k->chain.aicpu, &ctx->control};
+    for (int i = 0; i < 3; i++) {
+        if (*streams[i]) {
+            if ((rc = simdev_stream_destroy(*streams[i])))
+                return rc;
+            *streams[i] = NULL;
+        }
+    }
+    if (k->claimed) {
+        sp_device_release(ctx, ctx->device);
+        k->claimed = false;
+    }
+    return 0;
+}
+
+/* Creates what a kernel context holds, sized before anything is created.
+ * Caller holds ctx->lock; on failure kernel_release undoes it. */
+static int kernel_create(struct simpler_context *ctx)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    struct rt_config capacity;
+    rt_config_from_public(&ctx->config.run_capacity, &capacity);
+    int rc = rt_arena_bytes(&capacity, &ctx->topo, &ctx->arena_bytes);
+    if (rc)
+        return rc;
+    k->binding_bytes = rt_kernel_binding_bytes(ctx->config.max_callables);
+    if (!k->binding_bytes)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_kernel_binding *image = sp_host_calloc(1, k->binding_bytes);
+    if (!image)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    if ((rc = simdev_stream_create(&ctx->control)) ||
+        (rc = simdev_stream_create(&k->chain.aicpu)) ||
+        (rc = simdev_stream_create(&k->chain.aicore)) ||
+        (rc = simdev_event_create(&k->chain.start)) ||
+        (rc = simdev_event_create(&k->chain.aicore_start)) ||
+        (rc = simdev_event_create(&k->chain.aicore_done)) ||
+        (rc = simdev_event_create(&k->chain.aicpu_done)) ||
+        (rc = simdev_event_create(&k->chain.serial_tail)) ||
+        (rc = sp_dev_alloc(ctx, &ctx->arena, ctx->arena_bytes)) ||
+        (rc = sp_dev_alloc(ctx, (void **)&k->result, sizeof *k->result)) ||
+        (rc = sp_dev_alloc(ctx, (void **)&k->args, sizeof *k->args)) ||
+        (rc = sp_dev_alloc(ctx, (void **)&k->binding, k->binding_bytes)))
+        goto out;
+    image->context_generation = k->generation;
+    image->device = ctx->device;
+    image->arena = ctx->arena;
+    image->arena_bytes = ctx->arena_bytes;
+    image->result = k->result;
+    image->args = k->args;
+    image->slot_count = ctx->config.max_callables;
+    if ((rc = simdev_memcpy(k->binding, image, k->binding_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
+        (rc = rt_kernel_register_enqueue(ctx->control, k->binding, k->generation)))
+        goto out;
+    if ((rc = simdev_stream_sync(ctx->control))) {
+        sp_drain(ctx->control);
+        /* The op may have run and failed (nothing registered), or the sync
+         * itself failed with the op registered: unregistering is harmless
+         * either way. */
+        k->registered = true;
+        goto out;
+    }
+    k->registered = true;
+out:
+    free(image);
+    return rc;
+}
+
+int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
+                             const struct simpler_config *config, uint64_t context_generation)
+{
+    int count;
+    struct simpler_config cfg;
+    if (!ctx || simdev_device_count(&count) || device_id < 0 || device_id >= count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (config)
+        cfg = *config;
+    else
+        simpler_config_default(&cfg);
+    int rc = sp_config_check(&cfg);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ctx->lock);
+    struct simdev_config topo;
+    int current;
+    if (sp_latch_identity(&ctx->latch) == SP_IDENTITY_PROGRAM ||
+        sp_phase_current(&ctx->kernel.phase) != SP_PHASE_NEW)
+        rc = PTO_RUNTIME_ERR_INVALID_STATE;
+    else if (!(rc = simdev_get_device(&current)) && current != device_id)
+        rc = PTO_RUNTIME_ERR_INVALID_STATE; /* the caller's current device, read only */
+    else if (!rc && !(rc = simdev_device_get_config(device_id, &topo))) {
+        if (simdev_device_is_lost(device_id))
+            rc = PTO_RUNTIME_ERR_DEVICE_LOST;
+        else if (topo.aicpu_threads < 2 || topo.aic_cores + topo.aiv_cores == 0)
+            rc = PTO_RUNTIME_ERR_UNSUPPORTED;
+        else if (cfg.run_capacity.scheduler_threads + 1 > topo.aicpu_threads)
+            rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        else
+            rc = sp_device_claim(ctx, device_id); /* INVALID_STATE: another context has it */
+    }
+    if (rc)
+        goto out;
+    /* Latched for good from here; the claim is released by any failure. */
+    if ((rc = sp_latch_claim(&ctx->latch, SP_IDENTITY_KERNEL))) {
+        sp_device_release(ctx, device_id);
+        goto out;
+    }
+    struct sp_kernel *k = &ctx->kernel;
+    sp_phase_init_begin(&k->phase);
+    k->claimed = true;
+    k->generation = context_generation ? context_generation : fresh_generation();
+    ctx->device = device_id;
+    ctx->topo = topo;
+    ctx->config = cfg;
+    k->schedulers = cfg.run_capacity.scheduler_threads ? cfg.run_capacity.scheduler_threads
+                                                      : topo.aicpu_threads - 1;
+    if ((rc = kernel_create(ctx))) {
+        int undo = kernel_release(ctx);
+        sp_phase_init_failed(&k->phase, undo);
+        goto out;
+    }
+    sp_phase_init_done(&k->phase);
+    ctx->initialized = true;
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+int sp_kernel_finalize(struct simpler_context *ctx)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    int rc = sp_phase_close_begin(&k->phase);
+    if (rc)
+        return rc; /* an init is under way */
+    if (sp_phase_current(&k->phase) == SP_PHASE_CLOSED)
+        return ctx->initialized ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+    /* The context's own streams may hold rounds: make this thread's current
+     * device the context's for the teardown, then give the caller's back. */
+    int previous;
+    if ((rc = simdev_get_device(&previous)) || (rc = simdev_set_device(ctx->device)))
+        return rc;
+    if ((rc = kernel_release(ctx))) {
+        sp_phase_close_step_failed(&k->phase, rc);
+    } else {
+        sp_phase_close_done(&k->phase);
+        ctx->initialized = false;
+        ctx->committed = 0;
+    }
+    simdev_set_device(previous);
+    return rc;
+}
+
+/* ---------------------------------------------------------- callables */
+
+int simpler_kernel_mode_prepare_callable(struct simpler_context *ctx, const void *image,
+                                         size_t bytes, int32_t *callable_id)
+{
+    if (callable_id)
+        *callable_id = -1;
+    if (!ctx || !image || !callable_id || simpler_callable_validate(image, bytes))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_kernel *k = &ctx->kernel;
+    int rc = kernel_ready(ctx, false);
+    struct sp_callable *c = NULL;
+    if (rc)
+        goto out;
+    if ((uint32_t)k->next_id >= ctx->config.max_callables) {
+        rc = PTO_RUNTIME_ERR_CALLABLE_COUNT_EXCEEDED; /* ids are never reused */
+        goto out;
+    }
+    if (bytes > ctx->config.callable_bytes - ctx->callable_bytes) {
+        rc = PTO_RUNTIME_ERR_CALLABLE_BYTES_EXCEEDED;
+        goto out;
+    }
+    if (!(c = sp_host_calloc(1, sizeof *c))) {
+        rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+        goto out;
+    }
+    struct simpler_callable_header h;
+    memcpy(&h, image, sizeof h);
+    c->id = k->next_id;
+    c->image_bytes = bytes;
+    sp_callable_read_signature(c, &h);
+    if ((rc = sp_callable_load(ctx, c, image)))
+        goto out;
+    /* A config function may ask for more than the context committed. */
+    struct rt_config run;
+    size_t need;
+    rt_config_from_public(&c->config, &run);
+    if ((rc = rt_arena_bytes(&run, &ctx->topo, &need)) || need > ctx->arena_bytes) {
+        rc = rc ? rc : PTO_RUNTIME_ERR_CAPACITY_EXCEEDED;
+        goto unload;
+    }
+    /* The slot the device checks every packet against: written before the
+     * id exists for anyone, never rewritten. */
+    struct rt_kernel_slot slot;
+    memset(&slot, 0, sizeof slot);
+    slot.generation = ++k->next_slot_generation;
+    slot.record = c->record;
+    slot.sig_count = h.sig_count;
+    memcpy(slot.signature, h.signature, sizeof slot.signature);
+    if ((rc = simdev_memcpy(&k->binding->slots[c->id], &slot, sizeof slot,
+                            SIMDEV_COPY_HOST_TO_DEVICE)))
+        goto unload;
+    c->slot_generation = slot.generation;
+    ctx->callables[c->id] = c;
+    ctx->callable_count++;
+    ctx->callable_bytes += bytes;
+    *callable_id = k->next_id++;
+    k->callables_resolved++;
+    c = NULL;
+    goto out;
+unload:
+    if (sp_callable_release(ctx, c) == 0) {
+        free(c);
+        c = NULL;
+    } else {
+        /* Keep it (unused, invisible to launches) so finalize releases it. */
+        ctx->callables[c->id] = c;
+        ctx->callable_count++;
+        ctx->callable_bytes += bytes;
+        k->next_id++;
+        c = NULL;
+    }
+out:
+    free(c);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------- launch */
+
+/* The structural checks of a launch's args against the callable: counts,
+ * and every tensor a device tensor whose view lies inside its buffer. */
+static int check_launch_args(const struct sp_callable *c, const struct simpler_args *args)
+{
+    if (args->tensor_count != c->tensor_count || args->scalar_count != c->scalar_count ||
+        (args->tensor_count && !args->tensors) || (args->scalar_count && !args->scalars))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < args->tensor_count; i++) {
+        const struct simpler_tensor *t = &args->tensors[i];
+        if (t->address_space != SIMPLER_MEM_DEVICE || !t->addr || !sp_view_inside(t, NULL))
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* no staging on this path */
+    }
+    return 0;
+}
+
+int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
+                               const struct simpler_args *args, simdev_stream_t caller_stream)
+{
+    if (!ctx || !args || !caller_stream || callable_id < 0 ||
+        callable_id >= SIMPLER_MAX_CALLABLE_IDS || args->tensor_count > SIMPLER_ORCH_MAX_TENSORS ||
+        args->scalar_count > SIMPLER_ORCH_MAX_SCALARS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_kernel *k = &ctx->kernel;
+    int rc = kernel_ready(ctx, true);
+    const struct sp_callable *c = rc ? NULL : ctx->callables[callable_id];
+    if (!rc && (!c || !c->slot_generation))
+        rc = PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
+    if (!rc)
+        rc = check_launch_args(c, args);
+    unsigned char packet[SP_PACKET_MAX_BYTES];
+    size_t packet_bytes = 0;
+    if (!rc)
+        rc = sp_packet_encode(packet, sizeof packet, callable_id, k->generation,
+                              c->slot_generation, args, &packet_bytes);
+    if (!rc) {
+        struct rt_config config;
+        rt_config_from_public(&c->config, &config);
+        struct rt_kernel_target target = {k->generation, ctx->arena, ctx->arena_bytes,
+                                          k->schedulers};
+        k->packets_encoded++;
+        rc = rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, caller_stream, &target, &config,
+                              ++k->next_round, packet, packet_bytes);
+        if (!rc)
+            sp_phase_launch_enqueued(&k->phase);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,
+                             uint64_t *callables_resolved)
+{
+    pthread_mutex_lock(&ctx->lock);
+    *packets_encoded = ctx->kernel.packets_encoded;
+    *callables_resolved = ctx->kernel.callables_resolved;
+    pthread_mutex_unlock(&ctx->lock);
+}

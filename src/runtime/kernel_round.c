@@ -1,0 +1,254 @@
+/*
+ * runtime/kernel_round.c — the device side of a kernel-mode round.
+ *
+ * Owns: the registry of live kernel contexts (context generation -> its
+ * binding), the device functions a kernel launch enqueues (round begin,
+ * the core loop wrapper, the AICPU program that decodes the invocation
+ * packet, the status op), and the register/unregister ops. Runs on the
+ * device only; the host reaches it through runtime.h's enqueue calls.
+ *
+ * The rule every function here keeps: nothing a packet or a launch names
+ * is followed before its context generation is found live in the registry.
+ * A packet from a closed context (an old graph replayed, say) is refused
+ * by generation alone, without touching the memory the closed context
+ * owned.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "common/checked.h"
+#include "common/packet.h"
+#include "runtime/rt.h"
+
+/* ------------------------------------------------------------- registry */
+
+/* Written by the register/unregister ops (one at a time, under
+ * registry_lock); read lock-free by every round. */
+static struct {
+    _Atomic uint64_t generation; /* 0: free */
+    struct rt_kernel_binding *_Atomic binding;
+} registry[RT_KERNEL_MAX_CONTEXTS];
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The binding of live context `generation` on `device`, or NULL. */
+static struct rt_kernel_binding *lookup(uint64_t generation, int device)
+{
+    if (!generation)
+        return NULL;
+    for (uint32_t i = 0; i < RT_KERNEL_MAX_CONTEXTS; i++) {
+        /* acquire: pairs with the release in register_main, so the binding
+         * pointer and the binding's contents are visible */
+        if (atomic_load_explicit(&registry[i].generation, memory_order_acquire) != generation)
+            continue;
+        struct rt_kernel_binding *b =
+            atomic_load_explicit(&registry[i].binding, memory_order_acquire);
+        return b && b->device == device ? b : NULL;
+    }
+    return NULL;
+}
+
+struct register_args {
+    struct rt_kernel_binding *binding;
+    uint64_t generation;
+};
+
+static int register_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct register_args ra;
+    if (args_size != sizeof ra)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&ra, args, sizeof ra);
+    if (!ra.binding || ra.binding->context_generation != ra.generation || !ra.generation ||
+        ra.binding->device != ctx->device)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&registry_lock);
+    int rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED;
+    uint32_t free_entry = RT_KERNEL_MAX_CONTEXTS;
+    for (uint32_t i = 0; i < RT_KERNEL_MAX_CONTEXTS; i++) {
+        uint64_t g = atomic_load_explicit(&registry[i].generation, memory_order_relaxed);
+        if (g == ra.generation) {
+            free_entry = RT_KERNEL_MAX_CONTEXTS;
+            rc = PTO_RUNTIME_ERR_INVALID_STATE; /* that generation is live */
+            break;
+        }
+        if (!g && free_entry == RT_KERNEL_MAX_CONTEXTS)
+            free_entry = i;
+    }
+    if (free_entry < RT_KERNEL_MAX_CONTEXTS) {
+        atomic_store_explicit(&registry[free_entry].binding, ra.binding, memory_order_relaxed);
+        /* release: the binding (and what the host copied into it before
+         * this op) before the generation; pairs with lookup's acquire */
+        atomic_store_explicit(&registry[free_entry].generation, ra.generation,
+                              memory_order_release);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return rc;
+}
+
+static int unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    uint64_t generation;
+    if (args_size != sizeof generation)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&generation, args, sizeof generation);
+    pthread_mutex_lock(&registry_lock);
+    for (uint32_t i = 0; generation && i < RT_KERNEL_MAX_CONTEXTS; i++) {
+        if (atomic_load_explicit(&registry[i].generation, memory_order_relaxed) == generation) {
+            atomic_store_explicit(&registry[i].generation, 0, memory_order_release);
+            atomic_store_explicit(&registry[i].binding, NULL, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return 0;
+}
+
+int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+                               uint64_t generation)
+{
+    if (!stream || !binding || !generation)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct register_args ra = {binding, generation};
+    return simdev_launch_aicpu(stream, register_main, 1, &ra, sizeof ra);
+}
+
+int rt_kernel_unregister_enqueue(simdev_stream_t stream, uint64_t context_generation)
+{
+    if (!stream || !context_generation)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return simdev_launch_aicpu(stream, unregister_main, 1, &context_generation,
+                               sizeof context_generation);
+}
+
+size_t rt_kernel_binding_bytes(uint32_t slots)
+{
+    uint64_t bytes;
+    if (!sp_mul_u64(slots, sizeof(struct rt_kernel_slot), &bytes) ||
+        !sp_add_u64(bytes, sizeof(struct rt_kernel_binding), &bytes) || bytes > SIZE_MAX)
+        return 0;
+    return (size_t)bytes;
+}
+
+/* --------------------------------------------------------- round begin */
+
+/* Round begin (one AICPU thread, before aicore_start): clears the round's
+ * control state — every core's rendezvous word and the run's init
+ * generation — so a round never sees an earlier round's, even one replayed
+ * with the same generation. */
+static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args,
+                            size_t args_size)
+{
+    struct rt_kernel_round_args ra;
+    if (args_size != sizeof ra)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&ra, args, sizeof ra);
+    const struct rt_kernel_binding *b = lookup(ra.context_generation, ctx->device);
+    if (!b)
+        return 0; /* a closed context: the program refuses the round */
+    struct simdev_config topo;
+    struct rt_layout layout;
+    if (simdev_device_get_config(ctx->device, &topo) != 0 ||
+        rt_layout_compute(&ra.config, topo.aic_cores + topo.aiv_cores, &layout) != 0 ||
+        layout.total > b->arena_bytes)
+        return 0; /* the program fails the round with BAD_CONFIG */
+    memset(rt_core_rounds(b->arena, &layout), 0, layout.rounds_bytes);
+    struct rt_run *run = b->arena;
+    /* release: the cleared words before anything this round's halves do
+     * after the events that follow this op */
+    atomic_store_explicit(&run->init_generation, 0, memory_order_release);
+    return 0;
+}
+
+/* ------------------------------------------------------------ core loop */
+
+static int core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
+{
+    struct rt_kernel_core_args ca;
+    if (args_size != sizeof ca)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&ca, args, sizeof ca);
+    const struct rt_kernel_binding *b = lookup(ca.context_generation, ctx->device);
+    if (!b || b->arena != ca.la.request.arena)
+        return 0; /* a closed context: touch nothing of it */
+    return rt_core_main(ctx, &ca.la, sizeof ca.la);
+}
+
+/* ------------------------------------------------------- the AICPU program */
+
+/* Checks what the orchestrator thread must know before following anything
+ * the packet names, and copies the arguments into the round's args block.
+ * Returns 0 or the (positive) code that rejects the round. */
+static int32_t accept_packet(const struct rt_kernel_binding *b, const void *packet, size_t bytes,
+                             uint64_t context_generation, struct rt_run_request *rq)
+{
+    struct sp_packet_view v;
+    if (sp_packet_decode_header(packet, bytes, &v) != 0)
+        return SIMPLER_ORCH_ERR_BAD_PACKET;
+    if (v.context_generation != context_generation || (uint64_t)v.callable_id >= b->slot_count)
+        return SIMPLER_ORCH_ERR_STALE_BINDING;
+    const struct rt_kernel_slot *slot = &b->slots[v.callable_id];
+    if (!slot->generation || slot->generation != v.slot_generation || !slot->record)
+        return SIMPLER_ORCH_ERR_STALE_BINDING;
+    struct sp_packet_signature sig = {slot->sig_count, slot->signature};
+    if (sp_packet_check_args(&v, &sig) != 0)
+        return SIMPLER_ORCH_ERR_BAD_PACKET;
+    struct simpler_orch_args *args = b->args;
+    args->tensor_count = v.tensor_count;
+    args->scalar_count = v.scalar_count;
+    memcpy(args->tensors, v.tensors, (size_t)v.tensor_count * sizeof *args->tensors);
+    memcpy(args->scalars, v.scalars, (size_t)v.scalar_count * sizeof *args->scalars);
+    rq->entry = slot->record->entry;
+    rq->kernels = slot->record->kernels;
+    rq->kernel_count = slot->record->kernel_count;
+    return 0;
+}
+
+static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct rt_kernel_envelope env;
+    if (args_size < sizeof env)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&env, args, sizeof env);
+    if (env.packet_bytes != args_size - sizeof env || env.schedulers + 1 != ctx->thread_count)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    struct rt_kernel_binding *b = lookup(env.context_generation, ctx->device);
+    if (!b)
+        return 0; /* a closed context: the status op reports it */
+    struct rt_launch_args la;
+    memset(&la, 0, sizeof la);
+    la.request.args = b->args;
+    la.request.arena = b->arena;
+    la.request.arena_bytes = b->arena_bytes;
+    la.request.result = b->result;
+    la.request.config = env.config;
+    la.generation = env.round_generation;
+    la.schedulers = env.schedulers;
+    int32_t rejected = 0;
+    if (ctx->thread_index == ctx->thread_count - 1) /* the orchestrator */
+        rejected = accept_packet(b, (const unsigned char *)args + sizeof env, env.packet_bytes,
+                                 env.context_generation, &la.request);
+    rt_aicpu_round(ctx, &la, rejected);
+    return 0;
+}
+
+/* ------------------------------------------------------------ status op */
+
+static int status_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct rt_kernel_status_args sa;
+    if (args_size != sizeof sa)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&sa, args, sizeof sa);
+    const struct rt_kernel_binding *b = lookup(sa.context_generation, ctx->device);
+    if (!b)
+        return -SIMPLER_ORCH_ERR_STALE_BINDING;
+    if (b->result->generation != sa.round_generation)
+        return PTO_RUNTIME_ERR_INTERNAL; /* the program never reported this round */
+    return b->result->status;
+}
+
+const simdev_aicpu_fn rt_kernel_round_begin_fn = round_begin_main;
+const simdev_aicore_fn rt_kernel_core_fn = core_main;
+const simdev_aicpu_fn rt_kernel_program_fn = program_main;
+const simdev_aicpu_fn rt_kernel_status_fn = status_main;

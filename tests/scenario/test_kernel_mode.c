@@ -1,0 +1,767 @@
+/*
+ * test_kernel_mode.c — kernel mode through the public API: a context that
+ * borrows the caller's device and stream, one round per launch.
+ *
+ * The callable is pm_support's (y = x * mul + add, then acc += y), its
+ * tensors device memory the test owns. Device work never points into a
+ * test's stack frame: buffers are simdev allocations freed at the end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/packet.h"
+#include "host/host.h"
+#include "pm_support.h"
+#include "runtime/runtime.h"
+#include "simpler/simdev_fault.h"
+
+#define KM_N 16384
+
+/* Device buffers of one round: x (IN), y (OUT), acc (INOUT). */
+struct km_bufs {
+    uint64_t n;
+    float *x, *y, *acc; /* device */
+};
+
+static void bufs_alloc(struct km_bufs *b, uint64_t n, float x_base)
+{
+    b->n = n;
+    assert_int_equal(simdev_malloc((void **)&b->x, n * sizeof(float)), 0);
+    assert_int_equal(simdev_malloc((void **)&b->y, n * sizeof(float)), 0);
+    assert_int_equal(simdev_malloc((void **)&b->acc, n * sizeof(float)), 0);
+    float *h = malloc(n * sizeof(float));
+    for (uint64_t i = 0; i < n; i++)
+        h[i] = (float)(i % 97) * 0.5f + x_base;
+    assert_int_equal(simdev_memcpy(b->x, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
+    for (uint64_t i = 0; i < n; i++)
+        h[i] = 1.0f;
+    assert_int_equal(simdev_memcpy(b->acc, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
+    memset(h, PM_POISON_BYTE, n * sizeof(float));
+    assert_int_equal(simdev_memcpy(b->y, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
+    free(h);
+}
+
+static void bufs_free(struct km_bufs *b)
+{
+    assert_int_equal(simdev_free(b->x), 0);
+    assert_int_equal(simdev_free(b->y), 0);
+    assert_int_equal(simdev_free(b->acc), 0);
+}
+
+/* Args of one round, in caller-owned storage the test may scribble over
+ * as soon as launch returns. */
+struct km_args {
+    struct simpler_tensor t[3];
+    uint64_t s[5];
+    struct simpler_args args;
+};
+
+static void args_make(struct km_args *a, const struct km_bufs *b, float mul, float add,
+                      uint64_t fail, uint64_t tag)
+{
+    assert_int_equal(simpler_tensor_make_1d(&a->t[0], (uint64_t)(uintptr_t)b->x, b->n,
+                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
+                     0);
+    assert_int_equal(simpler_tensor_make_1d(&a->t[1], (uint64_t)(uintptr_t)b->y, b->n,
+                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
+                     0);
+    assert_int_equal(simpler_tensor_make_1d(&a->t[2], (uint64_t)(uintptr_t)b->acc, b->n,
+                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
+                     0);
+    uint32_t bits;
+    memcpy(&bits, &mul, sizeof bits);
+    a->s[0] = bits;
+    memcpy(&bits, &add, sizeof bits);
+    a->s[1] = bits;
+    a->s[2] = fail;
+    a->s[3] = 0;
+    a->s[4] = tag;
+    a->args = (struct simpler_args){3, 5, a->t, a->s};
+}
+
+/* Checks y == x * mul + add and acc == acc_base + y in every element;
+ * false at the first wrong one. */
+static bool bufs_hold(const struct km_bufs *b, float x_base, float mul, float add, float acc_base)
+{
+    uint64_t n = b->n;
+    float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
+    assert_int_equal(simdev_memcpy(y, b->y, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST), 0);
+    assert_int_equal(simdev_memcpy(acc, b->acc, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST),
+                     0);
+    bool ok = true;
+    for (uint64_t i = 0; i < n && ok; i++) {
+        float want = ((float)(i % 97) * 0.5f + x_base) * mul + add;
+        ok = y[i] == want && acc[i] == acc_base + want;
+    }
+    free(y);
+    free(acc);
+    return ok;
+}
+
+/* y exact (x = i % 97 * 0.5), and acc 1 + y in every element or 1 + 2y in
+ * every element: one or two rounds ran, never a partial one. */
+static bool bufs_hold_either(const struct km_bufs *b, float mul, float add)
+{
+    uint64_t n = b->n;
+    float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
+    assert_int_equal(simdev_memcpy(y, b->y, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST), 0);
+    assert_int_equal(simdev_memcpy(acc, b->acc, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST),
+                     0);
+    float rounds = acc[0] == 1.0f + 2 * add ? 2.0f : 1.0f;
+    bool ok = true;
+    for (uint64_t i = 0; i < n && ok; i++) {
+        float want = (float)(i % 97) * 0.5f * mul + add;
+        ok = y[i] == want && acc[i] == 1.0f + rounds * want;
+    }
+    free(y);
+    free(acc);
+    return ok;
+}
+
+/* y still poison: the round never ran. */
+static bool bufs_untouched(const struct km_bufs *b)
+{
+    uint32_t first;
+    assert_int_equal(simdev_memcpy(&first, b->y, sizeof first, SIMDEV_COPY_DEVICE_TO_HOST), 0);
+    return first == PM_POISON_BITS;
+}
+
+static struct simpler_config km_config(void)
+{
+    struct simpler_config cfg;
+    assert_int_equal(simpler_config_default(&cfg), 0);
+    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity.sched_timeout_ms = 2000;
+    return cfg;
+}
+
+/* A context on device 0 (the fixture's), initialised, pm's callable
+ * prepared as id 0. */
+static struct simpler_context *km_open(void)
+{
+    pm_observers_reset();
+    struct simpler_context *ctx;
+    struct simpler_config cfg = km_config();
+    assert_int_equal(simpler_create_device_context(&ctx), 0);
+    assert_int_equal(simpler_kernel_mode_supported(ctx), 1);
+    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    int32_t id = 99;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
+    assert_int_equal(id, 0); /* the first id minted */
+    simpler_callable_free(image);
+    return ctx;
+}
+
+static void km_close(struct simpler_context *ctx)
+{
+    assert_int_equal(simpler_finalize_device(ctx), 0);
+    assert_int_equal(simpler_committed_device_memory(ctx), 0); /* else close left memory held */
+    assert_int_equal(simpler_destroy_device_context(ctx), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    struct simdev_config topo = ts_small_config();
+    ts_device_setup_config(&topo);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- numerics */
+
+static void test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return(
+    void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b1, b2;
+    bufs_alloc(&b1, KM_N, 0.0f);
+    bufs_alloc(&b2, KM_N, 7.0f);
+    size_t committed = simpler_committed_device_memory(ctx);
+
+    struct km_args *a = malloc(sizeof *a);
+    args_make(a, &b1, 2.0f, 0.5f, 0, 1);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a->args, s), 0);
+    memset(a, 0xA5, sizeof *a); /* the round must not read these any more */
+    args_make(a, &b2, 3.0f, 1.5f, 0, 2);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a->args, s), 0);
+    memset(a, 0x5A, sizeof *a);
+    free(a);
+
+    assert_int_equal(simdev_stream_sync(s), 0);
+    /* false: a round read the args after launch returned, or did not run */
+    assert_true(bufs_hold(&b1, 0.0f, 2.0f, 0.5f, 1.0f));
+    assert_true(bufs_hold(&b2, 7.0f, 3.0f, 1.5f, 1.0f));
+    /* Memory is committed once, at init: a launch allocates nothing. */
+    assert_int_equal(simpler_committed_device_memory(ctx), committed);
+
+    bufs_free(&b1);
+    bufs_free(&b2);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_works(
+    void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b1, b2;
+    bufs_alloc(&b1, 4096, 0.0f);
+    bufs_alloc(&b2, 4096, 1.0f);
+    struct km_args a;
+    args_make(&a, &b1, 2.0f, 0.5f, 321, 1);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    /* The kernel's code, negated: 0 would be a lost device error. */
+    assert_int_equal(simdev_stream_sync(s), -321);
+    assert_true(bufs_untouched(&b1)); /* the failing task never wrote y */
+    args_make(&a, &b2, 2.0f, 0.5f, 0, 2);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    /* Nonzero: the failure poisoned the context or stayed on its streams. */
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(bufs_hold(&b2, 1.0f, 2.0f, 0.5f, 1.0f));
+    bufs_free(&b1);
+    bufs_free(&b2);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
+static void test_good_failing_good_without_a_sync_skips_the_third_round_whole(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b[4];
+    for (int i = 0; i < 4; i++)
+        bufs_alloc(&b[i], 4096, (float)i);
+    struct km_args a;
+    args_make(&a, &b[0], 2.0f, 0.5f, 0, 1);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    args_make(&a, &b[1], 2.0f, 0.5f, 321, 2);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    args_make(&a, &b[2], 2.0f, 0.5f, 0, 3);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    assert_int_equal(simdev_stream_sync(s), -321);
+    assert_true(bufs_hold(&b[0], 0.0f, 2.0f, 0.5f, 1.0f)); /* the round before the failure */
+    /* Enqueued behind the failure on a stream that carried it: skipped whole
+     * (false: it ran although its stream carried an error). */
+    assert_true(bufs_untouched(&b[2]));
+    /* The sync cleared the caller's stream, and the context's own streams
+     * never kept the error: the next launch works. */
+    args_make(&a, &b[3], 2.0f, 0.5f, 0, 4);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(bufs_hold(&b[3], 3.0f, 2.0f, 0.5f, 1.0f));
+    for (int i = 0; i < 4; i++)
+        bufs_free(&b[i]);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
+/* A packet the device refuses: one naming a context generation that is not
+ * live (a closed context), and a corrupt one naming a live context. Built
+ * with the runtime's own launch on the context's chain (white-box). */
+static void test_the_device_refuses_stale_and_corrupt_packets_without_following_them(
+    void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b;
+    bufs_alloc(&b, 1024, 0.0f);
+    struct km_args a;
+    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    unsigned char packet[SP_PACKET_MAX_BYTES];
+    size_t bytes;
+    struct sp_kernel *k = &ctx->kernel;
+    struct rt_config config;
+    rt_config_from_public(&ctx->callables[0]->config, &config);
+
+    /* A generation no live context has; its arena pointer is bogus on
+     * purpose: following it would crash (ASan: wild access). */
+    uint64_t stale = k->generation + 1000;
+    assert_int_equal(sp_packet_encode(packet, sizeof packet, 0, stale,
+                                      ctx->callables[0]->slot_generation, &a.args, &bytes),
+                     0);
+    struct rt_kernel_target bogus = {stale, (void *)(uintptr_t)0x10, 1 << 20, k->schedulers};
+    assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &bogus, &config,
+                                      ++k->next_round, packet, bytes),
+                     0);
+    assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
+
+    /* A live context, a slot generation it never minted. */
+    assert_int_equal(sp_packet_encode(packet, sizeof packet, 0, k->generation,
+                                      ctx->callables[0]->slot_generation + 1, &a.args, &bytes),
+                     0);
+    struct rt_kernel_target live = {k->generation, ctx->arena, ctx->arena_bytes, k->schedulers};
+    assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &live, &config,
+                                      ++k->next_round, packet, bytes),
+                     0);
+    assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
+
+    /* A live context, a truncated packet. */
+    assert_int_equal(sp_packet_encode(packet, sizeof packet, 0, k->generation,
+                                      ctx->callables[0]->slot_generation, &a.args, &bytes),
+                     0);
+    assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &live, &config,
+                                      ++k->next_round, packet, bytes - 8),
+                     0);
+    assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_BAD_PACKET);
+    assert_true(bufs_untouched(&b)); /* no refused round ran a task */
+
+    /* And the context still works. */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+    bufs_free(&b);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
+/* ------------------------------------------------------------ the chain */
+
+static void test_one_launch_enqueues_exactly_the_chain_and_nothing_else(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b;
+    bufs_alloc(&b, 1024, 0.0f);
+    struct km_args a;
+    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    uint64_t host_before;
+    assert_int_equal(simdev_host_alloc_count(&host_before), 0);
+    assert_int_equal(simdev_op_counts_reset(0), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    uint64_t n[SIMDEV_OP_KIND_COUNT];
+    for (int kind = 0; kind < SIMDEV_OP_KIND_COUNT; kind++)
+        assert_int_equal(simdev_op_count(0, (enum simdev_op_kind)kind, &n[kind]), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    /* start, aicore_start, aicore_done, aicpu_done, serial_tail */
+    assert_int_equal(n[SIMDEV_OP_RECORD], 5);
+    /* AICPU: start, aicore_done; AICore: aicore_start; caller: aicpu_done */
+    assert_int_equal(n[SIMDEV_OP_WAIT], 4);
+    /* round begin, core loop, program, status op */
+    assert_int_equal(n[SIMDEV_OP_LAUNCH], 4);
+    /* A launch copies, allocates, synchronises and creates nothing. */
+    assert_int_equal(n[SIMDEV_OP_COPY], 0);
+    assert_int_equal(n[SIMDEV_OP_MALLOC], 0);
+    assert_int_equal(n[SIMDEV_OP_FREE], 0);
+    assert_int_equal(n[SIMDEV_OP_SYNC], 0);
+    assert_int_equal(n[SIMDEV_OP_STREAM_CREATE], 0);
+    assert_int_equal(n[SIMDEV_OP_EVENT_CREATE], 0);
+    assert_int_equal(n[SIMDEV_OP_GRAPH_LAUNCH], 0);
+    assert_true(bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+    bufs_free(&b);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
+/* ---------------------------------------------------------------- overlap */
+
+#define OV_THREADS 4
+#define OV_LAUNCHES 200
+#define OV_STREAMS 3
+#define OV_N 256
+
+struct overlap {
+    struct simpler_context *ctx;
+    simdev_stream_t streams[OV_STREAMS];
+    struct km_bufs bufs[OV_THREADS][OV_LAUNCHES];
+    int failures[OV_THREADS];
+    int thread;
+};
+
+static struct overlap *ov;
+
+static void *overlap_thread(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    simdev_set_device(0); /* the caller's current device */
+    for (int i = 0; i < OV_LAUNCHES; i++) {
+        struct km_args a;
+        args_make(&a, &ov->bufs[t][i], (float)(t + 1), (float)i, 0, (uint64_t)(t * 1000 + i));
+        if (simpler_kernel_mode_launch(ov->ctx, 0, &a.args, ov->streams[(t + i) % OV_STREAMS]))
+            ov->failures[t]++;
+    }
+    return NULL;
+}
+
+static void test_four_threads_launching_on_three_streams_each_run_exactly_once(void **state)
+{
+    (void)state;
+    ov = calloc(1, sizeof *ov);
+    ov->ctx = km_open();
+    for (int i = 0; i < OV_STREAMS; i++)
+        ov->streams[i] = ts_new_stream();
+    for (int t = 0; t < OV_THREADS; t++)
+        for (int i = 0; i < OV_LAUNCHES; i++)
+            bufs_alloc(&ov->bufs[t][i], OV_N, (float)(i % 5));
+    pthread_t th[OV_THREADS];
+    for (int t = 0; t < OV_THREADS; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, overlap_thread, (void *)(intptr_t)t), 0);
+    for (int t = 0; t < OV_THREADS; t++)
+        pthread_join(th[t], NULL);
+    for (int i = 0; i < OV_STREAMS; i++)
+        assert_int_equal(simdev_stream_sync(ov->streams[i]), 0);
+    int wrong = 0;
+    for (int t = 0; t < OV_THREADS; t++) {
+        assert_int_equal(ov->failures[t], 0); /* a launch was refused */
+        for (int i = 0; i < OV_LAUNCHES; i++)
+            wrong += !bufs_hold(&ov->bufs[t][i], (float)(i % 5), (float)(t + 1), (float)i, 1.0f);
+    }
+    /* Nonzero: a round ran twice (acc doubled), never, or on another's args. */
+    assert_int_equal(wrong, 0);
+    uint64_t packets, resolved;
+    sp_test_kernel_counters(ov->ctx, &packets, &resolved);
+    assert_int_equal(packets, OV_THREADS * OV_LAUNCHES); /* one packet per launch */
+    for (int t = 0; t < OV_THREADS; t++)
+        for (int i = 0; i < OV_LAUNCHES; i++)
+            bufs_free(&ov->bufs[t][i]);
+    for (int i = 0; i < OV_STREAMS; i++)
+        assert_int_equal(simdev_stream_destroy(ov->streams[i]), 0);
+    km_close(ov->ctx);
+    free(ov);
+}
+
+/* --------------------------------------------------------------- identity */
+
+static void test_cross_mode_calls_are_invalid_state_both_ways(void **state)
+{
+    (void)state;
+    struct simpler_context *kctx = km_open();
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    struct simpler_config cfg = km_config();
+    /* Program entries on a kernel context. */
+    assert_int_equal(simpler_init(kctx, 0, &cfg), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_register_callable(kctx, 3, image, bytes),
+                     PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_unregister_callable(kctx, 0), PTO_RUNTIME_ERR_INVALID_STATE);
+    struct pm_run r;
+    pm_run_init(&r, 1.0f, 1.0f, 0, 0, 1);
+    simpler_run_t h;
+    assert_int_equal(simpler_prepare_run(kctx, &h, 0, &r.args, NULL),
+                     PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_run(kctx, 0, &r.args, NULL, NULL), PTO_RUNTIME_ERR_INVALID_STATE);
+    struct simpler_context_info info;
+    assert_int_equal(simpler_get_context_info(kctx, &info), PTO_RUNTIME_ERR_INVALID_STATE);
+    /* A second kernel context on the same device. */
+    struct simpler_context *second;
+    assert_int_equal(simpler_create_device_context(&second), 0);
+    assert_int_equal(simpler_kernel_mode_init(second, 0, &cfg, 0), PTO_RUNTIME_ERR_INVALID_STATE);
+    /* Nor a program context. */
+    struct simpler_context *prog;
+    assert_int_equal(simpler_create_device_context(&prog), 0);
+    assert_int_equal(simpler_init(prog, 0, &cfg), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_destroy_device_context(prog), 0);
+    assert_int_equal(simpler_finalize_device(kctx), 0);
+    /* A closed kernel context stays closed: init once per context. */
+    assert_int_equal(simpler_kernel_mode_init(kctx, 0, &cfg, 0), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_destroy_device_context(kctx), 0);
+    /* The first closed: the device is free for the second. */
+    assert_int_equal(simpler_kernel_mode_init(second, 0, &cfg, 0), 0);
+    km_close(second);
+
+    /* Kernel entries on a program context. */
+    struct simpler_context *pctx = pm_open(1);
+    int32_t id = 5;
+    assert_int_equal(simpler_kernel_mode_supported(pctx), 0);
+    assert_int_equal(simpler_kernel_mode_init(pctx, 0, &cfg, 0), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_kernel_mode_prepare_callable(pctx, image, bytes, &id),
+                     PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(id, -1);
+    simdev_stream_t s = ts_new_stream();
+    struct km_args a;
+    struct km_bufs b = {1, (float *)(uintptr_t)64, (float *)(uintptr_t)128,
+                        (float *)(uintptr_t)192};
+    args_make(&a, &b, 1.0f, 1.0f, 0, 1);
+    assert_int_equal(simpler_kernel_mode_launch(pctx, 0, &a.args, s),
+                     PTO_RUNTIME_ERR_INVALID_STATE);
+    /* A kernel context may not take the device a program context owns. */
+    struct simpler_context *third;
+    assert_int_equal(simpler_create_device_context(&third), 0);
+    assert_int_equal(simpler_kernel_mode_init(third, 0, &cfg, 0), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_destroy_device_context(third), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    pm_run_free(&r);
+    pm_close(pctx);
+    simpler_callable_free(image);
+}
+
+/* ------------------------------------------------------ argument checks */
+
+static void test_bad_arguments_and_states_are_refused_and_change_nothing(void **state)
+{
+    (void)state;
+    struct simpler_config cfg = km_config();
+    struct simpler_context *ctx;
+    assert_int_equal(simpler_create_device_context(&ctx), 0);
+    assert_int_equal(simpler_kernel_mode_init(NULL, 0, &cfg, 0), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    struct simpler_config bad = cfg;
+    bad.max_callables = 0;
+    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &bad, 0), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simpler_kernel_mode_init(ctx, -1, &cfg, 0), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    /* Not the calling thread's current device: refused, checked read only. */
+    assert_int_equal(simpler_kernel_mode_init(ctx, 1, &cfg, 0), PTO_RUNTIME_ERR_INVALID_STATE);
+    int current = -1;
+    assert_int_equal(simdev_get_device(&current), 0);
+    assert_int_equal(current, 0); /* 1: init switched the caller's device */
+    assert_int_equal(simpler_committed_device_memory(ctx), 0); /* nothing was created */
+    /* The refusals latched nothing: the context can still be either. */
+    assert_int_equal(simpler_kernel_mode_supported(ctx), 1);
+    cfg.max_callables = 2;
+    cfg.callable_bytes = 1 << 20;
+    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
+
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    int32_t id = 7;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, NULL, bytes, &id),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(id, -1);
+    id = 7;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes - 8, &id),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(id, -1);
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    /* The same image twice: two ids, in order. */
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
+    assert_int_equal(id, 0);
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
+    assert_int_equal(id, 1);
+    id = 7;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id),
+                     PTO_RUNTIME_ERR_CALLABLE_COUNT_EXCEEDED);
+    assert_int_equal(id, -1);
+
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b;
+    bufs_alloc(&b, 1024, 0.0f);
+    struct km_args a;
+    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, NULL, s), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, NULL),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, -1, &a.args, s),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 2, &a.args, s),
+                     PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT); /* never minted */
+    struct km_args wrong = a;
+    wrong.args.scalar_count = 4; /* the signature has 5 */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &wrong.args, s),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    wrong = a;
+    wrong.args.tensors = wrong.t;
+    wrong.t[0].address_space = SIMPLER_MEM_HOST; /* no staging in kernel mode */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &wrong.args, s),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    wrong = a;
+    wrong.args.tensors = wrong.t;
+    wrong.t[1].start_offset = b.n; /* one past the end */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &wrong.args, s),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    /* Not on the context's device. */
+    assert_int_equal(simdev_set_device(1), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s),
+                     PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simdev_set_device(0), 0);
+    /* Nothing of the refused launches was enqueued. */
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(bufs_untouched(&b));
+    uint64_t packets, resolved;
+    sp_test_kernel_counters(ctx, &packets, &resolved);
+    assert_int_equal(packets, 0);
+    assert_int_equal(resolved, 2);
+
+    assert_int_equal(simpler_finalize_device(ctx), 0);
+    /* Closed: everything refuses; a second finalize is a no-op success. */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id),
+                     PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_finalize_device(ctx), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_committed_device_memory(ctx), 0);
+    assert_int_equal(simpler_destroy_device_context(ctx), 0);
+    bufs_free(&b);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    simpler_callable_free(image);
+}
+
+/* ---------------------------------------------------------- fault sweeps */
+
+/* Every device op of kind `kind` of `step` failed in turn: the injected code
+ * comes back, and the context is usable (the retry succeeds). */
+static const enum simdev_op_kind swept[] = {
+    SIMDEV_OP_STREAM_CREATE, SIMDEV_OP_EVENT_CREATE, SIMDEV_OP_MALLOC, SIMDEV_OP_COPY,
+    SIMDEV_OP_LAUNCH,        SIMDEV_OP_RECORD,       SIMDEV_OP_WAIT,   SIMDEV_OP_SYNC,
+    SIMDEV_OP_FREE,          SIMDEV_OP_STREAM_DESTROY, SIMDEV_OP_EVENT_DESTROY};
+#define INJECTED (-991)
+
+static uint64_t device_in_use(void)
+{
+    struct simdev_mem_info info;
+    assert_int_equal(simdev_mem_get_info(0, &info), 0);
+    return info.in_use;
+}
+
+static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(void **state)
+{
+    (void)state;
+    struct simpler_config cfg = km_config();
+    uint64_t injected = 0;
+    for (size_t k = 0; k < sizeof swept / sizeof swept[0]; k++) {
+        for (uint64_t nth = 1;; nth++) {
+            struct simpler_context *ctx;
+            assert_int_equal(simpler_create_device_context(&ctx), 0);
+            uint64_t in_use = device_in_use();
+            assert_int_equal(simdev_fault_inject(0, swept[k], nth, INJECTED), 0);
+            int rc = simpler_kernel_mode_init(ctx, 0, &cfg, 0);
+            assert_int_equal(simdev_fault_clear(0), 0);
+            if (rc == 0) {
+                km_close(ctx);
+                break;
+            }
+            injected++;
+            if (rc != INJECTED)
+                fail_msg("init, %s #%llu: returned %d", simdev_op_kind_name(swept[k]),
+                         (unsigned long long)nth, rc);
+            /* Undone exactly: nothing committed, the device as before. */
+            assert_int_equal(simpler_committed_device_memory(ctx), 0);
+            assert_int_equal(device_in_use(), in_use);
+            assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0); /* the retry */
+            km_close(ctx);
+        }
+    }
+    /* 3 streams, 5 events, 4 allocations, 1 copy, 1 register op, 1 sync:
+     * fewer would mean some creation point was never exercised. */
+    assert_int_equal(injected, 15);
+}
+
+static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void **state)
+{
+    (void)state;
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    uint64_t prepare_faults = 0, launch_faults = 0, finalize_faults = 0;
+    for (size_t k = 0; k < sizeof swept / sizeof swept[0]; k++) {
+        for (uint64_t nth = 1;; nth++) {
+            struct simpler_context *ctx = km_open();
+            size_t committed = simpler_committed_device_memory(ctx);
+            int32_t id = 99;
+            assert_int_equal(simdev_fault_inject(0, swept[k], nth, INJECTED), 0);
+            int rc = simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id);
+            assert_int_equal(simdev_fault_clear(0), 0);
+            if (rc) {
+                prepare_faults++;
+                assert_int_equal(rc, INJECTED);
+                assert_int_equal(id, -1);
+                assert_int_equal(simpler_committed_device_memory(ctx), committed);
+                assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
+            }
+            km_close(ctx);
+            if (!rc)
+                break;
+        }
+        for (uint64_t nth = 1;; nth++) {
+            struct simpler_context *ctx = km_open();
+            simdev_stream_t s = ts_new_stream();
+            struct km_bufs b;
+            bufs_alloc(&b, 1024, 0.0f);
+            struct km_args a;
+            args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+            assert_int_equal(simdev_fault_inject(0, swept[k], nth, INJECTED), 0);
+            int rc = simpler_kernel_mode_launch(ctx, 0, &a.args, s);
+            assert_int_equal(simdev_fault_clear(0), 0);
+            simdev_stream_sync(s); /* what a failed launch enqueued ends by itself */
+            if (rc) {
+                launch_faults++;
+                assert_int_equal(rc, INJECTED);
+                assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+                int retried = simdev_stream_sync(s);
+                if (retried != 0)
+                    fail_msg("launch, %s #%llu failed: the retry's round returned %d",
+                             simdev_op_kind_name(swept[k]), (unsigned long long)nth, retried);
+                /* The retry ran: y exact. The failed launch's round may
+                 * have run too when what failed to enqueue came after its
+                 * program (acc then holds 1 + 2y); never anything else. */
+                assert_true(bufs_hold_either(&b, 2.0f, 0.5f));
+            }
+            bufs_free(&b);
+            assert_int_equal(simdev_stream_destroy(s), 0);
+            km_close(ctx);
+            if (!rc)
+                break;
+        }
+        /* Finalize: every attempt of the kind in a clean finalize, failed in
+         * turn. A drain's failed sync is absorbed (the drain looks again and
+         * finds the stream idle): those attempts succeed. */
+        struct simpler_context *probe = km_open();
+        uint64_t before, after;
+        assert_int_equal(simdev_op_counts_reset(0), 0);
+        assert_int_equal(simdev_op_count(0, swept[k], &before), 0);
+        assert_int_equal(simpler_finalize_device(probe), 0);
+        assert_int_equal(simdev_op_count(0, swept[k], &after), 0);
+        assert_int_equal(simpler_destroy_device_context(probe), 0);
+        for (uint64_t nth = 1; nth <= after - before; nth++) {
+            struct simpler_context *ctx = km_open();
+            assert_int_equal(simdev_fault_inject(0, swept[k], nth, INJECTED), 0);
+            int rc = simpler_finalize_device(ctx);
+            assert_int_equal(simdev_fault_clear(0), 0);
+            if (rc) {
+                finalize_faults++;
+                assert_int_equal(rc, INJECTED);
+                /* Closing, and sticky: no new work, no destroy with
+                 * leftovers; the retry in km_close does what is left. */
+                int32_t id = 5;
+                assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id),
+                                 PTO_RUNTIME_ERR_INVALID_STATE);
+                assert_int_equal(simpler_destroy_device_context(ctx),
+                                 PTO_RUNTIME_ERR_INVALID_STATE);
+                km_close(ctx);
+                continue;
+            }
+            assert_int_equal(simpler_committed_device_memory(ctx), 0);
+            assert_int_equal(simpler_destroy_device_context(ctx), 0);
+        }
+    }
+    print_message("faults: prepare %llu, launch %llu, finalize %llu\n",
+                  (unsigned long long)prepare_faults, (unsigned long long)launch_faults,
+                  (unsigned long long)finalize_faults);
+    assert_int_equal(prepare_faults, 7);
+    assert_int_equal(launch_faults, 13);
+    assert_int_equal(finalize_faults, 18);
+    simpler_callable_free(image);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, ts_device_teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return),
+        T(test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_works),
+        T(test_good_failing_good_without_a_sync_skips_the_third_round_whole),
+        T(test_the_device_refuses_stale_and_corrupt_packets_without_following_them),
+        T(test_one_launch_enqueues_exactly_the_chain_and_nothing_else),
+        T(test_four_threads_launching_on_three_streams_each_run_exactly_once),
+        T(test_cross_mode_calls_are_invalid_state_both_ways),
+        T(test_bad_arguments_and_states_are_refused_and_change_nothing),
+        T(test_init_fails_cleanly_at_every_device_operation_and_a_retry_works),
+        T(test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
