@@ -261,7 +261,7 @@ static void watchdog_report_with_signals(void)
         if (!watchdog_wait_for_answer()) {
             watchdog_write_str("simpler watchdog: thread ");
             watchdog_write_uint((unsigned long)tid);
-            watchdog_write_str(" did not answer (signal blocked or not delivered)\n");
+            watchdog_write_str(" did not answer (it blocks the signal, as a sanitizer's own thread does, or never took it)\n");
         }
     }
     closedir(tasks);
