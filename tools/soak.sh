@@ -14,17 +14,18 @@
 #             second waiters, stale results)
 #
 # Environment:
-#   SOAK_N        repetitions of each test per build (default 20: about ten
-#                 minutes for the three builds on a 2-CPU machine)
+#   SOAK_N        repetitions of each test per build (default 30: about ten
+#                 minutes for the three builds on a 2-CPU machine when
+#                 nothing hangs; each hang adds about SOAK_TIMEOUT / 2)
 #   SOAK_TESTS    the tests to run instead of the list above
 #   SOAK_BUILDS   which builds, in order (default "normal asan tsan"); their
 #                 directories are build/, build-asan/, build-tsan/
 #   SOAK_JOBS     runs at once (default: the number of CPUs); more than one
 #                 puts the runs under load, which is where races show
 #   SOAK_TIMEOUT  seconds one run may take before `timeout` kills it
-#                 (default 60: the slowest of these tests needs 7 s under
-#                 TSan); the test watchdog fires 15 s earlier and writes every
-#                 thread's stack to the log
+#                 (default 60: the slowest of these tests needs 9 s under
+#                 TSan in a soak); the test watchdog fires 15 s earlier and
+#                 writes every thread's stack to the log
 #   SOAK_ENV_normal, SOAK_ENV_asan, SOAK_ENV_tsan
 #                 VAR=value words set for that build's runs (the Makefile
 #                 passes its ASAN_ENV and TSAN_ENV)
@@ -43,7 +44,7 @@ tests=(test_program_mode test_program_elf test_launch_chain test_error_chain
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
-repetitions=${SOAK_N:-20}
+repetitions=${SOAK_N:-30}
 builds=${SOAK_BUILDS:-normal asan tsan}
 jobs=${SOAK_JOBS:-$(nproc 2>/dev/null || echo 2)}
 run_timeout=${SOAK_TIMEOUT:-60}
@@ -81,11 +82,8 @@ run_one() {
     local env_name="SOAK_ENV_$build"
     read -r -a sanitizer_env <<<"${!env_name:-}"
     local started=$EPOCHREALTIME status outcome
-    # In the background and waited for, so that bash does not print its own
-    # "Aborted" line for a run the watchdog ended: the log says it.
     env "${sanitizer_env[@]}" SIMPLER_TEST_WATCHDOG_S=$((run_timeout - watchdog_margin)) \
-        timeout -k 10 "$run_timeout" "$executable" >"$log" 2>&1 </dev/null &
-    wait $!
+        timeout -k 10 "$run_timeout" "$executable" >"$log" 2>&1 </dev/null
     status=$?
     if [ "$status" -eq 0 ]; then
         outcome=pass
@@ -126,7 +124,9 @@ for build in $builds; do
     running=0
     for ((repetition = 1; repetition <= repetitions; repetition++)); do
         for test in "${tests[@]}"; do
-            run_one "$build" "$dir/tests/$test" "$test" "$repetition" &
+            # stderr: bash's own "Aborted" notice for a run the watchdog
+            # ended (the run's output goes to its log).
+            run_one "$build" "$dir/tests/$test" "$test" "$repetition" 2>/dev/null &
             running=$((running + 1))
             if [ "$running" -ge "$jobs" ]; then
                 wait -n
