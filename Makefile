@@ -1,9 +1,14 @@
 # simpler — top-level entry points. See README.md.
 #   make run    install what is missing, build, run the demonstration
 #   make test   install what is missing, build and run every test:
-#               normal build, then ASan+UBSan, then TSan, then the
-#               optimised build (compiled, not run), then a bounded fuzzing
-#               run of each fuzz target (FUZZ_SECONDS each)
+#               normal build, then ASan+UBSan, then TSan, then a short soak
+#               (SOAK_SHORT_N runs of the pipeline, fault and review tests
+#               in each of the three builds), then the optimised build
+#               (compiled, not run), then a bounded fuzzing run of each fuzz
+#               target (FUZZ_SECONDS each)
+#   make soak   the pipeline, fault and review tests SOAK_N times each under
+#               the normal, ASan and TSan builds (about ten minutes;
+#               SOAK_N=, SOAK_BUILDS="normal asan tsan", tools/soak.sh)
 #   make fuzz-long  each fuzz target for FUZZ_LONG_SECONDS (default 600)
 #   make bench  install the peers (OpenMP, StarPU, BLAS), build optimised and
 #               run simpler side by side with them (docs/performance.md)
@@ -13,8 +18,13 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 20
 FUZZ_LONG_SECONDS ?= 600
+SOAK_SHORT_N ?= 3
+SOAK_BUILDS ?= normal asan tsan
+# The sanitizer options of every run of those builds (ctest and soak).
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-.PHONY: all deps bench-deps build run test test-normal test-asan test-tsan test-release test-fuzz fuzz-long bench bench-components clean
+.PHONY: all deps bench-deps build build-asan build-tsan run test test-normal test-asan test-tsan test-soak-short soak test-release test-fuzz fuzz-long bench bench-components clean
 
 all: build
 
@@ -32,23 +42,37 @@ run: build
 	./build/examples/matmul_example
 	./build/examples/attention_example
 
-test: deps test-normal test-asan test-tsan test-release test-fuzz
-	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan, release build, fuzz)"
+test: deps test-normal test-asan test-tsan test-soak-short test-release test-fuzz
+	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan, short soak, release build, fuzz)"
 
 test-normal: build
 	cd build && ctest --output-on-failure -j $(JOBS)
 
-test-asan: deps
+build-asan: deps
 	cmake -S . -B build-asan -DSIMPLER_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j $(JOBS)
 
-test-tsan: deps
+test-asan: build-asan
+	cd build-asan && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS)
+
+build-tsan: deps
 	cmake -S . -B build-tsan -DSIMPLER_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-		ctest --output-on-failure -j $(JOBS)
+
+test-tsan: build-tsan
+	cd build-tsan && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
+
+# The soak runs in the same build directories as the tests (normal -> build,
+# asan -> build-asan, tsan -> build-tsan), so nothing is compiled twice.
+SOAK_DIRS = $(patsubst normal,build,$(patsubst asan,build-asan,$(patsubst tsan,build-tsan,$(SOAK_BUILDS))))
+SOAK_RUN = SOAK_BUILDS="$(SOAK_BUILDS)" SOAK_ENV_asan="$(ASAN_ENV)" SOAK_ENV_tsan="$(TSAN_ENV)" \
+	bash tools/soak.sh
+
+soak: $(SOAK_DIRS)
+	$(SOAK_RUN)
+
+test-soak-short: $(SOAK_DIRS)
+	SOAK_N=$(SOAK_SHORT_N) $(SOAK_RUN)
 
 # The optimised build (what `make bench` uses) must compile too: -O3 makes
 # GCC's flow warnings stricter, and -Werror turns them into errors.
@@ -85,4 +109,4 @@ bench-components: deps
 	./build-release/bench/bench_program
 
 clean:
-	rm -rf build build-asan build-tsan build-release build-fuzz
+	rm -rf build build-asan build-tsan build-release build-fuzz build-soak

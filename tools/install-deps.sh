@@ -7,9 +7,10 @@
 set -euo pipefail
 
 # liblapacke-dev + libblas-dev: the comparison benchmark's tile kernels
-# (its simpler worker is also a test).
+# (its simpler worker is also a test). gdb: the test watchdog's report of a
+# hung test (every thread's stack; docs/testing.md).
 needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config libasan8 libubsan1 libtsan2 clang
-        liblapacke-dev libblas-dev)
+        liblapacke-dev libblas-dev gdb)
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

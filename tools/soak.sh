@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Soak: runs the pipeline, fault and review tests many times under each
+# build, to catch what fails only sometimes (races, lost wake-ups, hangs).
+# Run through `make soak` (which builds what is missing and passes the
+# sanitizer options `make test` uses); docs/testing.md explains the output.
+#
+# The tests, by what they stress:
+#   pipeline  test_program_mode, test_program_elf (program-mode runs through
+#             simpler.h), test_launch_chain (the kernel-mode stream chain),
+#             test_error_chain (errors carried along streams and events)
+#   faults    test_program_faults, test_runtime_faults, test_host_faults,
+#             test_fault (every device op and host allocation failed in turn)
+#   review    test_program_review (regressions from review: run reuse,
+#             second waiters, stale results)
+#
+# Environment:
+#   SOAK_N        repetitions of each test per build (default 30: about ten
+#                 minutes for the three builds on a 2-CPU machine when
+#                 nothing hangs; each hang adds about SOAK_TIMEOUT / 2)
+#   SOAK_TESTS    the tests to run instead of the list above
+#   SOAK_BUILDS   which builds, in order (default "normal asan tsan"); their
+#                 directories are build/, build-asan/, build-tsan/
+#   SOAK_JOBS     runs at once (default: the number of CPUs); more than one
+#                 puts the runs under load, which is where races show
+#   SOAK_TIMEOUT  seconds one run may take before `timeout` kills it
+#                 (default 60: the slowest of these tests needs 9 s under
+#                 TSan in a soak); the test watchdog fires 15 s earlier and
+#                 writes every thread's stack to the log
+#   SOAK_ENV_normal, SOAK_ENV_asan, SOAK_ENV_tsan
+#                 VAR=value words set for that build's runs (the Makefile
+#                 passes its ASAN_ENV and TSAN_ENV)
+#   SOAK_LOG_DIR  where the logs of failed runs are kept
+#                 (default build-soak/<date-time>/)
+#
+# Prints, per build and in total, "N passed, M failed" (and how many of the
+# failures were hangs), names the kept logs, and exits 1 on any failure.
+set -uo pipefail
+export LC_ALL=C # a decimal point in $EPOCHREALTIME and awk
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tests=(test_program_mode test_program_elf test_launch_chain test_error_chain
+       test_program_faults test_runtime_faults test_host_faults test_fault
+       test_program_review)
+if [ -n "${SOAK_TESTS:-}" ]; then
+    read -r -a tests <<<"$SOAK_TESTS"
+fi
+repetitions=${SOAK_N:-30}
+builds=${SOAK_BUILDS:-normal asan tsan}
+jobs=${SOAK_JOBS:-$(nproc 2>/dev/null || echo 2)}
+run_timeout=${SOAK_TIMEOUT:-60}
+watchdog_margin=15
+log_dir=${SOAK_LOG_DIR:-$root/build-soak/$(date +%Y%m%d-%H%M%S)}
+
+if [ "$run_timeout" -le "$watchdog_margin" ]; then
+    echo "soak: SOAK_TIMEOUT must exceed $watchdog_margin s (the watchdog fires that much earlier)" >&2
+    exit 2
+fi
+mkdir -p "$log_dir"
+results="$log_dir/results"
+: >"$results"
+
+build_dir() {
+    case "$1" in
+        normal) echo "$root/build" ;;
+        asan | tsan) echo "$root/build-$1" ;;
+        *) echo "soak: unknown build '$1' (normal, asan or tsan)" >&2; return 1 ;;
+    esac
+}
+
+# Seconds since an $EPOCHREALTIME reading, to a tenth.
+elapsed_since() {
+    awk -v from="$1" -v to="$EPOCHREALTIME" 'BEGIN { printf "%.1f", to - from }'
+}
+
+# One run of one test: appends "build test repetition outcome seconds" to the
+# results and keeps the log unless the run passed. Outcomes: pass, fail,
+# hang (the watchdog reported and aborted), timeout (killed by `timeout`:
+# the watchdog did not fire).
+run_one() {
+    local build=$1 executable=$2 test=$3 repetition=$4
+    local log="$log_dir/$build.$test.$repetition.log" sanitizer_env=()
+    local env_name="SOAK_ENV_$build"
+    read -r -a sanitizer_env <<<"${!env_name:-}"
+    local started=$EPOCHREALTIME status outcome
+    env "${sanitizer_env[@]}" SIMPLER_TEST_WATCHDOG_S=$((run_timeout - watchdog_margin)) \
+        timeout -k 10 "$run_timeout" "$executable" >"$log" 2>&1 </dev/null
+    status=$?
+    if [ "$status" -eq 0 ]; then
+        outcome=pass
+    elif grep -q "^simpler watchdog: aborting" "$log"; then
+        outcome=hang
+    elif [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        outcome=timeout
+    else
+        outcome=fail
+    fi
+    echo "$build $test $repetition $outcome $(elapsed_since "$started")" >>"$results"
+    if [ "$outcome" = pass ]; then
+        rm -f "$log"
+    else
+        echo "soak: $build $test run $repetition: $outcome (exit $status), log: $log"
+    fi
+}
+
+# Prints "<label>: N passed, M failed (H hangs)" for the result lines read
+# from stdin.
+summarize() {
+    awk -v label="$1" '
+        { if ($4 == "pass") passed++; else failed++; if ($4 == "hang" || $4 == "timeout") hung++ }
+        END { printf "%s: %d passed, %d failed (%d hangs)\n", label, passed, failed, hung }'
+}
+
+soak_started=$SECONDS
+for build in $builds; do
+    dir=$(build_dir "$build") || exit 2
+    for test in "${tests[@]}"; do
+        if [ ! -x "$dir/tests/$test" ]; then
+            echo "soak: $dir/tests/$test is missing: build first (make soak builds it)" >&2
+            exit 2
+        fi
+    done
+    build_started=$SECONDS
+    echo "soak: $build: ${#tests[@]} tests x $repetitions runs, $jobs at once, ${run_timeout} s per run"
+    running=0
+    for ((repetition = 1; repetition <= repetitions; repetition++)); do
+        for test in "${tests[@]}"; do
+            # stderr: bash's own "Aborted" notice for a run the watchdog
+            # ended (the run's output goes to its log).
+            run_one "$build" "$dir/tests/$test" "$test" "$repetition" 2>/dev/null &
+            running=$((running + 1))
+            if [ "$running" -ge "$jobs" ]; then
+                wait -n
+                running=$((running - 1))
+            fi
+        done
+    done
+    wait
+    grep "^$build " "$results" | summarize "soak $build ($((SECONDS - build_started)) s)"
+done
+
+echo "soak: seconds per run (mean, slowest) by build and test:"
+awk '{ key = $1 " " $2; runs[key]++; total[key] += $5; if ($5 > slowest[key]) slowest[key] = $5 }
+     END { for (key in runs) printf "  %-32s %6.1f %6.1f\n", key, total[key] / runs[key], slowest[key] }' \
+    "$results" | sort
+summarize "soak total ($((SECONDS - soak_started)) s)" <"$results"
+if grep -qv " pass " "$results"; then
+    echo "soak: FAILED: the logs of the failed runs are in $log_dir"
+    exit 1
+fi
+rm -rf "$log_dir"
