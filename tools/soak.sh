@@ -6,10 +6,14 @@
 #
 # The tests, by what they stress:
 #   pipeline  test_program_mode, test_program_elf (program-mode runs through
-#             simpler.h), test_launch_chain (the kernel-mode stream chain),
-#             test_error_chain (errors carried along streams and events)
+#             simpler.h), test_kernel_mode (kernel-mode launches, several
+#             threads and streams at once), test_launch_chain (a stream chain
+#             captured and replayed), test_error_chain (errors carried along
+#             streams and events)
 #   faults    test_program_faults, test_runtime_faults, test_host_faults,
-#             test_fault (every device op and host allocation failed in turn)
+#             test_fault (every device op and host allocation failed in turn),
+#             test_chain_breaks (every op of a run's launch chain failed as it
+#             executes), test_program_stranded (runs whose finalize failed)
 #   review    test_program_review (regressions from review: run reuse,
 #             second waiters, stale results)
 #
@@ -38,9 +42,9 @@ set -uo pipefail
 export LC_ALL=C # a decimal point in $EPOCHREALTIME and awk
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-tests=(test_program_mode test_program_elf test_launch_chain test_error_chain
-       test_program_faults test_runtime_faults test_host_faults test_fault
-       test_program_review)
+tests=(test_program_mode test_program_elf test_kernel_mode test_launch_chain test_error_chain
+       test_program_faults test_runtime_faults test_host_faults test_fault test_chain_breaks
+       test_program_stranded test_program_review)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi

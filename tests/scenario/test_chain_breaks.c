@@ -27,7 +27,7 @@
 #include "simpler/simdev_fault.h"
 
 #define INJECTED (-777) /* a code nothing in the chain makes by itself */
-#define SCHED_TIMEOUT_MS 1000
+#define SCHED_TIMEOUT_MS 500
 
 static struct simpler_context *open_ctx(void)
 {
