@@ -1,9 +1,9 @@
 /*
- * test_launch_chain.c — the shape of the planned kernel-mode launch chain,
+ * test_launch_chain.c — the shape of a kernel-mode launch chain,
  * rehearsed on simdev alone.
  *
  * Owns: a device-level scenario in the shape DESIGN.md section 7 plans for
- * kernel mode (not built yet: the "Kernel mode" issue): caller stream ->
+ * kernel mode (src/runtime/kernel_launch.c): caller stream ->
  * AICPU stream -> AICore stream -> AICPU stream -> caller stream, joined by
  * events, with an AICPU function that dispatches work to every core through
  * the register windows while the AICore launch runs a core loop. Both device
@@ -13,7 +13,8 @@
  * fresh inputs, and a core failure must reach the caller's synchronisation
  * in both forms: what it proves is that simdev's streams, events, capture
  * and graphs carry such a chain. Capturing and replaying real kernel-mode
- * launches is planned with kernel mode. Uses the public simdev API only.
+ * launches is planned (the "Capture and replay" issue). Uses the public
+ * simdev API only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
