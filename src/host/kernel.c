@@ -55,6 +55,8 @@ static int kernel_ready(struct simpler_context *ctx, bool launch)
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_KERNEL);
     if (rc)
         return rc;
+    if (sp_phase_current(&ctx->kernel.phase) == SP_PHASE_POISONED)
+        return sp_phase_runtime_error(&ctx->kernel.phase); /* the device was lost */
     if (launch ? !sp_phase_accepts_launch(&ctx->kernel.phase)
                : sp_phase_prepare_allowed(&ctx->kernel.phase) != 0)
         return PTO_RUNTIME_ERR_INVALID_STATE;
@@ -90,11 +92,17 @@ static int kernel_release(struct simpler_context *ctx)
 {
     struct sp_kernel *k = &ctx->kernel;
     int rc;
+    /* On a lost device nothing runs any more: there is nothing to drain and
+     * no op can unregister the binding (the device's reset forgets it);
+     * what is left is host-side, and destroy and free calls still work. */
+    bool lost = simdev_device_is_lost(ctx->device) > 0;
     simdev_stream_t own[3] = {k->chain.aicpu, k->chain.aicore, ctx->control};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 && !lost; i++) {
         if (own[i] && (rc = sp_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
+    if (lost)
+        k->registered = false;
     if (k->registered) {
         if ((rc = rt_kernel_unregister_enqueue(ctx->control, k->generation)) ||
             (rc = simdev_stream_sync(ctx->control))) {
@@ -263,6 +271,8 @@ out:
 int sp_kernel_finalize(struct simpler_context *ctx)
 {
     struct sp_kernel *k = &ctx->kernel;
+    if (sp_phase_current(&k->phase) == SP_PHASE_NEW)
+        return PTO_RUNTIME_ERR_INVALID_STATE; /* never initialised: it may still be */
     int rc = sp_phase_close_begin(&k->phase);
     if (rc)
         return rc; /* an init is under way */

@@ -602,6 +602,47 @@ static void test_bad_arguments_and_states_are_refused_and_change_nothing(void **
     simpler_callable_free(image);
 }
 
+/* ------------------------------------------------------------ lost device */
+
+static void test_only_a_lost_device_poisons_the_context_and_close_still_releases(void **state)
+{
+    (void)state;
+    struct simdev_config topo = ts_small_config();
+    topo.watchdog_ms = 1000; /* a kernel held longer than this loses the device */
+    ts_device_setup_config(&topo);
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b;
+    bufs_alloc(&b, 1024, 0.0f);
+    struct km_args a;
+    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    a.s[3] = PM_FLAG_GATE; /* the kernel waits at pm_gate */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    ts_gate_wait_arrivals(&pm_gate, 1); /* held until the watchdog fires */
+    assert_int_equal(simdev_stream_sync(s), PTO_RUNTIME_ERR_DEVICE_LOST);
+    a.s[3] = 0;
+    /* Poisoned: every later call says why, nothing is enqueued. */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), PTO_RUNTIME_ERR_DEVICE_LOST);
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    int32_t id = 3;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id),
+                     PTO_RUNTIME_ERR_DEVICE_LOST);
+    assert_int_equal(id, -1);
+    simpler_callable_free(image);
+    ts_gate_open(&pm_gate); /* let the hung kernel return */
+    /* Close releases what the context holds, host-side, and leaves the
+     * borrowed device as it is: lost until its owner resets it. */
+    assert_int_equal(simpler_finalize_device(ctx), 0);
+    assert_int_equal(simpler_committed_device_memory(ctx), 0);
+    assert_int_equal(simdev_device_is_lost(0), 1); /* 0: simpler reset a device it borrowed */
+    assert_int_equal(simpler_destroy_device_context(ctx), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_device_reset(0), 0); /* the framework's call */
+    ts_device_setup_config(&topo);
+}
+
 /* ---------------------------------------------------------- fault sweeps */
 
 /* Every device op of kind `kind` of `step` failed in turn: the injected code
@@ -643,6 +684,8 @@ static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(
             /* Undone exactly: nothing committed, the device as before. */
             assert_int_equal(simpler_committed_device_memory(ctx), 0);
             assert_int_equal(device_in_use(), in_use);
+            /* Never initialised: nothing to close, and init may still run. */
+            assert_int_equal(simpler_finalize_device(ctx), PTO_RUNTIME_ERR_INVALID_STATE);
             assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0); /* the retry */
             km_close(ctx);
         }
@@ -760,6 +803,8 @@ int main(void)
         T(test_four_threads_launching_on_three_streams_each_run_exactly_once),
         T(test_cross_mode_calls_are_invalid_state_both_ways),
         T(test_bad_arguments_and_states_are_refused_and_change_nothing),
+        cmocka_unit_test_teardown(
+            test_only_a_lost_device_poisons_the_context_and_close_still_releases, pm_teardown),
         T(test_init_fails_cleanly_at_every_device_operation_and_a_retry_works),
         T(test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works),
     };
