@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/host_alloc.h"
 #include "common/packet.h"
 #include "host/host.h"
 #include "pm_support.h"
@@ -791,6 +792,128 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
     simpler_callable_free(image);
 }
 
+/* Host allocations: simpler's own (sp_host_*) and simdev's, each failed
+ * in turn in every step. */
+enum km_step { KM_INIT, KM_PREPARE, KM_LAUNCH, KM_FINALIZE, KM_STEPS };
+static const char *const step_names[KM_STEPS] = {"init", "prepare", "launch", "finalize"};
+
+struct km_fixture {
+    struct simpler_context *ctx;
+    simdev_stream_t stream;
+    struct km_bufs bufs;
+    struct km_args args;
+    void *image;
+    size_t image_bytes;
+};
+
+/* Sets up what `step` needs, runs nothing of it. */
+static void fixture_open(struct km_fixture *f, enum km_step step)
+{
+    memset(f, 0, sizeof *f);
+    f->image = pm_image(&f->image_bytes);
+    f->stream = ts_new_stream();
+    bufs_alloc(&f->bufs, 1024, 0.0f);
+    args_make(&f->args, &f->bufs, 2.0f, 0.5f, 0, 1);
+    if (step == KM_INIT) {
+        assert_int_equal(simpler_create_device_context(&f->ctx), 0);
+        return;
+    }
+    if (step == KM_PREPARE) {
+        struct simpler_config cfg = km_config();
+        assert_int_equal(simpler_create_device_context(&f->ctx), 0);
+        assert_int_equal(simpler_kernel_mode_init(f->ctx, 0, &cfg, 0), 0);
+        return;
+    }
+    f->ctx = km_open();
+}
+
+static int fixture_step(struct km_fixture *f, enum km_step step)
+{
+    struct simpler_config cfg = km_config();
+    int32_t id;
+    switch (step) {
+    case KM_INIT:
+        return simpler_kernel_mode_init(f->ctx, 0, &cfg, 0);
+    case KM_PREPARE:
+        return simpler_kernel_mode_prepare_callable(f->ctx, f->image, f->image_bytes, &id);
+    case KM_LAUNCH: {
+        int rc = simpler_kernel_mode_launch(f->ctx, 0, &f->args.args, f->stream);
+        int round = simdev_stream_sync(f->stream);
+        return rc ? rc : round;
+    }
+    default:
+        return simpler_finalize_device(f->ctx);
+    }
+}
+
+static void fixture_close(struct km_fixture *f, enum km_step step, bool step_done)
+{
+    if (!(step == KM_FINALIZE && step_done))
+        assert_int_equal(simpler_finalize_device(f->ctx), 0);
+    assert_int_equal(simpler_committed_device_memory(f->ctx), 0);
+    assert_int_equal(simpler_destroy_device_context(f->ctx), 0);
+    bufs_free(&f->bufs);
+    assert_int_equal(simdev_stream_destroy(f->stream), 0);
+    simpler_callable_free(f->image);
+}
+
+/* Host allocations so far: simpler's own (source 0) or simdev's (1). */
+static uint64_t host_allocs(int source)
+{
+    uint64_t n = sp_host_alloc_count();
+    if (source)
+        assert_int_equal(simdev_host_alloc_count(&n), 0);
+    return n;
+}
+
+static void test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_works(
+    void **state)
+{
+    (void)state;
+    uint64_t failed = 0;
+    for (int step = 0; step < KM_STEPS; step++) {
+        for (int source = 0; source < 2; source++) {
+            struct km_fixture f;
+            fixture_open(&f, (enum km_step)step);
+            uint64_t before = host_allocs(source);
+            assert_int_equal(fixture_step(&f, (enum km_step)step), 0);
+            uint64_t after = host_allocs(source);
+            fixture_close(&f, (enum km_step)step, true);
+            for (uint64_t nth = 1; nth <= after - before; nth++) {
+                fixture_open(&f, (enum km_step)step);
+                if (source)
+                    assert_int_equal(simdev_fault_inject_host(nth), 0);
+                else
+                    sp_host_fault_inject(nth);
+                int rc = fixture_step(&f, (enum km_step)step);
+                sp_host_fault_inject(0);
+                assert_int_equal(simdev_fault_clear(0), 0);
+                /* The allocation failure itself, or for a round whose core
+                 * loop could not start, its scheduler's timeout; 0 only where
+                 * a failed sync inside a drain was absorbed. */
+                if (rc != PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY &&
+                    !(step == KM_LAUNCH && rc == -SIMPLER_SCHED_ERR_TIMEOUT) &&
+                    !(step == KM_FINALIZE && rc == 0))
+                    fail_msg("%s, %s host allocation #%llu: returned %d", step_names[step],
+                             source ? "simdev" : "simpler", (unsigned long long)nth, rc);
+                failed += rc != 0;
+                bool done = rc == 0;
+                if (!done) {
+                    /* The retry works, and a launch computes exactly. */
+                    assert_int_equal(fixture_step(&f, (enum km_step)step), 0);
+                    done = true;
+                    if (step == KM_LAUNCH)
+                        assert_true(bufs_hold_either(&f.bufs, 2.0f, 0.5f));
+                }
+                fixture_close(&f, (enum km_step)step, done);
+            }
+        }
+    }
+    /* 0: no allocation of any step was ever failed, the sweep tested nothing. */
+    assert_true(failed > 0);
+    print_message("host allocations failed: %llu\n", (unsigned long long)failed);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, ts_device_teardown)
@@ -806,6 +929,7 @@ int main(void)
         cmocka_unit_test_teardown(
             test_only_a_lost_device_poisons_the_context_and_close_still_releases, pm_teardown),
         T(test_init_fails_cleanly_at_every_device_operation_and_a_retry_works),
+        T(test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_works),
         T(test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
