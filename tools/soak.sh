@@ -18,7 +18,7 @@
 #             second waiters, stale results)
 #
 # Environment:
-#   SOAK_N        repetitions of each test per build (default 30: about ten
+#   SOAK_N        repetitions of each test per build (default 20: about ten
 #                 minutes for the three builds on a 2-CPU machine when
 #                 nothing hangs; each hang adds about SOAK_TIMEOUT / 2)
 #   SOAK_TESTS    the tests to run instead of the list above
@@ -48,7 +48,7 @@ tests=(test_program_mode test_program_elf test_kernel_mode test_launch_chain tes
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
-repetitions=${SOAK_N:-30}
+repetitions=${SOAK_N:-20}
 builds=${SOAK_BUILDS:-normal asan tsan}
 jobs=${SOAK_JOBS:-$(nproc 2>/dev/null || echo 2)}
 run_timeout=${SOAK_TIMEOUT:-60}
