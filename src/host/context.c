@@ -398,9 +398,15 @@ int sp_callable_load(struct simpler_context *ctx, struct sp_callable *c, const v
     int carried = simdev_stream_query(ctx->control);
     if (carried != 0 && carried != PTO_RUNTIME_ERR_NOT_READY)
         simdev_stream_sync(ctx->control);
+    /* The record starts zeroed, so that the unload below, after a load op
+     * that failed before it ran (its stream said so, not the loader), finds
+     * nothing to unload rather than whatever the allocation held. */
+    static const struct rt_callable_record empty_record;
     if ((rc = sp_dev_alloc(ctx, &c->image, c->image_bytes)) ||
         (rc = simdev_memcpy(c->image, image, c->image_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
         (rc = sp_dev_alloc(ctx, (void **)&c->record, sizeof *c->record)) ||
+        (rc = simdev_memcpy(c->record, &empty_record, sizeof *c->record,
+                            SIMDEV_COPY_HOST_TO_DEVICE)) ||
         (rc = rt_callable_load_enqueue(ctx->control, c->image, c->image_bytes,
                                         &ctx->config.run_capacity, c->record))) {
         sp_callable_release(ctx, c);
