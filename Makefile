@@ -11,7 +11,7 @@
 #               program mode) on their own
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 FUZZ_LONG_SECONDS ?= 600
 
 .PHONY: all deps bench-deps build run test test-normal test-asan test-tsan test-release test-fuzz fuzz-long bench bench-components clean
