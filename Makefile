@@ -16,7 +16,7 @@
 #               program mode) on their own
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 FUZZ_LONG_SECONDS ?= 600
 SOAK_SHORT_N ?= 3
 SOAK_BUILDS ?= normal asan tsan
