@@ -107,7 +107,7 @@ struct sp_kernel {
     size_t binding_bytes;
     int32_t next_id;                   /* the next callable id minted */
     uint64_t next_slot_generation;
-    uint64_t next_round;
+    uint64_t next_round;               /* the last round's generation */
     /* Host-side preparation work, for tests: a replayed graph adds none. */
     uint64_t packets_encoded;
     uint64_t callables_resolved;

@@ -24,8 +24,11 @@
 #include "common/view.h"
 #include "host/host.h"
 
-/* Context generations picked when the caller passes 0: distinct within the
- * process (the device registry refuses a generation that is live). */
+/* Context generations picked when the caller passes 0, and every round's
+ * generation: distinct within the process, so a round never takes a result
+ * block or a rendezvous word an earlier round (of any context) left in
+ * memory for its own. The device registry refuses a context generation that
+ * is live. */
 static _Atomic uint64_t next_generation;
 
 static uint64_t fresh_generation(void)
@@ -93,18 +96,20 @@ static int kernel_release(struct simpler_context *ctx)
     struct sp_kernel *k = &ctx->kernel;
     int rc;
     /* On a lost device nothing runs any more: there is nothing to drain and
-     * no op can unregister the binding (the device's reset forgets it);
-     * what is left is host-side, and destroy and free calls still work. */
+     * no op can unregister the binding, so it is forgotten directly; what is
+     * left is host-side, and destroy and free calls still work. */
     bool lost = simdev_device_is_lost(ctx->device) > 0;
     simdev_stream_t own[3] = {k->chain.aicpu, k->chain.aicore, ctx->control};
     for (int i = 0; i < 3 && !lost; i++) {
         if (own[i] && (rc = sp_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
-    if (lost)
+    if (lost && k->registered) {
+        rt_kernel_forget_on_lost_device(k->generation, k->binding);
         k->registered = false;
+    }
     if (k->registered) {
-        if ((rc = rt_kernel_unregister_enqueue(ctx->control, k->generation)) ||
+        if ((rc = rt_kernel_unregister_enqueue(ctx->control, k->binding, k->generation)) ||
             (rc = simdev_stream_sync(ctx->control))) {
             sp_drain(ctx->control);
             return rc;
@@ -191,7 +196,11 @@ static int kernel_create(struct simpler_context *ctx)
     image->result = k->result;
     image->args = k->args;
     image->slot_count = ctx->config.max_callables;
-    if ((rc = simdev_memcpy(k->binding, image, k->binding_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
+    /* The result block starts zeroed: no round's generation is 0. */
+    static const struct rt_run_result empty_result;
+    if ((rc = simdev_memcpy(k->result, &empty_result, sizeof empty_result,
+                            SIMDEV_COPY_HOST_TO_DEVICE)) ||
+        (rc = simdev_memcpy(k->binding, image, k->binding_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
         (rc = rt_kernel_register_enqueue(ctx->control, k->binding, k->generation)))
         goto out;
     if ((rc = simdev_stream_sync(ctx->control))) {
@@ -416,8 +425,9 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
         struct rt_kernel_target target = {k->generation, ctx->arena, ctx->arena_bytes,
                                           k->schedulers};
         k->packets_encoded++;
+        k->next_round = fresh_generation();
         rc = rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, caller_stream, &target, &config,
-                              ++k->next_round, packet, packet_bytes);
+                              k->next_round, packet, packet_bytes);
         if (!rc)
             sp_phase_launch_enqueued(&k->phase);
     }

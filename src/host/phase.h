@@ -135,8 +135,9 @@ const char *sp_phase_name(enum sp_phase_kind kind);
 /* The first poison cause, or 0. Caller holds the context's mutex. */
 int sp_phase_runtime_error(const struct sp_phase *phase);
 
-/* The first teardown failure, or 0. A close that reached CLOSED reports
- * success only when this is 0. Caller holds the context's mutex. */
+/* The first teardown failure, or 0, kept for diagnosis: a close that
+ * reached CLOSED released everything, whatever failed on the way (the
+ * retry that finished returns 0). Caller holds the context's mutex. */
 int sp_phase_teardown_error(const struct sp_phase *phase);
 
 #endif /* SIMPLER_HOST_PHASE_H */

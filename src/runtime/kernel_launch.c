@@ -12,6 +12,9 @@
 
 #include "runtime/rt.h"
 
+/* Attempts of each op once a launch is committed. */
+#define COMMIT_TRIES 3
+
 const struct rt_kernel_launch_ops rt_kernel_simdev_ops = {
     .record = simdev_event_record,
     .record_handoff = simdev_event_record_handoff,
@@ -52,39 +55,77 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
     memcpy(program + sizeof env, packet, packet_bytes);
     struct rt_kernel_status_args status = {target->context_generation, round_generation};
 
+    /* Until the program is enqueued the launch can still be refused whole:
+     * on a failure, what is already enqueued is closed off so that it ends
+     * at once, ordered before the next round, and leaves no error on the
+     * context's streams; the round never runs. Once the program is
+     * enqueued the round will run, so the rest of the chain is enqueued
+     * whatever it takes (each op retried, COMMIT_TRIES in all). */
+    struct undo {
+        bool aicpu, aicore, core, aicore_done;
+    } u = {false, false, false, false};
     int rc;
     if ((rc = ops->record(chain->start, caller)))
         return rc; /* nothing enqueued yet */
-    /* From here on, what is enqueued runs and ends by itself if a later
-     * enqueue fails: a core loop without its program is cancelled below,
-     * or leaves the round rendezvous at its deadline (round.c); the status
-     * op only reads. */
-    if ((rc = ops->wait(chain->aicpu, chain->start)) ||
-        (rc = ops->launch_aicpu(chain->aicpu, rt_kernel_round_begin_fn, 1, &begin, sizeof begin)) ||
+    if ((rc = ops->wait(chain->aicpu, chain->start)))
+        goto refuse;
+    u.aicpu = true;
+    if ((rc = ops->launch_aicpu(chain->aicpu, rt_kernel_round_begin_fn, 1, &begin, sizeof begin)) ||
         (rc = ops->record(chain->aicore_start, chain->aicpu)) ||
-        (rc = ops->wait(chain->aicore, chain->aicore_start)) ||
-        (rc = ops->launch_aicore(chain->aicore, rt_kernel_core_fn, &core, sizeof core)))
-        return rc;
-    bool done_recorded = (rc = ops->record_handoff(chain->aicore_done, chain->aicore)) == 0;
-    if (!done_recorded || (rc = ops->launch_aicpu(chain->aicpu, rt_kernel_program_fn,
-                                                  target->schedulers + 1, program,
-                                                  sizeof env + packet_bytes))) {
-        /* The core loop is enqueued and its program never will be: end its
-         * round now, and keep the next round's AICPU half behind this core
-         * loop's end, as the whole chain would have. If these enqueues fail
-         * too, the core loop still leaves at its deadline. */
-        ops->launch_aicpu(chain->aicpu, rt_round_cancel_main, 1, &core.la, sizeof core.la);
-        if (!done_recorded)
-            done_recorded = ops->record_handoff(chain->aicore_done, chain->aicore) == 0;
-        if (done_recorded)
-            ops->wait(chain->aicpu, chain->aicore_done);
-        return rc;
+        (rc = ops->wait(chain->aicore, chain->aicore_start)))
+        goto refuse;
+    u.aicore = true;
+    if ((rc = ops->launch_aicore(chain->aicore, rt_kernel_core_fn, &core, sizeof core)))
+        goto refuse;
+    u.core = true;
+    if ((rc = ops->record_handoff(chain->aicore_done, chain->aicore)))
+        goto refuse;
+    u.aicore_done = true;
+    if ((rc = ops->launch_aicpu(chain->aicpu, rt_kernel_program_fn, target->schedulers + 1,
+                                program, sizeof env + packet_bytes)))
+        goto refuse;
+
+    /* Committed. */
+    for (int step = 0; step < 5; step++) {
+        for (int attempt = 0; attempt < COMMIT_TRIES; attempt++) {
+            switch (step) {
+            case 0: /* the next round's AICPU half waits for this core loop */
+                rc = ops->wait(chain->aicpu, chain->aicore_done);
+                break;
+            case 1:
+                rc = ops->launch_aicpu(chain->aicpu, rt_kernel_status_fn, 1, &status,
+                                       sizeof status);
+                break;
+            case 2: /* the round's error leaves the context's stream here */
+                rc = ops->record_handoff(chain->aicpu_done, chain->aicpu);
+                break;
+            case 3: /* the caller's later work waits for the round */
+                rc = ops->wait(caller, chain->aicpu_done);
+                break;
+            default:
+                rc = ops->record(chain->serial_tail, caller);
+                break;
+            }
+            if (!rc)
+                break;
+        }
+        if (rc)
+            return rc; /* the round runs; what follows it on `caller` is not ordered after it */
     }
-    if ((rc = ops->wait(chain->aicpu, chain->aicore_done)) ||
-        (rc = ops->launch_aicpu(chain->aicpu, rt_kernel_status_fn, 1, &status, sizeof status)) ||
-        (rc = ops->record_handoff(chain->aicpu_done, chain->aicpu)) ||
-        (rc = ops->wait(caller, chain->aicpu_done)) ||
-        (rc = ops->record(chain->serial_tail, caller)))
-        return rc;
     return 0;
+
+refuse:
+    /* Best effort, each once: a further failure leaves the core loop to its
+     * deadline (round.c) and an error the caller's stream handed over on
+     * the context's streams until their next hand-off. */
+    if (u.core)
+        ops->launch_aicpu(chain->aicpu, rt_kernel_cancel_fn, 1, &core, sizeof core);
+    if (u.aicore && !u.aicore_done)
+        u.aicore_done = ops->record_handoff(chain->aicore_done, chain->aicore) == 0;
+    if (u.aicpu) {
+        if (u.aicore_done)
+            ops->wait(chain->aicpu, chain->aicore_done);
+        ops->record_handoff(chain->aicpu_done, chain->aicpu);
+    }
+    return rc;
 }

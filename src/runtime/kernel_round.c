@@ -42,7 +42,9 @@ static struct rt_kernel_binding *lookup(uint64_t generation, int device)
             continue;
         struct rt_kernel_binding *b =
             atomic_load_explicit(&registry[i].binding, memory_order_acquire);
-        return b && b->device == device ? b : NULL;
+        /* The entry may have been reused between the two loads: the
+         * binding names its own generation. */
+        return b && b->context_generation == generation && b->device == device ? b : NULL;
     }
     return NULL;
 }
@@ -86,22 +88,36 @@ static int register_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
     return rc;
 }
 
-static int unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+/* Removes the entry of `generation` if it is `binding`'s: a context never
+ * removes another's entry, even one that holds the same generation. */
+static void forget(uint64_t generation, const struct rt_kernel_binding *binding)
 {
-    (void)ctx;
-    uint64_t generation;
-    if (args_size != sizeof generation)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&generation, args, sizeof generation);
     pthread_mutex_lock(&registry_lock);
     for (uint32_t i = 0; generation && i < RT_KERNEL_MAX_CONTEXTS; i++) {
-        if (atomic_load_explicit(&registry[i].generation, memory_order_relaxed) == generation) {
+        if (atomic_load_explicit(&registry[i].generation, memory_order_relaxed) == generation &&
+            atomic_load_explicit(&registry[i].binding, memory_order_relaxed) == binding) {
             atomic_store_explicit(&registry[i].generation, 0, memory_order_release);
             atomic_store_explicit(&registry[i].binding, NULL, memory_order_relaxed);
         }
     }
     pthread_mutex_unlock(&registry_lock);
+}
+
+static int unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    struct register_args ra;
+    if (args_size != sizeof ra)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&ra, args, sizeof ra);
+    forget(ra.generation, ra.binding);
     return 0;
+}
+
+void rt_kernel_forget_on_lost_device(uint64_t context_generation,
+                                     const struct rt_kernel_binding *binding)
+{
+    forget(context_generation, binding);
 }
 
 int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
@@ -113,12 +129,13 @@ int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding 
     return simdev_launch_aicpu(stream, register_main, 1, &ra, sizeof ra);
 }
 
-int rt_kernel_unregister_enqueue(simdev_stream_t stream, uint64_t context_generation)
+int rt_kernel_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+                                 uint64_t context_generation)
 {
-    if (!stream || !context_generation)
+    if (!stream || !binding || !context_generation)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    return simdev_launch_aicpu(stream, unregister_main, 1, &context_generation,
-                               sizeof context_generation);
+    struct register_args ra = {binding, context_generation};
+    return simdev_launch_aicpu(stream, unregister_main, 1, &ra, sizeof ra);
 }
 
 size_t rt_kernel_binding_bytes(uint32_t slots)
@@ -172,6 +189,20 @@ static int core_main(const struct simdev_core_ctx *ctx, const void *args, size_t
     if (!b || b->arena != ca.la.request.arena)
         return 0; /* a closed context: touch nothing of it */
     return rt_core_main(ctx, &ca.la, sizeof ca.la);
+}
+
+/* The cancel of a launch refused after its core loop was enqueued: settles
+ * the round of the cores, if the context is still live. */
+static int cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct rt_kernel_core_args ca;
+    if (args_size != sizeof ca)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&ca, args, sizeof ca);
+    const struct rt_kernel_binding *b = lookup(ca.context_generation, ctx->device);
+    if (!b || b->arena != ca.la.request.arena)
+        return 0;
+    return rt_round_cancel_main(ctx, &ca.la, sizeof ca.la);
 }
 
 /* ------------------------------------------------------- the AICPU program */
@@ -252,3 +283,4 @@ const simdev_aicpu_fn rt_kernel_round_begin_fn = round_begin_main;
 const simdev_aicore_fn rt_kernel_core_fn = core_main;
 const simdev_aicpu_fn rt_kernel_program_fn = program_main;
 const simdev_aicpu_fn rt_kernel_status_fn = status_main;
+const simdev_aicpu_fn rt_kernel_cancel_fn = cancel_main;

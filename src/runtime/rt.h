@@ -426,6 +426,7 @@ extern const simdev_aicpu_fn rt_kernel_round_begin_fn;
 extern const simdev_aicore_fn rt_kernel_core_fn;
 extern const simdev_aicpu_fn rt_kernel_program_fn;
 extern const simdev_aicpu_fn rt_kernel_status_fn;
+extern const simdev_aicpu_fn rt_kernel_cancel_fn;
 
 /* The AICore side (simdev_aicore_fn). */
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);

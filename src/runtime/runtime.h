@@ -207,13 +207,21 @@ size_t rt_kernel_binding_bytes(uint32_t slots);
 
 /* Enqueue on `stream` (one AICPU thread) the registration of `binding`
  * (device memory, filled; its context_generation must be `generation`) /
- * the removal of `context_generation`. The register op fails with
- * CAPACITY_EXCEEDED when RT_KERNEL_MAX_CONTEXTS contexts are live and
- * INVALID_STATE for a generation already live; unregistering an absent
- * generation succeeds. */
+ * its removal. The register op fails with CAPACITY_EXCEEDED when
+ * RT_KERNEL_MAX_CONTEXTS contexts are live and INVALID_STATE for a
+ * generation already live; the removal removes the entry only if it is
+ * this binding's (another context's entry of the same generation stays),
+ * and succeeds when there is none. */
 int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
                                uint64_t generation);
-int rt_kernel_unregister_enqueue(simdev_stream_t stream, uint64_t context_generation);
+int rt_kernel_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+                                 uint64_t context_generation);
+
+/* The removal, done directly for a context whose device is lost: no op runs
+ * there any more, so nothing on the device races with it (and nothing would
+ * remove the entry otherwise). */
+void rt_kernel_forget_on_lost_device(uint64_t context_generation,
+                                     const struct rt_kernel_binding *binding);
 
 /* What the host of a kernel context hands to rt_kernel_launch: fixed at
  * init except the round generation. */
@@ -258,9 +266,13 @@ struct rt_kernel_chain {
  * The status op runs on the context's AICPU stream, before the next round
  * can overwrite the result block, and its failure reaches the caller through
  * aicpu_done. `config` is the round's layout config (the callable's).
- * Caller serialises launches on one chain. On an enqueue failure after the
- * first op, the already-enqueued part still runs and ends by itself (the
- * round rendezvous). 0 or the failed enqueue's code.
+ * Caller serialises launches on one chain. An enqueue that fails before the
+ * program is enqueued refuses the launch: the round never runs, what was
+ * enqueued is closed off (its core loop cancelled, the context's streams
+ * handed off clean, the next round kept behind it) and the code returned.
+ * Once the program is enqueued the rest of the chain is retried until it
+ * is enqueued (a few attempts): 0, or, if that still fails, its code — the
+ * round then runs but work after it on `caller` is not ordered after it.
  */
 int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_target *target,

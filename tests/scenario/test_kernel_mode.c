@@ -691,9 +691,30 @@ static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(
             km_close(ctx);
         }
     }
-    /* 3 streams, 5 events, 4 allocations, 1 copy, 1 register op, 1 sync:
+    /* 3 streams, 5 events, 4 allocations, 2 copies (the result block zeroed,
+     * the binding), 1 register op, 1 sync:
      * fewer would mean some creation point was never exercised. */
-    assert_int_equal(injected, 15);
+    assert_int_equal(injected, 16);
+}
+
+/* Attempts of `kind` one clean launch makes. */
+static uint64_t launch_attempts(enum simdev_op_kind kind)
+{
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b;
+    bufs_alloc(&b, 64, 0.0f);
+    struct km_args a;
+    args_make(&a, &b, 1.0f, 1.0f, 0, 1);
+    uint64_t before, after;
+    assert_int_equal(simdev_op_count(0, kind, &before), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    assert_int_equal(simdev_op_count(0, kind, &after), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    bufs_free(&b);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+    return after - before;
 }
 
 static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void **state)
@@ -701,7 +722,7 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
     (void)state;
     size_t bytes;
     void *image = pm_image(&bytes);
-    uint64_t prepare_faults = 0, launch_faults = 0, finalize_faults = 0;
+    uint64_t prepare_faults = 0, launch_faults = 0, launch_absorbed = 0, finalize_faults = 0;
     for (size_t k = 0; k < sizeof swept / sizeof swept[0]; k++) {
         for (uint64_t nth = 1;; nth++) {
             struct simpler_context *ctx = km_open();
@@ -721,7 +742,12 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
             if (!rc)
                 break;
         }
-        for (uint64_t nth = 1;; nth++) {
+        /* Launch: every attempt of the kind in a clean launch, failed in
+         * turn. Before the program is enqueued a failure refuses the launch
+         * whole (the round never runs); after it, the launch is committed
+         * and the op is tried again (the round runs exactly once). */
+        uint64_t attempts = launch_attempts(swept[k]);
+        for (uint64_t nth = 1; nth <= attempts; nth++) {
             struct simpler_context *ctx = km_open();
             simdev_stream_t s = ts_new_stream();
             struct km_bufs b;
@@ -731,25 +757,25 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
             assert_int_equal(simdev_fault_inject(0, swept[k], nth, INJECTED), 0);
             int rc = simpler_kernel_mode_launch(ctx, 0, &a.args, s);
             assert_int_equal(simdev_fault_clear(0), 0);
-            simdev_stream_sync(s); /* what a failed launch enqueued ends by itself */
+            int round = simdev_stream_sync(s);
             if (rc) {
                 launch_faults++;
                 assert_int_equal(rc, INJECTED);
+                /* Refused whole: nothing ran, and nothing is left behind. */
+                assert_true(bufs_untouched(&b));
                 assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
-                int retried = simdev_stream_sync(s);
-                if (retried != 0)
-                    fail_msg("launch, %s #%llu failed: the retry's round returned %d",
-                             simdev_op_kind_name(swept[k]), (unsigned long long)nth, retried);
-                /* The retry ran: y exact. The failed launch's round may
-                 * have run too when what failed to enqueue came after its
-                 * program (acc then holds 1 + 2y); never anything else. */
-                assert_true(bufs_hold_either(&b, 2.0f, 0.5f));
+                round = simdev_stream_sync(s);
+            } else {
+                launch_absorbed++;
             }
+            if (round != 0)
+                fail_msg("launch, %s #%llu failed (launch %d): the round returned %d",
+                         simdev_op_kind_name(swept[k]), (unsigned long long)nth, rc, round);
+            /* Exactly one round ran: acc == 1 + y (1 + 2y: two did). */
+            assert_true(bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
             bufs_free(&b);
             assert_int_equal(simdev_stream_destroy(s), 0);
             km_close(ctx);
-            if (!rc)
-                break;
         }
         /* Finalize: every attempt of the kind in a clean finalize, failed in
          * turn. A drain's failed sync is absorbed (the drain looks again and
@@ -783,18 +809,195 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
             assert_int_equal(simpler_destroy_device_context(ctx), 0);
         }
     }
-    print_message("faults: prepare %llu, launch %llu, finalize %llu\n",
+    print_message("faults: prepare %llu, launch %llu refused + %llu absorbed, finalize %llu\n",
                   (unsigned long long)prepare_faults, (unsigned long long)launch_faults,
-                  (unsigned long long)finalize_faults);
+                  (unsigned long long)launch_absorbed, (unsigned long long)finalize_faults);
     /* prepare: 2 mallocs, the image copy, the record zeroing, the load op,
      * its sync, the record read back, the slot copy; launch: 5 records,
      * 4 waits, 4 launches; finalize: the unregister op and its sync, the
      * unload op and its sync, 6 frees, 5 events, 3 streams. Fewer: a failure
      * point was never exercised. */
     assert_int_equal(prepare_faults, 8);
-    assert_int_equal(launch_faults, 13);
+    assert_int_equal(launch_faults, 8);
+    assert_int_equal(launch_absorbed, 5);
     assert_int_equal(finalize_faults, 18);
     simpler_callable_free(image);
+}
+
+
+/* ------------------------------------------------- regressions from review */
+
+static struct simpler_context *km_open_as(int device, uint64_t generation, int *init_rc)
+{
+    struct simpler_context *ctx;
+    struct simpler_config cfg = km_config();
+    assert_int_equal(simpler_create_device_context(&ctx), 0);
+    *init_rc = simpler_kernel_mode_init(ctx, device, &cfg, generation);
+    return ctx;
+}
+
+/* A failed init that named a live generation (another context's) must not
+ * remove that context's registration on its way out. */
+static void test_a_failed_init_with_a_live_generation_leaves_the_other_context_alone(
+    void **state)
+{
+    (void)state;
+    struct simdev_config topo = ts_small_config();
+    assert_int_equal(simdev_device_reset(1), 0);
+    assert_int_equal(simdev_device_configure(1, &topo), 0);
+    const uint64_t g = 0xABCD00ull;
+    int rc;
+    struct simpler_context *a = km_open_as(0, g, &rc);
+    assert_int_equal(rc, 0);
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    int32_t id;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(a, image, bytes, &id), 0);
+    simpler_callable_free(image);
+    assert_int_equal(simdev_set_device(1), 0);
+    struct simpler_context *b = km_open_as(1, g, &rc);
+    assert_int_equal(rc, PTO_RUNTIME_ERR_INVALID_STATE); /* the device refused the generation */
+    assert_int_equal(simpler_destroy_device_context(b), 0);
+    assert_int_equal(simdev_set_device(0), 0);
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs buf;
+    bufs_alloc(&buf, 1024, 0.0f);
+    struct km_args args;
+    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    assert_int_equal(simpler_kernel_mode_launch(a, 0, &args.args, s), 0);
+    /* -14 (STALE_BINDING): B's undo removed A's registration. */
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
+    bufs_free(&buf);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(a);
+    assert_int_equal(simdev_device_reset(1), 0);
+}
+
+/* A context closed on a lost device leaves no registry entry: its
+ * generation is free again after the device's reset. */
+static void test_a_context_closed_on_a_lost_device_frees_its_generation(void **state)
+{
+    (void)state;
+    struct simdev_config topo = ts_small_config();
+    topo.watchdog_ms = 300;
+    ts_device_setup_config(&topo);
+    const uint64_t g = 0x77770ull;
+    int rc;
+    struct simpler_context *a = km_open_as(0, g, &rc);
+    assert_int_equal(rc, 0);
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    int32_t id;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(a, image, bytes, &id), 0);
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs buf;
+    bufs_alloc(&buf, 1024, 0.0f);
+    struct km_args args;
+    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    args.s[3] = PM_FLAG_GATE;
+    assert_int_equal(simpler_kernel_mode_launch(a, 0, &args.args, s), 0);
+    ts_gate_wait_arrivals(&pm_gate, 1);
+    assert_int_equal(simdev_stream_sync(s), PTO_RUNTIME_ERR_DEVICE_LOST);
+    ts_gate_open(&pm_gate);
+    assert_int_equal(simpler_finalize_device(a), 0);
+    assert_int_equal(simpler_destroy_device_context(a), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_device_reset(0), 0);
+    topo.watchdog_ms = 0;
+    ts_device_setup_config(&topo);
+    pm_observers_reset();
+    struct simpler_context *b = km_open_as(0, g, &rc);
+    assert_int_equal(rc, 0); /* -1003: the closed context's entry outlived it */
+    assert_int_equal(simpler_kernel_mode_prepare_callable(b, image, bytes, &id), 0);
+    simpler_callable_free(image);
+    km_close(b);
+}
+
+/* The caller's wait for the round failing to enqueue (after the launch
+ * committed) is tried again: launch succeeds and the caller's stream does
+ * wait for the round. */
+static void test_a_committed_launch_keeps_the_callers_stream_behind_its_round(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs buf;
+    bufs_alloc(&buf, 1024, 0.0f);
+    struct km_args args;
+    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    args.s[3] = PM_FLAG_GATE;
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_WAIT, 4, INJECTED), 0); /* caller's wait */
+    int rc = simpler_kernel_mode_launch(ctx, 0, &args.args, s);
+    assert_int_equal(simdev_fault_clear(0), 0);
+    assert_int_equal(rc, 0); /* INJECTED: a launch whose round runs reported a failure */
+    ts_gate_wait_arrivals(&pm_gate, 1);
+    /* The round is held in its kernel: the caller's stream must still be
+     * waiting for it (0 here: its sync would return while the round runs). */
+    int query = simdev_stream_query(s);
+    ts_gate_open(&pm_gate);
+    assert_int_equal(query, PTO_RUNTIME_ERR_NOT_READY);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
+    bufs_free(&buf);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
+/* A refused launch leaves no error on the context's streams, even one its
+ * own first ops picked up: the next launch, on another stream, works. */
+static void test_a_refused_launch_leaves_no_error_for_the_next_launch(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream(), s2 = ts_new_stream();
+    struct km_bufs buf;
+    bufs_alloc(&buf, 1024, 0.0f);
+    struct km_args args;
+    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    /* round begin fails as it runs, then the program fails to enqueue */
+    assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_LAUNCH, 1, -992), 0);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_LAUNCH, 3, -993), 0);
+    int rc = simpler_kernel_mode_launch(ctx, 0, &args.args, s);
+    assert_int_equal(simdev_fault_clear(0), 0);
+    assert_int_equal(rc, -993);
+    assert_int_equal(simdev_stream_sync(s), 0); /* only its start record was on it */
+    assert_true(bufs_untouched(&buf));          /* refused whole */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &args.args, s2), 0);
+    /* -992: the refused launch's error stayed on the context's AICPU stream. */
+    assert_int_equal(simdev_stream_sync(s2), 0);
+    assert_true(bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
+    bufs_free(&buf);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_stream_destroy(s2), 0);
+    km_close(ctx);
+}
+
+/* A failing round whose aicpu_done hand-off record failed to enqueue once:
+ * its error reaches its own caller and ends there. */
+static void test_a_failed_rounds_error_never_reaches_the_next_launch(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = km_open();
+    simdev_stream_t s = ts_new_stream(), s2 = ts_new_stream();
+    struct km_bufs b1, b2;
+    bufs_alloc(&b1, 1024, 0.0f);
+    bufs_alloc(&b2, 1024, 0.0f);
+    struct km_args args;
+    args_make(&args, &b1, 2.0f, 0.5f, 321, 1);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_RECORD, 4, INJECTED), 0); /* aicpu_done */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &args.args, s), 0);
+    assert_int_equal(simdev_fault_clear(0), 0);
+    assert_int_equal(simdev_stream_sync(s), -321);
+    args_make(&args, &b2, 2.0f, 0.5f, 0, 2);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &args.args, s2), 0);
+    assert_int_equal(simdev_stream_sync(s2), 0); /* -321: the error outlived its round */
+    assert_true(bufs_hold(&b2, 0.0f, 2.0f, 0.5f, 1.0f));
+    bufs_free(&b1);
+    bufs_free(&b2);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_stream_destroy(s2), 0);
+    km_close(ctx);
 }
 
 /* Host allocations: simpler's own (sp_host_*) and simdev's, each failed
@@ -895,14 +1098,17 @@ static void test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_wo
                 assert_int_equal(simdev_fault_clear(0), 0);
                 /* The allocation failure itself, or for a round whose core
                  * loop could not start, its scheduler's timeout; 0 only where
-                 * a failed sync inside a drain was absorbed. */
+                 * the failure was absorbed: a drain's failed sync, or an
+                 * enqueue after a launch committed (tried again). */
                 if (rc != PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY &&
                     !(step == KM_LAUNCH && rc == -SIMPLER_SCHED_ERR_TIMEOUT) &&
-                    !(step == KM_FINALIZE && rc == 0))
+                    !((step == KM_LAUNCH || step == KM_FINALIZE) && rc == 0))
                     fail_msg("%s, %s host allocation #%llu: returned %d", step_names[step],
                              source ? "simdev" : "simpler", (unsigned long long)nth, rc);
                 failed += rc != 0;
                 bool done = rc == 0;
+                if (done && step == KM_LAUNCH)
+                    assert_true(bufs_hold(&f.bufs, 0.0f, 2.0f, 0.5f, 1.0f)); /* ran once */
                 if (!done) {
                     /* The retry works, and a launch computes exactly. */
                     assert_int_equal(fixture_step(&f, (enum km_step)step), 0);
@@ -935,6 +1141,14 @@ int main(void)
             test_only_a_lost_device_poisons_the_context_and_close_still_releases, pm_teardown),
         T(test_init_fails_cleanly_at_every_device_operation_and_a_retry_works),
         T(test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_works),
+        T(test_a_failed_init_with_a_live_generation_leaves_the_other_context_alone),
+        cmocka_unit_test_teardown(test_a_context_closed_on_a_lost_device_frees_its_generation,
+                                  pm_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_committed_launch_keeps_the_callers_stream_behind_its_round, setup,
+            pm_teardown),
+        T(test_a_refused_launch_leaves_no_error_for_the_next_launch),
+        T(test_a_failed_rounds_error_never_reaches_the_next_launch),
         T(test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
