@@ -38,6 +38,7 @@ build: deps
 run: build
 	./build/examples/device_demo
 	./build/examples/runtime_demo
+	./build/examples/kernel_mode_demo
 	./build/examples/vector_example
 	./build/examples/matmul_example
 	./build/examples/attention_example
