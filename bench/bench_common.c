@@ -46,7 +46,19 @@ struct bench_stats bench_stats_of(const double *values, size_t n)
     return s;
 }
 
+double bench_median_in_place(double *values, size_t n)
+{
+    qsort(values, n, sizeof *values, compare_double);
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 /* ---------------------------------------------------------------------- JSON */
+
+void bench_json_stats(FILE *f, const char *name, struct bench_stats s, int decimals)
+{
+    fprintf(f, "\"%s\": {\"median\": %.*f, \"min\": %.*f, \"max\": %.*f}", name, decimals,
+            s.median, decimals, s.min, decimals, s.max);
+}
 
 void bench_json_string(FILE *f, const char *text)
 {

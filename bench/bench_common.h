@@ -1,9 +1,10 @@
 /*
  * bench_common.h — what the benchmarks (bench_device, bench_runtime,
- * bench_program) share and nothing they measure: a stop on a failed call,
- * the median/min/max of repetitions, the JSON string and file preamble,
- * where the JSON goes (the repo root found above the executable), and the
- * CPU-time readings that tell a noisy row.
+ * bench_program, bench_kernel) share and nothing they measure: a stop on a
+ * failed call, the median/min/max of repetitions and the median of many
+ * samples, the JSON string, stats and file preamble, where the JSON goes
+ * (the repo root found above the executable), and the CPU-time readings
+ * that tell a noisy row.
  *
  * Every function takes the benchmark's program name ("bench_device"), which
  * prefixes its messages on stderr. It touches no state of its own.
@@ -37,6 +38,14 @@ struct bench_stats {
  * otherwise). `values` is borrowed for the call and left unchanged; the
  * median of an even count is the mean of the middle two. */
 struct bench_stats bench_stats_of(const double *values, size_t n);
+
+/* Median of values[0..n) (n >= 1, any count), sorting them in place: for
+ * the many samples of one repetition, where bench_stats_of takes few. */
+double bench_median_in_place(double *values, size_t n);
+
+/* Writes "name": {"median": .., "min": .., "max": ..} with `decimals`
+ * digits after the point (no separator before or after). */
+void bench_json_stats(FILE *f, const char *name, struct bench_stats s, int decimals);
 
 /* Writes `text` as a JSON string: quotes and backslashes escaped (the names
  * here need no other escapes). */

@@ -562,19 +562,6 @@ static void measure_pipeline(struct simpler_context *ctx, const struct shape *sh
     fflush(stdout);
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of values[0..n), sorting them in place. */
-static double median_in_place(double *values, size_t n)
-{
-    qsort(values, n, sizeof *values, compare_double);
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 /* The host calls of the smallest shape, each timed on its own, run after
  * run; then simpler_run end to end. Per repetition the median of each call,
  * then median/min/max of those over the repetitions. */
@@ -622,7 +609,7 @@ static void measure_host(struct simpler_context *ctx)
             tag_check(&r, tag);
         }
         for (uint32_t c = 0; c < HOST_CALLS; c++)
-            per_rep[c][rep] = median_in_place(&samples[c * n], n);
+            per_rep[c][rep] = bench_median_in_place(&samples[c * n], n);
     }
     free(samples);
     buffers_free(&r);
@@ -684,13 +671,6 @@ static void print_tables(void)
     }
 }
 
-/* Writes "name": {median, min, max} with `decimals` digits after the point. */
-static void json_stats(FILE *f, const char *name, struct bench_stats s, int decimals)
-{
-    fprintf(f, "\"%s\": {\"median\": %.*f, \"min\": %.*f, \"max\": %.*f}", name, decimals,
-            s.median, decimals, s.min, decimals, s.max);
-}
-
 static int write_json(const char *path, double seconds)
 {
     FILE *f;
@@ -714,11 +694,11 @@ static int write_json(const char *path, double seconds)
         fprintf(f, ", \"depth\": %u, \"tasks_per_run\": %u, \"runs_per_rep\": %u, \"reps\": %u, "
                    "\"committed_idle_bytes\": %zu, ",
                 r->depth, r->shape->tasks, r->runs, r->reps, r->committed_idle);
-        json_stats(f, "serial_runs_per_s", r->serial, 1);
+        bench_json_stats(f, "serial_runs_per_s", r->serial, 1);
         fprintf(f, ", ");
-        json_stats(f, "pipelined_runs_per_s", r->pipelined, 1);
+        bench_json_stats(f, "pipelined_runs_per_s", r->pipelined, 1);
         fprintf(f, ", ");
-        json_stats(f, "ratio_pipelined_to_serial", r->ratio, 3);
+        bench_json_stats(f, "ratio_pipelined_to_serial", r->ratio, 3);
         fprintf(f, ", \"serial_cpu_us_per_run\": %.1f, \"pipelined_cpu_us_per_run\": %.1f",
                 r->serial_cpu_us, r->pipelined_cpu_us);
         if (r->others_pct >= 0)
@@ -735,7 +715,7 @@ static int write_json(const char *path, double seconds)
         fprintf(f, ", \"covers\": ");
         bench_json_string(f, r->what);
         fprintf(f, ", ");
-        json_stats(f, "ns", r->ns, 1);
+        bench_json_stats(f, "ns", r->ns, 1);
         fprintf(f, "}%s\n", i + 1 < g_host_count ? "," : "");
     }
     fprintf(f, "  ]}\n}\n");
