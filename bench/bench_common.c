@@ -127,6 +127,23 @@ double bench_process_cpu_ns(void)
            (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e3;
 }
 
+double bench_others_cpu_pct(double elapsed_ns, double host_busy_before, double own_cpu_ns)
+{
+    double cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    if (elapsed_ns < 2e8 || cpus <= 0)
+        return -1;
+    double others = bench_host_busy_ns() - host_busy_before - own_cpu_ns;
+    return others > 0 ? others / (elapsed_ns * cpus) * 100 : 0;
+}
+
+void bench_print_start(const char *program, double load_at_start, int quick, const char *what)
+{
+    printf("%s: %ld host CPUs, load average %.2f at start%s; %s\n", program,
+           sysconf(_SC_NPROCESSORS_ONLN), load_at_start, quick ? ", --quick" : "", what);
+    if (load_at_start > 1.0)
+        printf("%s: the host was busy in the last minute; numbers may be noisy\n", program);
+}
+
 /* ------------------------------------------------------------------- paths */
 
 /* True when `dir` is the repository root (it holds bench/<program>.c). */

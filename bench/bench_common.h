@@ -70,6 +70,16 @@ double bench_host_busy_ns(void);
 /* User + system CPU time of every thread of this process so far, in ns. */
 double bench_process_cpu_ns(void);
 
+/* The share of the host's CPUs other processes used over the last
+ * `elapsed_ns`, in %: host busy time since `host_busy_before` (a
+ * bench_host_busy_ns reading) less `own_cpu_ns`, over elapsed x CPUs; 0 at
+ * least. -1 below 0.2 s, where /proc/stat's jiffies say nothing. */
+double bench_others_cpu_pct(double elapsed_ns, double host_busy_before, double own_cpu_ns);
+
+/* Prints "<program>: N host CPUs, load average L at start[, --quick];
+ * <what>" and, when L > 1, a line saying the numbers may be noisy. */
+void bench_print_start(const char *program, double load_at_start, int quick, const char *what);
+
 /*
  * Fills out[size] with where the JSON goes: `out_arg` when given; else, when
  * `want_default`, ROOT/bench/results/<file_name>, creating that directory,

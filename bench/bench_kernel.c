@@ -60,7 +60,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "bench_common.h"
 #include "simpler/kernel.h"
@@ -645,12 +644,11 @@ int main(int argc, char **argv)
 
     uint64_t start = now_ns();
     g_load_at_start = bench_load_average();
-    printf(PROGRAM ": %ld host CPUs, load average %.2f at start%s; %u reps per figure\n",
-           sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start, g_quick ? ", --quick" : "", reps());
+    char what[32];
+    snprintf(what, sizeof what, "%u reps per figure", reps());
+    bench_print_start(PROGRAM, g_load_at_start, g_quick, what);
     printf(PROGRAM ": devices %d (kernel mode) and %d (program mode): %s each\n", KERNEL_DEVICE,
            PROGRAM_DEVICE, TOPOLOGY);
-    if (g_load_at_start > 1.0)
-        printf(PROGRAM ": the host was busy in the last minute; numbers may be noisy\n");
     fflush(stdout);
 
     device_setup(KERNEL_DEVICE);
@@ -671,11 +669,8 @@ int main(int argc, char **argv)
     measure_per_task(&g_ops[2], &g_per_task[1]);
     /* Host-wide busy time less this process's own: how much the other
      * processes took from the 2 CPUs the device threads share. */
-    double elapsed = (double)(now_ns() - measured_from);
-    double others = bench_host_busy_ns() - busy0 - (bench_process_cpu_ns() - cpu0);
-    double cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
-    if (elapsed >= 2e8 && cpus > 0)
-        g_others_pct = others > 0 ? others / (elapsed * cpus) * 100 : 0;
+    g_others_pct = bench_others_cpu_pct((double)(now_ns() - measured_from), busy0,
+                                        bench_process_cpu_ns() - cpu0);
     contexts_close();
     CHECK(simdev_device_reset(KERNEL_DEVICE));
     CHECK(simdev_device_reset(PROGRAM_DEVICE));

@@ -57,7 +57,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench_common.h"
 #include "simpler/kernel.h"
@@ -528,14 +527,8 @@ static void measure_pipeline(struct simpler_context *ctx, const struct shape *sh
     }
     /* Host-wide busy time less this process's own; /proc/stat counts in
      * jiffies, so below 0.2 s the figure means nothing. */
-    double elapsed = (double)(now_ns() - start);
-    double others = bench_host_busy_ns() - busy0 - (bench_process_cpu_ns() - cpu0);
-    double cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
-    double others_pct = -1;
-    if (elapsed >= 2e8 && cpus > 0) {
-        others_pct = others / (elapsed * cpus) * 100;
-        others_pct = others_pct < 0 ? 0 : others_pct;
-    }
+    double others_pct = bench_others_cpu_pct((double)(now_ns() - start), busy0,
+                                             bench_process_cpu_ns() - cpu0);
     for (uint32_t i = 0; i < depth; i++)
         buffers_free(&sets[i]);
 
@@ -771,11 +764,10 @@ int main(int argc, char **argv)
 
     uint64_t start = now_ns();
     g_load_at_start = bench_load_average();
-    printf(PROGRAM ": %ld host CPUs, load average %.2f at start%s; %u reps per figure\n",
-           sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start, g_quick ? ", --quick" : "", reps());
+    char what[32];
+    snprintf(what, sizeof what, "%u reps per figure", reps());
+    bench_print_start(PROGRAM, g_load_at_start, g_quick, what);
     printf(PROGRAM ": device: %s\n", TOPOLOGY);
-    if (g_load_at_start > 1.0)
-        printf(PROGRAM ": the host was busy in the last minute; numbers may be noisy\n");
     fflush(stdout);
 
     /* simdev's device memory is this process's heap, and every run here

@@ -139,8 +139,11 @@ static int check_output(char *detail, size_t size)
     return wrong;
 }
 
+/* Also keeps O for the kernel-mode run to be compared with. */
 static int report_program(const struct example_outcome *outcome)
 {
+    memcpy(o_program, o, sizeof o);
+    have_program_output = true;
     char check[96], detail[128];
     int wrong = check_output(check, sizeof check);
     snprintf(detail, sizeof detail, "%s, %llu edges", check,
@@ -204,18 +207,6 @@ int main(void)
     struct simpler_args args = {.tensor_count = 4, .scalar_count = 2, .tensors = tensors,
                                 .scalars = scalars};
 
-    poison_output();
-    struct example_outcome outcome;
-    int rc = example_run(&program, &args, &outcome);
-    int status = rc ? example_report_failure(&program, "program", rc) : report_program(&outcome);
-    if (rc == 0) {
-        memcpy(o_program, o, sizeof o);
-        have_program_output = true;
-    }
-
-    poison_output();
-    struct example_kernel_outcome kernel_outcome;
-    rc = example_run_kernel(&program, &args, &kernel_outcome);
-    status |= rc ? example_report_failure(&program, "kernel", rc) : report_kernel(&kernel_outcome);
-    return status;
+    const struct example_checks checks = {poison_output, report_program, report_kernel};
+    return example_run_both(&program, &args, &checks);
 }

@@ -53,6 +53,20 @@ static int build_image(const struct example_program *program, void **image, size
     return rc;
 }
 
+/* Finalizes `ctx` when `initialised`, then destroys it. Returns `rc`, or
+ * when that is 0 the first teardown failure (printed). */
+static int context_close(const struct example_program *program, struct simpler_context *ctx,
+                         bool initialised, int rc)
+{
+    int finalize_rc = initialised ? simpler_finalize_device(ctx) : 0;
+    if (finalize_rc && !rc)
+        rc = failed(program, "simpler_finalize_device", finalize_rc);
+    int destroy_rc = simpler_destroy_device_context(ctx);
+    if (destroy_rc && !rc)
+        rc = failed(program, "simpler_destroy_device_context", destroy_rc);
+    return rc;
+}
+
 /* prepare, launch, wait, read the counters, finalize: the timed part. */
 static int run_once(const struct example_program *program, struct simpler_context *ctx,
                     int32_t callable_id, const struct simpler_args *args,
@@ -99,22 +113,20 @@ int example_run(const struct example_program *program, const struct simpler_args
     int rc = simpler_create_device_context(&ctx);
     if (rc)
         return failed(program, "simpler_create_device_context", rc);
-    rc = simpler_init(ctx, 0, NULL);
-    if (rc) {
+    if ((rc = simpler_init(ctx, 0, NULL))) {
         failed(program, "simpler_init", rc);
-        goto destroy;
+        return context_close(program, ctx, false, rc);
     }
 
     void *image = NULL;
     size_t image_bytes = 0;
-    rc = build_image(program, &image, &image_bytes);
-    if (rc)
-        goto finalize;
+    if ((rc = build_image(program, &image, &image_bytes)))
+        return context_close(program, ctx, true, rc);
     rc = simpler_register_callable(ctx, CALLABLE_ID, image, image_bytes);
     simpler_callable_free(image); /* borrowed for the call only: the context has its copy */
     if (rc) {
         failed(program, "simpler_register_callable", rc);
-        goto finalize;
+        return context_close(program, ctx, true, rc);
     }
 
     rc = run_once(program, ctx, CALLABLE_ID, args, &outcome);
@@ -122,15 +134,7 @@ int example_run(const struct example_program *program, const struct simpler_args
     int unregister_rc = simpler_unregister_callable(ctx, CALLABLE_ID);
     if (unregister_rc && !rc)
         rc = failed(program, "simpler_unregister_callable", unregister_rc);
-finalize:;
-    int finalize_rc = simpler_finalize_device(ctx);
-    if (finalize_rc && !rc)
-        rc = failed(program, "simpler_finalize_device", finalize_rc);
-destroy:;
-    int destroy_rc = simpler_destroy_device_context(ctx);
-    if (destroy_rc && !rc)
-        rc = failed(program, "simpler_destroy_device_context", destroy_rc);
-    if (rc == 0)
+    if ((rc = context_close(program, ctx, true, rc)) == 0)
         *out = outcome;
     return rc;
 }
@@ -305,6 +309,42 @@ free_buffers:;
     return rc;
 }
 
+/* The kernel-mode context's part of example_run_kernel: on the current
+ * device, with the framework's `stream`. */
+static int kernel_context_run(const struct example_program *program, int device,
+                              const struct simpler_args *args, simdev_stream_t stream,
+                              struct example_kernel_outcome *out)
+{
+    struct simpler_context *ctx;
+    int rc = simpler_create_device_context(&ctx);
+    if (rc)
+        return failed(program, "simpler_create_device_context", rc);
+    if (!simpler_kernel_mode_supported(ctx)) {
+        rc = failed(program, "simpler_kernel_mode_supported", PTO_RUNTIME_ERR_UNSUPPORTED);
+        return context_close(program, ctx, false, rc);
+    }
+    /* A failed init undoes itself: nothing to finalize. */
+    if ((rc = simpler_kernel_mode_init(ctx, device, NULL, 0))) {
+        failed(program, "simpler_kernel_mode_init", rc);
+        return context_close(program, ctx, false, rc);
+    }
+
+    void *image = NULL;
+    size_t image_bytes = 0;
+    int32_t callable_id;
+    if ((rc = build_image(program, &image, &image_bytes)))
+        return context_close(program, ctx, true, rc);
+    rc = simpler_kernel_mode_prepare_callable(ctx, image, image_bytes, &callable_id);
+    simpler_callable_free(image); /* borrowed for the call only */
+    if (rc) {
+        failed(program, "simpler_kernel_mode_prepare_callable", rc);
+        return context_close(program, ctx, true, rc);
+    }
+
+    rc = kernel_round(program, ctx, callable_id, args, stream, out);
+    return context_close(program, ctx, true, rc);
+}
+
 int example_run_kernel(const struct example_program *program, const struct simpler_args *args,
                        struct example_kernel_outcome *out)
 {
@@ -317,50 +357,30 @@ int example_run_kernel(const struct example_program *program, const struct simpl
     simdev_stream_t stream;
     if ((rc = simdev_stream_create(&stream)))
         return failed(program, "simdev_stream_create", rc);
-    struct simpler_context *ctx;
-    if ((rc = simpler_create_device_context(&ctx))) {
-        failed(program, "simpler_create_device_context", rc);
-        goto destroy_stream;
-    }
-    if (!simpler_kernel_mode_supported(ctx)) {
-        rc = failed(program, "simpler_kernel_mode_supported", PTO_RUNTIME_ERR_UNSUPPORTED);
-        goto destroy;
-    }
-    /* A failed init undoes itself: nothing to finalize. */
-    if ((rc = simpler_kernel_mode_init(ctx, DEVICE, NULL, 0))) {
-        failed(program, "simpler_kernel_mode_init", rc);
-        goto destroy;
-    }
-
-    void *image = NULL;
-    size_t image_bytes = 0;
-    int32_t callable_id;
-    if ((rc = build_image(program, &image, &image_bytes)))
-        goto finalize;
-    rc = simpler_kernel_mode_prepare_callable(ctx, image, image_bytes, &callable_id);
-    simpler_callable_free(image); /* borrowed for the call only */
-    if (rc) {
-        failed(program, "simpler_kernel_mode_prepare_callable", rc);
-        goto finalize;
-    }
-
-    rc = kernel_round(program, ctx, callable_id, args, stream, &outcome);
-
-finalize:;
-    int finalize_rc = simpler_finalize_device(ctx);
-    if (finalize_rc && !rc)
-        rc = failed(program, "simpler_finalize_device", finalize_rc);
-destroy:;
-    int destroy_rc = simpler_destroy_device_context(ctx);
-    if (destroy_rc && !rc)
-        rc = failed(program, "simpler_destroy_device_context", destroy_rc);
-destroy_stream:;
+    rc = kernel_context_run(program, DEVICE, args, stream, &outcome);
     int stream_rc = simdev_stream_destroy(stream);
     if (stream_rc && !rc)
         rc = failed(program, "simdev_stream_destroy", stream_rc);
     if (rc == 0)
         *out = outcome;
     return rc;
+}
+
+int example_run_both(const struct example_program *program, const struct simpler_args *args,
+                     const struct example_checks *checks)
+{
+    checks->poison_outputs();
+    struct example_outcome outcome;
+    int rc = example_run(program, args, &outcome);
+    int status = rc ? example_report_failure(program, "program", rc)
+                    : checks->report_program(&outcome);
+
+    checks->poison_outputs();
+    struct example_kernel_outcome kernel_outcome;
+    rc = example_run_kernel(program, args, &kernel_outcome);
+    status |= rc ? example_report_failure(program, "kernel", rc)
+                 : checks->report_kernel(&kernel_outcome);
+    return status;
 }
 
 int example_report(const struct example_program *program, const struct example_outcome *outcome,

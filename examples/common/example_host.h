@@ -85,6 +85,25 @@ struct example_kernel_outcome {
 int example_run_kernel(const struct example_program *program, const struct simpler_args *args,
                        struct example_kernel_outcome *out);
 
+/* What an example's main checks, for example_run_both. */
+struct example_checks {
+    void (*poison_outputs)(void); /* before each run: the outputs must be written by it */
+    /* Check the outputs after a successful run of each mode and print its
+     * line (example_report / example_report_kernel); 0 when it passed. */
+    int (*report_program)(const struct example_outcome *outcome);
+    int (*report_kernel)(const struct example_kernel_outcome *outcome);
+};
+
+/*
+ * An example's two runs: poisons the outputs, runs `program` in program
+ * mode (example_run) and reports it, then poisons them again, runs it in
+ * kernel mode (example_run_kernel) and reports that; a run that fails gets
+ * example_report_failure instead. Returns 0 when both runs succeeded and
+ * both reports passed, 1 otherwise: the example's exit status.
+ */
+int example_run_both(const struct example_program *program, const struct simpler_args *args,
+                     const struct example_checks *checks);
+
 /*
  * Prints the program-mode summary line: name, "program", tasks submitted,
  * the check's verdict and `detail` (how it was checked), and the wall time.

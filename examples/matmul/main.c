@@ -114,14 +114,6 @@ int main(void)
     struct simpler_args args = {.tensor_count = 3, .scalar_count = 1, .tensors = tensors,
                                 .scalars = scalars};
 
-    poison_output();
-    struct example_outcome outcome;
-    int rc = example_run(&program, &args, &outcome);
-    int status = rc ? example_report_failure(&program, "program", rc) : report_program(&outcome);
-
-    poison_output();
-    struct example_kernel_outcome kernel_outcome;
-    rc = example_run_kernel(&program, &args, &kernel_outcome);
-    status |= rc ? example_report_failure(&program, "kernel", rc) : report_kernel(&kernel_outcome);
-    return status;
+    const struct example_checks checks = {poison_output, report_program, report_kernel};
+    return example_run_both(&program, &args, &checks);
 }

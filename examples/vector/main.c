@@ -100,14 +100,6 @@ int main(void)
             return 1;
     struct simpler_args args = {.tensor_count = 3, .tensors = tensors};
 
-    poison_output();
-    struct example_outcome outcome;
-    int rc = example_run(&program, &args, &outcome);
-    int status = rc ? example_report_failure(&program, "program", rc) : report_program(&outcome);
-
-    poison_output();
-    struct example_kernel_outcome kernel_outcome;
-    rc = example_run_kernel(&program, &args, &kernel_outcome);
-    status |= rc ? example_report_failure(&program, "kernel", rc) : report_kernel(&kernel_outcome);
-    return status;
+    const struct example_checks checks = {poison_output, report_program, report_kernel};
+    return example_run_both(&program, &args, &checks);
 }
