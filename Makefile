@@ -13,7 +13,7 @@
 #   make bench  install the peers (OpenMP, StarPU, BLAS), build optimised and
 #               run simpler side by side with them (docs/performance.md)
 #   make bench-components  the component benchmarks (device, runtime,
-#               program mode) on their own
+#               program mode, kernel mode) on their own
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 15
@@ -38,6 +38,7 @@ build: deps
 run: build
 	./build/examples/device_demo
 	./build/examples/runtime_demo
+	./build/examples/kernel_mode_demo
 	./build/examples/vector_example
 	./build/examples/matmul_example
 	./build/examples/attention_example
@@ -103,10 +104,11 @@ bench: bench-deps
 
 bench-components: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
-	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime bench_program
+	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime bench_program bench_kernel
 	./build-release/bench/bench_device
 	./build-release/bench/bench_runtime
 	./build-release/bench/bench_program
+	./build-release/bench/bench_kernel
 
 clean:
 	rm -rf build build-asan build-tsan build-release build-fuzz build-soak

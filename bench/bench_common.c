@@ -46,7 +46,19 @@ struct bench_stats bench_stats_of(const double *values, size_t n)
     return s;
 }
 
+double bench_median_in_place(double *values, size_t n)
+{
+    qsort(values, n, sizeof *values, compare_double);
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 /* ---------------------------------------------------------------------- JSON */
+
+void bench_json_stats(FILE *f, const char *name, struct bench_stats s, int decimals)
+{
+    fprintf(f, "\"%s\": {\"median\": %.*f, \"min\": %.*f, \"max\": %.*f}", name, decimals,
+            s.median, decimals, s.min, decimals, s.max);
+}
 
 void bench_json_string(FILE *f, const char *text)
 {
@@ -113,6 +125,23 @@ double bench_process_cpu_ns(void)
         return 0;
     return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e9 +
            (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e3;
+}
+
+double bench_others_cpu_pct(double elapsed_ns, double host_busy_before, double own_cpu_ns)
+{
+    double cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    if (elapsed_ns < 2e8 || cpus <= 0)
+        return -1;
+    double others = bench_host_busy_ns() - host_busy_before - own_cpu_ns;
+    return others > 0 ? others / (elapsed_ns * cpus) * 100 : 0;
+}
+
+void bench_print_start(const char *program, double load_at_start, int quick, const char *what)
+{
+    printf("%s: %ld host CPUs, load average %.2f at start%s; %s\n", program,
+           sysconf(_SC_NPROCESSORS_ONLN), load_at_start, quick ? ", --quick" : "", what);
+    if (load_at_start > 1.0)
+        printf("%s: the host was busy in the last minute; numbers may be noisy\n", program);
 }
 
 /* ------------------------------------------------------------------- paths */

@@ -1,9 +1,10 @@
 /*
  * bench_common.h — what the benchmarks (bench_device, bench_runtime,
- * bench_program) share and nothing they measure: a stop on a failed call,
- * the median/min/max of repetitions, the JSON string and file preamble,
- * where the JSON goes (the repo root found above the executable), and the
- * CPU-time readings that tell a noisy row.
+ * bench_program, bench_kernel) share and nothing they measure: a stop on a
+ * failed call, the median/min/max of repetitions and the median of many
+ * samples, the JSON string, stats and file preamble, where the JSON goes
+ * (the repo root found above the executable), and the CPU-time readings
+ * that tell a noisy row.
  *
  * Every function takes the benchmark's program name ("bench_device"), which
  * prefixes its messages on stderr. It touches no state of its own.
@@ -38,6 +39,14 @@ struct bench_stats {
  * median of an even count is the mean of the middle two. */
 struct bench_stats bench_stats_of(const double *values, size_t n);
 
+/* Median of values[0..n) (n >= 1, any count), sorting them in place: for
+ * the many samples of one repetition, where bench_stats_of takes few. */
+double bench_median_in_place(double *values, size_t n);
+
+/* Writes "name": {"median": .., "min": .., "max": ..} with `decimals`
+ * digits after the point (no separator before or after). */
+void bench_json_stats(FILE *f, const char *name, struct bench_stats s, int decimals);
+
 /* Writes `text` as a JSON string: quotes and backslashes escaped (the names
  * here need no other escapes). */
 void bench_json_string(FILE *f, const char *text);
@@ -60,6 +69,16 @@ double bench_host_busy_ns(void);
 
 /* User + system CPU time of every thread of this process so far, in ns. */
 double bench_process_cpu_ns(void);
+
+/* The share of the host's CPUs other processes used over the last
+ * `elapsed_ns`, in %: host busy time since `host_busy_before` (a
+ * bench_host_busy_ns reading) less `own_cpu_ns`, over elapsed x CPUs; 0 at
+ * least. -1 below 0.2 s, where /proc/stat's jiffies say nothing. */
+double bench_others_cpu_pct(double elapsed_ns, double host_busy_before, double own_cpu_ns);
+
+/* Prints "<program>: N host CPUs, load average L at start[, --quick];
+ * <what>" and, when L > 1, a line saying the numbers may be noisy. */
+void bench_print_start(const char *program, double load_at_start, int quick, const char *what);
 
 /*
  * Fills out[size] with where the JSON goes: `out_arg` when given; else, when

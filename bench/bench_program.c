@@ -57,7 +57,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench_common.h"
 #include "simpler/kernel.h"
@@ -528,14 +527,8 @@ static void measure_pipeline(struct simpler_context *ctx, const struct shape *sh
     }
     /* Host-wide busy time less this process's own; /proc/stat counts in
      * jiffies, so below 0.2 s the figure means nothing. */
-    double elapsed = (double)(now_ns() - start);
-    double others = bench_host_busy_ns() - busy0 - (bench_process_cpu_ns() - cpu0);
-    double cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
-    double others_pct = -1;
-    if (elapsed >= 2e8 && cpus > 0) {
-        others_pct = others / (elapsed * cpus) * 100;
-        others_pct = others_pct < 0 ? 0 : others_pct;
-    }
+    double others_pct = bench_others_cpu_pct((double)(now_ns() - start), busy0,
+                                             bench_process_cpu_ns() - cpu0);
     for (uint32_t i = 0; i < depth; i++)
         buffers_free(&sets[i]);
 
@@ -560,19 +553,6 @@ static void measure_pipeline(struct simpler_context *ctx, const struct shape *sh
     printf("  %-10s depth %u: serial %8.0f runs/s, pipelined %8.0f runs/s, ratio %.2f\n",
            sh->name, depth, row->serial.median, row->pipelined.median, row->ratio.median);
     fflush(stdout);
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of values[0..n), sorting them in place. */
-static double median_in_place(double *values, size_t n)
-{
-    qsort(values, n, sizeof *values, compare_double);
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 /* The host calls of the smallest shape, each timed on its own, run after
@@ -622,7 +602,7 @@ static void measure_host(struct simpler_context *ctx)
             tag_check(&r, tag);
         }
         for (uint32_t c = 0; c < HOST_CALLS; c++)
-            per_rep[c][rep] = median_in_place(&samples[c * n], n);
+            per_rep[c][rep] = bench_median_in_place(&samples[c * n], n);
     }
     free(samples);
     buffers_free(&r);
@@ -684,13 +664,6 @@ static void print_tables(void)
     }
 }
 
-/* Writes "name": {median, min, max} with `decimals` digits after the point. */
-static void json_stats(FILE *f, const char *name, struct bench_stats s, int decimals)
-{
-    fprintf(f, "\"%s\": {\"median\": %.*f, \"min\": %.*f, \"max\": %.*f}", name, decimals,
-            s.median, decimals, s.min, decimals, s.max);
-}
-
 static int write_json(const char *path, double seconds)
 {
     FILE *f;
@@ -714,11 +687,11 @@ static int write_json(const char *path, double seconds)
         fprintf(f, ", \"depth\": %u, \"tasks_per_run\": %u, \"runs_per_rep\": %u, \"reps\": %u, "
                    "\"committed_idle_bytes\": %zu, ",
                 r->depth, r->shape->tasks, r->runs, r->reps, r->committed_idle);
-        json_stats(f, "serial_runs_per_s", r->serial, 1);
+        bench_json_stats(f, "serial_runs_per_s", r->serial, 1);
         fprintf(f, ", ");
-        json_stats(f, "pipelined_runs_per_s", r->pipelined, 1);
+        bench_json_stats(f, "pipelined_runs_per_s", r->pipelined, 1);
         fprintf(f, ", ");
-        json_stats(f, "ratio_pipelined_to_serial", r->ratio, 3);
+        bench_json_stats(f, "ratio_pipelined_to_serial", r->ratio, 3);
         fprintf(f, ", \"serial_cpu_us_per_run\": %.1f, \"pipelined_cpu_us_per_run\": %.1f",
                 r->serial_cpu_us, r->pipelined_cpu_us);
         if (r->others_pct >= 0)
@@ -735,7 +708,7 @@ static int write_json(const char *path, double seconds)
         fprintf(f, ", \"covers\": ");
         bench_json_string(f, r->what);
         fprintf(f, ", ");
-        json_stats(f, "ns", r->ns, 1);
+        bench_json_stats(f, "ns", r->ns, 1);
         fprintf(f, "}%s\n", i + 1 < g_host_count ? "," : "");
     }
     fprintf(f, "  ]}\n}\n");
@@ -791,11 +764,10 @@ int main(int argc, char **argv)
 
     uint64_t start = now_ns();
     g_load_at_start = bench_load_average();
-    printf(PROGRAM ": %ld host CPUs, load average %.2f at start%s; %u reps per figure\n",
-           sysconf(_SC_NPROCESSORS_ONLN), g_load_at_start, g_quick ? ", --quick" : "", reps());
+    char what[32];
+    snprintf(what, sizeof what, "%u reps per figure", reps());
+    bench_print_start(PROGRAM, g_load_at_start, g_quick, what);
     printf(PROGRAM ": device: %s\n", TOPOLOGY);
-    if (g_load_at_start > 1.0)
-        printf(PROGRAM ": the host was busy in the last minute; numbers may be noisy\n");
     fflush(stdout);
 
     /* simdev's device memory is this process's heap, and every run here

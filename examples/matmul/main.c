@@ -1,6 +1,6 @@
 /*
- * matmul/main.c — runs the tiled matrix multiply in program mode and checks
- * it against a host reference.
+ * matmul/main.c — runs the tiled matrix multiply in program mode and in
+ * kernel mode, and checks each run against the same host reference.
  *
  * C = A x B with 256 x 256 f32 matrices and 64 x 64 tiles: 4 x 4 tiles of
  * C, each accumulated over 4 K steps, so 64 AIC tasks. A and B hold small
@@ -9,8 +9,8 @@
  * exactly whatever the summation order.
  *
  * MATMUL_ORCH_SO and MATMUL_KERNELS_SO are the shared objects' paths, given
- * by the build. Exit status: 0 when the run succeeded and C is exact, 1
- * otherwise.
+ * by the build. Exit status: 0 when both runs succeeded and C is exact after
+ * each, 1 otherwise.
  */
 #include <stdio.h>
 
@@ -44,6 +44,47 @@ static const struct example_program program = {
 
 static float a[DIM][DIM], b[DIM][DIM], c[DIM][DIM], reference[DIM][DIM];
 
+/* Before each run: C must be overwritten, by that run alone. */
+static void poison_output(void)
+{
+    for (int i = 0; i < DIM; i++)
+        for (int j = 0; j < DIM; j++)
+            c[i][j] = -1.0f;
+}
+
+/* Elements of C that differ from the reference. */
+static int wrong_elements(void)
+{
+    int wrong = 0;
+    for (int i = 0; i < DIM; i++)
+        for (int j = 0; j < DIM; j++)
+            wrong += c[i][j] != reference[i][j];
+    return wrong;
+}
+
+static int report_program(const struct example_outcome *outcome)
+{
+    int wrong = wrong_elements();
+    const uint64_t tiles = DIM / TILE;
+    char detail[128];
+    snprintf(detail, sizeof detail, "exact: %d of %d elements wrong, %llu edges", wrong,
+             DIM * DIM, (unsigned long long)outcome->info.edges);
+    /* Each tile's K chain is 3 edges, and tiles never depend on each other:
+     * more edges would mean the runtime saw overlap between disjoint tiles of
+     * the same rows (a false dependency), fewer a missing one. */
+    int passed = wrong == 0 && outcome->info.tasks_submitted == tiles * tiles * tiles &&
+                 outcome->info.edges == tiles * tiles * (tiles - 1);
+    return example_report(&program, outcome, passed, detail);
+}
+
+static int report_kernel(const struct example_kernel_outcome *outcome)
+{
+    int wrong = wrong_elements();
+    char detail[128];
+    snprintf(detail, sizeof detail, "exact: %d of %d elements wrong", wrong, DIM * DIM);
+    return example_report_kernel(&program, outcome, wrong == 0, detail);
+}
+
 int main(void)
 {
     uint64_t seed = 2024;
@@ -51,7 +92,6 @@ int main(void)
         for (int j = 0; j < DIM; j++) {
             a[i][j] = (float)((int)(example_random(&seed) % 9) - 4);
             b[i][j] = (float)((int)(example_random(&seed) % 9) - 4);
-            c[i][j] = -1.0f; /* OUT: must be overwritten */
         }
     }
     for (int i = 0; i < DIM; i++) {
@@ -74,23 +114,6 @@ int main(void)
     struct simpler_args args = {.tensor_count = 3, .scalar_count = 1, .tensors = tensors,
                                 .scalars = scalars};
 
-    struct example_outcome outcome;
-    int rc = example_run(&program, &args, &outcome);
-    if (rc)
-        return example_report_failure(&program, rc);
-
-    int wrong = 0;
-    for (int i = 0; i < DIM; i++)
-        for (int j = 0; j < DIM; j++)
-            wrong += c[i][j] != reference[i][j];
-    const uint64_t tiles = DIM / TILE;
-    char detail[128];
-    snprintf(detail, sizeof detail, "exact: %d of %d elements wrong, %llu edges", wrong,
-             DIM * DIM, (unsigned long long)outcome.info.edges);
-    /* Each tile's K chain is 3 edges, and tiles never depend on each other:
-     * more edges would mean the runtime saw overlap between disjoint tiles of
-     * the same rows (a false dependency), fewer a missing one. */
-    int passed = wrong == 0 && outcome.info.tasks_submitted == tiles * tiles * tiles &&
-                 outcome.info.edges == tiles * tiles * (tiles - 1);
-    return example_report(&program, &outcome, passed, detail);
+    const struct example_checks checks = {poison_output, report_program, report_kernel};
+    return example_run_both(&program, &args, &checks);
 }

@@ -227,8 +227,12 @@ static int32_t accept_packet(const struct rt_kernel_binding *b, const void *pack
     struct simpler_orch_args *args = b->args;
     args->tensor_count = v.tensor_count;
     args->scalar_count = v.scalar_count;
-    memcpy(args->tensors, v.tensors, (size_t)v.tensor_count * sizeof *args->tensors);
-    memcpy(args->scalars, v.scalars, (size_t)v.scalar_count * sizeof *args->scalars);
+    /* The view's pointer of an empty section is NULL (packet.h), and memcpy
+     * from NULL is undefined even for 0 bytes. */
+    if (v.tensor_count)
+        memcpy(args->tensors, v.tensors, (size_t)v.tensor_count * sizeof *args->tensors);
+    if (v.scalar_count)
+        memcpy(args->scalars, v.scalars, (size_t)v.scalar_count * sizeof *args->scalars);
     rq->entry = slot->record->entry;
     rq->kernels = slot->record->kernels;
     rq->kernel_count = slot->record->kernel_count;

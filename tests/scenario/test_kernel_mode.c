@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,6 +270,103 @@ static void test_good_failing_good_without_a_sync_skips_the_third_round_whole(vo
     assert_true(bufs_hold(&b[3], 3.0f, 2.0f, 0.5f, 1.0f));
     for (int i = 0; i < 4; i++)
         bufs_free(&b[i]);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
+/* ------------------------------------------------------ empty sections */
+
+/* Exported: the images below name them. */
+void km_kernel_inc(int64_t *args);
+void km_orch_tensor_only(struct simpler_orch *rt, const struct simpler_orch_args *args);
+void km_orch_no_args(struct simpler_orch *rt, const struct simpler_orch_args *args);
+
+static atomic_int km_no_args_runs;
+static atomic_uint km_no_args_counts; /* tensor_count + scalar_count the round saw */
+
+/* x += 1 over the view (tensor 0, INOUT, f32). */
+void km_kernel_inc(int64_t *args)
+{
+    float *x = simpler_kernel_data(args, 0);
+    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 0));
+    for (uint64_t i = 0; i < n; i++)
+        x[i] += 1.0f;
+}
+
+/* One task over the only argument, a tensor: no scalars. */
+void km_orch_tensor_only(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    struct simpler_task_args ta;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_inout(&ta, &args->tensors[0]);
+    simpler_submit_aiv(rt, 0, &ta, NULL);
+}
+
+/* No arguments at all: records that it ran and what it saw. */
+void km_orch_no_args(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)rt;
+    atomic_store(&km_no_args_counts, args->tensor_count + args->scalar_count);
+    atomic_fetch_add(&km_no_args_runs, 1);
+}
+
+static int32_t km_prepare(struct simpler_context *ctx, const char *entry,
+                          const enum simpler_direction *sig, uint32_t sig_count)
+{
+    static const enum simpler_direction inout[] = {SIMPLER_DIR_INOUT};
+    struct simpler_callable_builder *b;
+    void *image;
+    size_t bytes;
+    assert_int_equal(simpler_callable_builder_create(&b), 0);
+    assert_int_equal(simpler_callable_builder_set_orchestration(b, SIMPLER_BINARY_SYMBOL, NULL, 0,
+                                                                entry, NULL, sig, sig_count),
+                     0);
+    assert_int_equal(simpler_callable_builder_add_kernel(b, 0, SIMPLER_CORE_AIV,
+                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
+                                                         "km_kernel_inc", inout, 1),
+                     0);
+    assert_int_equal(simpler_callable_builder_finish(b, &image, &bytes), 0);
+    simpler_callable_builder_destroy(b);
+    int32_t id = -1;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
+    simpler_callable_free(image);
+    return id;
+}
+
+/* A packet with no scalars, or with nothing at all: the device copies an
+ * empty section from the decoder's NULL (the UBSan build aborts if it
+ * hands NULL to memcpy, even for 0 bytes). */
+static void test_rounds_without_scalars_or_without_any_argument_run(void **state)
+{
+    (void)state;
+    static const enum simpler_direction inout[] = {SIMPLER_DIR_INOUT};
+    struct simpler_context *ctx = km_open();
+    int32_t tensor_only = km_prepare(ctx, "km_orch_tensor_only", inout, 1);
+    int32_t no_args = km_prepare(ctx, "km_orch_no_args", NULL, 0);
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b;
+    bufs_alloc(&b, 1024, 0.0f);
+    struct simpler_tensor t;
+    assert_int_equal(simpler_tensor_make_1d(&t, (uint64_t)(uintptr_t)b.acc, b.n, SIMPLER_DTYPE_F32,
+                                            SIMPLER_MEM_DEVICE),
+                     0);
+    const struct simpler_args one_tensor = {1, 0, &t, NULL}, nothing = {0, 0, NULL, NULL};
+    atomic_store(&km_no_args_runs, 0);
+    atomic_store(&km_no_args_counts, 99);
+
+    assert_int_equal(simpler_kernel_mode_launch(ctx, tensor_only, &one_tensor, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    float acc[1024];
+    assert_int_equal(simdev_memcpy(acc, b.acc, sizeof acc, SIMDEV_COPY_DEVICE_TO_HOST), 0);
+    for (int i = 0; i < 1024; i++)
+        assert_true(acc[i] == 2.0f); /* 1 (bufs_alloc) + 1: the task ran once */
+
+    assert_int_equal(simpler_kernel_mode_launch(ctx, no_args, &nothing, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&km_no_args_runs), 1);   /* 0: the round never ran */
+    assert_int_equal(atomic_load(&km_no_args_counts), 0); /* else it saw stale counts */
+
+    bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -1132,6 +1230,7 @@ int main(void)
         T(test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return),
         T(test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_works),
         T(test_good_failing_good_without_a_sync_skips_the_third_round_whole),
+        T(test_rounds_without_scalars_or_without_any_argument_run),
         T(test_the_device_refuses_stale_and_corrupt_packets_without_following_them),
         T(test_one_launch_enqueues_exactly_the_chain_and_nothing_else),
         T(test_four_threads_launching_on_three_streams_each_run_exactly_once),

@@ -1,0 +1,684 @@
+/*
+ * bench_kernel.c — kernel mode through simpler.h on the simulated device:
+ * what one launch costs the host, how long a one-task round takes from
+ * launch to sync, and what a task costs inside a round against program
+ * mode. `make bench-components` runs it after bench_program.
+ *
+ * Sections (every figure the median over repetitions, with min and max):
+ *   enqueue   host CPU time of one simpler_kernel_mode_launch of a one-task
+ *             operator, enqueue only: CLOCK_THREAD_CPUTIME_ID of the
+ *             launching thread around a batch of BATCH launches, divided by
+ *             BATCH; the stream is synced between batches (untimed), so the
+ *             chain never backs up. Per repetition the median over its
+ *             batches. The wall time of the same batches is printed beside
+ *             it (the device threads compete for the host's CPUs meanwhile).
+ *   latency   wall time of launch + simdev_stream_sync of the same one-task
+ *             operator, one round at a time; per repetition the median over
+ *             its rounds. For reference (no goal), simpler_run of the same
+ *             operator in program mode over a device tensor.
+ *   per-task  a callable whose orchestration submits TASKS tasks, either
+ *             independent (each x[slice] += 1 on its own slice) or chained
+ *             (each x += 1 on the same tensor, so each depends on the one
+ *             before): the wall time of one kernel-mode round (launch +
+ *             sync) and of one program-mode simpler_run of the same
+ *             callable over device tensors (no staging on either side),
+ *             per task; rounds of the two modes alternate, and the ratio
+ *             kernel / program is taken per repetition.
+ *
+ * Per-task figures are whole rounds divided by TASKS: each mode's fixed
+ * cost per round (see latency) is in them, amortised over the tasks.
+ *
+ * The issue's goals are printed beside the figures (enqueue <= 2 us of host
+ * CPU, one-task launch-to-sync <= 20 us, per-task within 10% of program
+ * mode), each said met or not met as measured. Nothing here is tuned to
+ * meet them.
+ *
+ * Devices: kernel mode on device 0, which the benchmark owns as a framework
+ * would (its stream, its device tensors); program mode on device 1 (a
+ * program context owns its device, and a device has one context at a
+ * time). Both get bench_program's topology: 2 AICPU threads (1
+ * orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB, watchdog off. Both
+ * contexts commit the same run capacity (windows 1024, dep pool 4096 per
+ * ring, TensorMap 1024 x 4096).
+ *
+ * Every round is checked: the device tensors are read back after each
+ * timed batch or round (untimed) and must hold exactly the increments the
+ * launches made.
+ *
+ * Prints the figures, writes bench/results/kernel-latest.json under the
+ * repo root (--root DIR or --out FILE override it). --quick: 3 repetitions,
+ * shorter each.
+ *
+ * Owns only measurement. It reaches the runtime through the public API
+ * alone (simpler.h; simdev.h for the framework side and the clock); its
+ * orchestrations and kernels are exported functions of this executable,
+ * named by symbol-form callable images.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_common.h"
+#include "simpler/kernel.h"
+#include "simpler/orchestration.h"
+#include "simpler/simdev.h"
+#include "simpler/simpler.h"
+
+#define PROGRAM "bench_kernel"
+#define CHECK(call) BENCH_CHECK(PROGRAM, call)
+
+#define KERNEL_DEVICE 0
+#define PROGRAM_DEVICE 1
+#define MAX_REPS 7
+_Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repetition");
+#define TASKS 1000      /* per-task section: tasks per round */
+#define SLICE_ELEMS 4   /* independent: u32 elements per task */
+#define ONE_ELEMS 256   /* the one-task operator's tensor: 1 KiB of u32 */
+#define BATCH 32        /* enqueue: launches per timed batch */
+#define BATCHES 40      /* per repetition, before --quick */
+#define LATENCY_ROUNDS 400
+#define PER_TASK_ROUNDS 12 /* per mode and shape, per repetition */
+#define TOPOLOGY "2 AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB"
+
+#define GOAL_ENQUEUE_NS 2000.0
+#define GOAL_LATENCY_NS 20000.0
+#define GOAL_PER_TASK_RATIO 1.10
+
+static int g_quick;
+static double g_load_at_start;
+static double g_others_pct = -1; /* host CPU other processes used meanwhile, % of all CPUs */
+
+static uint32_t reps(void)
+{
+    return g_quick ? 3 : MAX_REPS;
+}
+
+static uint32_t scaled(uint32_t n)
+{
+    return g_quick ? n / 4 : n;
+}
+
+static uint64_t now_ns(void)
+{
+    return simdev_clock_ns();
+}
+
+/* CPU time of the calling thread. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ================================================================ device code
+ *
+ * Exported (not static): the callable images name them and the device
+ * loader resolves them among this process's symbols.
+ */
+
+void bench_km_kernel_inc(int64_t *args);
+void bench_km_orch_one(struct simpler_orch *rt, const struct simpler_orch_args *args);
+void bench_km_orch_independent(struct simpler_orch *rt, const struct simpler_orch_args *args);
+void bench_km_orch_chain(struct simpler_orch *rt, const struct simpler_orch_args *args);
+
+/* x += 1 over the view (tensor 0, INOUT, u32). */
+void bench_km_kernel_inc(int64_t *args)
+{
+    uint32_t *x = simpler_kernel_data(args, 0);
+    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 0));
+    for (uint64_t i = 0; i < n; i++)
+        x[i] += 1;
+}
+
+static void submit_inc(struct simpler_orch *rt, const struct simpler_tensor *t)
+{
+    struct simpler_task_args ta;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_inout(&ta, t);
+    simpler_submit_aiv(rt, 0, &ta, NULL);
+}
+
+/* One task: x += 1. */
+void bench_km_orch_one(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    submit_inc(rt, &args->tensors[0]);
+}
+
+/* TASKS independent tasks, each x[slice] += 1. */
+void bench_km_orch_independent(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    struct simpler_tensor slice;
+    for (uint64_t k = 0; k < TASKS; k++) {
+        simpler_tensor_slice(&slice, &args->tensors[0], 0, k * SLICE_ELEMS,
+                             (k + 1) * SLICE_ELEMS, 1);
+        submit_inc(rt, &slice);
+    }
+}
+
+/* TASKS chained tasks, each x += 1 on the whole (small) tensor. */
+void bench_km_orch_chain(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    for (uint64_t k = 0; k < TASKS; k++)
+        submit_inc(rt, &args->tensors[0]);
+}
+
+/* =================================================================== operators */
+
+/* A callable, and one device tensor per mode that its rounds increment. */
+struct op {
+    const char *name;
+    const char *entry;
+    uint64_t elems;          /* u32 elements of its tensor */
+    uint32_t incs_per_round; /* how much each element grows per round */
+    int32_t kernel_id;       /* minted by prepare_callable */
+    int32_t program_id;      /* registered under */
+    uint32_t *kernel_x;      /* device 0 */
+    uint32_t *program_x;     /* device 1 */
+    uint32_t kernel_rounds;  /* rounds run so far in each mode */
+    uint32_t program_rounds;
+    struct simpler_tensor kernel_t, program_t;
+};
+
+static struct op g_ops[] = {
+    {"one-task", "bench_km_orch_one", ONE_ELEMS, 1, -1, 1, NULL, NULL, 0, 0, {0}, {0}},
+    {"independent", "bench_km_orch_independent", (uint64_t)TASKS * SLICE_ELEMS, 1, -1, 2,
+     NULL, NULL, 0, 0, {0}, {0}},
+    {"chained", "bench_km_orch_chain", 4, TASKS, -1, 3, NULL, NULL, 0, 0, {0}, {0}},
+};
+#define OP_COUNT (sizeof g_ops / sizeof g_ops[0])
+
+static void *op_image(const struct op *op, size_t *bytes)
+{
+    static const enum simpler_direction inout[] = {SIMPLER_DIR_INOUT};
+    struct simpler_callable_builder *b;
+    void *image;
+    CHECK(simpler_callable_builder_create(&b));
+    CHECK(simpler_callable_builder_set_orchestration(b, SIMPLER_BINARY_SYMBOL, NULL, 0, op->entry,
+                                                     NULL, inout, 1));
+    CHECK(simpler_callable_builder_add_kernel(b, 0, SIMPLER_CORE_AIV, SIMPLER_BINARY_SYMBOL, NULL,
+                                              0, "bench_km_kernel_inc", inout, 1));
+    CHECK(simpler_callable_builder_finish(b, &image, bytes));
+    simpler_callable_builder_destroy(b);
+    return image;
+}
+
+/* Host copies of a tensor, for zeroing and checking. */
+static uint32_t g_host[(size_t)TASKS * SLICE_ELEMS];
+
+/* A zeroed device tensor of `elems` u32 on the current device. */
+static uint32_t *tensor_alloc(uint64_t elems, struct simpler_tensor *t)
+{
+    void *x;
+    size_t bytes = elems * sizeof(uint32_t);
+    memset(g_host, 0, bytes);
+    CHECK(simdev_malloc(&x, bytes));
+    CHECK(simdev_memcpy(x, g_host, bytes, SIMDEV_COPY_HOST_TO_DEVICE));
+    CHECK(simpler_tensor_make_1d(t, (uint64_t)(uintptr_t)x, elems, SIMPLER_DTYPE_U32,
+                                 SIMPLER_MEM_DEVICE));
+    return x;
+}
+
+/* Every element of the device tensor `x` (on `device`) must be rounds *
+ * incs_per_round: each round ran exactly once, whole. Leaves the kernel
+ * device current. */
+static void op_check(const struct op *op, int device, const uint32_t *x, uint32_t rounds,
+                     const char *mode)
+{
+    uint32_t *host = g_host;
+    CHECK(simdev_set_device(device));
+    CHECK(simdev_memcpy(host, x, op->elems * sizeof(uint32_t), SIMDEV_COPY_DEVICE_TO_HOST));
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    uint32_t want = rounds * op->incs_per_round;
+    for (uint64_t i = 0; i < op->elems; i++) {
+        if (host[i] != want) {
+            fprintf(stderr, PROGRAM ": %s, %s mode: element %llu is %u after %u rounds, want %u\n",
+                    op->name, mode, (unsigned long long)i, host[i], rounds, want);
+            exit(1);
+        }
+    }
+}
+
+static void kernel_check(const struct op *op)
+{
+    op_check(op, KERNEL_DEVICE, op->kernel_x, op->kernel_rounds, "kernel");
+}
+
+static void program_check(const struct op *op)
+{
+    op_check(op, PROGRAM_DEVICE, op->program_x, op->program_rounds, "program");
+}
+
+/* ================================================================== contexts */
+
+static simdev_stream_t g_stream; /* the framework's stream on the kernel device */
+static struct simpler_context *g_kernel_ctx, *g_program_ctx;
+static size_t g_kernel_committed, g_program_committed;
+
+/* The run capacity both contexts commit, and every callable's config. */
+static struct simpler_run_config bench_run_config(void)
+{
+    struct simpler_run_config c;
+    simpler_run_config_default(&c);
+    for (int i = 0; i < SIMPLER_RUN_RINGS; i++) {
+        c.task_window[i] = 1024; /* one scope holds all TASKS tasks of a round */
+        c.heap_bytes[i] = 64u << 10;
+        c.dep_pool[i] = 4096;
+    }
+    c.tensormap_buckets = 1024;
+    c.tensormap_entries = 4096;
+    return c;
+}
+
+static void device_setup(int device)
+{
+    struct simdev_config dc;
+    CHECK(simdev_device_reset(device));
+    CHECK(simdev_config_default(&dc));
+    dc.aicpu_threads = 2;
+    dc.aic_cores = 1;
+    dc.aiv_cores = 2;
+    dc.memory_bytes = 1ull << 30;
+    dc.watchdog_ms = 0;
+    CHECK(simdev_device_configure(device, &dc));
+}
+
+/* Program mode on its device: a context with every operator registered
+ * and a device tensor for each. */
+static void program_open(const struct simpler_config *cfg)
+{
+    CHECK(simpler_create_device_context(&g_program_ctx));
+    CHECK(simpler_init(g_program_ctx, PROGRAM_DEVICE, cfg)); /* makes it current */
+    for (size_t i = 0; i < OP_COUNT; i++) {
+        struct op *op = &g_ops[i];
+        size_t bytes;
+        void *image = op_image(op, &bytes);
+        CHECK(simpler_register_callable(g_program_ctx, op->program_id, image, bytes));
+        simpler_callable_free(image);
+        op->program_x = tensor_alloc(op->elems, &op->program_t);
+    }
+    g_program_committed = simpler_committed_device_memory(g_program_ctx);
+}
+
+/* Kernel mode as a framework does it: its current device, its stream, a
+ * context that borrows both, every operator prepared, a device tensor each. */
+static void kernel_open(const struct simpler_config *cfg)
+{
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    CHECK(simdev_stream_create(&g_stream));
+    CHECK(simpler_create_device_context(&g_kernel_ctx));
+    if (!simpler_kernel_mode_supported(g_kernel_ctx)) {
+        fprintf(stderr, PROGRAM ": kernel mode is not supported on device %d\n", KERNEL_DEVICE);
+        exit(1);
+    }
+    CHECK(simpler_kernel_mode_init(g_kernel_ctx, KERNEL_DEVICE, cfg, 0));
+    for (size_t i = 0; i < OP_COUNT; i++) {
+        struct op *op = &g_ops[i];
+        size_t bytes;
+        void *image = op_image(op, &bytes);
+        CHECK(simpler_kernel_mode_prepare_callable(g_kernel_ctx, image, bytes, &op->kernel_id));
+        simpler_callable_free(image);
+        op->kernel_x = tensor_alloc(op->elems, &op->kernel_t);
+    }
+    g_kernel_committed = simpler_committed_device_memory(g_kernel_ctx);
+}
+
+/* Frees every tensor and closes both contexts: neither may keep device
+ * memory committed. */
+static void contexts_close(void)
+{
+    CHECK(simdev_set_device(PROGRAM_DEVICE));
+    for (size_t i = 0; i < OP_COUNT; i++)
+        CHECK(simdev_free(g_ops[i].program_x));
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    for (size_t i = 0; i < OP_COUNT; i++)
+        CHECK(simdev_free(g_ops[i].kernel_x));
+    CHECK(simpler_finalize_device(g_kernel_ctx));
+    CHECK(simpler_finalize_device(g_program_ctx));
+    if (simpler_committed_device_memory(g_kernel_ctx) ||
+        simpler_committed_device_memory(g_program_ctx)) {
+        fprintf(stderr, PROGRAM ": device memory still committed after finalize\n");
+        exit(1);
+    }
+    CHECK(simpler_destroy_device_context(g_kernel_ctx));
+    CHECK(simpler_destroy_device_context(g_program_ctx));
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    CHECK(simdev_stream_destroy(g_stream));
+}
+
+/* ===================================================================== rounds */
+
+/* Enqueues one kernel-mode round of `op` on the framework's stream. */
+static void kernel_launch(struct op *op)
+{
+    const struct simpler_args args = {1, 0, &op->kernel_t, NULL};
+    CHECK(simpler_kernel_mode_launch(g_kernel_ctx, op->kernel_id, &args, g_stream));
+    op->kernel_rounds++;
+}
+
+/* The framework's sync: every round launched so far, and their status. */
+static void kernel_sync(void)
+{
+    CHECK(simdev_stream_sync(g_stream));
+}
+
+/* One program-mode run of `op` over its device tensor: prepare, launch,
+ * wait, finalize. Leaves the program device current. */
+static void program_run(struct op *op)
+{
+    const struct simpler_args args = {1, 0, &op->program_t, NULL};
+    CHECK(simpler_run(g_program_ctx, op->program_id, &args, NULL, NULL));
+    op->program_rounds++;
+}
+
+/* Wall ns of `n` kernel-mode rounds of `op`, each launch + sync, into
+ * samples[0..n); then the check. */
+static void kernel_rounds_timed(struct op *op, double *samples, uint32_t n)
+{
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        kernel_launch(op);
+        kernel_sync();
+        samples[i] = (double)(now_ns() - t0);
+    }
+    kernel_check(op);
+}
+
+/* Wall ns of `n` simpler_run calls of `op`, into samples[0..n); then the
+ * check. */
+static void program_rounds_timed(struct op *op, double *samples, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t0 = now_ns();
+        program_run(op);
+        samples[i] = (double)(now_ns() - t0);
+    }
+    program_check(op);
+}
+
+/* ================================================================ measurement */
+
+struct enqueue_result {
+    uint32_t batches; /* per repetition */
+    struct bench_stats cpu_ns, wall_ns; /* per launch */
+};
+
+struct latency_result {
+    uint32_t rounds; /* per repetition */
+    struct bench_stats kernel_ns, program_ns;
+};
+
+struct per_task_result {
+    const struct op *op;
+    uint32_t rounds; /* per repetition and mode */
+    struct bench_stats kernel_ns, program_ns, ratio; /* per task; kernel / program */
+};
+
+static struct enqueue_result g_enqueue;
+static struct latency_result g_latency;
+static struct per_task_result g_per_task[2];
+
+static void measure_enqueue(void)
+{
+    struct op *op = &g_ops[0];
+    const uint32_t batches = scaled(BATCHES);
+    double cpu[BATCHES], wall[BATCHES], cpu_rep[MAX_REPS], wall_rep[MAX_REPS];
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    for (uint32_t b = 0; b < 2; b++) { /* warm-up */
+        for (uint32_t i = 0; i < BATCH; i++)
+            kernel_launch(op);
+        kernel_sync();
+    }
+    kernel_check(op);
+    for (uint32_t rep = 0; rep < reps(); rep++) {
+        for (uint32_t b = 0; b < batches; b++) {
+            uint64_t c0 = thread_cpu_ns(), w0 = now_ns();
+            for (uint32_t i = 0; i < BATCH; i++)
+                kernel_launch(op);
+            uint64_t c1 = thread_cpu_ns(), w1 = now_ns();
+            kernel_sync(); /* untimed: the chain starts empty for the next batch */
+            cpu[b] = (double)(c1 - c0) / BATCH;
+            wall[b] = (double)(w1 - w0) / BATCH;
+        }
+        kernel_check(op);
+        cpu_rep[rep] = bench_median_in_place(cpu, batches);
+        wall_rep[rep] = bench_median_in_place(wall, batches);
+    }
+    g_enqueue = (struct enqueue_result){batches, bench_stats_of(cpu_rep, reps()),
+                                        bench_stats_of(wall_rep, reps())};
+    printf("  enqueue: %.0f ns host CPU per launch (wall %.0f ns)\n", g_enqueue.cpu_ns.median,
+           g_enqueue.wall_ns.median);
+    fflush(stdout);
+}
+
+static void measure_latency(void)
+{
+    struct op *op = &g_ops[0];
+    const uint32_t n = scaled(LATENCY_ROUNDS);
+    double *samples = malloc(n * sizeof *samples);
+    if (!samples) {
+        fprintf(stderr, PROGRAM ": out of host memory\n");
+        exit(1);
+    }
+    double kernel_rep[MAX_REPS], program_rep[MAX_REPS];
+    kernel_rounds_timed(op, samples, n / 4 + 1); /* warm-up */
+    program_rounds_timed(op, samples, n / 4 + 1);
+    for (uint32_t rep = 0; rep < reps(); rep++) {
+        kernel_rounds_timed(op, samples, n);
+        kernel_rep[rep] = bench_median_in_place(samples, n);
+        program_rounds_timed(op, samples, n);
+        program_rep[rep] = bench_median_in_place(samples, n);
+    }
+    free(samples);
+    g_latency = (struct latency_result){n, bench_stats_of(kernel_rep, reps()),
+                                        bench_stats_of(program_rep, reps())};
+    printf("  latency: kernel launch + sync %.0f ns; program simpler_run %.0f ns\n",
+           g_latency.kernel_ns.median, g_latency.program_ns.median);
+    fflush(stdout);
+}
+
+static void measure_per_task(struct op *op, struct per_task_result *out)
+{
+    const uint32_t n = g_quick ? PER_TASK_ROUNDS / 2 : PER_TASK_ROUNDS;
+    double samples[PER_TASK_ROUNDS];
+    double kernel_rep[MAX_REPS], program_rep[MAX_REPS], ratio[MAX_REPS];
+    kernel_rounds_timed(op, samples, 2); /* warm-up */
+    program_rounds_timed(op, samples, 2);
+    for (uint32_t rep = 0; rep < reps(); rep++) {
+        /* Alternate which mode goes first, so neither always follows the
+         * other's tail. */
+        for (int way = 0; way < 2; way++) {
+            if ((rep + way) % 2 == 0) {
+                kernel_rounds_timed(op, samples, n);
+                kernel_rep[rep] = bench_median_in_place(samples, n) / TASKS;
+            } else {
+                program_rounds_timed(op, samples, n);
+                program_rep[rep] = bench_median_in_place(samples, n) / TASKS;
+            }
+        }
+        ratio[rep] = kernel_rep[rep] / program_rep[rep];
+    }
+    *out = (struct per_task_result){op, n, bench_stats_of(kernel_rep, reps()),
+                                    bench_stats_of(program_rep, reps()),
+                                    bench_stats_of(ratio, reps())};
+    printf("  per-task, %s: kernel %.0f ns, program %.0f ns, ratio %.3f\n", op->name,
+           out->kernel_ns.median, out->program_ns.median, out->ratio.median);
+    fflush(stdout);
+}
+
+/* ===================================================================== output */
+
+static const char *met(int ok)
+{
+    return ok ? "met" : "NOT met";
+}
+
+static int enqueue_met(void)
+{
+    return g_enqueue.cpu_ns.median <= GOAL_ENQUEUE_NS;
+}
+
+static int latency_met(void)
+{
+    return g_latency.kernel_ns.median <= GOAL_LATENCY_NS;
+}
+
+static int per_task_met(const struct per_task_result *r)
+{
+    return r->ratio.median <= GOAL_PER_TASK_RATIO;
+}
+
+/* One row: the figure, its median (min-max) in `unit`, and the goal with
+ * its verdict when it has one (goal NULL: no goal). */
+static void print_row(const char *figure, struct bench_stats v, int decimals, const char *unit,
+                      const char *goal, int ok)
+{
+    char measured[64];
+    snprintf(measured, sizeof measured, "%.*f (%.*f-%.*f) %s", decimals, v.median, decimals, v.min,
+             decimals, v.max, unit);
+    if (goal)
+        printf("%-36s %-32s %-24s %s\n", figure, measured, goal, met(ok));
+    else
+        printf("%-36s %s\n", figure, measured);
+}
+
+static void print_figures(void)
+{
+    printf("\nkernel mode, median (min-max) over %u reps", reps());
+    if (g_others_pct >= 0)
+        printf("; other processes used %.0f%% of the host's CPUs meanwhile", g_others_pct);
+    printf("\n");
+    printf("%-36s %-32s %-24s %s\n", "figure", "measured", "goal", "verdict");
+    print_row("enqueue: host CPU per launch", g_enqueue.cpu_ns, 0, "ns", "<= 2000 ns host CPU",
+              enqueue_met());
+    print_row("  (wall per launch, same batches)", g_enqueue.wall_ns, 0, "ns", NULL, 0);
+    print_row("one-task launch-to-sync (wall)", g_latency.kernel_ns, 0, "ns", "<= 20000 ns",
+              latency_met());
+    print_row("  (program mode simpler_run, ref.)", g_latency.program_ns, 0, "ns", NULL, 0);
+    for (size_t i = 0; i < 2; i++) {
+        const struct per_task_result *r = &g_per_task[i];
+        char figure[64];
+        snprintf(figure, sizeof figure, "per task, %d %s: kernel", TASKS, r->op->name);
+        print_row(figure, r->kernel_ns, 0, "ns", NULL, 0);
+        print_row("                 program", r->program_ns, 0, "ns", NULL, 0);
+        print_row("                 kernel / program", r->ratio, 3, "", "<= 1.10 (within 10%)",
+                  per_task_met(r));
+    }
+}
+
+static int write_json(const char *path, double seconds)
+{
+    FILE *f;
+    if (bench_json_open(PROGRAM, path, "kernel", g_load_at_start, g_quick, seconds, &f) != 0)
+        return -1;
+    fprintf(f, "  \"topology\": \"%s\",\n", TOPOLOGY);
+    fprintf(f, "  \"run_config\": \"windows 1024, heap 64 KiB, dep pool 4096 per ring; TensorMap "
+               "1024 x 4096\",\n");
+    fprintf(f, "  \"reps\": %u,\n", reps());
+    if (g_others_pct >= 0)
+        fprintf(f, "  \"others_cpu_pct\": %.1f,\n", g_others_pct);
+    fprintf(f, "  \"committed_bytes\": {\"kernel\": %zu, \"program\": %zu},\n", g_kernel_committed,
+            g_program_committed);
+    fprintf(f, "  \"enqueue\": {\"launches_per_batch\": %d, \"batches_per_rep\": %u, ", BATCH,
+            g_enqueue.batches);
+    bench_json_stats(f, "host_cpu_ns_per_launch", g_enqueue.cpu_ns, 1);
+    fprintf(f, ", ");
+    bench_json_stats(f, "wall_ns_per_launch", g_enqueue.wall_ns, 1);
+    fprintf(f, ", \"goal_ns\": %.0f, \"met\": %s},\n", GOAL_ENQUEUE_NS,
+            enqueue_met() ? "true" : "false");
+    fprintf(f, "  \"latency\": {\"rounds_per_rep\": %u, ", g_latency.rounds);
+    bench_json_stats(f, "kernel_launch_to_sync_ns", g_latency.kernel_ns, 1);
+    fprintf(f, ", ");
+    bench_json_stats(f, "program_simpler_run_ns", g_latency.program_ns, 1);
+    fprintf(f, ", \"goal_ns\": %.0f, \"met\": %s},\n", GOAL_LATENCY_NS,
+            latency_met() ? "true" : "false");
+    fprintf(f, "  \"per_task\": [\n");
+    for (size_t i = 0; i < 2; i++) {
+        const struct per_task_result *r = &g_per_task[i];
+        fprintf(f, "    {\"shape\": ");
+        bench_json_string(f, r->op->name);
+        fprintf(f, ", \"tasks\": %d, \"rounds_per_rep\": %u, ", TASKS, r->rounds);
+        bench_json_stats(f, "kernel_ns_per_task", r->kernel_ns, 1);
+        fprintf(f, ", ");
+        bench_json_stats(f, "program_ns_per_task", r->program_ns, 1);
+        fprintf(f, ", ");
+        bench_json_stats(f, "ratio_kernel_to_program", r->ratio, 3);
+        fprintf(f, ", \"goal_ratio\": %.2f, \"met\": %s}%s\n", GOAL_PER_TASK_RATIO,
+                per_task_met(r) ? "true" : "false", i + 1 < 2 ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: bench_kernel [--quick] [--root REPO_DIR | --out FILE.json]\n"
+            "Without --out, writes REPO_DIR/bench/results/kernel-latest.json; REPO_DIR is\n"
+            "found above the executable.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *root_arg = NULL, *out_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            g_quick = 1;
+        } else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
+            root_arg = argv[++i];
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+            out_arg = argv[++i];
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    char out_path[PATH_MAX];
+    if (bench_out_path(PROGRAM, out_arg, root_arg, 1, "kernel-latest.json", out_path,
+                       sizeof out_path) != 0)
+        return 2;
+
+    uint64_t start = now_ns();
+    g_load_at_start = bench_load_average();
+    char what[32];
+    snprintf(what, sizeof what, "%u reps per figure", reps());
+    bench_print_start(PROGRAM, g_load_at_start, g_quick, what);
+    printf(PROGRAM ": devices %d (kernel mode) and %d (program mode): %s each\n", KERNEL_DEVICE,
+           PROGRAM_DEVICE, TOPOLOGY);
+    fflush(stdout);
+
+    device_setup(KERNEL_DEVICE);
+    device_setup(PROGRAM_DEVICE);
+    struct simpler_config cfg;
+    CHECK(simpler_config_default(&cfg));
+    cfg.run_capacity = bench_run_config();
+    program_open(&cfg);
+    kernel_open(&cfg);
+    printf("contexts: kernel %zu, program %zu device bytes committed\n", g_kernel_committed,
+           g_program_committed);
+
+    uint64_t measured_from = now_ns();
+    double busy0 = bench_host_busy_ns(), cpu0 = bench_process_cpu_ns();
+    measure_enqueue();
+    measure_latency();
+    measure_per_task(&g_ops[1], &g_per_task[0]);
+    measure_per_task(&g_ops[2], &g_per_task[1]);
+    /* Host-wide busy time less this process's own: how much the other
+     * processes took from the 2 CPUs the device threads share. */
+    g_others_pct = bench_others_cpu_pct((double)(now_ns() - measured_from), busy0,
+                                        bench_process_cpu_ns() - cpu0);
+    contexts_close();
+    CHECK(simdev_device_reset(KERNEL_DEVICE));
+    CHECK(simdev_device_reset(PROGRAM_DEVICE));
+
+    double seconds = (double)(now_ns() - start) / 1e9;
+    print_figures();
+    if (write_json(out_path, seconds) != 0)
+        return 1;
+    printf("wrote %s (%.1f s)\n", out_path, seconds);
+    return 0;
+}
