@@ -14,17 +14,21 @@
 #               run simpler side by side with them (docs/performance.md)
 #   make bench-components  the component benchmarks (device, runtime,
 #               program mode, kernel mode) on their own
+#   make install  install headers, libraries, simpler.pc and the CMake
+#               package under PREFIX (default /usr/local; docs/install.md)
+#   make uninstall  remove exactly the files the last `make install` wrote
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 15
 FUZZ_LONG_SECONDS ?= 600
 SOAK_SHORT_N ?= 3
 SOAK_BUILDS ?= normal asan tsan
+PREFIX ?= /usr/local
 # The sanitizer options of every run of those builds (ctest and soak).
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-.PHONY: all deps bench-deps build build-asan build-tsan run test test-normal test-asan test-tsan test-soak-short soak test-release test-fuzz fuzz-long bench bench-components clean
+.PHONY: all deps bench-deps build build-asan build-tsan run test test-normal test-asan test-tsan test-soak-short soak test-release test-fuzz fuzz-long bench bench-components install uninstall clean
 
 all: build
 
@@ -109,6 +113,20 @@ bench-components: deps
 	./build-release/bench/bench_runtime
 	./build-release/bench/bench_program
 	./build-release/bench/bench_kernel
+
+# Builds what is missing without reconfiguring (so `sudo make install` after
+# `make` does not rewrite build/ as root), installs, and refreshes the
+# loader's cache when root installs for real (not into DESTDIR).
+# build/install_manifest.txt records what was written, for uninstall.
+install:
+	@[ -f build/CMakeCache.txt ] || $(MAKE) build
+	cmake --build build -j $(JOBS)
+	cmake --install build --prefix $(PREFIX)
+	@if [ "$$(id -u)" -eq 0 ] && [ -z "$$DESTDIR" ]; then ldconfig; fi
+
+uninstall:
+	bash tools/uninstall.sh build/install_manifest.txt
+	@if [ "$$(id -u)" -eq 0 ] && [ -z "$$DESTDIR" ]; then ldconfig; fi
 
 clean:
 	rm -rf build build-asan build-tsan build-release build-fuzz build-soak

@@ -8,9 +8,11 @@ set -euo pipefail
 
 # liblapacke-dev + libblas-dev: the comparison benchmark's tile kernels
 # (its simpler worker is also a test). gdb: the test watchdog's report of a
-# hung test (every thread's stack; docs/testing.md).
-needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config libasan8 libubsan1 libtsan2 clang
-        liblapacke-dev libblas-dev gdb)
+# hung test (every thread's stack; docs/testing.md). binutils (nm, readelf)
+# and pkg-config: the checks of the shared library and the installed
+# package (docs/install.md).
+needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config binutils libasan8 libubsan1 libtsan2
+        clang liblapacke-dev libblas-dev gdb)
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -60,6 +60,13 @@ extern "C" {
 
 struct simpler_context;
 
+/*
+ * The version of the library running this program, "MAJOR.MINOR.PATCH"
+ * (static storage, never NULL). simpler/version.h has the version the
+ * program was compiled against as SIMPLER_VERSION_MAJOR/MINOR/PATCH.
+ */
+const char *simpler_version(void);
+
 #define SIMPLER_MAX_PIPELINE_DEPTH 16
 #define SIMPLER_MAX_CALLABLE_IDS 1024 /* callable ids are 0..this-1 */
 
