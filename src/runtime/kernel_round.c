@@ -179,15 +179,24 @@ static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args
 
 /* ------------------------------------------------------------ core loop */
 
+/* Copies a core loop's launch arguments into *out and returns its context's
+ * binding, or NULL for malformed arguments or a context that is not live
+ * (its arena must not be touched). */
+static const struct rt_kernel_binding *live_core_args(const void *args, size_t args_size,
+                                                      int device, struct rt_kernel_core_args *out)
+{
+    if (args_size != sizeof *out)
+        return NULL;
+    memcpy(out, args, sizeof *out);
+    const struct rt_kernel_binding *b = lookup(out->context_generation, device);
+    return b && b->arena == out->la.request.arena ? b : NULL;
+}
+
 static int core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
 {
     struct rt_kernel_core_args ca;
-    if (args_size != sizeof ca)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&ca, args, sizeof ca);
-    const struct rt_kernel_binding *b = lookup(ca.context_generation, ctx->device);
-    if (!b || b->arena != ca.la.request.arena)
-        return 0; /* a closed context: touch nothing of it */
+    if (!live_core_args(args, args_size, ctx->device, &ca))
+        return args_size == sizeof ca ? 0 : PTO_RUNTIME_ERR_INTERNAL; /* closed: touch nothing */
     return rt_core_main(ctx, &ca.la, sizeof ca.la);
 }
 
@@ -196,12 +205,8 @@ static int core_main(const struct simdev_core_ctx *ctx, const void *args, size_t
 static int cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     struct rt_kernel_core_args ca;
-    if (args_size != sizeof ca)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&ca, args, sizeof ca);
-    const struct rt_kernel_binding *b = lookup(ca.context_generation, ctx->device);
-    if (!b || b->arena != ca.la.request.arena)
-        return 0;
+    if (!live_core_args(args, args_size, ctx->device, &ca))
+        return args_size == sizeof ca ? 0 : PTO_RUNTIME_ERR_INTERNAL;
     return rt_round_cancel_main(ctx, &ca.la, sizeof ca.la);
 }
 
