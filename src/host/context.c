@@ -267,17 +267,43 @@ static int create_all(struct simpler_context *ctx, const struct simpler_config *
     return 0;
 }
 
-int simpler_init(struct simpler_context *ctx, int device_id, const struct simpler_config *config)
+int sp_init_arguments(const struct simpler_context *ctx, int device_id,
+                      const struct simpler_config *config, struct simpler_config *cfg)
 {
     int count;
-    struct simpler_config cfg;
     if (!ctx || simdev_device_count(&count) || device_id < 0 || device_id >= count)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (config)
-        cfg = *config;
+        *cfg = *config;
     else
-        simpler_config_default(&cfg);
-    int rc = sp_config_check(&cfg);
+        simpler_config_default(cfg);
+    return sp_config_check(cfg);
+}
+
+bool sp_topology_runs_rounds(const struct simdev_config *topo)
+{
+    /* One orchestrator + one scheduler at least, and a core to run on. */
+    return topo->aicpu_threads >= 2 && topo->aic_cores + topo->aiv_cores > 0;
+}
+
+int sp_device_usable(int device_id, const struct simpler_config *cfg, struct simdev_config *topo)
+{
+    int rc = simdev_device_get_config(device_id, topo);
+    if (rc)
+        return rc;
+    if (simdev_device_is_lost(device_id))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    if (!sp_topology_runs_rounds(topo))
+        return PTO_RUNTIME_ERR_UNSUPPORTED;
+    if (cfg->run_capacity.scheduler_threads + 1 > topo->aicpu_threads)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* more schedulers than the device has threads */
+    return 0;
+}
+
+int simpler_init(struct simpler_context *ctx, int device_id, const struct simpler_config *config)
+{
+    struct simpler_config cfg;
+    int rc = sp_init_arguments(ctx, device_id, config, &cfg);
     if (rc)
         return rc;
     /* The identity latches first and stays, whatever happens next. */
@@ -290,19 +316,12 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
     else
         rc = release_leftovers(ctx);
     if (!rc && !(rc = simdev_set_device(device_id)) &&
-        !(rc = simdev_device_get_config(device_id, &topo))) {
-        if (simdev_device_is_lost(device_id))
-            rc = PTO_RUNTIME_ERR_DEVICE_LOST;
-        else if (topo.aicpu_threads < 2 || topo.aic_cores + topo.aiv_cores == 0)
-            rc = PTO_RUNTIME_ERR_UNSUPPORTED; /* one orchestrator + one scheduler at least */
-        else if (cfg.run_capacity.scheduler_threads + 1 > topo.aicpu_threads)
-            rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* more schedulers than the device has threads */
-        else if (!(rc = sp_device_claim(ctx, device_id))) {
-            ctx->device = device_id; /* where any leftovers of a failure will be */
-            if ((rc = create_all(ctx, &cfg, &topo))) {
-                release_all(ctx); /* best effort: the create's code is the answer */
-                sp_device_release(ctx, device_id);
-            }
+        !(rc = sp_device_usable(device_id, &cfg, &topo)) &&
+        !(rc = sp_device_claim(ctx, device_id))) {
+        ctx->device = device_id; /* where any leftovers of a failure will be */
+        if ((rc = create_all(ctx, &cfg, &topo))) {
+            release_all(ctx); /* best effort: the create's code is the answer */
+            sp_device_release(ctx, device_id);
         }
     }
     if (!rc) {

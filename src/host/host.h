@@ -171,8 +171,19 @@ int sp_release_stranded(struct simpler_context *ctx, const struct sp_callable *c
  * DEVICE_LOST; makes the context's device current. Caller holds ctx->lock. */
 int sp_ready(struct simpler_context *ctx);
 
-/* Shared by both identities (context.c). Caller holds ctx->lock. */
+/* Shared by both identities (context.c). */
 int sp_config_check(const struct simpler_config *config);
+/* An init's argument checks: ctx, device id, config (NULL: the defaults)
+ * into *cfg. 0 or INVALID_ARGUMENT. */
+int sp_init_arguments(const struct simpler_context *ctx, int device_id,
+                      const struct simpler_config *config, struct simpler_config *cfg);
+/* True when a device of topology `topo` can run rounds: an orchestrator, a
+ * scheduler and at least one core. */
+bool sp_topology_runs_rounds(const struct simdev_config *topo);
+/* Reads `device_id`'s topology into *topo and checks it can run `cfg`'s
+ * rounds: DEVICE_LOST, UNSUPPORTED (see sp_topology_runs_rounds),
+ * INVALID_ARGUMENT (more scheduler threads than the device has), or 0. */
+int sp_device_usable(int device_id, const struct simpler_config *cfg, struct simdev_config *topo);
 /* One context per device, whichever identity: INVALID_STATE when another
  * context holds `device`. */
 int sp_device_claim(const struct simpler_context *ctx, int device);

@@ -81,8 +81,7 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx)
     if (simdev_get_device(&device) || simdev_device_get_config(device, &topo) ||
         simdev_device_is_lost(device))
         return 0;
-    /* One orchestrator + one scheduler at least, and a core to run on. */
-    return topo.aicpu_threads >= 2 && topo.aic_cores + topo.aiv_cores > 0;
+    return sp_topology_runs_rounds(&topo);
 }
 
 /* ---------------------------------------------------------- lifecycle */
@@ -220,15 +219,8 @@ out:
 int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
                              const struct simpler_config *config, uint64_t context_generation)
 {
-    int count;
     struct simpler_config cfg;
-    if (!ctx || simdev_device_count(&count) || device_id < 0 || device_id >= count)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (config)
-        cfg = *config;
-    else
-        simpler_config_default(&cfg);
-    int rc = sp_config_check(&cfg);
+    int rc = sp_init_arguments(ctx, device_id, config, &cfg);
     if (rc)
         return rc;
     pthread_mutex_lock(&ctx->lock);
@@ -239,16 +231,8 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
     else if (!(rc = simdev_get_device(&current)) && current != device_id)
         rc = PTO_RUNTIME_ERR_INVALID_STATE; /* the caller's current device, read only */
-    else if (!rc && !(rc = simdev_device_get_config(device_id, &topo))) {
-        if (simdev_device_is_lost(device_id))
-            rc = PTO_RUNTIME_ERR_DEVICE_LOST;
-        else if (topo.aicpu_threads < 2 || topo.aic_cores + topo.aiv_cores == 0)
-            rc = PTO_RUNTIME_ERR_UNSUPPORTED;
-        else if (cfg.run_capacity.scheduler_threads + 1 > topo.aicpu_threads)
-            rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        else
-            rc = sp_device_claim(ctx, device_id); /* INVALID_STATE: another context has it */
-    }
+    else if (!rc && !(rc = sp_device_usable(device_id, &cfg, &topo)))
+        rc = sp_device_claim(ctx, device_id); /* INVALID_STATE: another context has it */
     if (rc)
         goto out;
     /* Latched for good from here; the claim is released by any failure. */
