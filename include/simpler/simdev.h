@@ -277,12 +277,45 @@ int simdev_event_query(simdev_event_t event);
  * open capture, as simdev_event_query. */
 int simdev_event_sync(simdev_event_t event);
 
+/* ------------------------------------------------------------- semaphores */
+
+/*
+ * A device semaphore: a counter of units that stream ops take and give back
+ * in FIFO order. Waiting for a unit blocks the stream (its executor, or the
+ * graph lane replaying it), never a device thread: an AICPU thread or a core
+ * is never held by a waiter. Both ops are synchronisation, like a wait: they
+ * execute even on a stream that carries an error (and keep that error), so
+ * an acquire enqueued before a failure and the release after it stay
+ * balanced. A captured acquire or release is a graph node like any op.
+ *
+ * A handle is a value (device, slot, generation): a destroyed semaphore's
+ * handle is stale, and an op on it fails with INVALID_STATE without touching
+ * anything, even when a later semaphore reuses the slot.
+ */
+typedef uint64_t simdev_sem_t;
+#define SIMDEV_MAX_SEMS 64
+
+/* Creates a semaphore with `units` (1..2^32-1) units on the current device.
+ * CAPACITY_EXCEEDED when SIMDEV_MAX_SEMS are live on it. */
+int simdev_sem_create(simdev_sem_t *out, uint32_t units);
+/* Destroys it: ops waiting on it (and later ones) fail with INVALID_STATE. */
+int simdev_sem_destroy(simdev_sem_t sem);
+/* Enqueues "take one unit": later work on `stream` starts once this op holds
+ * a unit, granted in the order the acquires executed. */
+int simdev_stream_sem_acquire(simdev_stream_t stream, simdev_sem_t sem);
+/* Enqueues "give one unit back". */
+int simdev_stream_sem_release(simdev_stream_t stream, simdev_sem_t sem);
+/* Acquires that were granted and releases that executed, since creation. */
+int simdev_sem_counts(simdev_sem_t sem, uint64_t *acquired, uint64_t *released);
+
 /* ------------------------------------------------------ capture and graphs */
 
 enum simdev_capture_mode {
     SIMDEV_CAPTURE_MODE_STRICT = 0,  /* default: sync calls from a capturing
                                         thread fail and invalidate its capture */
-    SIMDEV_CAPTURE_MODE_RELAXED = 1, /* sync copies / synchronize allowed */
+    SIMDEV_CAPTURE_MODE_RELAXED = 1, /* sync copies, synchronize, malloc and free
+                                        allowed (as CUDA's relaxed mode): for
+                                        work that serves no captured op */
 };
 
 /*

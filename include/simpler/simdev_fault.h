@@ -33,6 +33,9 @@ enum simdev_op_kind {
     SIMDEV_OP_WAIT,   /* simdev_stream_wait_event */
     SIMDEV_OP_SYNC,   /* simdev_stream_sync, simdev_event_sync, simdev_device_sync */
     SIMDEV_OP_GRAPH_LAUNCH,
+    SIMDEV_OP_SEM_CREATE,
+    SIMDEV_OP_SEM_DESTROY,
+    SIMDEV_OP_SEM, /* simdev_stream_sem_acquire, simdev_stream_sem_release */
     SIMDEV_OP_KIND_COUNT
 };
 

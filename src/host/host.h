@@ -101,6 +101,11 @@ struct sp_kernel {
     bool claimed;                      /* holds its device (sp_device_claim) */
     bool registered;                   /* the device registry knows the binding */
     struct rt_kernel_chain chain;      /* the context's AICPU and AICore streams, the events */
+    /* The streams that carry a launch made on a capturing caller stream:
+     * captured work never lands on the eager streams, so an eager launch
+     * from another thread during a capture stays eager. */
+    simdev_stream_t capture_aicpu, capture_aicore;
+    bool gate_held; /* finalize took the round gate (and has not destroyed it yet) */
     struct rt_run_result *result;      /* device: the round's result block */
     struct simpler_orch_args *args;    /* device: the round's decoded arguments */
     struct rt_kernel_binding *binding; /* device: what the device may follow */

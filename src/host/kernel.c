@@ -98,10 +98,32 @@ static int kernel_release(struct simpler_context *ctx)
      * no op can unregister the binding, so it is forgotten directly; what is
      * left is host-side, and destroy and free calls still work. */
     bool lost = simdev_device_is_lost(ctx->device) > 0;
-    simdev_stream_t own[3] = {k->chain.aicpu, k->chain.aicore, ctx->control};
-    for (int i = 0; i < 3 && !lost; i++) {
+    simdev_stream_t own[5] = {k->chain.aicpu, k->chain.aicore, k->capture_aicpu,
+                              k->capture_aicore, ctx->control};
+    for (int i = 0; i < 5 && !lost; i++) {
         if (own[i] && (rc = sp_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
+    }
+    /* Graphs captured from this context may be replaying on streams the
+     * context does not own. Taking the gate waits for the round that holds
+     * it (rounds queued behind stay queued); destroying it then makes every
+     * later acquire fail, so no round of this context runs after this point
+     * and a replay after close follows nothing the context owned.
+     * model: round_gate.pml, Close */
+    if (k->chain.gate && !lost && !k->gate_held) {
+        if ((rc = simdev_stream_sem_acquire(ctx->control, k->chain.gate)))
+            return rc;
+        k->gate_held = true; /* once it executes: a sem op runs whatever the stream carries */
+        if ((rc = simdev_stream_sync(ctx->control))) {
+            sp_drain(ctx->control);
+            return rc;
+        }
+    }
+    if (k->chain.gate) {
+        if ((rc = simdev_sem_destroy(k->chain.gate)))
+            return rc;
+        k->chain.gate = 0;
+        k->gate_held = false;
     }
     if (lost && k->registered) {
         rt_kernel_forget_on_lost_device(k->generation, k->binding);
@@ -144,8 +166,9 @@ static int kernel_release(struct simpler_context *ctx)
             *events[i] = NULL;
         }
     }
-    simdev_stream_t *streams[3] = {&k->chain.aicore, &k->chain.aicpu, &ctx->control};
-    for (int i = 0; i < 3; i++) {
+    simdev_stream_t *streams[5] = {&k->capture_aicore, &k->capture_aicpu, &k->chain.aicore,
+                                   &k->chain.aicpu, &ctx->control};
+    for (int i = 0; i < 5; i++) {
         if (*streams[i]) {
             if ((rc = simdev_stream_destroy(*streams[i])))
                 return rc;
@@ -178,6 +201,9 @@ static int kernel_create(struct simpler_context *ctx)
     if ((rc = simdev_stream_create(&ctx->control)) ||
         (rc = simdev_stream_create(&k->chain.aicpu)) ||
         (rc = simdev_stream_create(&k->chain.aicore)) ||
+        (rc = simdev_stream_create(&k->capture_aicpu)) ||
+        (rc = simdev_stream_create(&k->capture_aicore)) ||
+        (rc = simdev_sem_create(&k->chain.gate, 1)) ||
         (rc = simdev_event_create(&k->chain.start)) ||
         (rc = simdev_event_create(&k->chain.aicore_start)) ||
         (rc = simdev_event_create(&k->chain.aicore_done)) ||
@@ -289,6 +315,9 @@ int sp_kernel_finalize(struct simpler_context *ctx)
 
 /* ---------------------------------------------------------- callables */
 
+static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t bytes,
+                          int32_t *callable_id);
+
 int simpler_kernel_mode_prepare_callable(struct simpler_context *ctx, const void *image,
                                          size_t bytes, int32_t *callable_id)
 {
@@ -296,6 +325,21 @@ int simpler_kernel_mode_prepare_callable(struct simpler_context *ctx, const void
         *callable_id = -1;
     if (!ctx || !image || !callable_id || simpler_callable_validate(image, bytes))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    /* Everything a prepare does (allocations, copies, the load and its sync)
+     * is on the context's own memory and control stream, which no capture
+     * contains: in relaxed mode for its duration, a prepare made while this
+     * thread captures a caller stream neither fails nor breaks the capture.
+     * The mode is the thread's and is restored before returning. */
+    enum simdev_capture_mode mode = SIMDEV_CAPTURE_MODE_RELAXED;
+    simdev_thread_exchange_capture_mode(&mode);
+    int rc = kernel_prepare(ctx, image, bytes, callable_id);
+    simdev_thread_exchange_capture_mode(&mode);
+    return rc;
+}
+
+static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t bytes,
+                          int32_t *callable_id)
+{
     pthread_mutex_lock(&ctx->lock);
     struct sp_kernel *k = &ctx->kernel;
     int rc = kernel_ready(ctx, false);
@@ -408,9 +452,19 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
         rt_config_from_public(&c->config, &config);
         struct rt_kernel_target target = {k->generation, ctx->arena, ctx->arena_bytes,
                                           k->schedulers};
+        /* A launch on a capturing caller stream goes through the capture
+         * streams (the same events and gate): the capture pulls those in,
+         * and the eager streams stay out of it. The query neither waits nor
+         * changes anything. */
+        struct rt_kernel_chain chain = k->chain;
+        int capturing = 0;
+        if (!simdev_stream_is_capturing(caller_stream, &capturing) && capturing) {
+            chain.aicpu = k->capture_aicpu;
+            chain.aicore = k->capture_aicore;
+        }
         k->packets_encoded++;
         k->next_round = fresh_generation();
-        rc = rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, caller_stream, &target, &config,
+        rc = rt_kernel_launch(&rt_kernel_simdev_ops, &chain, caller_stream, &target, &config,
                               k->next_round, packet, packet_bytes);
         if (!rc)
             sp_phase_launch_enqueued(&k->phase);

@@ -21,6 +21,8 @@ const struct rt_kernel_launch_ops rt_kernel_simdev_ops = {
     .wait = simdev_stream_wait_event,
     .launch_aicpu = simdev_launch_aicpu,
     .launch_aicore = simdev_launch_aicore,
+    .gate_acquire = simdev_stream_sem_acquire,
+    .gate_release = simdev_stream_sem_release,
 };
 
 int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
@@ -62,14 +64,18 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
      * enqueued the round will run, so the rest of the chain is enqueued
      * whatever it takes (each op retried, COMMIT_TRIES in all). */
     struct undo {
-        bool aicpu, aicore, core, aicore_done;
-    } u = {false, false, false, false};
+        bool aicpu, gate, aicore, core, aicore_done;
+    } u = {false, false, false, false, false};
     int rc;
     if ((rc = ops->record(chain->start, caller)))
         return rc; /* nothing enqueued yet */
     if ((rc = ops->wait(chain->aicpu, chain->start)))
         goto refuse;
     u.aicpu = true;
+    /* model: round_gate.pml, AcquireGate */
+    if ((rc = ops->gate_acquire(chain->aicpu, chain->gate)))
+        goto refuse;
+    u.gate = true;
     if ((rc = ops->launch_aicpu(chain->aicpu, rt_kernel_round_begin_fn, 1, &begin, sizeof begin)) ||
         (rc = ops->record(chain->aicore_start, chain->aicpu)) ||
         (rc = ops->wait(chain->aicore, chain->aicore_start)))
@@ -86,7 +92,7 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
         goto refuse;
 
     /* Committed. */
-    for (int step = 0; step < 5; step++) {
+    for (int step = 0; step < 6; step++) {
         for (int attempt = 0; attempt < COMMIT_TRIES; attempt++) {
             switch (step) {
             case 0: /* the next round's AICPU half waits for this core loop */
@@ -96,10 +102,14 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
                 rc = ops->launch_aicpu(chain->aicpu, rt_kernel_status_fn, 1, &status,
                                        sizeof status);
                 break;
-            case 2: /* the round's error leaves the context's stream here */
+            case 2: /* model: round_gate.pml, ReleaseGate — after the status op
+                     * read the result block, after the core loop ended */
+                rc = ops->gate_release(chain->aicpu, chain->gate);
+                break;
+            case 3: /* the round's error leaves the context's stream here */
                 rc = ops->record_handoff(chain->aicpu_done, chain->aicpu);
                 break;
-            case 3: /* the caller's later work waits for the round */
+            case 4: /* the caller's later work waits for the round */
                 rc = ops->wait(caller, chain->aicpu_done);
                 break;
             default:
@@ -125,6 +135,12 @@ refuse:
     if (u.aicpu) {
         if (u.aicore_done)
             ops->wait(chain->aicpu, chain->aicore_done);
+        /* model: round_gate.pml, ReleaseGate (refused round). Retried as a
+         * committed step is: a unit never given back would hold every later
+         * round of the context, eager or replayed, at its acquire. */
+        for (int attempt = 0; u.gate && attempt < COMMIT_TRIES; attempt++)
+            if (ops->gate_release(chain->aicpu, chain->gate) == 0)
+                break;
         ops->record_handoff(chain->aicpu_done, chain->aicpu);
     }
     return rc;

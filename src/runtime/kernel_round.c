@@ -170,6 +170,9 @@ static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args
         layout.total > b->arena_bytes)
         return 0; /* the program fails the round with BAD_CONFIG */
     memset(rt_core_rounds(b->arena, &layout), 0, layout.rounds_bytes);
+    /* A replay runs with the generation of the round it was captured from:
+     * the result block must not still say that round reported. */
+    b->result->generation = 0;
     struct rt_run *run = b->arena;
     /* release: the cleared words before anything this round's halves do
      * after the events that follow this op */

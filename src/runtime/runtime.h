@@ -246,25 +246,36 @@ struct rt_kernel_launch_ops {
                         const void *args, size_t args_size);
     int (*launch_aicore)(simdev_stream_t stream, simdev_aicore_fn fn, const void *args,
                          size_t args_size);
+    int (*gate_acquire)(simdev_stream_t stream, simdev_sem_t gate);
+    int (*gate_release)(simdev_stream_t stream, simdev_sem_t gate);
 };
 extern const struct rt_kernel_launch_ops rt_kernel_simdev_ops;
 
-/* The context's streams and the events of the chain. */
+/* The context's streams, the events of the chain and the round gate: a
+ * one-unit device semaphore every round of the context holds from before
+ * its round begin until after its status op (docs/kernel-mode.md, "Round
+ * gate"; model/round_gate.pml). */
 struct rt_kernel_chain {
     simdev_stream_t aicpu, aicore;
     simdev_event_t start, aicore_start, aicore_done, aicpu_done, serial_tail;
+    simdev_sem_t gate;
 };
 
 /*
  * Enqueues one round: `packet` (sp_packet_bytes long, encoded by the host)
  * on `caller` through `chain`:
  *   caller: record start
- *   AICPU:  wait start, round begin (clears the round state), record aicore_start
+ *   AICPU:  wait start, acquire gate, round begin (clears the round state),
+ *           record aicore_start
  *   AICore: wait aicore_start, core loop, hand-off record aicore_done
- *   AICPU:  program (the packet), wait aicore_done, status op, hand-off record aicpu_done
+ *   AICPU:  program (the packet), wait aicore_done, status op, release gate,
+ *           hand-off record aicpu_done
  *   caller: wait aicpu_done, record serial_tail
- * The status op runs on the context's AICPU stream, before the next round
- * can overwrite the result block, and its failure reaches the caller through
+ * Everything a round does to the context's round state lies between its
+ * acquire and its release, so rounds of one context never overlap, whether
+ * they run eagerly or as replays of captured graphs on other streams. The
+ * status op runs before the release, so no later round can overwrite the
+ * result block first, and its failure reaches the caller through
  * aicpu_done. `config` is the round's layout config (the callable's).
  * Caller serialises launches on one chain. An enqueue that fails before the
  * program is enqueued refuses the launch: the round never runs, what was

@@ -461,6 +461,11 @@ int sd_capture_check_sync(void)
 
 int sd_capture_check_alloc(void)
 {
+    /* As a sync: relaxed mode is the capturing thread's statement that its
+     * allocations serve no captured work (CUDA's relaxed capture mode
+     * permits cudaMalloc likewise). */
+    if (tls_mode == SIMDEV_CAPTURE_MODE_RELAXED)
+        return 0;
     return invalidate_own_captures() ? PTO_RUNTIME_ERR_CAPTURE_UNSUPPORTED : 0;
 }
 

@@ -337,6 +337,8 @@ void sd_device_mark_lost(struct sd_device *dev)
     sd_wake(&dev->cond_word);
     for (uint32_t c = 0; c < SIMDEV_NOTIFY_CHANNELS; c++)
         sd_wake(&dev->notify[c].word);
+    for (uint32_t i = 0; i < SIMDEV_MAX_SEMS; i++)
+        sd_wake(&dev->sems[i].word);
     sd_regs_wake_all(dev);
 }
 
@@ -476,6 +478,11 @@ int simdev_device_reset(int device)
         return 0;
     }
     sd_capture_abort_device(dev);
+    pthread_mutex_unlock(&dev->lock);
+    /* Semaphores first: an acquire waiting on a stream being torn down
+     * fails instead of waiting for a release that will never run. */
+    sd_sem_kill_all(dev);
+    pthread_mutex_lock(&dev->lock);
     struct simdev_stream *streams = dev->streams;
     struct simdev_graph_exec *execs = dev->execs;
     struct simdev_graph *graphs = dev->graphs;

@@ -24,6 +24,9 @@ static const char *const kind_names[SIMDEV_OP_KIND_COUNT] = {
     [SIMDEV_OP_WAIT] = "wait",
     [SIMDEV_OP_SYNC] = "sync",
     [SIMDEV_OP_GRAPH_LAUNCH] = "graph_launch",
+    [SIMDEV_OP_SEM_CREATE] = "sem_create",
+    [SIMDEV_OP_SEM_DESTROY] = "sem_destroy",
+    [SIMDEV_OP_SEM] = "sem",
 };
 
 const char *simdev_op_kind_name(enum simdev_op_kind kind)

@@ -150,7 +150,8 @@ static bool node_finished(void *arg)
 }
 
 /* Runs one lane of replay `gen`; a node after a failure in its lane, or
- * after a failed dependency, is skipped with that failure. */
+ * after a failed dependency, is skipped with that failure (a semaphore op
+ * still executes: sd_op_run_after). */
 static void run_lane(struct simdev_graph_exec *exec, uint32_t lane, uint64_t gen)
 {
     struct sd_device *dev = exec->dev;
@@ -164,7 +165,7 @@ static void run_lane(struct simdev_graph_exec *exec, uint32_t lane, uint64_t gen
             if (carried == 0)
                 carried = exec->node_status[node->deps[d]];
         }
-        int status = carried ? carried : sd_op_run(dev, node->op);
+        int status = sd_op_run_after(dev, node->op, carried);
         exec->node_status[id] = status;
         /* release: publishes node_status; pairs with node_finished */
         atomic_store_explicit(&exec->node_done_gen[id], gen, memory_order_release);

@@ -93,6 +93,8 @@ enum sd_op_type {
     SD_OP_RECORD,
     SD_OP_WAIT,
     SD_OP_GRAPH,
+    SD_OP_SEM_ACQUIRE,
+    SD_OP_SEM_RELEASE,
 };
 
 struct sd_event_record;
@@ -126,6 +128,7 @@ struct sd_op {
         } host;
         struct sd_event_record *record; /* RECORD: completes it; WAIT: waits for it (NULL: no-op) */
         struct simdev_graph_exec *graph;
+        simdev_sem_t sem;
     } u;
     int exec_fault; /* test-only: nonzero = fail with this code when executed */
     bool handoff;   /* RECORD: the stream's error goes to the event, the stream is clean after */
@@ -148,6 +151,12 @@ void sd_op_free(struct sd_op *op);
  * of the launch has returned or the watchdog fires (which loses the device).
  */
 int sd_op_run(struct sd_device *dev, struct sd_op *op);
+/* Runs `op` after a predecessor left `carried` (0: none) and returns the
+ * status after it: an op after a failure is skipped with that failure,
+ * except a semaphore op, which is synchronisation and always executes
+ * (keeping the carried failure). The one rule of the stream executor and of
+ * graph replay. */
+int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried);
 
 /* ---------------------------------------------------------------- devices */
 
@@ -226,6 +235,18 @@ struct sd_device {
      * returned from sd_wake. */
     _Alignas(SD_CACHELINE) struct sd_waitword launch_done;
 
+    /* Semaphores (sem.c). `live` and the generation change under lock; the
+     * counters are atomic, read by ops without it. */
+    struct sd_sem {
+        _Atomic uint32_t generation; /* of the semaphore in the slot; bumped by destroy */
+        _Atomic bool live;
+        _Atomic uint64_t next_ticket; /* acquires that executed */
+        _Atomic uint64_t granted;     /* tickets below this hold a unit */
+        _Atomic uint64_t acquired, released;
+        uint32_t units;
+        _Alignas(SD_CACHELINE) struct sd_waitword word;
+    } sems[SIMDEV_MAX_SEMS];
+
     /* Condition words: any core's write bumps this (simdev_cond_wait). */
     _Alignas(SD_CACHELINE) struct sd_waitword cond_word;
     /* Notification channels (simdev_notify_*), each on its own line. */
@@ -283,6 +304,11 @@ static inline int sd_status_from_return(int value)
 {
     return value > 0 ? PTO_RUNTIME_ERR_INTERNAL : value;
 }
+
+/* Semaphore ops (sem.c): runs an acquire or release op; kills every
+ * semaphore of a device being reset (their waiters fail). */
+int sd_sem_run(struct sd_device *dev, const struct sd_op *op);
+void sd_sem_kill_all(struct sd_device *dev);
 
 /* Runs a launch op on the device's threads (device.c). */
 int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op);
@@ -424,7 +450,8 @@ int sd_capture_wait(struct simdev_stream *stream, struct sd_event_record *record
  * Forbidden-operation checks. sd_capture_check_sync: called by synchronous
  * copies and synchronize calls; fails (and invalidates) when the calling
  * thread is capturing in strict mode. sd_capture_check_alloc: the same for
- * allocation, in every mode. Return 0 or CAPTURE_UNSUPPORTED.
+ * allocation and free (relaxed mode exempts both as well). Return 0 or
+ * CAPTURE_UNSUPPORTED.
  */
 int sd_capture_check_sync(void);
 int sd_capture_check_alloc(void);

@@ -64,9 +64,21 @@ int sd_op_run(struct sd_device *dev, struct sd_op *op)
         return 0;
     case SD_OP_HOST_FN:
         return sd_status_from_return(op->u.host.fn(op->u.host.user_data));
+    case SD_OP_SEM_ACQUIRE:
+    case SD_OP_SEM_RELEASE:
+        return sd_sem_run(dev, op);
     default:
         return PTO_RUNTIME_ERR_INTERNAL;
     }
+}
+
+int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried)
+{
+    if (op->type == SD_OP_SEM_ACQUIRE || op->type == SD_OP_SEM_RELEASE) {
+        int own = sd_sem_run(dev, op);
+        return carried ? carried : own;
+    }
+    return carried ? carried : sd_op_run(dev, op);
 }
 
 /* --------------------------------------------------------------- executor */
@@ -102,7 +114,7 @@ static int execute(struct simdev_stream *stream, struct sd_op *op, int carried)
     case SD_OP_GRAPH:
         return carried ? carried : sd_graph_exec_run(op->u.graph);
     default:
-        return carried ? carried : sd_op_run(stream->dev, op);
+        return sd_op_run_after(stream->dev, op, carried);
     }
 }
 
@@ -150,6 +162,9 @@ static enum simdev_op_kind op_kind(enum sd_op_type type)
         return SIMDEV_OP_COPY;
     case SD_OP_GRAPH:
         return SIMDEV_OP_GRAPH_LAUNCH;
+    case SD_OP_SEM_ACQUIRE:
+    case SD_OP_SEM_RELEASE:
+        return SIMDEV_OP_SEM;
     default:
         return SIMDEV_OP_LAUNCH;
     }
@@ -436,6 +451,27 @@ int simdev_memcpy_async(void *dst, const void *src, size_t bytes, enum simdev_co
     op->u.copy.src = src;
     op->u.copy.bytes = bytes;
     return submit_counted(stream, op, SIMDEV_OP_COPY);
+}
+
+static int sem_op_submit(simdev_stream_t stream, simdev_sem_t sem, enum sd_op_type type)
+{
+    if (!stream || !sem || (int)(sem >> 56) != stream->dev->id)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_op *op = sd_op_new(type, NULL, 0);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    op->u.sem = sem;
+    return submit_counted(stream, op, SIMDEV_OP_SEM);
+}
+
+int simdev_stream_sem_acquire(simdev_stream_t stream, simdev_sem_t sem)
+{
+    return sem_op_submit(stream, sem, SD_OP_SEM_ACQUIRE);
+}
+
+int simdev_stream_sem_release(simdev_stream_t stream, simdev_sem_t sem)
+{
+    return sem_op_submit(stream, sem, SD_OP_SEM_RELEASE);
 }
 
 int simdev_memset_async(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream)

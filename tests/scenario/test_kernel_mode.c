@@ -456,6 +456,9 @@ static void test_one_launch_enqueues_exactly_the_chain_and_nothing_else(void **s
     assert_int_equal(n[SIMDEV_OP_WAIT], 4);
     /* round begin, core loop, program, status op */
     assert_int_equal(n[SIMDEV_OP_LAUNCH], 4);
+    /* the round gate: acquired before round begin, released after the
+     * status op (0: rounds of the context could overlap on the device) */
+    assert_int_equal(n[SIMDEV_OP_SEM], 2);
     /* A launch copies, allocates, synchronises and creates nothing. */
     assert_int_equal(n[SIMDEV_OP_COPY], 0);
     assert_int_equal(n[SIMDEV_OP_MALLOC], 0);
@@ -749,7 +752,8 @@ static void test_only_a_lost_device_poisons_the_context_and_close_still_releases
 static const enum simdev_op_kind swept[] = {
     SIMDEV_OP_STREAM_CREATE, SIMDEV_OP_EVENT_CREATE, SIMDEV_OP_MALLOC, SIMDEV_OP_COPY,
     SIMDEV_OP_LAUNCH,        SIMDEV_OP_RECORD,       SIMDEV_OP_WAIT,   SIMDEV_OP_SYNC,
-    SIMDEV_OP_FREE,          SIMDEV_OP_STREAM_DESTROY, SIMDEV_OP_EVENT_DESTROY};
+    SIMDEV_OP_FREE,          SIMDEV_OP_STREAM_DESTROY, SIMDEV_OP_EVENT_DESTROY,
+    SIMDEV_OP_SEM_CREATE,    SIMDEV_OP_SEM,          SIMDEV_OP_SEM_DESTROY};
 #define INJECTED (-991)
 
 static uint64_t device_in_use(void)
@@ -789,10 +793,11 @@ static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(
             km_close(ctx);
         }
     }
-    /* 3 streams, 5 events, 4 allocations, 2 copies (the result block zeroed,
-     * the binding), 1 register op, 1 sync:
+    /* 5 streams (control, AICPU and AICore, their two capture twins), the
+     * round gate, 5 events, 4 allocations, 2 copies (the result block
+     * zeroed, the binding), 1 register op, 1 sync:
      * fewer would mean some creation point was never exercised. */
-    assert_int_equal(injected, 16);
+    assert_int_equal(injected, 19);
 }
 
 /* Attempts of `kind` one clean launch makes. */
@@ -912,13 +917,15 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
                   (unsigned long long)launch_absorbed, (unsigned long long)finalize_faults);
     /* prepare: 2 mallocs, the image copy, the record zeroing, the load op,
      * its sync, the record read back, the slot copy; launch: 5 records,
-     * 4 waits, 4 launches; finalize: the unregister op and its sync, the
-     * unload op and its sync, 6 frees, 5 events, 3 streams. Fewer: a failure
-     * point was never exercised. */
+     * 4 waits, 4 launches, the gate's acquire and release (9 before the
+     * program is enqueued refuse the launch, 6 after it are absorbed);
+     * finalize: the gate's acquire and its sync, the gate's destroy, the
+     * unregister op and its sync, the unload op and its sync, 6 frees,
+     * 5 events, 5 streams. Fewer: a failure point was never exercised. */
     assert_int_equal(prepare_faults, 8);
-    assert_int_equal(launch_faults, 8);
-    assert_int_equal(launch_absorbed, 5);
-    assert_int_equal(finalize_faults, 18);
+    assert_int_equal(launch_faults, 9);
+    assert_int_equal(launch_absorbed, 6);
+    assert_int_equal(finalize_faults, 23);
     simpler_callable_free(image);
 }
 
