@@ -25,151 +25,7 @@
 #include "runtime/runtime.h"
 #include "simpler/simdev_fault.h"
 
-#define KM_N 16384
-
-/* Device buffers of one round: x (IN), y (OUT), acc (INOUT). */
-struct km_bufs {
-    uint64_t n;
-    float *x, *y, *acc; /* device */
-};
-
-static void bufs_alloc(struct km_bufs *b, uint64_t n, float x_base)
-{
-    b->n = n;
-    assert_int_equal(simdev_malloc((void **)&b->x, n * sizeof(float)), 0);
-    assert_int_equal(simdev_malloc((void **)&b->y, n * sizeof(float)), 0);
-    assert_int_equal(simdev_malloc((void **)&b->acc, n * sizeof(float)), 0);
-    float *h = malloc(n * sizeof(float));
-    for (uint64_t i = 0; i < n; i++)
-        h[i] = (float)(i % 97) * 0.5f + x_base;
-    assert_int_equal(simdev_memcpy(b->x, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
-    for (uint64_t i = 0; i < n; i++)
-        h[i] = 1.0f;
-    assert_int_equal(simdev_memcpy(b->acc, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
-    memset(h, PM_POISON_BYTE, n * sizeof(float));
-    assert_int_equal(simdev_memcpy(b->y, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
-    free(h);
-}
-
-static void bufs_free(struct km_bufs *b)
-{
-    assert_int_equal(simdev_free(b->x), 0);
-    assert_int_equal(simdev_free(b->y), 0);
-    assert_int_equal(simdev_free(b->acc), 0);
-}
-
-/* Args of one round, in caller-owned storage the test may scribble over
- * as soon as launch returns. */
-struct km_args {
-    struct simpler_tensor t[3];
-    uint64_t s[5];
-    struct simpler_args args;
-};
-
-static void args_make(struct km_args *a, const struct km_bufs *b, float mul, float add,
-                      uint64_t fail, uint64_t tag)
-{
-    assert_int_equal(simpler_tensor_make_1d(&a->t[0], (uint64_t)(uintptr_t)b->x, b->n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    assert_int_equal(simpler_tensor_make_1d(&a->t[1], (uint64_t)(uintptr_t)b->y, b->n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    assert_int_equal(simpler_tensor_make_1d(&a->t[2], (uint64_t)(uintptr_t)b->acc, b->n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    uint32_t bits;
-    memcpy(&bits, &mul, sizeof bits);
-    a->s[0] = bits;
-    memcpy(&bits, &add, sizeof bits);
-    a->s[1] = bits;
-    a->s[2] = fail;
-    a->s[3] = 0;
-    a->s[4] = tag;
-    a->args = (struct simpler_args){3, 5, a->t, a->s};
-}
-
-/* Checks y == x * mul + add and acc == acc_base + y in every element;
- * false at the first wrong one. */
-static bool bufs_hold(const struct km_bufs *b, float x_base, float mul, float add, float acc_base)
-{
-    uint64_t n = b->n;
-    float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
-    assert_int_equal(simdev_memcpy(y, b->y, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST), 0);
-    assert_int_equal(simdev_memcpy(acc, b->acc, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST),
-                     0);
-    bool ok = true;
-    for (uint64_t i = 0; i < n && ok; i++) {
-        float want = ((float)(i % 97) * 0.5f + x_base) * mul + add;
-        ok = y[i] == want && acc[i] == acc_base + want;
-    }
-    free(y);
-    free(acc);
-    return ok;
-}
-
-/* y exact (x = i % 97 * 0.5), and acc 1 + y in every element or 1 + 2y in
- * every element: one or two rounds ran, never a partial one. */
-static bool bufs_hold_either(const struct km_bufs *b, float mul, float add)
-{
-    uint64_t n = b->n;
-    float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
-    assert_int_equal(simdev_memcpy(y, b->y, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST), 0);
-    assert_int_equal(simdev_memcpy(acc, b->acc, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST),
-                     0);
-    float rounds = acc[0] == 1.0f + 2 * add ? 2.0f : 1.0f;
-    bool ok = true;
-    for (uint64_t i = 0; i < n && ok; i++) {
-        float want = (float)(i % 97) * 0.5f * mul + add;
-        ok = y[i] == want && acc[i] == 1.0f + rounds * want;
-    }
-    free(y);
-    free(acc);
-    return ok;
-}
-
-/* y still poison: the round never ran. */
-static bool bufs_untouched(const struct km_bufs *b)
-{
-    uint32_t first;
-    assert_int_equal(simdev_memcpy(&first, b->y, sizeof first, SIMDEV_COPY_DEVICE_TO_HOST), 0);
-    return first == PM_POISON_BITS;
-}
-
-static struct simpler_config km_config(void)
-{
-    struct simpler_config cfg;
-    assert_int_equal(simpler_config_default(&cfg), 0);
-    cfg.run_capacity = pm_small_run_config();
-    cfg.run_capacity.sched_timeout_ms = 2000;
-    return cfg;
-}
-
-/* A context on device 0 (the fixture's), initialised, pm's callable
- * prepared as id 0. */
-static struct simpler_context *km_open(void)
-{
-    pm_observers_reset();
-    struct simpler_context *ctx;
-    struct simpler_config cfg = km_config();
-    assert_int_equal(simpler_create_device_context(&ctx), 0);
-    assert_int_equal(simpler_kernel_mode_supported(ctx), 1);
-    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
-    size_t bytes;
-    void *image = pm_image(&bytes);
-    int32_t id = 99;
-    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
-    assert_int_equal(id, 0); /* the first id minted */
-    simpler_callable_free(image);
-    return ctx;
-}
-
-static void km_close(struct simpler_context *ctx)
-{
-    assert_int_equal(simpler_finalize_device(ctx), 0);
-    assert_int_equal(simpler_committed_device_memory(ctx), 0); /* else close left memory held */
-    assert_int_equal(simpler_destroy_device_context(ctx), 0);
-}
+#include "km_support.h"
 
 static int setup(void **state)
 {
@@ -188,28 +44,28 @@ static void test_two_eager_launches_compute_exactly_and_their_args_are_free_at_r
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b1, b2;
-    bufs_alloc(&b1, KM_N, 0.0f);
-    bufs_alloc(&b2, KM_N, 7.0f);
+    km_bufs_alloc(&b1, KM_N, 0.0f);
+    km_bufs_alloc(&b2, KM_N, 7.0f);
     size_t committed = simpler_committed_device_memory(ctx);
 
     struct km_args *a = malloc(sizeof *a);
-    args_make(a, &b1, 2.0f, 0.5f, 0, 1);
+    km_args_make(a, &b1, 2.0f, 0.5f, 0, 1);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a->args, s), 0);
     memset(a, 0xA5, sizeof *a); /* the round must not read these any more */
-    args_make(a, &b2, 3.0f, 1.5f, 0, 2);
+    km_args_make(a, &b2, 3.0f, 1.5f, 0, 2);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a->args, s), 0);
     memset(a, 0x5A, sizeof *a);
     free(a);
 
     assert_int_equal(simdev_stream_sync(s), 0);
     /* false: a round read the args after launch returned, or did not run */
-    assert_true(bufs_hold(&b1, 0.0f, 2.0f, 0.5f, 1.0f));
-    assert_true(bufs_hold(&b2, 7.0f, 3.0f, 1.5f, 1.0f));
+    assert_true(km_bufs_hold(&b1, 0.0f, 2.0f, 0.5f, 1.0f));
+    assert_true(km_bufs_hold(&b2, 7.0f, 3.0f, 1.5f, 1.0f));
     /* Memory is committed once, at init: a launch allocates nothing. */
     assert_int_equal(simpler_committed_device_memory(ctx), committed);
 
-    bufs_free(&b1);
-    bufs_free(&b2);
+    km_bufs_free(&b1);
+    km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -223,21 +79,21 @@ static void test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_wo
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b1, b2;
-    bufs_alloc(&b1, 4096, 0.0f);
-    bufs_alloc(&b2, 4096, 1.0f);
+    km_bufs_alloc(&b1, 4096, 0.0f);
+    km_bufs_alloc(&b2, 4096, 1.0f);
     struct km_args a;
-    args_make(&a, &b1, 2.0f, 0.5f, 321, 1);
+    km_args_make(&a, &b1, 2.0f, 0.5f, 321, 1);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     /* The kernel's code, negated: 0 would be a lost device error. */
     assert_int_equal(simdev_stream_sync(s), -321);
-    assert_true(bufs_untouched(&b1)); /* the failing task never wrote y */
-    args_make(&a, &b2, 2.0f, 0.5f, 0, 2);
+    assert_true(km_bufs_untouched(&b1)); /* the failing task never wrote y */
+    km_args_make(&a, &b2, 2.0f, 0.5f, 0, 2);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     /* Nonzero: the failure poisoned the context or stayed on its streams. */
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_true(bufs_hold(&b2, 1.0f, 2.0f, 0.5f, 1.0f));
-    bufs_free(&b1);
-    bufs_free(&b2);
+    assert_true(km_bufs_hold(&b2, 1.0f, 2.0f, 0.5f, 1.0f));
+    km_bufs_free(&b1);
+    km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -249,27 +105,27 @@ static void test_good_failing_good_without_a_sync_skips_the_third_round_whole(vo
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b[4];
     for (int i = 0; i < 4; i++)
-        bufs_alloc(&b[i], 4096, (float)i);
+        km_bufs_alloc(&b[i], 4096, (float)i);
     struct km_args a;
-    args_make(&a, &b[0], 2.0f, 0.5f, 0, 1);
+    km_args_make(&a, &b[0], 2.0f, 0.5f, 0, 1);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
-    args_make(&a, &b[1], 2.0f, 0.5f, 321, 2);
+    km_args_make(&a, &b[1], 2.0f, 0.5f, 321, 2);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
-    args_make(&a, &b[2], 2.0f, 0.5f, 0, 3);
+    km_args_make(&a, &b[2], 2.0f, 0.5f, 0, 3);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_stream_sync(s), -321);
-    assert_true(bufs_hold(&b[0], 0.0f, 2.0f, 0.5f, 1.0f)); /* the round before the failure */
+    assert_true(km_bufs_hold(&b[0], 0.0f, 2.0f, 0.5f, 1.0f)); /* the round before the failure */
     /* Enqueued behind the failure on a stream that carried it: skipped whole
      * (false: it ran although its stream carried an error). */
-    assert_true(bufs_untouched(&b[2]));
+    assert_true(km_bufs_untouched(&b[2]));
     /* The sync cleared the caller's stream, and the context's own streams
      * never kept the error: the next launch works. */
-    args_make(&a, &b[3], 2.0f, 0.5f, 0, 4);
+    km_args_make(&a, &b[3], 2.0f, 0.5f, 0, 4);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_true(bufs_hold(&b[3], 3.0f, 2.0f, 0.5f, 1.0f));
+    assert_true(km_bufs_hold(&b[3], 3.0f, 2.0f, 0.5f, 1.0f));
     for (int i = 0; i < 4; i++)
-        bufs_free(&b[i]);
+        km_bufs_free(&b[i]);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -345,7 +201,7 @@ static void test_rounds_without_scalars_or_without_any_argument_run(void **state
     int32_t no_args = km_prepare(ctx, "km_orch_no_args", NULL, 0);
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b;
-    bufs_alloc(&b, 1024, 0.0f);
+    km_bufs_alloc(&b, 1024, 0.0f);
     struct simpler_tensor t;
     assert_int_equal(simpler_tensor_make_1d(&t, (uint64_t)(uintptr_t)b.acc, b.n, SIMPLER_DTYPE_F32,
                                             SIMPLER_MEM_DEVICE),
@@ -359,14 +215,14 @@ static void test_rounds_without_scalars_or_without_any_argument_run(void **state
     float acc[1024];
     assert_int_equal(simdev_memcpy(acc, b.acc, sizeof acc, SIMDEV_COPY_DEVICE_TO_HOST), 0);
     for (int i = 0; i < 1024; i++)
-        assert_true(acc[i] == 2.0f); /* 1 (bufs_alloc) + 1: the task ran once */
+        assert_true(acc[i] == 2.0f); /* 1 (km_bufs_alloc) + 1: the task ran once */
 
     assert_int_equal(simpler_kernel_mode_launch(ctx, no_args, &nothing, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_int_equal(atomic_load(&km_no_args_runs), 1);   /* 0: the round never ran */
     assert_int_equal(atomic_load(&km_no_args_counts), 0); /* else it saw stale counts */
 
-    bufs_free(&b);
+    km_bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -381,9 +237,9 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b;
-    bufs_alloc(&b, 1024, 0.0f);
+    km_bufs_alloc(&b, 1024, 0.0f);
     struct km_args a;
-    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     unsigned char packet[SP_PACKET_MAX_BYTES];
     size_t bytes;
     struct sp_kernel *k = &ctx->kernel;
@@ -420,13 +276,13 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                                       ++k->next_round, packet, bytes - 8),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_BAD_PACKET);
-    assert_true(bufs_untouched(&b)); /* no refused round ran a task */
+    assert_true(km_bufs_untouched(&b)); /* no refused round ran a task */
 
     /* And the context still works. */
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_true(bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
-    bufs_free(&b);
+    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+    km_bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -439,9 +295,9 @@ static void test_one_launch_enqueues_exactly_the_chain_and_nothing_else(void **s
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b;
-    bufs_alloc(&b, 1024, 0.0f);
+    km_bufs_alloc(&b, 1024, 0.0f);
     struct km_args a;
-    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     uint64_t host_before;
     assert_int_equal(simdev_host_alloc_count(&host_before), 0);
     assert_int_equal(simdev_op_counts_reset(0), 0);
@@ -467,8 +323,8 @@ static void test_one_launch_enqueues_exactly_the_chain_and_nothing_else(void **s
     assert_int_equal(n[SIMDEV_OP_STREAM_CREATE], 0);
     assert_int_equal(n[SIMDEV_OP_EVENT_CREATE], 0);
     assert_int_equal(n[SIMDEV_OP_GRAPH_LAUNCH], 0);
-    assert_true(bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
-    bufs_free(&b);
+    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+    km_bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -496,7 +352,7 @@ static void *overlap_thread(void *arg)
     simdev_set_device(0); /* the caller's current device */
     for (int i = 0; i < OV_LAUNCHES; i++) {
         struct km_args a;
-        args_make(&a, &ov->bufs[t][i], (float)(t + 1), (float)i, 0, (uint64_t)(t * 1000 + i));
+        km_args_make(&a, &ov->bufs[t][i], (float)(t + 1), (float)i, 0, (uint64_t)(t * 1000 + i));
         if (simpler_kernel_mode_launch(ov->ctx, 0, &a.args, ov->streams[(t + i) % OV_STREAMS]))
             ov->failures[t]++;
     }
@@ -512,7 +368,7 @@ static void test_four_threads_launching_on_three_streams_each_run_exactly_once(v
         ov->streams[i] = ts_new_stream();
     for (int t = 0; t < OV_THREADS; t++)
         for (int i = 0; i < OV_LAUNCHES; i++)
-            bufs_alloc(&ov->bufs[t][i], OV_N, (float)(i % 5));
+            km_bufs_alloc(&ov->bufs[t][i], OV_N, (float)(i % 5));
     pthread_t th[OV_THREADS];
     for (int t = 0; t < OV_THREADS; t++)
         assert_int_equal(pthread_create(&th[t], NULL, overlap_thread, (void *)(intptr_t)t), 0);
@@ -524,7 +380,7 @@ static void test_four_threads_launching_on_three_streams_each_run_exactly_once(v
     for (int t = 0; t < OV_THREADS; t++) {
         assert_int_equal(ov->failures[t], 0); /* a launch was refused */
         for (int i = 0; i < OV_LAUNCHES; i++)
-            wrong += !bufs_hold(&ov->bufs[t][i], (float)(i % 5), (float)(t + 1), (float)i, 1.0f);
+            wrong += !km_bufs_hold(&ov->bufs[t][i], (float)(i % 5), (float)(t + 1), (float)i, 1.0f);
     }
     /* Nonzero: a round ran twice (acc doubled), never, or on another's args. */
     assert_int_equal(wrong, 0);
@@ -533,7 +389,7 @@ static void test_four_threads_launching_on_three_streams_each_run_exactly_once(v
     assert_int_equal(packets, OV_THREADS * OV_LAUNCHES); /* one packet per launch */
     for (int t = 0; t < OV_THREADS; t++)
         for (int i = 0; i < OV_LAUNCHES; i++)
-            bufs_free(&ov->bufs[t][i]);
+            km_bufs_free(&ov->bufs[t][i]);
     for (int i = 0; i < OV_STREAMS; i++)
         assert_int_equal(simdev_stream_destroy(ov->streams[i]), 0);
     km_close(ov->ctx);
@@ -591,7 +447,7 @@ static void test_cross_mode_calls_are_invalid_state_both_ways(void **state)
     struct km_args a;
     struct km_bufs b = {1, (float *)(uintptr_t)64, (float *)(uintptr_t)128,
                         (float *)(uintptr_t)192};
-    args_make(&a, &b, 1.0f, 1.0f, 0, 1);
+    km_args_make(&a, &b, 1.0f, 1.0f, 0, 1);
     assert_int_equal(simpler_kernel_mode_launch(pctx, 0, &a.args, s),
                      PTO_RUNTIME_ERR_INVALID_STATE);
     /* A kernel context may not take the device a program context owns. */
@@ -654,9 +510,9 @@ static void test_bad_arguments_and_states_are_refused_and_change_nothing(void **
 
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b;
-    bufs_alloc(&b, 1024, 0.0f);
+    km_bufs_alloc(&b, 1024, 0.0f);
     struct km_args a;
-    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, NULL, s), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, NULL),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
@@ -685,7 +541,7 @@ static void test_bad_arguments_and_states_are_refused_and_change_nothing(void **
     assert_int_equal(simdev_set_device(0), 0);
     /* Nothing of the refused launches was enqueued. */
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_true(bufs_untouched(&b));
+    assert_true(km_bufs_untouched(&b));
     uint64_t packets, resolved;
     sp_test_kernel_counters(ctx, &packets, &resolved);
     assert_int_equal(packets, 0);
@@ -699,7 +555,7 @@ static void test_bad_arguments_and_states_are_refused_and_change_nothing(void **
     assert_int_equal(simpler_finalize_device(ctx), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(simpler_committed_device_memory(ctx), 0);
     assert_int_equal(simpler_destroy_device_context(ctx), 0);
-    bufs_free(&b);
+    km_bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
     simpler_callable_free(image);
 }
@@ -715,9 +571,9 @@ static void test_only_a_lost_device_poisons_the_context_and_close_still_releases
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b;
-    bufs_alloc(&b, 1024, 0.0f);
+    km_bufs_alloc(&b, 1024, 0.0f);
     struct km_args a;
-    args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     a.s[3] = PM_FLAG_GATE; /* the kernel waits at pm_gate */
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     ts_gate_wait_arrivals(&pm_gate, 1); /* held until the watchdog fires */
@@ -806,15 +662,15 @@ static uint64_t launch_attempts(enum simdev_op_kind kind)
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b;
-    bufs_alloc(&b, 64, 0.0f);
+    km_bufs_alloc(&b, 64, 0.0f);
     struct km_args a;
-    args_make(&a, &b, 1.0f, 1.0f, 0, 1);
+    km_args_make(&a, &b, 1.0f, 1.0f, 0, 1);
     uint64_t before, after;
     assert_int_equal(simdev_op_count(0, kind, &before), 0);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_op_count(0, kind, &after), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
-    bufs_free(&b);
+    km_bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
     return after - before;
@@ -854,9 +710,9 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
             struct simpler_context *ctx = km_open();
             simdev_stream_t s = ts_new_stream();
             struct km_bufs b;
-            bufs_alloc(&b, 1024, 0.0f);
+            km_bufs_alloc(&b, 1024, 0.0f);
             struct km_args a;
-            args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+            km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
             assert_int_equal(simdev_fault_inject(0, swept[k], nth, INJECTED), 0);
             int rc = simpler_kernel_mode_launch(ctx, 0, &a.args, s);
             assert_int_equal(simdev_fault_clear(0), 0);
@@ -865,7 +721,7 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
                 launch_faults++;
                 assert_int_equal(rc, INJECTED);
                 /* Refused whole: nothing ran, and nothing is left behind. */
-                assert_true(bufs_untouched(&b));
+                assert_true(km_bufs_untouched(&b));
                 assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
                 round = simdev_stream_sync(s);
             } else {
@@ -875,8 +731,8 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
                 fail_msg("launch, %s #%llu failed (launch %d): the round returned %d",
                          simdev_op_kind_name(swept[k]), (unsigned long long)nth, rc, round);
             /* Exactly one round ran: acc == 1 + y (1 + 2y: two did). */
-            assert_true(bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
-            bufs_free(&b);
+            assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+            km_bufs_free(&b);
             assert_int_equal(simdev_stream_destroy(s), 0);
             km_close(ctx);
         }
@@ -966,14 +822,14 @@ static void test_a_failed_init_with_a_live_generation_leaves_the_other_context_a
     assert_int_equal(simdev_set_device(0), 0);
     simdev_stream_t s = ts_new_stream();
     struct km_bufs buf;
-    bufs_alloc(&buf, 1024, 0.0f);
+    km_bufs_alloc(&buf, 1024, 0.0f);
     struct km_args args;
-    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    km_args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
     assert_int_equal(simpler_kernel_mode_launch(a, 0, &args.args, s), 0);
     /* -14 (STALE_BINDING): B's undo removed A's registration. */
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_true(bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
-    bufs_free(&buf);
+    assert_true(km_bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
+    km_bufs_free(&buf);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(a);
     assert_int_equal(simdev_device_reset(1), 0);
@@ -997,9 +853,9 @@ static void test_a_context_closed_on_a_lost_device_frees_its_generation(void **s
     assert_int_equal(simpler_kernel_mode_prepare_callable(a, image, bytes, &id), 0);
     simdev_stream_t s = ts_new_stream();
     struct km_bufs buf;
-    bufs_alloc(&buf, 1024, 0.0f);
+    km_bufs_alloc(&buf, 1024, 0.0f);
     struct km_args args;
-    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    km_args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
     args.s[3] = PM_FLAG_GATE;
     assert_int_equal(simpler_kernel_mode_launch(a, 0, &args.args, s), 0);
     ts_gate_wait_arrivals(&pm_gate, 1);
@@ -1028,9 +884,9 @@ static void test_a_committed_launch_keeps_the_callers_stream_behind_its_round(vo
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream();
     struct km_bufs buf;
-    bufs_alloc(&buf, 1024, 0.0f);
+    km_bufs_alloc(&buf, 1024, 0.0f);
     struct km_args args;
-    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    km_args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
     args.s[3] = PM_FLAG_GATE;
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_WAIT, 4, INJECTED), 0); /* caller's wait */
     int rc = simpler_kernel_mode_launch(ctx, 0, &args.args, s);
@@ -1043,8 +899,8 @@ static void test_a_committed_launch_keeps_the_callers_stream_behind_its_round(vo
     ts_gate_open(&pm_gate);
     assert_int_equal(query, PTO_RUNTIME_ERR_NOT_READY);
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_true(bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
-    bufs_free(&buf);
+    assert_true(km_bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
+    km_bufs_free(&buf);
     assert_int_equal(simdev_stream_destroy(s), 0);
     km_close(ctx);
 }
@@ -1057,9 +913,9 @@ static void test_a_refused_launch_leaves_no_error_for_the_next_launch(void **sta
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream(), s2 = ts_new_stream();
     struct km_bufs buf;
-    bufs_alloc(&buf, 1024, 0.0f);
+    km_bufs_alloc(&buf, 1024, 0.0f);
     struct km_args args;
-    args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
+    km_args_make(&args, &buf, 2.0f, 0.5f, 0, 1);
     /* round begin fails as it runs, then the program fails to enqueue */
     assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_LAUNCH, 1, -992), 0);
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_LAUNCH, 3, -993), 0);
@@ -1067,12 +923,12 @@ static void test_a_refused_launch_leaves_no_error_for_the_next_launch(void **sta
     assert_int_equal(simdev_fault_clear(0), 0);
     assert_int_equal(rc, -993);
     assert_int_equal(simdev_stream_sync(s), 0); /* only its start record was on it */
-    assert_true(bufs_untouched(&buf));          /* refused whole */
+    assert_true(km_bufs_untouched(&buf));          /* refused whole */
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &args.args, s2), 0);
     /* -992: the refused launch's error stayed on the context's AICPU stream. */
     assert_int_equal(simdev_stream_sync(s2), 0);
-    assert_true(bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
-    bufs_free(&buf);
+    assert_true(km_bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
+    km_bufs_free(&buf);
     assert_int_equal(simdev_stream_destroy(s), 0);
     assert_int_equal(simdev_stream_destroy(s2), 0);
     km_close(ctx);
@@ -1086,20 +942,20 @@ static void test_a_failed_rounds_error_never_reaches_the_next_launch(void **stat
     struct simpler_context *ctx = km_open();
     simdev_stream_t s = ts_new_stream(), s2 = ts_new_stream();
     struct km_bufs b1, b2;
-    bufs_alloc(&b1, 1024, 0.0f);
-    bufs_alloc(&b2, 1024, 0.0f);
+    km_bufs_alloc(&b1, 1024, 0.0f);
+    km_bufs_alloc(&b2, 1024, 0.0f);
     struct km_args args;
-    args_make(&args, &b1, 2.0f, 0.5f, 321, 1);
+    km_args_make(&args, &b1, 2.0f, 0.5f, 321, 1);
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_RECORD, 4, INJECTED), 0); /* aicpu_done */
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &args.args, s), 0);
     assert_int_equal(simdev_fault_clear(0), 0);
     assert_int_equal(simdev_stream_sync(s), -321);
-    args_make(&args, &b2, 2.0f, 0.5f, 0, 2);
+    km_args_make(&args, &b2, 2.0f, 0.5f, 0, 2);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &args.args, s2), 0);
     assert_int_equal(simdev_stream_sync(s2), 0); /* -321: the error outlived its round */
-    assert_true(bufs_hold(&b2, 0.0f, 2.0f, 0.5f, 1.0f));
-    bufs_free(&b1);
-    bufs_free(&b2);
+    assert_true(km_bufs_hold(&b2, 0.0f, 2.0f, 0.5f, 1.0f));
+    km_bufs_free(&b1);
+    km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
     assert_int_equal(simdev_stream_destroy(s2), 0);
     km_close(ctx);
@@ -1125,8 +981,8 @@ static void fixture_open(struct km_fixture *f, enum km_step step)
     memset(f, 0, sizeof *f);
     f->image = pm_image(&f->image_bytes);
     f->stream = ts_new_stream();
-    bufs_alloc(&f->bufs, 1024, 0.0f);
-    args_make(&f->args, &f->bufs, 2.0f, 0.5f, 0, 1);
+    km_bufs_alloc(&f->bufs, 1024, 0.0f);
+    km_args_make(&f->args, &f->bufs, 2.0f, 0.5f, 0, 1);
     if (step == KM_INIT) {
         assert_int_equal(simpler_create_device_context(&f->ctx), 0);
         return;
@@ -1165,7 +1021,7 @@ static void fixture_close(struct km_fixture *f, enum km_step step, bool step_don
         assert_int_equal(simpler_finalize_device(f->ctx), 0);
     assert_int_equal(simpler_committed_device_memory(f->ctx), 0);
     assert_int_equal(simpler_destroy_device_context(f->ctx), 0);
-    bufs_free(&f->bufs);
+    km_bufs_free(&f->bufs);
     assert_int_equal(simdev_stream_destroy(f->stream), 0);
     simpler_callable_free(f->image);
 }
@@ -1213,13 +1069,13 @@ static void test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_wo
                 failed += rc != 0;
                 bool done = rc == 0;
                 if (done && step == KM_LAUNCH)
-                    assert_true(bufs_hold(&f.bufs, 0.0f, 2.0f, 0.5f, 1.0f)); /* ran once */
+                    assert_true(km_bufs_hold(&f.bufs, 0.0f, 2.0f, 0.5f, 1.0f)); /* ran once */
                 if (!done) {
                     /* The retry works, and a launch computes exactly. */
                     assert_int_equal(fixture_step(&f, (enum km_step)step), 0);
                     done = true;
                     if (step == KM_LAUNCH)
-                        assert_true(bufs_hold_either(&f.bufs, 2.0f, 0.5f));
+                        assert_true(km_bufs_hold_either(&f.bufs, 2.0f, 0.5f));
                 }
                 fixture_close(&f, (enum km_step)step, done);
             }
