@@ -1,11 +1,12 @@
 # simpler — top-level entry points. See README.md.
 #   make run    install what is missing, build, run the demonstration
 #   make test   install what is missing, build and run every test:
-#               normal build, then ASan+UBSan, then TSan, then a short soak
+#               the model check (make verify), normal build, then ASan+UBSan, then TSan, then a short soak
 #               (SOAK_SHORT_N runs of the pipeline, fault and review tests
 #               in each of the three builds), then the optimised build
 #               (compiled, not run), then a bounded fuzzing run of each fuzz
 #               target (FUZZ_SECONDS each)
+#   make verify the SPIN model check of the round gate (model/round_gate.pml)
 #   make soak   the pipeline, fault and review tests SOAK_N times each under
 #               the normal, ASan and TSan builds (about ten minutes;
 #               SOAK_N=, SOAK_BUILDS="normal asan tsan", tools/soak.sh)
@@ -28,7 +29,7 @@ PREFIX ?= /usr/local
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-.PHONY: all deps bench-deps build build-asan build-tsan run test test-normal test-asan test-tsan test-soak-short soak test-release test-fuzz fuzz-long bench bench-components install uninstall clean
+.PHONY: all deps bench-deps verify build build-asan build-tsan run test test-normal test-asan test-tsan test-soak-short soak test-release test-fuzz fuzz-long bench bench-components install uninstall clean
 
 all: build
 
@@ -47,8 +48,13 @@ run: build
 	./build/examples/matmul_example
 	./build/examples/attention_example
 
-test: deps test-normal test-asan test-tsan test-soak-short test-release test-fuzz
-	@echo "simpler: all test builds passed (normal, asan+ubsan, tsan, short soak, release build, fuzz)"
+test: deps verify test-normal test-asan test-tsan test-soak-short test-release test-fuzz
+	@echo "simpler: all test builds passed (model check, normal, asan+ubsan, tsan, short soak, release build, fuzz)"
+
+# The Promela model of the kernel-mode round gate and round handshake,
+# checked exhaustively by SPIN, with its mutants (model/, tools/verify.sh).
+verify: deps
+	bash tools/verify.sh
 
 test-normal: build
 	cd build && ctest --output-on-failure -j $(JOBS)

@@ -156,6 +156,7 @@ size_t rt_kernel_binding_bytes(uint32_t slots)
 static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args,
                             size_t args_size)
 {
+    /* model: round_gate.pml, RoundBegin (runs holding the round gate) */
     struct rt_kernel_round_args ra;
     if (args_size != sizeof ra)
         return PTO_RUNTIME_ERR_INTERNAL;
@@ -197,6 +198,7 @@ static const struct rt_kernel_binding *live_core_args(const void *args, size_t a
 
 static int core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
 {
+    /* model: round_gate.pml, CoreLoop (CoreHalf) */
     struct rt_kernel_core_args ca;
     if (!live_core_args(args, args_size, ctx->device, &ca))
         return args_size == sizeof ca ? 0 : PTO_RUNTIME_ERR_INTERNAL; /* closed: touch nothing */
@@ -249,6 +251,7 @@ static int32_t accept_packet(const struct rt_kernel_binding *b, const void *pack
 
 static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
+    /* model: round_gate.pml, Program (SchedHalf) */
     struct rt_kernel_envelope env;
     if (args_size < sizeof env)
         return PTO_RUNTIME_ERR_INTERNAL;
@@ -279,6 +282,7 @@ static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, si
 
 static int status_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
+    /* model: round_gate.pml, StatusOp (before ReleaseGate) */
     struct rt_kernel_status_args sa;
     if (args_size != sizeof sa)
         return PTO_RUNTIME_ERR_INTERNAL;

@@ -61,6 +61,7 @@ static enum rt_round_side other(enum rt_round_side side)
 enum rt_round_arrival rt_round_arrive(struct rt_core_round *r, uint64_t generation,
                                       enum rt_round_side side)
 {
+    /* model: round_gate.pml, rt_round_arrive in SchedHalf / CoreHalf */
     uint64_t partner_waiting = tag(generation, arrived(other(side)));
     uint64_t partner_gone = tag(generation, left(other(side)));
     /* acquire: pairs with the partner's acq_rel swap below, so a joined
@@ -81,6 +82,7 @@ enum rt_round_arrival rt_round_arrive(struct rt_core_round *r, uint64_t generati
 
 bool rt_round_leave(struct rt_core_round *r, uint64_t generation, enum rt_round_side side)
 {
+    /* model: round_gate.pml, rt_round_leave (the deadline) */
     uint64_t expected = tag(generation, arrived(side));
     /* acq_rel: pairs with the partner's swap in rt_round_arrive */
     if (atomic_compare_exchange_strong_explicit(&r->word, &expected, tag(generation, left(side)),

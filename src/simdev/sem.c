@@ -132,6 +132,8 @@ static bool ticket_granted(void *arg)
            atomic_load_explicit(&w->sem->generation, memory_order_acquire) != w->generation;
 }
 
+/* model: round_gate.pml, AcquireGate (the ticket and the wait for
+ * `granted`) and ReleaseGate (granted++) */
 int sd_sem_run(struct sd_device *dev, const struct sd_op *op)
 {
     struct sd_sem *s = live_slot(dev, op->u.sem);
