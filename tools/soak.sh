@@ -9,7 +9,9 @@
 #             simpler.h), test_kernel_mode (kernel-mode launches, several
 #             threads and streams at once), test_launch_chain (a stream chain
 #             captured and replayed), test_error_chain (errors carried along
-#             streams and events)
+#             streams and events), test_kernel_capture (kernel-mode graphs
+#             replayed on several streams at once, closed under replays),
+#             test_sem (the round gate's semaphore)
 #   faults    test_program_faults, test_runtime_faults, test_host_faults,
 #             test_fault (every device op and host allocation failed in turn),
 #             test_chain_breaks (every op of a run's launch chain failed as it
@@ -42,8 +44,8 @@ set -uo pipefail
 export LC_ALL=C # a decimal point in $EPOCHREALTIME and awk
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-tests=(test_program_mode test_program_elf test_kernel_mode test_launch_chain test_error_chain
-       test_program_faults test_runtime_faults test_host_faults test_fault test_chain_breaks
+tests=(test_program_mode test_program_elf test_kernel_mode test_kernel_capture test_sem
+       test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults test_fault test_chain_breaks
        test_program_stranded test_program_review)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
