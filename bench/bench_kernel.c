@@ -24,13 +24,22 @@
  *             callable over device tensors (no staging on either side),
  *             per task; rounds of the two modes alternate, and the ratio
  *             kernel / program is taken per repetition.
+ *   replay    one launch of a one-task, a 100-task and a 1000-task operator
+ *             (independent tasks) captured into a graph on the framework's
+ *             stream and replayed: wall time per round of REPLAY_BATCH
+ *             replays enqueued then one sync, against REPLAY_BATCH eager
+ *             launches of the same operator the same way (batches of the
+ *             two alternate) and simpler_run of it in program mode; the
+ *             ratio replay / eager per repetition, and per task for the
+ *             N-task operators.
  *
  * Per-task figures are whole rounds divided by TASKS: each mode's fixed
  * cost per round (see latency) is in them, amortised over the tasks.
  *
  * The issue's goals are printed beside the figures (enqueue <= 2 us of host
  * CPU, one-task launch-to-sync <= 20 us, per-task within 10% of program
- * mode), each said met or not met as measured. Nothing here is tuned to
+ * mode; a one-task replay cheaper than its eager launch, per task inside a
+ * replay no worse than eager), each said met or not met as measured. Nothing here is tuned to
  * meet them.
  *
  * Devices: kernel mode on device 0, which the benchmark owns as a framework
@@ -75,6 +84,7 @@
 #define MAX_REPS 7
 _Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repetition");
 #define TASKS 1000      /* per-task section: tasks per round */
+#define SMALL_TASKS 100 /* replay section: the smaller N-task operator */
 #define SLICE_ELEMS 4   /* independent: u32 elements per task */
 #define ONE_ELEMS 256   /* the one-task operator's tensor: 1 KiB of u32 */
 #define BATCH 32        /* enqueue: launches per timed batch */
@@ -86,6 +96,10 @@ _Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repeti
 #define GOAL_ENQUEUE_NS 2000.0
 #define GOAL_LATENCY_NS 20000.0
 #define GOAL_PER_TASK_RATIO 1.10
+#define REPLAY_BATCH 16   /* replay section: rounds enqueued before one sync */
+#define REPLAY_BATCHES 12 /* per repetition and kind, before --quick */
+#define GOAL_REPLAY_ONE_RATIO 1.00  /* a one-task replay costs less than its eager launch */
+#define GOAL_REPLAY_TASK_RATIO 1.05 /* per task inside a replay: no worse than eager (5% noise) */
 
 static int g_quick;
 static double g_load_at_start;
@@ -148,15 +162,26 @@ void bench_km_orch_one(struct simpler_orch *rt, const struct simpler_orch_args *
     submit_inc(rt, &args->tensors[0]);
 }
 
-/* TASKS independent tasks, each x[slice] += 1. */
-void bench_km_orch_independent(struct simpler_orch *rt, const struct simpler_orch_args *args)
+/* `count` independent tasks, each x[slice] += 1. */
+static void submit_slices(struct simpler_orch *rt, const struct simpler_tensor *x, uint64_t count)
 {
     struct simpler_tensor slice;
-    for (uint64_t k = 0; k < TASKS; k++) {
-        simpler_tensor_slice(&slice, &args->tensors[0], 0, k * SLICE_ELEMS,
-                             (k + 1) * SLICE_ELEMS, 1);
+    for (uint64_t k = 0; k < count; k++) {
+        simpler_tensor_slice(&slice, x, 0, k * SLICE_ELEMS, (k + 1) * SLICE_ELEMS, 1);
         submit_inc(rt, &slice);
     }
+}
+
+/* TASKS independent tasks. */
+void bench_km_orch_independent(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    submit_slices(rt, &args->tensors[0], TASKS);
+}
+
+/* SMALL_TASKS independent tasks (the replay section's N = 100). */
+void bench_km_orch_independent_small(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    submit_slices(rt, &args->tensors[0], SMALL_TASKS);
 }
 
 /* TASKS chained tasks, each x += 1 on the whole (small) tensor. */
@@ -188,6 +213,8 @@ static struct op g_ops[] = {
     {"independent", "bench_km_orch_independent", (uint64_t)TASKS * SLICE_ELEMS, 1, -1, 2,
      NULL, NULL, 0, 0, {0}, {0}},
     {"chained", "bench_km_orch_chain", 4, TASKS, -1, 3, NULL, NULL, 0, 0, {0}, {0}},
+    {"independent-100", "bench_km_orch_independent_small", (uint64_t)SMALL_TASKS * SLICE_ELEMS, 1,
+     -1, 4, NULL, NULL, 0, 0, {0}, {0}},
 };
 #define OP_COUNT (sizeof g_ops / sizeof g_ops[0])
 
@@ -510,6 +537,83 @@ static void measure_per_task(struct op *op, struct per_task_result *out)
     fflush(stdout);
 }
 
+/* A captured operator, replayed against eager launches of the same and
+ * program-mode runs of the same. Figures are wall ns per round. */
+struct replay_result {
+    const struct op *op;
+    uint32_t tasks, batches; /* tasks per round; batches per repetition and kind */
+    struct bench_stats replay_ns, eager_ns, program_ns, ratio; /* ratio: replay / eager */
+};
+
+static struct replay_result g_replay[3];
+
+/* Wall ns per round of REPLAY_BATCH rounds of `op` enqueued on the
+ * framework's stream, then one sync: replays of `exec`, or eager launches
+ * when exec is NULL. */
+static double kernel_batch_ns(struct op *op, simdev_graph_exec_t exec)
+{
+    uint64_t t0 = now_ns();
+    for (uint32_t i = 0; i < REPLAY_BATCH; i++) {
+        if (exec) {
+            CHECK(simdev_graph_launch(exec, g_stream));
+            op->kernel_rounds++;
+        } else {
+            kernel_launch(op);
+        }
+    }
+    kernel_sync();
+    return (double)(now_ns() - t0) / REPLAY_BATCH;
+}
+
+static void measure_replay(struct op *op, uint32_t tasks, struct replay_result *out)
+{
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    const struct simpler_args args = {1, 0, &op->kernel_t, NULL};
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec;
+    CHECK(simdev_stream_begin_capture(g_stream));
+    CHECK(simpler_kernel_mode_launch(g_kernel_ctx, op->kernel_id, &args, g_stream));
+    CHECK(simdev_stream_end_capture(g_stream, &graph));
+    CHECK(simdev_graph_instantiate(&exec, graph));
+    const uint32_t batches = scaled(REPLAY_BATCHES);
+    double replay[REPLAY_BATCHES], eager[REPLAY_BATCHES], program[REPLAY_BATCH];
+    double replay_rep[MAX_REPS], eager_rep[MAX_REPS], program_rep[MAX_REPS], ratio[MAX_REPS];
+    kernel_batch_ns(op, exec); /* warm-up */
+    kernel_batch_ns(op, NULL);
+    program_rounds_timed(op, program, 2);
+    for (uint32_t rep = 0; rep < reps(); rep++) {
+        for (uint32_t b = 0; b < batches; b++) {
+            /* Alternate which kind goes first, so neither always follows
+             * the other's tail. */
+            int replay_first = (rep + b) % 2 == 0;
+            if (replay_first)
+                replay[b] = kernel_batch_ns(op, exec);
+            eager[b] = kernel_batch_ns(op, NULL);
+            if (!replay_first)
+                replay[b] = kernel_batch_ns(op, exec);
+        }
+        kernel_check(op); /* every replay and launch ran exactly once, whole */
+        program_rounds_timed(op, program, REPLAY_BATCH);
+        replay_rep[rep] = bench_median_in_place(replay, batches);
+        eager_rep[rep] = bench_median_in_place(eager, batches);
+        program_rep[rep] = bench_median_in_place(program, REPLAY_BATCH);
+        ratio[rep] = replay_rep[rep] / eager_rep[rep];
+    }
+    CHECK(simdev_graph_exec_destroy(exec));
+    CHECK(simdev_graph_destroy(graph));
+    *out = (struct replay_result){op,
+                                  tasks,
+                                  batches,
+                                  bench_stats_of(replay_rep, reps()),
+                                  bench_stats_of(eager_rep, reps()),
+                                  bench_stats_of(program_rep, reps()),
+                                  bench_stats_of(ratio, reps())};
+    printf("  replay, %s: %.0f ns per replay, eager %.0f ns, program %.0f ns, ratio %.3f\n",
+           op->name, out->replay_ns.median, out->eager_ns.median, out->program_ns.median,
+           out->ratio.median);
+    fflush(stdout);
+}
+
 /* ===================================================================== output */
 
 static const char *met(int ok)
@@ -530,6 +634,23 @@ static int latency_met(void)
 static int per_task_met(const struct per_task_result *r)
 {
     return r->ratio.median <= GOAL_PER_TASK_RATIO;
+}
+
+static double replay_goal(const struct replay_result *r)
+{
+    return r->tasks == 1 ? GOAL_REPLAY_ONE_RATIO : GOAL_REPLAY_TASK_RATIO;
+}
+
+static int replay_met(const struct replay_result *r)
+{
+    return r->tasks == 1 ? r->ratio.median < GOAL_REPLAY_ONE_RATIO
+                         : r->ratio.median <= GOAL_REPLAY_TASK_RATIO;
+}
+
+/* A figure per round scaled to per task. */
+static struct bench_stats per_task_of(struct bench_stats v, uint32_t tasks)
+{
+    return (struct bench_stats){v.median / tasks, v.min / tasks, v.max / tasks};
 }
 
 /* One row: the figure, its median (min-max) in `unit`, and the goal with
@@ -567,6 +688,22 @@ static void print_figures(void)
         print_row("                 program", r->program_ns, 0, "ns", NULL, 0);
         print_row("                 kernel / program", r->ratio, 3, "", "<= 1.10 (within 10%)",
                   per_task_met(r));
+    }
+    for (size_t i = 0; i < 3; i++) {
+        const struct replay_result *r = &g_replay[i];
+        char figure[64];
+        snprintf(figure, sizeof figure, "replay, %s: per round", r->op->name);
+        print_row(figure, r->replay_ns, 0, "ns", NULL, 0);
+        print_row("  eager launch, per round", r->eager_ns, 0, "ns", NULL, 0);
+        print_row("  program simpler_run, per round", r->program_ns, 0, "ns", NULL, 0);
+        if (r->tasks > 1) {
+            print_row("  per task: replay", per_task_of(r->replay_ns, r->tasks), 0, "ns", NULL, 0);
+            print_row("            eager", per_task_of(r->eager_ns, r->tasks), 0, "ns", NULL, 0);
+            print_row("            program", per_task_of(r->program_ns, r->tasks), 0, "ns", NULL,
+                      0);
+        }
+        print_row("  replay / eager", r->ratio, 3, "",
+                  r->tasks == 1 ? "< 1.00 (cheaper)" : "<= 1.05 (no worse)", replay_met(r));
     }
 }
 
@@ -609,6 +746,23 @@ static int write_json(const char *path, double seconds)
         bench_json_stats(f, "ratio_kernel_to_program", r->ratio, 3);
         fprintf(f, ", \"goal_ratio\": %.2f, \"met\": %s}%s\n", GOAL_PER_TASK_RATIO,
                 per_task_met(r) ? "true" : "false", i + 1 < 2 ? "," : "");
+    }
+    fprintf(f, "  ],\n  \"replay\": [\n");
+    for (size_t i = 0; i < 3; i++) {
+        const struct replay_result *r = &g_replay[i];
+        fprintf(f, "    {\"operator\": ");
+        bench_json_string(f, r->op->name);
+        fprintf(f, ", \"tasks\": %u, \"rounds_per_batch\": %d, \"batches_per_rep\": %u, ",
+                r->tasks, REPLAY_BATCH, r->batches);
+        bench_json_stats(f, "replay_ns_per_round", r->replay_ns, 1);
+        fprintf(f, ", ");
+        bench_json_stats(f, "eager_ns_per_round", r->eager_ns, 1);
+        fprintf(f, ", ");
+        bench_json_stats(f, "program_ns_per_round", r->program_ns, 1);
+        fprintf(f, ", ");
+        bench_json_stats(f, "ratio_replay_to_eager", r->ratio, 3);
+        fprintf(f, ", \"goal_ratio\": %.2f, \"met\": %s}%s\n", replay_goal(r),
+                replay_met(r) ? "true" : "false", i + 1 < 3 ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
     return fclose(f) == 0 ? 0 : -1;
@@ -667,6 +821,9 @@ int main(int argc, char **argv)
     measure_latency();
     measure_per_task(&g_ops[1], &g_per_task[0]);
     measure_per_task(&g_ops[2], &g_per_task[1]);
+    measure_replay(&g_ops[0], 1, &g_replay[0]);
+    measure_replay(&g_ops[3], SMALL_TASKS, &g_replay[1]);
+    measure_replay(&g_ops[1], TASKS, &g_replay[2]);
     /* Host-wide busy time less this process's own: how much the other
      * processes took from the 2 CPUs the device threads share. */
     g_others_pct = bench_others_cpu_pct((double)(now_ns() - measured_from), busy0,

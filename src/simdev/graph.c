@@ -3,8 +3,9 @@
  *
  * Owns: graphs (the nodes a capture recorded), executable graphs
  * (instantiated copies with one lane per captured stream) and replay. A
- * replay runs lane 0 on the launching stream's executor and every other lane
- * on a helper thread the executable graph owns, so branches captured on
+ * replay runs the first lane that has nodes on the launching stream's
+ * executor and every other lane with nodes on a helper thread the
+ * executable graph owns, so branches captured on
  * different streams run concurrently, as they did eagerly; a node starts
  * when the nodes it depends on (its lane predecessor and its cross-lane
  * edges) have finished in this replay.
@@ -39,6 +40,7 @@ struct simdev_graph_exec {
     int *node_status;            /* written before node_done_gen is released */
     struct sd_waitword progress; /* bumped whenever a node or lane finishes */
     struct lane_helper *helpers; /* lanes 1..lane_count-1 */
+    uint32_t first_lane;         /* the first lane with nodes: run by the launching executor */
     _Atomic int stopping;
 };
 
@@ -215,14 +217,22 @@ int sd_graph_exec_run(struct simdev_graph_exec *exec)
 {
     pthread_mutex_lock(&exec->replay_lock);
     uint64_t gen = ++exec->gen;
-    for (uint32_t lane = 1; lane < exec->lane_count; lane++) {
+    /* A lane without nodes needs no thread, and the launching executor runs
+     * the first lane that has some: a replay wakes and waits for one helper
+     * fewer when the launching stream's own lane is empty (as when a
+     * runtime's streams did all the captured work). */
+    for (uint32_t lane = exec->first_lane + 1; lane < exec->lane_count; lane++) {
+        if (!exec->lane_length[lane])
+            continue;
         struct lane_helper *h = &exec->helpers[lane - 1];
         /* release: pairs with the acquire in helper_has_work */
         atomic_store_explicit(&h->start_gen, gen, memory_order_release);
         sd_wake(&h->wake);
     }
-    run_lane(exec, 0, gen);
-    for (uint32_t lane = 1; lane < exec->lane_count; lane++) {
+    run_lane(exec, exec->first_lane, gen);
+    for (uint32_t lane = exec->first_lane + 1; lane < exec->lane_count; lane++) {
+        if (!exec->lane_length[lane])
+            continue;
         struct helper_wait w = {.helper = &exec->helpers[lane - 1], .gen = gen};
         sd_wait(&exec->progress, helper_finished, &w, exec->dev->config.spin_ns, 0, NULL);
     }
@@ -271,6 +281,9 @@ static int exec_build_lanes(struct simdev_graph_exec *exec)
         uint32_t lane = exec->nodes[i].lane;
         exec->lane_nodes[lane][exec->lane_length[lane]++] = i;
     }
+    exec->first_lane = 0;
+    while (exec->first_lane + 1 < exec->lane_count && !exec->lane_length[exec->first_lane])
+        exec->first_lane++;
     return 0;
 }
 
