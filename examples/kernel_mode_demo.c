@@ -162,24 +162,37 @@ static uint64_t f32_bits(float f)
 }
 
 /* Writes fresh inputs into the device x (the framework's copy: simpler
- * never stages in kernel mode; small integers, different every round),
- * launches one round on `stream` and returns its status from the stream's
- * sync. When `fail` is 0 the round must compute y = x * mul + add and
- * acc += y: the expectations move on. */
-static int round_run(struct simpler_context *ctx, int32_t id, struct tensors *t,
-                     simdev_stream_t stream, int round, float mul, float add, uint64_t fail)
+ * never stages in kernel mode; small integers, different every round). */
+static void inputs_fresh(struct tensors *t, int round)
 {
     for (int i = 0; i < N; i++)
         t->x_host[i] = (float)(i % 101 + 1000 * round);
     CHECK(simdev_memcpy(t->x, t->x_host, sizeof t->x_host, SIMDEV_COPY_HOST_TO_DEVICE));
+}
+
+/* A round that computed y = x * mul + add and acc += y: the expectations
+ * move on. */
+static void expect_round(struct tensors *t, float mul, float add)
+{
+    for (int i = 0; i < N; i++) {
+        t->y_expect[i] = t->x_host[i] * mul + add;
+        t->acc_expect[i] += t->y_expect[i];
+    }
+}
+
+/* Fresh inputs, one launched round on `stream`, and its status from the
+ * stream's sync. When `fail` is 0 the round must compute y = x * mul + add
+ * and acc += y. */
+static int round_run(struct simpler_context *ctx, int32_t id, struct tensors *t,
+                     simdev_stream_t stream, int round, float mul, float add, uint64_t fail)
+{
+    inputs_fresh(t, round);
     const uint64_t scalars[SCALARS] = {f32_bits(mul), f32_bits(add), fail};
     const struct simpler_args args = {3, SCALARS, t->desc, scalars};
     CHECK(simpler_kernel_mode_launch(ctx, id, &args, stream));
     int rc = simdev_stream_sync(stream);
-    for (int i = 0; i < N && !fail; i++) {
-        t->y_expect[i] = t->x_host[i] * mul + add;
-        t->acc_expect[i] += t->y_expect[i];
-    }
+    if (!fail)
+        expect_round(t, mul, add);
     return rc;
 }
 
@@ -269,7 +282,31 @@ int main(void)
              ROUNDS + 2, rc);
     verdict(what, rc ? N : wrong_elements(t));
 
-    /* 5. Close: the context lets go of everything it committed; the
+    /* 5. A framework's graph: one launch captured on the stream, then
+     * replayed with fresh inputs in the same tensors. A replay reruns the
+     * frozen launch (its packet, its scalars) with no host work of
+     * simpler's, against whatever the tensors hold when it runs. */
+    const uint64_t frozen[SCALARS] = {f32_bits(4.0f), f32_bits(0.5f), 0};
+    const struct simpler_args captured = {3, SCALARS, t->desc, frozen};
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec;
+    CHECK(simdev_stream_begin_capture(stream));
+    CHECK(simpler_kernel_mode_launch(ctx, id, &captured, stream));
+    CHECK(simdev_stream_end_capture(stream, &graph));
+    CHECK(simdev_graph_instantiate(&exec, graph));
+    for (int replay = 1; replay <= 3; replay++) {
+        inputs_fresh(t, ROUNDS + 2 + replay);
+        CHECK(simdev_graph_launch(exec, stream));
+        rc = simdev_stream_sync(stream);
+        expect_round(t, 4.0f, 0.5f);
+        snprintf(what, sizeof what, "replay %d of a captured launch: x fresh, sync %d; y = 4x + 0.5",
+                 replay, rc);
+        verdict(what, rc ? N : wrong_elements(t));
+    }
+    CHECK(simdev_graph_exec_destroy(exec));
+    CHECK(simdev_graph_destroy(graph));
+
+    /* 6. Close: the context lets go of everything it committed; the
      * framework's stream and tensors stay the framework's. */
     CHECK(simpler_finalize_device(ctx));
     committed = simpler_committed_device_memory(ctx);
