@@ -220,6 +220,24 @@ static void gate_counts(struct simpler_context *ctx, uint64_t *acquired, uint64_
     assert_int_equal(simdev_sem_counts(ctx->kernel.chain.gate, acquired, released), 0);
 }
 
+/* The opening of most tests: a context (opened by the caller), a stream
+ * and one set of pm buffers with x based at x_base. */
+static void opening(struct simpler_context **ctx, simdev_stream_t *s, struct km_bufs *b,
+                    struct simpler_context *opened, float x_base)
+{
+    *ctx = opened;
+    *s = ts_new_stream();
+    km_bufs_alloc(b, KM_N, x_base);
+}
+
+/* Their closing: the buffers, the stream, then the context. */
+static void closing(struct simpler_context *ctx, simdev_stream_t s, struct km_bufs *b)
+{
+    km_bufs_free(b);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -233,10 +251,10 @@ static int setup(void **state)
 static void test_warm_up_capture_and_replays_with_fresh_inputs_do_no_host_work(void **state)
 {
     (void)state;
-    struct simpler_context *ctx = km_open();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, KM_N, 0.0f);
+    opening(&ctx, &s, &b, km_open(), 0.0f);
     struct km_args a;
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
 
@@ -274,18 +292,16 @@ static void test_warm_up_capture_and_replays_with_fresh_inputs_do_no_host_work(v
     assert_int_equal(rel - rel0, REPLAYS); /* and gave it back */
 
     graph_free(exec, graph);
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    closing(ctx, s, &b);
 }
 
 static void test_cold_capture_with_a_callable_prepared_during_the_capture(void **state)
 {
     (void)state;
-    struct simpler_context *ctx = km_open_bare();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, KM_N, 3.0f);
+    opening(&ctx, &s, &b, km_open_bare(), 3.0f);
 
     assert_int_equal(simdev_stream_begin_capture(s), 0);
     /* First prepare of the context, from the capturing thread: its
@@ -313,9 +329,7 @@ static void test_cold_capture_with_a_callable_prepared_during_the_capture(void *
         assert_true(km_bufs_hold(&b, (float)r, 1.5f, 0.25f, 1.0f));
     }
     graph_free(exec, graph);
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    closing(ctx, s, &b);
 }
 
 /* ------------------------------------------------------- graph shapes */
@@ -350,9 +364,7 @@ static void test_two_callables_chained_and_a_diamond_in_one_graph(void **state)
     }
     graph_free(exec, graph);
     kc_bufs_free(&d);
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    closing(ctx, s, &b);
 }
 
 /* Captures one pm launch over b on s. */
@@ -609,18 +621,16 @@ static void test_a_device_error_in_a_replay_reaches_its_sync_and_the_next_replay
     assert_int_equal(rel, 3);
     graph_free(exec, graph);
     kc_bufs_free(&d);
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    closing(ctx, s, &b);
 }
 
 static void test_a_replay_after_its_context_closed_is_refused_on_the_device(void **state)
 {
     (void)state;
-    struct simpler_context *ctx = km_open();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, KM_N, 0.0f);
+    opening(&ctx, &s, &b, km_open(), 0.0f);
     simdev_graph_t graph;
     simdev_graph_exec_t exec = capture_pm(ctx, s, &b, 2.0f, 0.5f, &graph);
     assert_int_equal(simdev_graph_launch(exec, s), 0);
@@ -658,10 +668,10 @@ static int whole_rounds(const struct km_bufs *b, float x_base, float mul, float 
 static void test_closing_while_replays_are_queued_ends_them_whole_or_refused(void **state)
 {
     (void)state;
-    struct simpler_context *ctx = km_open();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, KM_N, 0.0f);
+    opening(&ctx, &s, &b, km_open(), 0.0f);
     simdev_graph_t graph;
     simdev_graph_exec_t exec = capture_pm(ctx, s, &b, 1.0f, 0.5f, &graph);
     const int queued = 20;

@@ -69,8 +69,9 @@ void km_args_make(struct km_args *a, const struct km_bufs *b, float mul, float a
 
 /* Checks y == x * mul + add and acc == acc_base + y in every element;
  * false at the first wrong one. */
-bool km_bufs_hold_rounds(const struct km_bufs *b, float x_base, float mul, float add,
-                         uint32_t rounds)
+/* y == x * mul + add and acc == acc_base + acc_per_y * y in every element. */
+static bool bufs_check(const struct km_bufs *b, float x_base, float mul, float add,
+                       float acc_base, float acc_per_y)
 {
     uint64_t n = b->n;
     float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
@@ -80,30 +81,22 @@ bool km_bufs_hold_rounds(const struct km_bufs *b, float x_base, float mul, float
     bool ok = true;
     for (uint64_t i = 0; i < n && ok; i++) {
         float want = ((float)(i % 97) * 0.5f + x_base) * mul + add;
-        ok = y[i] == want && acc[i] == 1.0f + (float)rounds * want;
+        ok = y[i] == want && acc[i] == acc_base + acc_per_y * want;
     }
     free(y);
     free(acc);
     return ok;
 }
 
+bool km_bufs_hold_rounds(const struct km_bufs *b, float x_base, float mul, float add,
+                         uint32_t rounds)
+{
+    return bufs_check(b, x_base, mul, add, 1.0f, (float)rounds);
+}
+
 bool km_bufs_hold(const struct km_bufs *b, float x_base, float mul, float add, float acc_base)
 {
-    /* acc_base is 1 (one round on fresh buffers) or 1 + y (a second round
-     * with the same inputs): both are whole rounds. */
-    uint64_t n = b->n;
-    float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
-    assert_int_equal(simdev_memcpy(y, b->y, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST), 0);
-    assert_int_equal(simdev_memcpy(acc, b->acc, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST),
-                     0);
-    bool ok = true;
-    for (uint64_t i = 0; i < n && ok; i++) {
-        float want = ((float)(i % 97) * 0.5f + x_base) * mul + add;
-        ok = y[i] == want && acc[i] == acc_base + want;
-    }
-    free(y);
-    free(acc);
-    return ok;
+    return bufs_check(b, x_base, mul, add, acc_base, 1.0f);
 }
 
 /* y exact (x = i % 97 * 0.5), and acc 1 + y in every element or 1 + 2y in
