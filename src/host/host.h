@@ -106,6 +106,8 @@ struct sp_kernel {
      * from another thread during a capture stays eager. */
     simdev_stream_t capture_aicpu, capture_aicore;
     bool gate_held; /* finalize took the round gate (and has not destroyed it yet) */
+    bool gate_lost; /* a round kept the gate's unit for good: poisoned, close does not take it */
+    const struct rt_kernel_launch_ops *launch_ops; /* rt_kernel_simdev_ops; tests may swap it */
     struct rt_run_result *result;      /* device: the round's result block */
     struct simpler_orch_args *args;    /* device: the round's decoded arguments */
     struct rt_kernel_binding *binding; /* device: what the device may follow */
@@ -208,6 +210,10 @@ int sp_kernel_finalize(struct simpler_context *ctx);
 /* ------------------------------------------------------------ for tests */
 
 /* Host-side preparation work of a kernel context so far. */
+/* Test-only: the device operations the context's launches use (NULL: the
+ * simdev ones), for failures the fault injector cannot arm. */
+void sp_test_kernel_set_launch_ops(struct simpler_context *ctx,
+                                   const struct rt_kernel_launch_ops *ops);
 void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,
                              uint64_t *callables_resolved);
 

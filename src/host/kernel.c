@@ -59,7 +59,7 @@ static int kernel_ready(struct simpler_context *ctx, bool launch)
     if (rc)
         return rc;
     if (sp_phase_current(&ctx->kernel.phase) == SP_PHASE_POISONED)
-        return sp_phase_runtime_error(&ctx->kernel.phase); /* the device was lost */
+        return sp_phase_runtime_error(&ctx->kernel.phase); /* the device was lost, or a gate unit */
     if (launch ? !sp_phase_accepts_launch(&ctx->kernel.phase)
                : sp_phase_prepare_allowed(&ctx->kernel.phase) != 0)
         return PTO_RUNTIME_ERR_INVALID_STATE;
@@ -110,7 +110,7 @@ static int kernel_release(struct simpler_context *ctx)
      * later acquire fail, so no round of this context runs after this point
      * and a replay after close follows nothing the context owned.
      * model: round_gate.pml, Close */
-    if (k->chain.gate && !lost && !k->gate_held) {
+    if (k->chain.gate && !lost && !k->gate_held && !k->gate_lost) {
         if ((rc = simdev_stream_sem_acquire(ctx->control, k->chain.gate)))
             return rc;
         k->gate_held = true; /* once it executes: a sem op runs whatever the stream carries */
@@ -464,13 +464,29 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
         }
         k->packets_encoded++;
         k->next_round = fresh_generation();
-        rc = rt_kernel_launch(&rt_kernel_simdev_ops, &chain, caller_stream, &target, &config,
-                              k->next_round, packet, packet_bytes);
+        bool gate_lost = false;
+        rc = rt_kernel_launch(k->launch_ops ? k->launch_ops : &rt_kernel_simdev_ops, &chain,
+                              caller_stream, &target, &config, k->next_round, packet,
+                              packet_bytes, &gate_lost);
         if (!rc)
             sp_phase_launch_enqueued(&k->phase);
+        if (gate_lost) {
+            /* No later round could ever start: refuse them now, and close
+             * without waiting for a unit that never comes back. */
+            k->gate_lost = true;
+            sp_phase_poison(&k->phase, rc);
+        }
     }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
+}
+
+void sp_test_kernel_set_launch_ops(struct simpler_context *ctx,
+                                   const struct rt_kernel_launch_ops *ops)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ctx->kernel.launch_ops = ops;
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,

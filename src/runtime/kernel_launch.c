@@ -28,8 +28,10 @@ const struct rt_kernel_launch_ops rt_kernel_simdev_ops = {
 int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_target *target,
                      const struct rt_config *config, uint64_t round_generation,
-                     const void *packet, size_t packet_bytes)
+                     const void *packet, size_t packet_bytes, bool *gate_lost)
 {
+    if (gate_lost)
+        *gate_lost = false;
     if (!ops || !chain || !caller || !target || !config || !packet ||
         packet_bytes > SIMDEV_MAX_LAUNCH_ARGS - sizeof(struct rt_kernel_envelope))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
@@ -119,8 +121,11 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
             if (!rc)
                 break;
         }
-        if (rc)
+        if (rc) {
+            if (step == 2 && gate_lost)
+                *gate_lost = true; /* the unit stays with this round for good */
             return rc; /* the round runs; what follows it on `caller` is not ordered after it */
+        }
     }
     return 0;
 
@@ -138,9 +143,11 @@ refuse:
         /* model: round_gate.pml, ReleaseGate (refused round). Retried as a
          * committed step is: a unit never given back would hold every later
          * round of the context, eager or replayed, at its acquire. */
-        for (int attempt = 0; u.gate && attempt < COMMIT_TRIES; attempt++)
-            if (ops->gate_release(chain->aicpu, chain->gate) == 0)
-                break;
+        bool released = !u.gate;
+        for (int attempt = 0; !released && attempt < COMMIT_TRIES; attempt++)
+            released = ops->gate_release(chain->aicpu, chain->gate) == 0;
+        if (!released && gate_lost)
+            *gate_lost = true;
         ops->record_handoff(chain->aicpu_done, chain->aicpu);
     }
     return rc;

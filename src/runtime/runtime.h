@@ -284,10 +284,14 @@ struct rt_kernel_chain {
  * Once the program is enqueued the rest of the chain is retried until it
  * is enqueued (a few attempts): 0, or, if that still fails, its code — the
  * round then runs but work after it on `caller` is not ordered after it.
+ * *gate_lost (may be NULL) is set when the round's gate release could not
+ * be enqueued at all: the unit is never given back, so the caller must
+ * accept no further round on the chain and close it without taking the
+ * gate (destroying it ends every acquire waiting for it).
  */
 int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_target *target,
                      const struct rt_config *config, uint64_t round_generation,
-                     const void *packet, size_t packet_bytes);
+                     const void *packet, size_t packet_bytes, bool *gate_lost);
 
 #endif /* SIMPLER_RUNTIME_RUNTIME_H */

@@ -695,6 +695,55 @@ static void test_closing_while_replays_are_queued_ends_them_whole_or_refused(voi
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
+static int failing_release(simdev_stream_t stream, simdev_sem_t gate)
+{
+    (void)stream;
+    (void)gate;
+    return -977;
+}
+
+static void test_a_gate_unit_never_given_back_poisons_and_close_ends_waiting_replays(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx;
+    simdev_stream_t s;
+    struct km_bufs b;
+    opening(&ctx, &s, &b, km_open(), 0.0f);
+    simdev_stream_t rs = ts_new_stream();
+    struct km_bufs rb;
+    km_bufs_alloc(&rb, KM_N, 1.0f);
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec = capture_pm(ctx, rs, &rb, 2.0f, 0.5f, &graph);
+
+    /* Every attempt to enqueue the round's release fails (the host out of
+     * memory for good): the round runs, and keeps the unit for good. */
+    struct rt_kernel_launch_ops ops = rt_kernel_simdev_ops;
+    ops.gate_release = failing_release;
+    sp_test_kernel_set_launch_ops(ctx, &ops);
+    struct km_args a;
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    a.s[3] = PM_FLAG_GATE; /* its first task waits at pm_gate: the round holds the unit */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), -977);
+    sp_test_kernel_set_launch_ops(ctx, NULL);
+    ts_gate_wait_arrivals(&pm_gate, 1);
+    /* Poisoned: every later launch returns the cause (0: a launch accepted
+     * behind a unit that never comes back). */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), -977);
+    /* A replay's acquire now waits; its owner is the close. */
+    assert_int_equal(simdev_graph_launch(exec, rs), 0);
+    ts_gate_open(&pm_gate); /* the round ends, keeping the unit */
+    km_close(ctx); /* hangs: close waited for the lost unit */
+    assert_int_equal(simdev_stream_sync(rs), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_true(km_bufs_untouched(&rb));
+    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f)); /* the round itself ran whole */
+    graph_free(exec, graph);
+    km_bufs_free(&rb);
+    km_bufs_free(&b);
+    assert_int_equal(simdev_stream_destroy(rs), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 /* ------------------------------------------------- forbidden in capture */
 
 enum forbidden { SYNC_COPY, SYNCHRONIZE, ALLOCATION };
@@ -762,6 +811,8 @@ int main(void)
         cmocka_unit_test(test_a_device_error_in_a_replay_reaches_its_sync_and_the_next_replay_works),
         cmocka_unit_test(test_a_replay_after_its_context_closed_is_refused_on_the_device),
         cmocka_unit_test(test_closing_while_replays_are_queued_ends_them_whole_or_refused),
+        cmocka_unit_test_teardown(
+            test_a_gate_unit_never_given_back_poisons_and_close_ends_waiting_replays, pm_teardown),
         cmocka_unit_test(test_forbidden_calls_amid_captured_launches_fail_and_fail_the_capture),
     };
     return cmocka_run_group_tests(tests, setup, ts_device_teardown);

@@ -254,7 +254,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                      0);
     struct rt_kernel_target bogus = {stale, (void *)(uintptr_t)0x10, 1 << 20, k->schedulers};
     assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &bogus, &config,
-                                      ++k->next_round, packet, bytes),
+                                      ++k->next_round, packet, bytes, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
 
@@ -264,7 +264,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                      0);
     struct rt_kernel_target live = {k->generation, ctx->arena, ctx->arena_bytes, k->schedulers};
     assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &live, &config,
-                                      ++k->next_round, packet, bytes),
+                                      ++k->next_round, packet, bytes, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
 
@@ -273,7 +273,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                                       ctx->callables[0]->slot_generation, &a.args, &bytes),
                      0);
     assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &live, &config,
-                                      ++k->next_round, packet, bytes - 8),
+                                      ++k->next_round, packet, bytes - 8, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_BAD_PACKET);
     assert_true(km_bufs_untouched(&b)); /* no refused round ran a task */
