@@ -243,7 +243,6 @@ struct sd_device {
         _Atomic uint64_t next_ticket; /* acquires that executed */
         _Atomic uint64_t granted;     /* tickets below this hold a unit */
         _Atomic uint64_t acquired, released;
-        uint32_t units;
         _Alignas(SD_CACHELINE) struct sd_waitword word;
     } sems[SIMDEV_MAX_SEMS];
 

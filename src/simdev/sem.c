@@ -58,7 +58,6 @@ int simdev_sem_create(simdev_sem_t *out, uint32_t units)
     atomic_store_explicit(&s->granted, units, memory_order_relaxed);
     atomic_store_explicit(&s->acquired, 0, memory_order_relaxed);
     atomic_store_explicit(&s->released, 0, memory_order_relaxed);
-    s->units = units;
     atomic_store_explicit(&s->generation, gen, memory_order_release);
     atomic_store_explicit(&s->live, true, memory_order_release);
     pthread_mutex_unlock(&dev->lock);
