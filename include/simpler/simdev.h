@@ -305,8 +305,13 @@ int simdev_sem_destroy(simdev_sem_t sem);
 int simdev_stream_sem_acquire(simdev_stream_t stream, simdev_sem_t sem);
 /* Enqueues "give one unit back". */
 int simdev_stream_sem_release(simdev_stream_t stream, simdev_sem_t sem);
-/* Acquires that were granted and releases that executed, since creation. */
-int simdev_sem_counts(simdev_sem_t sem, uint64_t *acquired, uint64_t *released);
+/* What a live semaphore has done since its creation. */
+struct simdev_sem_info {
+    uint64_t tickets;  /* acquires that executed (granted or waiting), mod 2^32 */
+    uint64_t acquired; /* acquires granted */
+    uint64_t released; /* releases executed */
+};
+int simdev_sem_info(simdev_sem_t sem, struct simdev_sem_info *out);
 
 /* ------------------------------------------------------ capture and graphs */
 

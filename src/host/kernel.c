@@ -470,7 +470,10 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
                               packet_bytes, &gate_lost);
         if (!rc)
             sp_phase_launch_enqueued(&k->phase);
-        if (gate_lost) {
+        /* A captured chain that failed to record loses no unit (nothing
+         * of it runs, and the capture cannot end joined without it); an
+         * eager one that did keeps the unit for good. */
+        if (gate_lost && !capturing) {
             /* No later round could ever start: refuse them now, and close
              * without waiting for a unit that never comes back. */
             k->gate_lost = true;

@@ -122,8 +122,11 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
                 break;
         }
         if (rc) {
-            if (step == 2 && gate_lost)
-                *gate_lost = true; /* the unit stays with this round for good */
+            /* Up to the release, a step that is never enqueued means the
+             * release is not either (it must come after it): the unit
+             * stays with this round for good. */
+            if (step <= 2 && gate_lost)
+                *gate_lost = true;
             return rc; /* the round runs; what follows it on `caller` is not ordered after it */
         }
     }
@@ -143,8 +146,12 @@ refuse:
         /* model: round_gate.pml, ReleaseGate (refused round). Retried as a
          * committed step is: a unit never given back would hold every later
          * round of the context, eager or replayed, at its acquire. */
+        /* A core loop that was enqueued without its aicore_done record
+         * cannot be waited for here: a release now could let the next
+         * round begin under it, so the unit is kept for good instead. */
         bool released = !u.gate;
-        for (int attempt = 0; !released && attempt < COMMIT_TRIES; attempt++)
+        bool may_release = !u.core || u.aicore_done;
+        for (int attempt = 0; !released && may_release && attempt < COMMIT_TRIES; attempt++)
             released = ops->gate_release(chain->aicpu, chain->gate) == 0;
         if (!released && gate_lost)
             *gate_lost = true;

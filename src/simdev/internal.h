@@ -235,14 +235,15 @@ struct sd_device {
      * returned from sd_wake. */
     _Alignas(SD_CACHELINE) struct sd_waitword launch_done;
 
-    /* Semaphores (sem.c). `live` and the generation change under lock; the
-     * counters are atomic, read by ops without it. */
+    /* Semaphores (sem.c). `live` changes under lock; ops use the two
+     * counter words only, each of which carries the slot's generation in
+     * its top 32 bits, so an op checks its handle and moves a counter in
+     * one compare-and-swap and never touches a later semaphore's counters. */
     struct sd_sem {
-        _Atomic uint32_t generation; /* of the semaphore in the slot; bumped by destroy */
-        _Atomic bool live;
-        _Atomic uint64_t next_ticket; /* acquires that executed */
-        _Atomic uint64_t granted;     /* tickets below this hold a unit */
-        _Atomic uint64_t acquired, released;
+        bool live;                /* guarded by dev->lock */
+        _Atomic uint64_t tickets; /* generation << 32 | acquires executed (mod 2^32) */
+        _Atomic uint64_t granted; /* generation << 32 | tickets below this hold a unit */
+        _Atomic uint64_t acquired, released; /* since creation, for tests */
         _Alignas(SD_CACHELINE) struct sd_waitword word;
     } sems[SIMDEV_MAX_SEMS];
 

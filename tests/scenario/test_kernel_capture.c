@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "km_support.h"
+#include "runtime/rt.h"
 #include "simpler/kernel.h"
 
 #define REPLAYS 100
@@ -217,7 +218,10 @@ static void counters(struct simpler_context *ctx, uint64_t *packets, uint64_t *r
  * every round held it alone). */
 static void gate_counts(struct simpler_context *ctx, uint64_t *acquired, uint64_t *released)
 {
-    assert_int_equal(simdev_sem_counts(ctx->kernel.chain.gate, acquired, released), 0);
+    struct simdev_sem_info info;
+    assert_int_equal(simdev_sem_info(ctx->kernel.chain.gate, &info), 0);
+    *acquired = info.acquired;
+    *released = info.released;
 }
 
 /* The opening of most tests: a context (opened by the caller), a stream
@@ -695,53 +699,116 @@ static void test_closing_while_replays_are_queued_ends_them_whole_or_refused(voi
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
-static int failing_release(simdev_stream_t stream, simdev_sem_t gate)
+/* A launch ops table that fails one op of the chain, every attempt, the
+ * host out of memory for good. */
+enum lost_step { FAIL_WAIT_CORE, FAIL_STATUS, FAIL_RELEASE };
+static enum lost_step g_lost_step;
+static simdev_event_t g_aicore_done;
+
+static int lossy_wait(simdev_stream_t stream, simdev_event_t event)
 {
-    (void)stream;
-    (void)gate;
-    return -977;
+    return g_lost_step == FAIL_WAIT_CORE && event == g_aicore_done
+               ? -977
+               : simdev_stream_wait_event(stream, event);
+}
+
+static int lossy_launch_aicpu(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t threads,
+                              const void *args, size_t bytes)
+{
+    return g_lost_step == FAIL_STATUS && fn == rt_kernel_status_fn
+               ? -977
+               : simdev_launch_aicpu(stream, fn, threads, args, bytes);
+}
+
+static int lossy_release(simdev_stream_t stream, simdev_sem_t gate)
+{
+    return g_lost_step == FAIL_RELEASE ? -977 : simdev_stream_sem_release(stream, gate);
+}
+
+static void use_lossy_ops(struct simpler_context *ctx, enum lost_step step,
+                          struct rt_kernel_launch_ops *ops)
+{
+    *ops = rt_kernel_simdev_ops;
+    ops->wait = lossy_wait;
+    ops->launch_aicpu = lossy_launch_aicpu;
+    ops->gate_release = lossy_release;
+    g_lost_step = step;
+    g_aicore_done = ctx->kernel.chain.aicore_done;
+    sp_test_kernel_set_launch_ops(ctx, ops);
 }
 
 static void test_a_gate_unit_never_given_back_poisons_and_close_ends_waiting_replays(void **state)
+{
+    (void)state;
+    /* Each committed step up to the release: if it is never enqueued, the
+     * release is not either. */
+    for (int step = FAIL_WAIT_CORE; step <= FAIL_RELEASE; step++) {
+        struct simpler_context *ctx;
+        simdev_stream_t s;
+        struct km_bufs b;
+        opening(&ctx, &s, &b, km_open(), 0.0f);
+        simdev_stream_t rs = ts_new_stream();
+        struct km_bufs rb;
+        km_bufs_alloc(&rb, KM_N, 1.0f);
+        simdev_graph_t graph;
+        simdev_graph_exec_t exec = capture_pm(ctx, rs, &rb, 2.0f, 0.5f, &graph);
+
+        struct rt_kernel_launch_ops ops;
+        use_lossy_ops(ctx, (enum lost_step)step, &ops);
+        struct km_args a;
+        km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+        a.s[3] = PM_FLAG_GATE; /* its first task waits at pm_gate: the round holds the unit */
+        assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), -977);
+        sp_test_kernel_set_launch_ops(ctx, NULL);
+        ts_gate_wait_arrivals(&pm_gate, 1);
+        /* Poisoned: every later launch returns the cause (0: a launch
+         * accepted behind a unit that never comes back). */
+        assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), -977);
+        /* A replay's acquire now waits; its owner is the close. */
+        struct simdev_sem_info info;
+        assert_int_equal(simdev_sem_info(ctx->kernel.chain.gate, &info), 0);
+        assert_int_equal(simdev_graph_launch(exec, rs), 0);
+        assert_true(ts_sem_wait_tickets(ctx->kernel.chain.gate, info.tickets + 1));
+        ts_gate_open(&pm_gate); /* the round ends, keeping the unit */
+        km_close(ctx);          /* hangs: close waited for the lost unit */
+        assert_int_equal(simdev_stream_sync(rs), PTO_RUNTIME_ERR_INVALID_STATE);
+        assert_true(km_bufs_untouched(&rb));
+        assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f)); /* the round itself ran whole */
+        graph_free(exec, graph);
+        km_bufs_free(&rb);
+        km_bufs_free(&b);
+        assert_int_equal(simdev_stream_destroy(rs), 0);
+        assert_int_equal(simdev_stream_sync(s), 0);
+        assert_int_equal(simdev_stream_destroy(s), 0);
+        pm_observers_reset();
+    }
+}
+
+static void test_a_captured_launch_that_fails_to_record_loses_no_unit(void **state)
 {
     (void)state;
     struct simpler_context *ctx;
     simdev_stream_t s;
     struct km_bufs b;
     opening(&ctx, &s, &b, km_open(), 0.0f);
-    simdev_stream_t rs = ts_new_stream();
-    struct km_bufs rb;
-    km_bufs_alloc(&rb, KM_N, 1.0f);
-    simdev_graph_t graph;
-    simdev_graph_exec_t exec = capture_pm(ctx, rs, &rb, 2.0f, 0.5f, &graph);
-
-    /* Every attempt to enqueue the round's release fails (the host out of
-     * memory for good): the round runs, and keeps the unit for good. */
-    struct rt_kernel_launch_ops ops = rt_kernel_simdev_ops;
-    ops.gate_release = failing_release;
-    sp_test_kernel_set_launch_ops(ctx, &ops);
+    simdev_stream_t cs = ts_new_stream();
+    struct rt_kernel_launch_ops ops;
+    use_lossy_ops(ctx, FAIL_RELEASE, &ops);
     struct km_args a;
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
-    a.s[3] = PM_FLAG_GATE; /* its first task waits at pm_gate: the round holds the unit */
-    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), -977);
+    assert_int_equal(simdev_stream_begin_capture(cs), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, cs), -977);
     sp_test_kernel_set_launch_ops(ctx, NULL);
-    ts_gate_wait_arrivals(&pm_gate, 1);
-    /* Poisoned: every later launch returns the cause (0: a launch accepted
-     * behind a unit that never comes back). */
-    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), -977);
-    /* A replay's acquire now waits; its owner is the close. */
-    assert_int_equal(simdev_graph_launch(exec, rs), 0);
-    ts_gate_open(&pm_gate); /* the round ends, keeping the unit */
-    km_close(ctx); /* hangs: close waited for the lost unit */
-    assert_int_equal(simdev_stream_sync(rs), PTO_RUNTIME_ERR_INVALID_STATE);
-    assert_true(km_bufs_untouched(&rb));
-    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f)); /* the round itself ran whole */
-    graph_free(exec, graph);
-    km_bufs_free(&rb);
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(rs), 0);
+    simdev_graph_t graph = NULL;
+    /* 0: a graph that holds an acquire without its release */
+    assert_int_equal(simdev_stream_end_capture(cs, &graph), PTO_RUNTIME_ERR_CAPTURE_UNJOINED);
+    assert_null(graph);
+    /* Nothing ran, nothing was lost: the context is not poisoned. */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
-    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+    assert_int_equal(simdev_stream_destroy(cs), 0);
+    closing(ctx, s, &b);
 }
 
 /* ------------------------------------------------- forbidden in capture */
@@ -813,6 +880,7 @@ int main(void)
         cmocka_unit_test(test_closing_while_replays_are_queued_ends_them_whole_or_refused),
         cmocka_unit_test_teardown(
             test_a_gate_unit_never_given_back_poisons_and_close_ends_waiting_replays, pm_teardown),
+        cmocka_unit_test(test_a_captured_launch_that_fails_to_record_loses_no_unit),
         cmocka_unit_test(test_forbidden_calls_amid_captured_launches_fail_and_fail_the_capture),
     };
     return cmocka_run_group_tests(tests, setup, ts_device_teardown);

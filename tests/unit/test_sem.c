@@ -24,10 +24,23 @@ static simdev_sem_t new_sem(uint32_t units)
 
 static void assert_counts(simdev_sem_t sem, uint64_t acquired, uint64_t released)
 {
-    uint64_t a = 99, r = 99;
-    assert_int_equal(simdev_sem_counts(sem, &a, &r), 0);
-    assert_int_equal(a, acquired);
-    assert_int_equal(r, released);
+    struct simdev_sem_info info = {99, 99, 99};
+    assert_int_equal(simdev_sem_info(sem, &info), 0);
+    assert_int_equal(info.acquired, acquired);
+    assert_int_equal(info.released, released);
+}
+
+/* A host callback that records what an atomic counter held when it ran. */
+struct seen {
+    atomic_int *watched;
+    atomic_int value; /* -1 until the callback ran */
+};
+
+static int record_seen_fn(void *user_data)
+{
+    struct seen *s = user_data;
+    atomic_store(&s->value, atomic_load(s->watched));
+    return 0;
 }
 
 static int fail_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
@@ -54,16 +67,20 @@ static void a_unit_is_held_from_acquire_to_release_and_the_next_waits_for_it(voi
     ts_gate_wait_arrivals(&held, 1); /* s1 holds the unit now */
     assert_counts(sem, 1, 0);
 
+    struct seen seen = {&first, -1};
     assert_int_equal(simdev_stream_sem_acquire(s2, sem), 0);
+    assert_int_equal(simdev_launch_host_func(s2, record_seen_fn, &seen), 0);
     ts_launch_count(s2, &second);
     assert_int_equal(simdev_stream_sem_release(s2, sem), 0);
-    /* s2 cannot pass its acquire while s1 holds the only unit */
+    assert_true(ts_sem_wait_tickets(sem, 2)); /* s2's acquire is waiting now */
     assert_int_equal(simdev_stream_query(s2), PTO_RUNTIME_ERR_NOT_READY);
     assert_int_equal(atomic_load(&second), 0); /* 1: two holders at once */
 
     ts_gate_open(&held);
     assert_int_equal(simdev_stream_sync(s1), 0);
     assert_int_equal(simdev_stream_sync(s2), 0);
+    /* 0: s2 held its unit before s1 gave it back */
+    assert_int_equal(atomic_load(&seen.value), 1);
     assert_int_equal(atomic_load(&first), 1);
     assert_int_equal(atomic_load(&second), 1);
     assert_counts(sem, 2, 2);
@@ -142,6 +159,7 @@ static void destroy_fails_waiters_and_makes_the_handle_stale(void **state)
     ts_gate_wait_arrivals(&held, 1);
     assert_int_equal(simdev_stream_sem_acquire(s2, sem), 0);
     ts_launch_count(s2, &never);
+    assert_true(ts_sem_wait_tickets(sem, 2)); /* s2's acquire waits: the destroy must wake it */
     assert_int_equal(simdev_sem_destroy(sem), 0);
     /* the waiting acquire wakes and fails; nothing after it runs */
     assert_int_equal(simdev_stream_sync(s2), PTO_RUNTIME_ERR_INVALID_STATE);
@@ -153,12 +171,16 @@ static void destroy_fails_waiters_and_makes_the_handle_stale(void **state)
     /* The slot is reused by the next semaphore; the old handle stays stale. */
     simdev_sem_t next = new_sem(2);
     assert_true(next != sem);
-    uint64_t a, r;
-    assert_int_equal(simdev_sem_counts(sem, &a, &r), PTO_RUNTIME_ERR_INVALID_STATE);
+    struct simdev_sem_info info;
+    assert_int_equal(simdev_sem_info(sem, &info), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(simdev_sem_destroy(sem), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_int_equal(simdev_stream_sem_acquire(s1, sem), 0);
+    assert_int_equal(simdev_stream_sem_release(s1, sem), 0);
     assert_int_equal(simdev_stream_sync(s1), PTO_RUNTIME_ERR_INVALID_STATE);
-    assert_counts(next, 0, 0); /* the stale acquire did not take the new one's unit */
+    /* the stale ops took no ticket of the new one and gave it no unit */
+    assert_int_equal(simdev_sem_info(next, &info), 0);
+    assert_int_equal(info.tickets, 0);
+    assert_counts(next, 0, 0);
     ts_gate_destroy(&held);
     assert_int_equal(simdev_stream_destroy(s1), 0);
     assert_int_equal(simdev_stream_destroy(s2), 0);
@@ -172,22 +194,29 @@ static void several_units_admit_that_many_holders(void **state)
     simdev_stream_t s[3] = {ts_new_stream(), ts_new_stream(), ts_new_stream()};
     struct ts_gate held;
     ts_gate_init(&held);
+    atomic_int done = 0;
     for (int i = 0; i < 2; i++) {
         assert_int_equal(simdev_stream_sem_acquire(s[i], sem), 0);
         ts_launch_gate(s[i], &held);
+        ts_launch_count(s[i], &done);
         assert_int_equal(simdev_stream_sem_release(s[i], sem), 0);
     }
     ts_gate_wait_arrivals(&held, 2); /* 2 holders at once: 2 units */
     assert_counts(sem, 2, 0);
+    struct seen seen = {&done, -1};
     assert_int_equal(simdev_stream_sem_acquire(s[2], sem), 0);
+    assert_int_equal(simdev_launch_host_func(s[2], record_seen_fn, &seen), 0);
     assert_int_equal(simdev_stream_sem_release(s[2], sem), 0);
-    assert_int_equal(simdev_stream_query(s[2]), PTO_RUNTIME_ERR_NOT_READY); /* a third waits */
+    assert_true(ts_sem_wait_tickets(sem, 3)); /* the third acquire is waiting */
+    assert_int_equal(simdev_stream_query(s[2]), PTO_RUNTIME_ERR_NOT_READY);
     ts_gate_open(&held);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(simdev_stream_sync(s[i]), 0);
         assert_int_equal(simdev_stream_destroy(s[i]), 0);
     }
     assert_counts(sem, 3, 3);
+    /* 0: the third held a unit while both others still did */
+    assert_true(atomic_load(&seen.value) >= 1);
     ts_gate_destroy(&held);
     assert_int_equal(simdev_sem_destroy(sem), 0);
 }
@@ -241,12 +270,13 @@ static void a_device_reset_fails_a_waiting_acquire(void **state)
     ts_launch_gate(s1, &held);
     ts_gate_wait_arrivals(&held, 1);
     assert_int_equal(simdev_stream_sem_acquire(s2, sem), 0);
+    assert_true(ts_sem_wait_tickets(sem, 2)); /* s2's acquire waits */
     ts_gate_open(&held); /* s1 never releases: only the reset ends s2's wait */
     assert_int_equal(simdev_stream_sync(s1), 0);
     assert_int_equal(simdev_device_reset(0), 0); /* hangs: the waiter was never woken */
     ts_gate_destroy(&held);
-    uint64_t a, r;
-    assert_int_equal(simdev_sem_counts(sem, &a, &r), PTO_RUNTIME_ERR_INVALID_STATE);
+    struct simdev_sem_info info;
+    assert_int_equal(simdev_sem_info(sem, &info), PTO_RUNTIME_ERR_INVALID_STATE);
 }
 
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)

@@ -193,19 +193,40 @@ void ts_launch_gate(simdev_stream_t stream, struct ts_gate *gate)
     assert_int_equal(simdev_launch_host_func(stream, ts_gate_host_fn, gate), 0);
 }
 
+/* Milliseconds since *start (CLOCK_MONOTONIC). */
+static int64_t elapsed_ms_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)(now.tv_sec - start->tv_sec) * 1000 +
+           (int64_t)(now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
 int ts_stream_query_settled(simdev_stream_t stream)
 {
-    struct timespec start, now;
+    struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         int status = simdev_stream_query(stream);
-        if (status != PTO_RUNTIME_ERR_NOT_READY)
+        if (status != PTO_RUNTIME_ERR_NOT_READY || elapsed_ms_since(&start) >
+                                                       (int64_t)TS_DEADLOCK_GUARD_MS)
             return status;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t elapsed_ms = (int64_t)(now.tv_sec - start.tv_sec) * 1000 +
-                             (int64_t)(now.tv_nsec - start.tv_nsec) / 1000000;
-        if (elapsed_ms > (int64_t)TS_DEADLOCK_GUARD_MS)
-            return status;
+        sched_yield();
+    }
+}
+
+int ts_sem_wait_tickets(simdev_sem_t sem, uint64_t tickets)
+{
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        struct simdev_sem_info info;
+        if (simdev_sem_info(sem, &info) != 0)
+            return 0;
+        if (info.tickets >= tickets)
+            return 1;
+        if (elapsed_ms_since(&start) > (int64_t)TS_DEADLOCK_GUARD_MS)
+            return 0;
         sched_yield();
     }
 }

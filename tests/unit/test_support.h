@@ -135,6 +135,14 @@ void ts_launch_gate(simdev_stream_t stream, struct ts_gate *gate);
 int ts_stream_query_settled(simdev_stream_t stream);
 
 /*
+ * Polls simdev_sem_info until `tickets` acquires of `sem` have executed
+ * (each then holds a unit or waits for one): 1, or 0 when that does not
+ * happen within TS_DEADLOCK_GUARD_MS. Lets a test act on a waiting acquire
+ * for certain, not by chance.
+ */
+int ts_sem_wait_tickets(simdev_sem_t sem, uint64_t tickets);
+
+/*
  * A log of ints appended from any thread, so a test can check the exact
  * order in which device work ran. Appends past capacity are counted in
  * `overflow` instead of stored.
