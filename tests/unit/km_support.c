@@ -16,7 +16,8 @@
 void km_bufs_refill(const struct km_bufs *b, float x_base)
 {
     uint64_t n = b->n;
-    float *h = malloc(n * sizeof(float));
+    float *h = calloc(n, sizeof(float));
+    assert_non_null(h);
     for (uint64_t i = 0; i < n; i++)
         h[i] = (float)(i % 97) * 0.5f + x_base;
     assert_int_equal(simdev_memcpy(b->x, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
