@@ -10,9 +10,10 @@ set -euo pipefail
 # (its simpler worker is also a test). gdb: the test watchdog's report of a
 # hung test (every thread's stack; docs/testing.md). binutils (nm, readelf)
 # and pkg-config: the checks of the shared library and the installed
-# package (docs/install.md).
+# package (docs/install.md). libjansson-dev: the JSON parser the trace
+# test reads traces back with and tools/simpler-trace reads them with.
 needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config binutils libasan8 libubsan1 libtsan2
-        clang liblapacke-dev libblas-dev gdb)
+        clang liblapacke-dev libblas-dev gdb libjansson-dev)
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
