@@ -43,7 +43,8 @@ run: build
 	./build/examples/device_demo
 	./build/examples/runtime_demo
 	./build/examples/kernel_mode_demo
-	./build/examples/vector_example
+	SIMPLER_TRACE=4,build/vector-trace.json ./build/examples/vector_example
+	./build/tools/simpler-trace --svg build/vector-trace.svg build/vector-trace.json
 	./build/examples/matmul_example
 	./build/examples/attention_example
 

@@ -443,8 +443,8 @@ static void loop(struct sched *S)
         uint64_t phase_begin = RT_TRACE_CLOCK(phases);
         for (uint32_t i = 0; i < S->core_count; i++)
             progress |= poll_core(S, &S->cores[i]);
-        if (phases && progress)
-            phase_begin = rt_trace_phase(run, S->index, RT_PHASE_COMPLETE, phase_begin);
+        if (phases)
+            phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin, progress);
         if (rt_error(run))
             return;
         bool dispatched = dispatch_all(S);

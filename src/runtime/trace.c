@@ -185,6 +185,12 @@ void rt_trace_submit(struct rt_run *run, uint64_t id, const int32_t kernel[3], u
     rt_trace_put(h, h->core_count + run->schedulers, &r);
 }
 
+uint64_t rt_trace_phase_if(struct rt_run *run, uint32_t sched, uint32_t phase, uint64_t begin,
+                           bool happened)
+{
+    return happened ? rt_trace_phase(run, sched, phase, begin) : simdev_clock_ns();
+}
+
 void rt_trace_orch(struct rt_run *run, uint64_t begin)
 {
     struct rt_trace_header *h = run->config.trace;

@@ -24,6 +24,7 @@
 #ifndef SIMPLER_RUNTIME_TRACE_H
 #define SIMPLER_RUNTIME_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -153,6 +154,9 @@ void rt_trace_dispatch(struct rt_run *run, uint32_t sched, uint32_t core, uint64
 void rt_trace_finish(struct rt_run *run, uint32_t sched, uint32_t core, const struct rt_slot *s);
 /* A scheduler phase [begin, now); returns now. */
 uint64_t rt_trace_phase(struct rt_run *run, uint32_t sched, uint32_t phase, uint64_t begin);
+/* The same when `happened` (a phase that did something), else only now. */
+uint64_t rt_trace_phase_if(struct rt_run *run, uint32_t sched, uint32_t phase, uint64_t begin,
+                           bool happened);
 /* The orchestrator submitted task `id` (kernels by lane, scope depth,
  * shape, blocks); `begin` is 0 below level 4. */
 void rt_trace_submit(struct rt_run *run, uint64_t id, const int32_t kernel[3], uint32_t depth,
