@@ -445,12 +445,20 @@ static int render_svg(struct trace *t, const char *out)
                     x, y + 3, x, y + 8);
             continue;
         }
-        bool idle = strcmp(s->name, "idle") == 0;
+        /* Scheduler phases in fixed colours, kernels by name; the
+         * orchestration's whole entry as a thin bar under its submits. */
+        bool sched = strcmp(s->cat, "sched") == 0, entry = strcmp(s->cat, "orch") == 0;
         colour_of(s->name, colour);
+        if (sched)
+            snprintf(colour, sizeof colour, "%s",
+                     strcmp(s->name, "idle") == 0       ? "#e4e4e4"
+                     : strcmp(s->name, "dispatch") == 0 ? "#f0b860"
+                                                        : "#8fb0d8");
         fprintf(f,
                 "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
                 "stroke=\"#222\" stroke-width=\"0.3\"><title>",
-                x, y + 4, fmax(s->dur * scale, 0.6), lane_h - 8, idle ? "#ddd" : colour);
+                x, entry ? y + lane_h - 7 : y + 4, fmax(s->dur * scale, 0.6),
+                entry ? 3 : lane_h - 8, entry ? "#999" : colour);
         put_xml(f, s->name);
         fprintf(f, " %.1f us", s->dur);
         if (s->has_task)
@@ -491,6 +499,12 @@ static int render_svg(struct trace *t, const char *out)
                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f us</text>\n",
                 x, axis - 6, x, axis, x, axis + 12, (t1 - t0) * k / 10);
     }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\">scheduler phases: "
+               "<tspan fill=\"#8fb0d8\">&#9632;</tspan> complete "
+               "<tspan fill=\"#f0b860\">&#9632;</tspan> dispatch "
+               "<tspan fill=\"#c8c8c8\">&#9632;</tspan> idle; ticks: dispatch and finish of a "
+               "block; arrows: dependencies</text>\n",
+            left, axis + 30);
     fputs("</svg>\n", f);
     int rc = ferror(f);
     fclose(f);

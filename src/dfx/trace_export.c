@@ -646,7 +646,9 @@ int sp_dfx_write_deps_dot(struct sp_dfx_model *m, FILE *f)
         const struct dfx_task *t = &m->tasks[i];
         fprintf(f, "  t%" PRIu64 " [label=\"", t->id);
         put_escaped(f, kernel_name(m, t->func_id, buf, sizeof buf));
-        fprintf(f, "\\n#%" PRIu64 " %s\"];\n", t->id,
+        /* ring.local: the id's two parts (runtime.md, task ids) */
+        fprintf(f, "\\nring %" PRIu32 " #%" PRIu64 " %s\"];\n",
+                (uint32_t)(t->id >> RT_LOCAL_BITS), t->id & ((UINT64_C(1) << RT_LOCAL_BITS) - 1),
                 t->shape == 2 ? "MIX" : core_type_name(m, t->func_id));
     }
     for (uint64_t e = 0; e < m->edge_count; e++) {
