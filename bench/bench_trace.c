@@ -113,14 +113,7 @@ static struct sample run_once(struct simpler_context *ctx, const struct simpler_
                               uint32_t *expect)
 {
     struct simpler_run_config rc;
-    simpler_run_config_default(&rc);
-    for (int i = 0; i < SIMPLER_RUN_RINGS; i++) {
-        rc.task_window[i] = 1024;
-        rc.heap_bytes[i] = 1u << 16;
-        rc.dep_pool[i] = 4096;
-    }
-    rc.tensormap_buckets = 1024;
-    rc.tensormap_entries = 4096;
+    simpler_run_config_default(&rc); /* the context's capacity */
     rc.trace_level = level;
     simpler_run_t run;
     CHECK(simpler_prepare_run(ctx, &run, CALLABLE, args, &rc));
@@ -150,38 +143,19 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    const char *root_arg = NULL, *out_arg = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0)
-            g_quick = 1;
-        else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc)
-            root_arg = argv[++i];
-        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
-            out_arg = argv[++i];
-        else {
-            usage();
-            return 2;
-        }
-    }
     char out_path[PATH_MAX];
-    if (bench_out_path(PROGRAM, out_arg, root_arg, 1, "trace-latest.json", out_path,
-                       sizeof out_path) != 0)
+    if (bench_common_args(PROGRAM, argc, argv, "trace-latest.json", &g_quick, out_path,
+                          sizeof out_path) != 0) {
+        usage();
         return 2;
+    }
     uint64_t start = simdev_clock_ns();
     double load = bench_load_average();
     char what[64];
     snprintf(what, sizeof what, "%u reps of %d-task runs at 6 settings", reps(), TASKS);
     bench_print_start(PROGRAM, load, g_quick, what);
 
-    struct simdev_config dc;
-    CHECK(simdev_device_reset(DEVICE));
-    CHECK(simdev_config_default(&dc));
-    dc.aicpu_threads = 2;
-    dc.aic_cores = 1;
-    dc.aiv_cores = 2;
-    dc.memory_bytes = 1ull << 30;
-    dc.watchdog_ms = 0;
-    CHECK(simdev_device_configure(DEVICE, &dc));
+    bench_device_configure(PROGRAM, DEVICE);
     struct simpler_context *ctx;
     CHECK(simpler_create_device_context(&ctx));
     CHECK(simpler_init(ctx, DEVICE, NULL));

@@ -72,22 +72,29 @@ struct sp_dfx_model {
 
 /* ------------------------------------------------------------ checking */
 
-static bool buffer_live(const struct rt_trace_header *h, uint32_t b)
-{
-    const struct rt_trace_buffer *buf =
-        (const struct rt_trace_buffer *)((const uint8_t *)h + h->buffers_offset) + b;
-    return buf->generation == h->generation && buf->count <= h->capacity;
-}
-
 static const struct rt_trace_buffer *buffer(const struct rt_trace_header *h, uint32_t b)
 {
     return (const struct rt_trace_buffer *)((const uint8_t *)h + h->buffers_offset) + b;
+}
+
+static bool buffer_live(const struct rt_trace_header *h, uint32_t b)
+{
+    return buffer(h, b)->generation == h->generation && buffer(h, b)->count <= h->capacity;
 }
 
 static const struct rt_trace_record *records(const struct rt_trace_header *h, uint32_t b)
 {
     return (const struct rt_trace_record *)((const uint8_t *)h + h->records_offset) +
            (size_t)b * h->capacity;
+}
+
+/* The records of buffer `b` when it belongs to the collected round (its
+ * generation is the header's), else none; *n is their count. */
+static const struct rt_trace_record *live_records(const struct rt_trace_header *h, uint32_t b,
+                                                  uint64_t *n)
+{
+    *n = buffer_live(h, b) ? buffer(h, b)->count : 0;
+    return records(h, b);
 }
 
 /* The region's layout is the one rt_trace_layout computes for its own
@@ -136,12 +143,10 @@ static void note_time(struct sp_dfx_model *m, uint64_t t)
 static uint64_t count_kind(const struct rt_trace_header *h, uint32_t first, uint32_t n,
                            uint32_t kind)
 {
-    uint64_t total = 0;
+    uint64_t total = 0, count;
     for (uint32_t b = first; b < first + n; b++) {
-        if (!buffer_live(h, b))
-            continue;
-        const struct rt_trace_record *r = records(h, b);
-        for (uint64_t i = 0; i < buffer(h, b)->count; i++)
+        const struct rt_trace_record *r = live_records(h, b, &count);
+        for (uint64_t i = 0; i < count; i++)
             total += r[i].kind == kind;
     }
     return total;
@@ -151,10 +156,9 @@ static void collect_blocks(struct sp_dfx_model *m)
 {
     const struct rt_trace_header *h = m->h;
     for (uint32_t c = 0; c < h->core_count; c++) {
-        if (!buffer_live(h, c))
-            continue;
-        const struct rt_trace_record *r = records(h, c);
-        for (uint64_t i = 0; i < buffer(h, c)->count; i++) {
+        uint64_t count;
+        const struct rt_trace_record *r = live_records(h, c, &count);
+        for (uint64_t i = 0; i < count; i++) {
             if (r[i].kind != RT_TR_TASK)
                 continue;
             struct dfx_block *b = &m->blocks[m->block_count++];
@@ -184,24 +188,23 @@ static int collect_tasks(struct sp_dfx_model *m)
     m->tasks = calloc(n ? n : 1, sizeof *m->tasks);
     if (!m->tasks)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    if (buffer_live(h, orch)) {
-        const struct rt_trace_record *r = records(h, orch);
-        for (uint64_t i = 0; i < buffer(h, orch)->count; i++) {
-            if (r[i].kind != RT_TR_SUBMIT)
-                continue;
-            struct dfx_task *t = &m->tasks[m->task_count++];
-            t->id = r[i].task_id;
-            t->submit_begin = r[i].begin;
-            t->submit_end = r[i].end;
-            for (int l = 0; l < 3; l++)
-                t->kernel[l] = (int32_t)r[i].arg[l];
-            t->depth = r[i].arg[3];
-            t->shape = r[i].arg[4] & 0xffu;
-            t->block_num = r[i].arg[4] >> 8;
-            t->func_id = t->kernel[0] >= 0 ? t->kernel[0] : t->kernel[1] >= 0 ? t->kernel[1]
-                                                                               : t->kernel[2];
-            note_time(m, t->submit_begin ? t->submit_begin : t->submit_end);
-        }
+    uint64_t count;
+    const struct rt_trace_record *r = live_records(h, orch, &count);
+    for (uint64_t i = 0; i < count; i++) {
+        if (r[i].kind != RT_TR_SUBMIT)
+            continue;
+        struct dfx_task *t = &m->tasks[m->task_count++];
+        t->id = r[i].task_id;
+        t->submit_begin = r[i].begin;
+        t->submit_end = r[i].end;
+        for (int l = 0; l < 3; l++)
+            t->kernel[l] = (int32_t)r[i].arg[l];
+        t->depth = r[i].arg[3];
+        t->shape = r[i].arg[4] & 0xffu;
+        t->block_num = r[i].arg[4] >> 8;
+        t->func_id = t->kernel[0] >= 0 ? t->kernel[0] : t->kernel[1] >= 0 ? t->kernel[1]
+                                                                           : t->kernel[2];
+        note_time(m, t->submit_begin ? t->submit_begin : t->submit_end);
     }
     qsort(m->tasks, m->task_count, sizeof *m->tasks, cmp_task);
     uint64_t known = m->task_count;
@@ -241,11 +244,9 @@ static void collect_dispatches(struct sp_dfx_model *m)
 {
     const struct rt_trace_header *h = m->h;
     for (uint32_t s = 0; s < h->schedulers; s++) {
-        uint32_t b = h->core_count + s;
-        if (!buffer_live(h, b))
-            continue;
-        const struct rt_trace_record *r = records(h, b);
-        for (uint64_t i = 0; i < buffer(h, b)->count; i++) {
+        uint64_t count;
+        const struct rt_trace_record *r = live_records(h, h->core_count + s, &count);
+        for (uint64_t i = 0; i < count; i++) {
             note_time(m, r[i].begin);
             if (r[i].kind != RT_TR_DISPATCH)
                 continue;
@@ -510,11 +511,9 @@ static void write_scheduler(struct chrome *c)
     const struct rt_trace_header *h = m->h;
     char buf[32];
     for (uint32_t s = 0; s < h->schedulers; s++) {
-        uint32_t b = h->core_count + s;
-        if (!buffer_live(h, b))
-            continue;
-        const struct rt_trace_record *r = records(h, b);
-        for (uint64_t i = 0; i < buffer(h, b)->count; i++) {
+        uint64_t count;
+        const struct rt_trace_record *r = live_records(h, h->core_count + s, &count);
+        for (uint64_t i = 0; i < count; i++) {
             begin_event(c);
             if (r[i].kind == RT_TR_PHASE) {
                 fprintf(c->f,
@@ -540,12 +539,12 @@ static void write_orchestrator(struct chrome *c)
 {
     const struct sp_dfx_model *m = c->m;
     const struct rt_trace_header *h = m->h;
-    uint32_t b = h->core_count + h->schedulers;
     char buf[32];
-    if (h->level < 4 || !buffer_live(h, b))
+    uint64_t count;
+    const struct rt_trace_record *r = live_records(h, h->core_count + h->schedulers, &count);
+    if (h->level < 4)
         return;
-    const struct rt_trace_record *r = records(h, b);
-    for (uint64_t i = 0; i < buffer(h, b)->count; i++) {
+    for (uint64_t i = 0; i < count; i++) {
         begin_event(c);
         if (r[i].kind == RT_TR_ORCH) {
             fprintf(c->f,

@@ -119,6 +119,24 @@ static uint64_t slot_task_id(const struct rt_slot *s)
     return atomic_load_explicit(&((struct rt_slot *)s)->task_id, memory_order_relaxed);
 }
 
+/* Appends a record of `kind` for `task_id` that began at `begin` and ends
+ * now, to AICPU thread `thread`'s buffer. Returns now. */
+static uint64_t emit(struct rt_run *run, uint32_t thread, uint32_t kind, uint64_t task_id,
+                     uint64_t begin, uint32_t a0, uint32_t a1)
+{
+    struct rt_trace_header *h = run->config.trace;
+    uint64_t now = simdev_clock_ns();
+    struct rt_trace_record r = {
+        .begin = begin ? begin : now,
+        .end = now,
+        .task_id = task_id,
+        .kind = kind,
+        .arg = {a0, a1, 0, 0, 0},
+    };
+    rt_trace_put(h, h->core_count + thread, &r);
+    return now;
+}
+
 void rt_trace_dispatch(struct rt_run *run, uint32_t sched, uint32_t core, uint64_t reg,
                        const struct rt_slot *s, int32_t func_id, uint32_t block, uint32_t lane)
 {
@@ -131,58 +149,18 @@ void rt_trace_dispatch(struct rt_run *run, uint32_t sched, uint32_t core, uint64
     slot->func_id = func_id;
     slot->block = block;
     slot->lane = lane;
-    if (run->config.trace_level < 2)
-        return;
-    struct rt_trace_record r = {
-        .begin = simdev_clock_ns(),
-        .task_id = id,
-        .kind = RT_TR_DISPATCH,
-        .arg = {core, block, 0, 0, 0},
-    };
-    r.end = r.begin;
-    rt_trace_put(h, h->core_count + sched, &r);
+    if (run->config.trace_level >= 2)
+        emit(run, sched, RT_TR_DISPATCH, id, 0, core, block);
 }
 
 void rt_trace_finish(struct rt_run *run, uint32_t sched, uint32_t core, const struct rt_slot *s)
 {
-    struct rt_trace_header *h = run->config.trace;
-    struct rt_trace_record r = {
-        .begin = simdev_clock_ns(),
-        .task_id = slot_task_id(s),
-        .kind = RT_TR_FINISH,
-        .arg = {core, 0, 0, 0, 0},
-    };
-    r.end = r.begin;
-    rt_trace_put(h, h->core_count + sched, &r);
+    emit(run, sched, RT_TR_FINISH, slot_task_id(s), 0, core, 0);
 }
 
 uint64_t rt_trace_phase(struct rt_run *run, uint32_t sched, uint32_t phase, uint64_t begin)
 {
-    struct rt_trace_header *h = run->config.trace;
-    struct rt_trace_record r = {
-        .begin = begin,
-        .end = simdev_clock_ns(),
-        .task_id = UINT64_MAX,
-        .kind = RT_TR_PHASE,
-        .arg = {phase, 0, 0, 0, 0},
-    };
-    rt_trace_put(h, h->core_count + sched, &r);
-    return r.end;
-}
-
-void rt_trace_submit(struct rt_run *run, uint64_t id, const int32_t kernel[3], uint32_t depth,
-                     uint32_t shape, uint32_t block_num, uint64_t begin)
-{
-    struct rt_trace_header *h = run->config.trace;
-    struct rt_trace_record r = {
-        .begin = begin,
-        .end = simdev_clock_ns(),
-        .task_id = id,
-        .kind = RT_TR_SUBMIT,
-        .arg = {(uint32_t)kernel[0], (uint32_t)kernel[1], (uint32_t)kernel[2], depth,
-                (shape & 0xffu) | (block_num << 8)},
-    };
-    rt_trace_put(h, h->core_count + run->schedulers, &r);
+    return emit(run, sched, RT_TR_PHASE, UINT64_MAX, begin, phase, 0);
 }
 
 uint64_t rt_trace_phase_if(struct rt_run *run, uint32_t sched, uint32_t phase, uint64_t begin,
@@ -191,14 +169,22 @@ uint64_t rt_trace_phase_if(struct rt_run *run, uint32_t sched, uint32_t phase, u
     return happened ? rt_trace_phase(run, sched, phase, begin) : simdev_clock_ns();
 }
 
-void rt_trace_orch(struct rt_run *run, uint64_t begin)
+void rt_trace_submit(struct rt_run *run, uint64_t id, const int32_t kernel[3], uint32_t depth,
+                     uint32_t shape, uint32_t block_num, uint64_t begin)
 {
     struct rt_trace_header *h = run->config.trace;
     struct rt_trace_record r = {
-        .begin = begin,
         .end = simdev_clock_ns(),
-        .task_id = UINT64_MAX,
-        .kind = RT_TR_ORCH,
+        .task_id = id,
+        .kind = RT_TR_SUBMIT,
+        .arg = {(uint32_t)kernel[0], (uint32_t)kernel[1], (uint32_t)kernel[2], depth,
+                (shape & 0xffu) | (block_num << 8)},
     };
+    r.begin = begin; /* 0 below level 4: no window, only the task */
     rt_trace_put(h, h->core_count + run->schedulers, &r);
+}
+
+void rt_trace_orch(struct rt_run *run, uint64_t begin)
+{
+    emit(run, run->schedulers, RT_TR_ORCH, UINT64_MAX, begin, 0, 0);
 }

@@ -174,22 +174,18 @@ static void *image_of(const char *orch, uint32_t tensors, uint32_t scalars, size
     assert_int_equal(simpler_callable_builder_set_orchestration(
                          b, SIMPLER_BINARY_SYMBOL, NULL, 0, orch, NULL, sig, tensors + scalars),
                      0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 0, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0, "tr_add",
-                                                         bin, 3),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 1, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "tr_add_scalar", sca, 3),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 2, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0, "tr_mul",
-                                                         bin, 3),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 3, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "tr_touch", one, 1),
-                     0);
+    const struct {
+        const char *symbol;
+        const enum simpler_direction *sig;
+        uint32_t n;
+    } kernels[] = {{"tr_add", bin, 3}, {"tr_add_scalar", sca, 3}, {"tr_mul", bin, 3},
+                   {"tr_touch", one, 1}}; /* func ids 0..3 */
+    for (int32_t k = 0; k < 4; k++)
+        assert_int_equal(simpler_callable_builder_add_kernel(b, k, SIMPLER_CORE_AIV,
+                                                             SIMPLER_BINARY_SYMBOL, NULL, 0,
+                                                             kernels[k].symbol, kernels[k].sig,
+                                                             kernels[k].n),
+                         0);
     assert_int_equal(simpler_callable_builder_finish(b, &image, bytes), 0);
     simpler_callable_builder_destroy(b);
     return image;
@@ -267,6 +263,8 @@ struct vec_bufs {
     struct simpler_args args;
 };
 
+static struct vec_bufs g_vec;
+
 static void vec_init(struct vec_bufs *v, float scalar)
 {
     for (int i = 0; i < N; i++) {
@@ -282,6 +280,13 @@ static void vec_init(struct vec_bufs *v, float scalar)
     memcpy(&bits, &scalar, sizeof bits);
     v->scalar = bits;
     v->args = (struct simpler_args){3, 1, v->t, &v->scalar};
+}
+
+/* The vector example's args over fresh host buffers (scalar: t1's). */
+static const struct simpler_args *vector_args(float scalar)
+{
+    vec_init(&g_vec, scalar);
+    return &g_vec.args;
 }
 
 /* ------------------------------------------------------- reading traces */
@@ -462,11 +467,10 @@ static void vector_trace_holds_its_five_tasks_six_edges_in_dependency_order(void
 {
     (void)state;
     struct simpler_context *ctx = open_program(4, NULL);
-    static struct vec_bufs v;
-    vec_init(&v, 1.0f);
+    const struct simpler_args *vargs = vector_args(1.0f);
     struct simpler_run_info info;
-    assert_int_equal(simpler_run(ctx, VEC_ID, &v.args, NULL, &info), 0);
-    assert_true(v.f[3] == (3.5f + 1) * (3.5f + 2) + 3.5f); /* the run itself was right */
+    assert_int_equal(simpler_run(ctx, VEC_ID, vargs, NULL, &info), 0);
+    assert_true(g_vec.f[3] == (3.5f + 1) * (3.5f + 2) + 3.5f); /* the run itself was right */
 
     json_t *root = load(trace_path(".json"));
     check_event_format(root);
@@ -515,9 +519,8 @@ static void tracks_name_every_core_scheduler_orchestrator_and_host(void **state)
 {
     (void)state;
     struct simpler_context *ctx = open_program(1, NULL);
-    static struct vec_bufs v;
-    vec_init(&v, 1.0f);
-    assert_int_equal(simpler_run(ctx, VEC_ID, &v.args, NULL, NULL), 0);
+    const struct simpler_args *vargs = vector_args(1.0f);
+    assert_int_equal(simpler_run(ctx, VEC_ID, vargs, NULL, NULL), 0);
     json_t *root = load(trace_path(".json"));
     check_event_format(root);
     const char *want[] = {"orchestrator", "scheduler 0", "core 0 (AIC)", "core 1 (AIV)",
@@ -631,13 +634,12 @@ static void the_buffer_writer_keeps_capacity_records_and_counts_the_rest(void **
 static void allocations_of_a_run(struct simpler_context *ctx, uint32_t level, uint64_t *mallocs,
                                  uint64_t *trace_allocs)
 {
-    static struct vec_bufs v;
-    vec_init(&v, 1.0f);
+    const struct simpler_args *vargs = vector_args(1.0f);
     struct simpler_run_config rc = pm_small_run_config();
     rc.trace_level = level;
     uint64_t before, after, traced = ctx->trace.allocations;
     assert_int_equal(simdev_op_count(0, SIMDEV_OP_MALLOC, &before), 0);
-    assert_int_equal(simpler_run(ctx, VEC_ID, &v.args, &rc, NULL), 0);
+    assert_int_equal(simpler_run(ctx, VEC_ID, vargs, &rc, NULL), 0);
     assert_int_equal(simdev_op_count(0, SIMDEV_OP_MALLOC, &after), 0);
     *mallocs = after - before;
     *trace_allocs = ctx->trace.allocations - traced;
@@ -665,9 +667,8 @@ static void a_failing_run_is_still_traced(void **state)
 {
     (void)state;
     struct simpler_context *ctx = open_program(2, NULL);
-    static struct vec_bufs v;
-    vec_init(&v, 99.0f); /* t1 fails with FAIL_CODE */
-    assert_int_equal(simpler_run(ctx, VEC_ID, &v.args, NULL, NULL), -FAIL_CODE);
+    const struct simpler_args *vargs = vector_args(99.0f); /* t1 fails with FAIL_CODE */
+    assert_int_equal(simpler_run(ctx, VEC_ID, vargs, NULL, NULL), -FAIL_CODE);
     json_t *root = load(trace_path(".json"));
     check_event_format(root);
     assert_string_equal(other(root, "status"), "-233");
@@ -717,19 +718,18 @@ static void the_environment_overrides_the_config_and_bad_configs_are_refused(voi
     assert_int_equal(setenv("SIMPLER_TRACE", "1", 1), 0);
     struct simpler_context *ctx = open_program(0, NULL); /* config says 0, the env 1 */
     unsetenv("SIMPLER_TRACE");
-    static struct vec_bufs v;
-    vec_init(&v, 1.0f);
-    assert_int_equal(simpler_run(ctx, VEC_ID, &v.args, NULL, NULL), 0);
+    const struct simpler_args *vargs = vector_args(1.0f);
+    assert_int_equal(simpler_run(ctx, VEC_ID, vargs, NULL, NULL), 0);
     assert_true(file_exists(trace_path(".json")));
     /* A level or buffer size out of range is refused before anything. */
     struct simpler_run_config rc = pm_small_run_config();
     rc.trace_level = 5;
     simpler_run_t run = 0;
-    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, &v.args, &rc),
+    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, &rc),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     rc.trace_level = 1;
     rc.trace_records = SP_TRACE_MAX_RECORDS + 1;
-    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, &v.args, &rc),
+    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, &rc),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(run, 0);
     assert_int_equal(simpler_set_trace_path(ctx, ""), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
@@ -741,30 +741,29 @@ static void a_trace_region_that_fails_to_allocate_fails_prepare_cleanly(void **s
 {
     (void)state;
     struct simpler_context *ctx = open_program(1, NULL);
-    static struct vec_bufs v;
-    vec_init(&v, 1.0f);
+    const struct simpler_args *vargs = vector_args(1.0f);
     size_t committed = simpler_committed_device_memory(ctx);
     simpler_run_t run = 0;
     /* The run's first device allocation is its trace region. */
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_MALLOC, 1, PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY), 0);
-    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, &v.args, NULL),
+    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, NULL),
                      PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY);
     assert_int_equal(simpler_committed_device_memory(ctx), committed); /* nothing held */
     /* The copy of its zeroed header. */
     assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_COPY, 1, PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY),
                      0);
-    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, &v.args, NULL),
+    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, NULL),
                      PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY);
     assert_int_equal(simpler_committed_device_memory(ctx), committed); /* the region was freed */
     /* Its host record. */
     sp_host_fault_inject(1);
-    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, &v.args, NULL),
+    assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, NULL),
                      PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
     assert_int_equal(simpler_committed_device_memory(ctx), committed);
     assert_int_equal(ctx->trace.allocations, 0); /* no region, no record */
     assert_int_equal(run, 0);
     sp_host_fault_inject(0);
-    assert_int_equal(simpler_run(ctx, VEC_ID, &v.args, NULL, NULL), 0); /* a retry works */
+    assert_int_equal(simpler_run(ctx, VEC_ID, vargs, NULL, NULL), 0); /* a retry works */
     close_program(ctx);
 }
 
@@ -818,18 +817,25 @@ static size_t kernel_trace_tasks(struct simpler_context *ctx, const char *name, 
     return n;
 }
 
-static void kernel_mode_traces_eager_rounds_and_graph_replays(void **state)
+/* A kernel context on the fixture's device 0, initialised at `level`. */
+static struct simpler_context *open_kernel(uint32_t level)
 {
-    (void)state;
     struct simdev_config topo = ts_small_config();
     ts_device_setup_config(&topo);
     struct simpler_config cfg;
     assert_int_equal(simpler_config_default(&cfg), 0);
     cfg.run_capacity = pm_small_run_config();
-    cfg.run_capacity.trace_level = 2;
+    cfg.run_capacity.trace_level = level;
     struct simpler_context *ctx;
     assert_int_equal(simpler_create_device_context(&ctx), 0);
     assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
+    return ctx;
+}
+
+static void kernel_mode_traces_eager_rounds_and_graph_replays(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = open_kernel(2);
     assert_int_equal(simpler_kernel_mode_write_trace(ctx, trace_path(".json")),
                      PTO_RUNTIME_ERR_INVALID_STATE); /* no round yet */
     size_t bytes;
@@ -882,14 +888,7 @@ static void kernel_mode_traces_eager_rounds_and_graph_replays(void **state)
 static void kernel_mode_at_level_zero_commits_no_trace_region(void **state)
 {
     (void)state;
-    struct simdev_config topo = ts_small_config();
-    ts_device_setup_config(&topo);
-    struct simpler_config cfg;
-    assert_int_equal(simpler_config_default(&cfg), 0);
-    cfg.run_capacity = pm_small_run_config();
-    struct simpler_context *ctx;
-    assert_int_equal(simpler_create_device_context(&ctx), 0);
-    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
+    struct simpler_context *ctx = open_kernel(0);
     assert_int_equal(ctx->trace.allocations, 0);
     assert_null(ctx->trace.kernel_region);
     assert_int_equal(simpler_kernel_mode_write_trace(ctx, NULL), PTO_RUNTIME_ERR_INVALID_STATE);
