@@ -191,6 +191,7 @@ static int collect_tasks(struct sp_dfx_model *m)
     uint64_t count;
     const struct rt_trace_record *r = live_records(h, orch, &count);
     for (uint64_t i = 0; i < count; i++) {
+        note_time(m, r[i].begin ? r[i].begin : r[i].end); /* the entry span starts first */
         if (r[i].kind != RT_TR_SUBMIT)
             continue;
         struct dfx_task *t = &m->tasks[m->task_count++];
@@ -204,7 +205,6 @@ static int collect_tasks(struct sp_dfx_model *m)
         t->block_num = r[i].arg[4] >> 8;
         t->func_id = t->kernel[0] >= 0 ? t->kernel[0] : t->kernel[1] >= 0 ? t->kernel[1]
                                                                            : t->kernel[2];
-        note_time(m, t->submit_begin ? t->submit_begin : t->submit_end);
     }
     qsort(m->tasks, m->task_count, sizeof *m->tasks, cmp_task);
     uint64_t known = m->task_count;
