@@ -47,6 +47,7 @@ struct task {
     double path;
     long prev;
     int indegree;
+    const struct span *first, *last; /* its first-starting and last-ending blocks */
 };
 
 struct edge {
@@ -93,26 +94,55 @@ static int cmp_task(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int cmp_edge(const void *a, const void *b)
+{
+    uint64_t x = ((const struct edge *)a)->producer, y = ((const struct edge *)b)->producer;
+    return x < y ? -1 : x > y;
+}
+
 static struct task *find_task(struct trace *t, uint64_t id)
 {
     struct task key = {.id = id};
     return bsearch(&key, t->tasks, t->task_count, sizeof key, cmp_task);
 }
 
-static void add_task_block(struct trace *t, const struct span *s)
+static int cmp_span_task(const void *a, const void *b)
 {
-    for (size_t i = 0; i < t->task_count; i++) {
-        struct task *k = &t->tasks[i];
-        if (k->id != s->task_id)
-            continue;
-        k->begin = fmin(k->begin, s->ts);
-        k->end = fmax(k->end, s->ts + s->dur);
+    const struct span *x = *(const struct span *const *)a, *y = *(const struct span *const *)b;
+    return x->task_id < y->task_id ? -1 : x->task_id > y->task_id;
+}
+
+/* One task per task id among the core spans (one span per block), in id
+ * order; each knows its first-starting and last-ending block. Sorting
+ * keeps this O(n log n) for traces of many thousands of blocks. */
+static void build_tasks(struct trace *t)
+{
+    size_t n = 0;
+    const struct span **blocks = calloc(t->span_count + 1, sizeof *blocks);
+    for (size_t i = 0; i < t->span_count; i++)
+        if (strcmp(t->spans[i].cat, "task") == 0 && t->spans[i].has_task)
+            blocks[n++] = &t->spans[i];
+    qsort(blocks, n, sizeof *blocks, cmp_span_task);
+    t->tasks = calloc(n + 1, sizeof *t->tasks);
+    for (size_t i = 0; i < n; i++) {
+        const struct span *s = blocks[i];
+        struct task *k = t->task_count ? &t->tasks[t->task_count - 1] : NULL;
+        if (!k || k->id != s->task_id) {
+            k = &t->tasks[t->task_count++];
+            *k = (struct task){s->task_id, s->ts, s->ts + s->dur, s->ready, s->name, 0, 0, -1, 0,
+                               s, s};
+        }
+        if (s->ts < k->begin) {
+            k->begin = s->ts;
+            k->first = s;
+        }
+        if (s->ts + s->dur > k->end) {
+            k->end = s->ts + s->dur;
+            k->last = s;
+        }
         k->blocks++;
-        return;
     }
-    t->tasks = grow(t->tasks, t->task_count, sizeof *t->tasks);
-    t->tasks[t->task_count++] = (struct task){s->task_id, s->ts, s->ts + s->dur, s->ready,
-                                              s->name, 1, 0, -1, 0};
+    free(blocks);
 }
 
 static int load(const char *path, struct trace *t)
@@ -162,10 +192,9 @@ static int load(const char *path, struct trace *t)
         s.task_id = (uint64_t)json_integer_value(id);
         t->spans = grow(t->spans, t->span_count, sizeof *t->spans);
         t->spans[t->span_count++] = s;
-        if (strcmp(s.cat, "task") == 0 && s.has_task)
-            add_task_block(t, &s);
     }
-    qsort(t->tasks, t->task_count, sizeof *t->tasks, cmp_task);
+    build_tasks(t);
+    qsort(t->edges, t->edge_count, sizeof *t->edges, cmp_edge);
     return 0;
 }
 
@@ -193,6 +222,21 @@ static void print_percentiles(const char *what, double *v, size_t n)
            pct(v, n, 50), pct(v, n, 90), pct(v, n, 99), v[n - 1], n);
 }
 
+/* The first edge of `producer` in the edges sorted by producer (edge_count
+ * when it has none). */
+static size_t first_edge_of(const struct trace *t, uint64_t producer)
+{
+    size_t lo = 0, hi = t->edge_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->edges[mid].producer < producer)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Longest path through the edges, each task weighing its own run time
  * (first block start to last block end); Kahn's order, so any DAG. */
 static double critical_path(struct trace *t, size_t *length, struct task **last)
@@ -210,9 +254,8 @@ static double critical_path(struct trace *t, size_t *length, struct task **last)
     }
     while (head < tail) {
         struct task *p = &t->tasks[queue[head++]];
-        for (size_t e = 0; e < t->edge_count; e++) {
-            if (t->edges[e].producer != p->id)
-                continue;
+        for (size_t e = first_edge_of(t, p->id); e < t->edge_count && t->edges[e].producer == p->id;
+             e++) {
             struct task *c = find_task(t, t->edges[e].consumer);
             if (!c)
                 continue;
@@ -472,18 +515,10 @@ static int render_svg(struct trace *t, const char *out)
     }
     /* Dependency arrows: producer's end to consumer's start. */
     for (size_t e = 0; e < t->edge_count; e++) {
-        const struct span *from = NULL, *to = NULL;
-        for (size_t i = 0; i < t->span_count; i++) {
-            const struct span *s = &t->spans[i];
-            if (strcmp(s->cat, "task") != 0)
-                continue;
-            if (s->task_id == t->edges[e].producer && (!from || s->ts > from->ts))
-                from = s;
-            if (s->task_id == t->edges[e].consumer && (!to || s->ts < to->ts))
-                to = s;
-        }
-        if (!from || !to)
+        struct task *p = find_task(t, t->edges[e].producer), *c = find_task(t, t->edges[e].consumer);
+        if (!p || !c)
             continue;
+        const struct span *from = p->last, *to = c->first;
         fprintf(f,
                 "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#555\" "
                 "stroke-width=\"0.7\" stroke-opacity=\"0.7\" marker-end=\"url(#arrow)\"/>\n",

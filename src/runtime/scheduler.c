@@ -444,7 +444,8 @@ static void loop(struct sched *S)
         for (uint32_t i = 0; i < S->core_count; i++)
             progress |= poll_core(S, &S->cores[i]);
         if (phases)
-            phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin, progress);
+            phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin,
+                                            progress);
         if (rt_error(run))
             return;
         bool dispatched = dispatch_all(S);

@@ -74,6 +74,13 @@ void tr_touch(int64_t *args) /* x[0] += 1: an INOUT of one tensor */
     x[0] += 1.0f;
 }
 
+void tr_block_mark(int64_t *args) /* x[block] = block + 1: each block its own element */
+{
+    float *x = simpler_kernel_data(args, 0);
+    uint32_t b = simpler_kernel_block_idx(args);
+    x[b] = (float)(b + 1);
+}
+
 /* ------------------------------------------------------- orchestrations */
 
 static void submit_scalar(struct simpler_orch *rt, const struct simpler_tensor *in, float s,
@@ -155,6 +162,20 @@ void tr_hazard_orch(struct simpler_orch *rt, const struct simpler_orch_args *arg
     simpler_submit_aiv(rt, 3, &ta, NULL);
 }
 
+/* An SPMD task of 3 blocks on tensor 0, then a dummy task after it (INOUT
+ * on the same tensor: a WAW edge through the TensorMap). */
+void tr_spmd_orch(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    struct simpler_task_args ta;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_inout(&ta, &args->tensors[0]);
+    simpler_task_args_set_block_num(&ta, 3);
+    simpler_submit_aiv(rt, 4, &ta, NULL);
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_inout(&ta, &args->tensors[0]);
+    simpler_submit_dummy(rt, &ta, NULL);
+}
+
 static void *image_of(const char *orch, uint32_t tensors, uint32_t scalars, size_t *bytes)
 {
     enum simpler_direction sig[8];
@@ -178,9 +199,9 @@ static void *image_of(const char *orch, uint32_t tensors, uint32_t scalars, size
         const char *symbol;
         const enum simpler_direction *sig;
         uint32_t n;
-    } kernels[] = {{"tr_add", bin, 3}, {"tr_add_scalar", sca, 3}, {"tr_mul", bin, 3},
-                   {"tr_touch", one, 1}}; /* func ids 0..3 */
-    for (int32_t k = 0; k < 4; k++)
+    } kernels[] = {{"tr_add", bin, 3},   {"tr_add_scalar", sca, 3}, {"tr_mul", bin, 3},
+                   {"tr_touch", one, 1}, {"tr_block_mark", one, 1}}; /* func ids 0..4 */
+    for (int32_t k = 0; k < 5; k++)
         assert_int_equal(simpler_callable_builder_add_kernel(b, k, SIMPLER_CORE_AIV,
                                                              SIMPLER_BINARY_SYMBOL, NULL, 0,
                                                              kernels[k].symbol, kernels[k].sig,
@@ -571,6 +592,52 @@ static void tensormap_edges_name_their_hazard(void **state)
     close_program(ctx);
 }
 
+static void an_spmd_task_has_a_span_per_block_and_a_dummy_task_none(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = open_program(2, NULL);
+    size_t bytes;
+    void *image = image_of("tr_spmd_orch", 1, 0, &bytes);
+    assert_int_equal(simpler_register_callable(ctx, 6, image, bytes), 0);
+    simpler_callable_free(image);
+    static float x[N];
+    struct simpler_tensor t;
+    simpler_tensor_make_1d(&t, (uint64_t)(uintptr_t)x, N, SIMPLER_DTYPE_F32, SIMPLER_MEM_HOST);
+    struct simpler_args args = {1, 0, &t, NULL};
+    assert_int_equal(simpler_run(ctx, 6, &args, NULL, NULL), 0);
+    assert_true(x[0] == 1.0f && x[1] == 2.0f && x[2] == 3.0f); /* every block ran */
+    json_t *root = load(trace_path(".json"));
+    check_event_format(root);
+    struct task_seen seen[8];
+    assert_int_equal(tasks_of(root, seen, 8), 3); /* one span per block, all of task 0 */
+    unsigned blocks = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(root, "traceEvents"), i, e) {
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (!cat || strcmp(cat, "task") != 0)
+            continue;
+        json_t *a = json_object_get(e, "args");
+        assert_int_equal(json_integer_value(json_object_get(a, "task_id")), 0);
+        blocks |= 1u << json_integer_value(json_object_get(a, "block"));
+        assert_string_equal(json_string_value(json_object_get(e, "name")), "tr_block_mark");
+    }
+    assert_int_equal(blocks, 7); /* blocks 0, 1 and 2, each once */
+    /* The dummy never ran on a core: no arrow, but the graph has it. */
+    assert_int_equal(count_phase(root, 's', "dep"), 0);
+    assert_int_equal(count_phase(root, 'i', "sched"), 6); /* dispatch + finish of 3 blocks */
+    json_decref(root);
+    json_t *deps = load(trace_path(".deps.json"));
+    json_t *dummy = json_array_get(json_object_get(deps, "tasks"), 1);
+    assert_string_equal(json_string_value(json_object_get(dummy, "kernel")), "dummy");
+    assert_string_equal(json_string_value(json_object_get(dummy, "core_type")), "none");
+    char edges[4][64];
+    assert_int_equal(deps_edges(deps, edges, 4), 1);
+    assert_string_equal(edges[0], "0->1:WAW");
+    json_decref(deps);
+    close_program(ctx);
+}
+
 static void a_full_buffer_drops_and_counts_without_blocking_the_run(void **state)
 {
     (void)state;
@@ -745,13 +812,13 @@ static void a_trace_region_that_fails_to_allocate_fails_prepare_cleanly(void **s
     size_t committed = simpler_committed_device_memory(ctx);
     simpler_run_t run = 0;
     /* The run's first device allocation is its trace region. */
-    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_MALLOC, 1, PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY), 0);
+    const int oom = PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY;
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_MALLOC, 1, oom), 0);
     assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, NULL),
                      PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY);
     assert_int_equal(simpler_committed_device_memory(ctx), committed); /* nothing held */
     /* The copy of its zeroed header. */
-    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_COPY, 1, PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY),
-                     0);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_COPY, 1, oom), 0);
     assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, NULL),
                      PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY);
     assert_int_equal(simpler_committed_device_memory(ctx), committed); /* the region was freed */
@@ -905,6 +972,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(tracks_name_every_core_scheduler_orchestrator_and_host,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(tensormap_edges_name_their_hazard, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_spmd_task_has_a_span_per_block_and_a_dummy_task_none,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(a_full_buffer_drops_and_counts_without_blocking_the_run,
                                         setup, teardown),
         cmocka_unit_test(the_buffer_writer_keeps_capacity_records_and_counts_the_rest),
