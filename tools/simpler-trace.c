@@ -456,7 +456,7 @@ static int render_svg(struct trace *t, const char *out)
     int lanes = 0; /* the device's tracks: they sort first */
     while ((size_t)lanes < t->track_count && t->tracks[lanes].pid == 1)
         lanes++;
-    double height = top + lanes * lane_h + 60;
+    double height = top + lanes * lane_h + 78;
     double scale = width / (t1 - t0);
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -507,7 +507,7 @@ static int render_svg(struct trace *t, const char *out)
         if (s->has_task)
             fprintf(f, " task %llu", (unsigned long long)s->task_id);
         fputs("</title></rect>\n", f);
-        if (strcmp(s->cat, "task") == 0 && s->dur * scale > 60) {
+        if (strcmp(s->cat, "task") == 0 && s->dur * scale > 6.0 * (double)strlen(s->name) + 4) {
             fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"9\">", x + 2, y + lane_h * 0.62);
             put_xml(f, s->name);
             fputs("</text>\n", f);
@@ -540,6 +540,25 @@ static int render_svg(struct trace *t, const char *out)
                "<tspan fill=\"#c8c8c8\">&#9632;</tspan> idle; ticks: dispatch and finish of a "
                "block; arrows: dependencies</text>\n",
             left, axis + 30);
+    /* The kernels' colours, in order of first appearance (at most 12). */
+    const char *seen[12];
+    size_t named = 0;
+    double lx = left;
+    for (size_t i = 0; i < t->task_count && named < 12; i++) {
+        bool known = false;
+        for (size_t k = 0; k < named && !known; k++)
+            known = strcmp(seen[k], t->tasks[i].name) == 0;
+        if (known)
+            continue;
+        seen[named++] = t->tasks[i].name;
+        colour_of(t->tasks[i].name, colour);
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                   "<text x=\"%.0f\" y=\"%.1f\" font-size=\"10\">",
+                lx, axis + 40, colour, lx + 14, axis + 49);
+        put_xml(f, t->tasks[i].name);
+        fputs("</text>\n", f);
+        lx += 24 + 6.2 * (double)strlen(t->tasks[i].name);
+    }
     fputs("</svg>\n", f);
     int rc = ferror(f);
     fclose(f);
