@@ -1,5 +1,7 @@
 # simpler — top-level entry points. See README.md.
-#   make run    install what is missing, build, run the demonstration
+#   make run    install what is missing, build, run the demonstration (the
+#               vector example traced: build/vector-trace.{json,svg} and its
+#               summary by tools/simpler-trace)
 #   make test   install what is missing, build and run every test:
 #               the model check (make verify), normal build, then ASan+UBSan, then TSan, then a short soak
 #               (SOAK_SHORT_N runs of the pipeline, fault and review tests
@@ -14,7 +16,8 @@
 #   make bench  install the peers (OpenMP, StarPU, BLAS), build optimised and
 #               run simpler side by side with them (docs/performance.md)
 #   make bench-components  the component benchmarks (device, runtime,
-#               program mode, kernel mode) on their own
+#               program mode, kernel mode, tracing) on their own
+#   make bench-trace  what tracing costs a run, level 0 to 4 (bench_trace)
 #   make install  install headers, libraries, simpler.pc and the CMake
 #               package under PREFIX (default /usr/local; docs/install.md)
 #   make uninstall  remove exactly the files the last `make install` wrote
@@ -29,7 +32,7 @@ PREFIX ?= /usr/local
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-.PHONY: all deps bench-deps verify build build-asan build-tsan run test test-normal test-asan test-tsan test-soak-short soak test-release test-fuzz fuzz-long bench bench-components install uninstall clean
+.PHONY: all deps bench-deps verify build build-asan build-tsan run test test-normal test-asan test-tsan test-soak-short soak test-release test-fuzz fuzz-long bench bench-components bench-trace install uninstall clean
 
 all: build
 
@@ -44,7 +47,8 @@ run: build
 	./build/examples/device_demo
 	./build/examples/runtime_demo
 	./build/examples/kernel_mode_demo
-	./build/examples/vector_example
+	SIMPLER_TRACE=4,build/vector-trace.json ./build/examples/vector_example
+	./build/tools/simpler-trace --svg build/vector-trace.svg build/vector-trace.json
 	./build/examples/matmul_example
 	./build/examples/attention_example
 
@@ -114,11 +118,17 @@ bench: bench-deps
 
 bench-components: deps
 	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
-	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime bench_program bench_kernel
+	cmake --build build-release -j $(JOBS) --target bench_device bench_runtime bench_program bench_kernel bench_trace
 	./build-release/bench/bench_device
 	./build-release/bench/bench_runtime
 	./build-release/bench/bench_program
 	./build-release/bench/bench_kernel
+	./build-release/bench/bench_trace
+
+bench-trace: deps
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build build-release -j $(JOBS) --target bench_trace
+	./build-release/bench/bench_trace
 
 # Builds what is missing without reconfiguring (so `sudo make install` after
 # `make` does not rewrite build/ as root), installs, and refreshes the

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "simpler/simdev.h"
 #include "simpler/status.h"
 
 _Noreturn void bench_check_failed(const char *program, const char *call, int rc, int line)
@@ -204,4 +205,34 @@ int bench_out_path(const char *program, const char *out_arg, const char *root_ar
         return -1;
     }
     return 0;
+}
+
+int bench_common_args(const char *program, int argc, char **argv, const char *file_name,
+                      int *quick, char *out_path, size_t size)
+{
+    const char *root_arg = NULL, *out_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            *quick = 1;
+        else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc)
+            root_arg = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out_arg = argv[++i];
+        else
+            return -1;
+    }
+    return bench_out_path(program, out_arg, root_arg, 1, file_name, out_path, size);
+}
+
+void bench_device_configure(const char *program, int device)
+{
+    struct simdev_config dc;
+    BENCH_CHECK(program, simdev_device_reset(device));
+    BENCH_CHECK(program, simdev_config_default(&dc));
+    dc.aicpu_threads = 2;
+    dc.aic_cores = 1;
+    dc.aiv_cores = 2;
+    dc.memory_bytes = 1ull << 30;
+    dc.watchdog_ms = 0;
+    BENCH_CHECK(program, simdev_device_configure(device, &dc));
 }

@@ -80,6 +80,18 @@ double bench_others_cpu_pct(double elapsed_ns, double host_busy_before, double o
  * <what>" and, when L > 1, a line saying the numbers may be noisy. */
 void bench_print_start(const char *program, double load_at_start, int quick, const char *what);
 
+/* Parses the options every component benchmark takes — --quick, --root
+ * DIR, --out FILE — and fills out_path[size] as bench_out_path does with
+ * `file_name`. 0, or -1 for anything else (after printing why, when it is
+ * the path). */
+int bench_common_args(const char *program, int argc, char **argv, const char *file_name,
+                      int *quick, char *out_path, size_t size);
+
+/* Resets `device` and configures the component benchmarks' topology: 2
+ * AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB,
+ * watchdog off. Exits on failure. */
+void bench_device_configure(const char *program, int device);
+
 /*
  * Fills out[size] with where the JSON goes: `out_arg` when given; else, when
  * `want_default`, ROOT/bench/results/<file_name>, creating that directory,

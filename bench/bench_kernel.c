@@ -302,15 +302,7 @@ static struct simpler_run_config bench_run_config(void)
 
 static void device_setup(int device)
 {
-    struct simdev_config dc;
-    CHECK(simdev_device_reset(device));
-    CHECK(simdev_config_default(&dc));
-    dc.aicpu_threads = 2;
-    dc.aic_cores = 1;
-    dc.aiv_cores = 2;
-    dc.memory_bytes = 1ull << 30;
-    dc.watchdog_ms = 0;
-    CHECK(simdev_device_configure(device, &dc));
+    bench_device_configure(PROGRAM, device);
 }
 
 /* Program mode on its device: a context with every operator registered
@@ -778,23 +770,12 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    const char *root_arg = NULL, *out_arg = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            g_quick = 1;
-        } else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
-            root_arg = argv[++i];
-        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-            out_arg = argv[++i];
-        } else {
-            usage();
-            return 2;
-        }
-    }
     char out_path[PATH_MAX];
-    if (bench_out_path(PROGRAM, out_arg, root_arg, 1, "kernel-latest.json", out_path,
-                       sizeof out_path) != 0)
+    if (bench_common_args(PROGRAM, argc, argv, "kernel-latest.json", &g_quick, out_path,
+                          sizeof out_path) != 0) {
+        usage();
         return 2;
+    }
 
     uint64_t start = now_ns();
     g_load_at_start = bench_load_average();

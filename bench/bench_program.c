@@ -336,15 +336,7 @@ static struct simpler_run_config small_run_config(void)
  * the resets simpler_finalize_device does). */
 static void device_setup(void)
 {
-    struct simdev_config dc;
-    CHECK(simdev_device_reset(DEVICE));
-    CHECK(simdev_config_default(&dc));
-    dc.aicpu_threads = 2;
-    dc.aic_cores = 1;
-    dc.aiv_cores = 2;
-    dc.memory_bytes = 1ull << 30;
-    dc.watchdog_ms = 0;
-    CHECK(simdev_device_configure(DEVICE, &dc));
+    bench_device_configure("bench_program", DEVICE);
 }
 
 /* A context of `depth` slots with every shape's callable registered. */

@@ -11,9 +11,11 @@ set -euo pipefail
 # hung test (every thread's stack; docs/testing.md). binutils (nm, readelf)
 # and pkg-config: the checks of the shared library and the installed
 # package (docs/install.md). spin: the model check of the kernel-mode round
-# gate (make verify, model/round_gate.pml).
+# gate (make verify, model/round_gate.pml). libjansson-dev: the JSON parser
+# the trace test reads traces back with and tools/simpler-trace reads them
+# with.
 needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config binutils libasan8 libubsan1 libtsan2
-        clang liblapacke-dev libblas-dev gdb spin)
+        clang liblapacke-dev libblas-dev gdb spin libjansson-dev)
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -170,6 +170,13 @@ struct simpler_run_config {
     uint32_t ring_timeout_ms;    /* no-progress bound of a ring/TensorMap wait */
     uint32_t sched_timeout_ms;   /* scheduler no-progress bound */
     uint32_t tensor_wait_timeout_ms; /* element read/write wait bound */
+    /* Diagnostics (docs/diagnostics.md): 0 off; 1 every task on its core;
+     * 2 + the schedulers' dispatch and finish; 3 + scheduler phases; 4 +
+     * the orchestrator's submits. The environment's SIMPLER_TRACE, when
+     * set, overrides it. */
+    uint32_t trace_level;
+    uint32_t trace_records;      /* records per device thread's buffer; 0 = 16384,
+                                    at most 2^24 */
 };
 
 /* Window 1024, heap 16 MiB and dep pool 8192 per ring; TensorMap 4096
@@ -189,6 +196,8 @@ static inline void simpler_run_config_default(struct simpler_run_config *c)
     c->ring_timeout_ms = 1000;
     c->sched_timeout_ms = 10000;
     c->tensor_wait_timeout_ms = 15000;
+    c->trace_level = 0;
+    c->trace_records = 0;
 }
 
 /*

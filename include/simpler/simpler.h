@@ -258,6 +258,25 @@ int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct s
                 const struct simpler_run_config *config, struct simpler_run_info *info);
 
 
+/* ------------------------------------------------------------ diagnostics */
+
+/*
+ * Tracing (docs/diagnostics.md): a run whose trace level is above 0 (its
+ * simpler_run_config.trace_level, or the environment's
+ * SIMPLER_TRACE=<level>[,<path>], read when the context is created, which
+ * overrides it) records a swimlane trace on the device. In program mode
+ * finalize writes, for every traced run that was launched (failed runs
+ * too), three files: the Chrome trace event JSON at the context's trace
+ * path (default "simpler-trace.json"; each run overwrites it) and beside it
+ * <stem>.deps.json and <stem>.deps.dot, the run's dependency graph. A
+ * trace that cannot be written never changes a run's result; the failure
+ * is reported on stderr.
+ */
+
+/* Sets the path traces are written to (`path` borrowed for the call, at
+ * most 4095 bytes). INVALID_ARGUMENT for NULL, empty or too long. */
+int simpler_set_trace_path(struct simpler_context *ctx, const char *path);
+
 /* ------------------------------------------------------------ kernel mode */
 
 /*
@@ -329,6 +348,20 @@ int simpler_kernel_mode_prepare_callable(struct simpler_context *ctx, const void
  */
 int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
                                const struct simpler_args *args, simdev_stream_t caller_stream);
+
+/*
+ * Writes the trace of the context's last round (eager or replayed) to
+ * `path` (NULL: the context's trace path) and its dependency graph beside
+ * it, as program mode does for a run. A kernel context traces when its
+ * config's run_capacity.trace_level (or SIMPLER_TRACE) is above 0 at init:
+ * init then commits the trace buffers once, and every round, including a
+ * graph's replay of a captured one, records into them. Call it after the
+ * round's caller stream was synchronised (it reads device memory the
+ * round writes). INVALID_ARGUMENT: NULL ctx; INVALID_STATE: not an open
+ * kernel context, tracing off, or no round has run; INTERNAL: a file
+ * could not be written.
+ */
+int simpler_kernel_mode_write_trace(struct simpler_context *ctx, const char *path);
 
 #ifdef __cplusplus
 }

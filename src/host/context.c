@@ -62,6 +62,7 @@ int simpler_create_device_context(struct simpler_context **out)
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_cond_init(&ctx->waiters_done, NULL);
     ctx->next_run = 1;
+    sp_trace_context_init(ctx);
     *out = ctx;
     return 0;
 }
@@ -182,7 +183,8 @@ int sp_config_check(const struct simpler_config *c)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct rt_config rc;
     rt_config_from_public(&c->run_capacity, &rc);
-    return rt_config_check(&rc);
+    return rt_config_check(&rc) ? PTO_RUNTIME_ERR_INVALID_ARGUMENT
+                                : sp_trace_config_check(&c->run_capacity);
 }
 
 /*

@@ -21,6 +21,7 @@
 
 #include "host/latch.h"
 #include "host/phase.h"
+#include "host/trace_host.h"
 #include "runtime/runtime.h"
 #include "simpler/simpler.h"
 
@@ -80,6 +81,7 @@ struct sp_slot {
                              release it (sp_release_stranded) */
     int status;
     struct rt_run_result result; /* read back when the run completed */
+    struct sp_trace_run *trace;  /* the run's trace (trace_host.c); NULL: not traced */
 };
 
 /* Counters for tests and diagnostics (monotonic except the live ones). */
@@ -143,6 +145,7 @@ struct simpler_context {
     struct sp_counters counters;
     struct sp_callable *callables[SIMPLER_MAX_CALLABLE_IDS];
     struct sp_kernel kernel;
+    struct sp_trace_ctx trace; /* trace_host.c */
 };
 
 /* Device memory of the context (counted in `committed`). Caller must hold

@@ -148,6 +148,8 @@ static int kernel_release(struct simpler_context *ctx)
         ctx->callables[id] = NULL;
         free(c);
     }
+    if ((rc = sp_trace_kernel_release(ctx)))
+        return rc;
     void **mem[4] = {(void **)&k->binding, (void **)&k->args, (void **)&k->result, &ctx->arena};
     size_t bytes[4] = {k->binding_bytes, sizeof *k->args, sizeof *k->result, ctx->arena_bytes};
     for (int i = 0; i < 4; i++) {
@@ -212,7 +214,8 @@ static int kernel_create(struct simpler_context *ctx)
         (rc = sp_dev_alloc(ctx, &ctx->arena, ctx->arena_bytes)) ||
         (rc = sp_dev_alloc(ctx, (void **)&k->result, sizeof *k->result)) ||
         (rc = sp_dev_alloc(ctx, (void **)&k->args, sizeof *k->args)) ||
-        (rc = sp_dev_alloc(ctx, (void **)&k->binding, k->binding_bytes)))
+        (rc = sp_dev_alloc(ctx, (void **)&k->binding, k->binding_bytes)) ||
+        (rc = sp_trace_kernel_create(ctx)))
         goto out;
     image->context_generation = k->generation;
     image->device = ctx->device;
@@ -450,6 +453,7 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
     if (!rc) {
         struct rt_config config;
         rt_config_from_public(&c->config, &config);
+        sp_trace_kernel_attach(ctx, callable_id, &config);
         struct rt_kernel_target target = {k->generation, ctx->arena, ctx->arena_bytes,
                                           k->schedulers};
         /* A launch on a capturing caller stream goes through the capture

@@ -178,11 +178,13 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
 {
     if (!ctx || !run || !args || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    uint64_t prepare_begin = simdev_clock_ns(); /* the host span, if the run traces */
     int rc = check_args(args);
     struct rt_config rtc;
     if (!rc && config) {
         rt_config_from_public(config, &rtc);
-        rc = rt_config_check(&rtc);
+        if (!(rc = rt_config_check(&rtc)))
+            rc = sp_trace_config_check(config);
     }
     if (rc)
         return rc;
@@ -233,14 +235,22 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     if ((rc = sp_free_staging(ctx, s)))
         goto out;
     s->staging_count = 0;
+    const struct simpler_run_config *pub = config ? config : &c->config;
+    if ((rc = sp_trace_run_open(ctx, s, sp_trace_level(ctx, pub), schedulers, pub->trace_records,
+                                &rtc)))
+        goto out;
+    uint64_t stage_begin = sp_trace_now(s);
     if ((rc = alloc_staging(ctx, s)) || (rc = copy_inputs(s, c))) {
         /* Undo: a free that fails is tried once more; what still cannot be
          * freed stays recorded in the slot, for the next prepare on it or
          * finalize_device. The staging's code is the answer. */
         if (sp_free_staging(ctx, s))
             sp_free_staging(ctx, s);
+        if (sp_trace_run_release(ctx, s))
+            sp_trace_run_release(ctx, s);
         goto out;
     }
+    sp_trace_span(s, SP_SPAN_STAGE, stage_begin);
     s->config = rtc;
     s->callable = c;
     s->run = ctx->next_run++;
@@ -250,6 +260,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     memset(&s->result, 0, sizeof s->result);
     c->runs++;
     ctx->counters.slots_acquired++;
+    sp_trace_span(s, SP_SPAN_PREPARE, prepare_begin);
     *run = s->run;
 out:
     pthread_mutex_unlock(&ctx->lock);
@@ -270,6 +281,7 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
     if (!rc && s->restage && !(rc = copy_inputs(s, s->callable)))
         s->restage = false;
     if (!rc) {
+        uint64_t launch_begin = sp_trace_now(s);
         struct rt_run_request rq = {
             .entry = s->callable->entry,
             .kernels = s->callable->record->kernels,
@@ -288,6 +300,7 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
             s->generation = rt_launcher_generation(ctx->launcher);
             s->state = SP_SLOT_LAUNCHED;
             ctx->counters.launches++;
+            sp_trace_span(s, SP_SPAN_LAUNCH, launch_begin);
         }
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -348,6 +361,7 @@ static int synced(struct simpler_context *ctx, struct sp_slot *s, int rc)
 static int await(struct simpler_context *ctx, simpler_run_t run, struct sp_slot **slot)
 {
     struct sp_slot *s = *slot;
+    uint64_t wait_begin = s->completed ? 0 : sp_trace_now(s);
     while (!s->completed) {
         if (s->waiting) {
             ctx->sleepers++; /* finalize_device waits for none, refuses instead */
@@ -367,6 +381,8 @@ static int await(struct simpler_context *ctx, simpler_run_t run, struct sp_slot 
         if ((rc = synced(ctx, s, carried)) || (rc = latch_status(ctx, s, carried)))
             return rc;
     }
+    if (wait_begin)
+        sp_trace_span(s, SP_SPAN_WAIT, wait_begin);
     return 0;
 }
 
@@ -486,6 +502,8 @@ static int copy_back(const struct sp_slot *s)
 static int release_slot(struct simpler_context *ctx, struct sp_slot *s)
 {
     int rc = sp_free_staging(ctx, s);
+    if (!rc)
+        rc = sp_trace_run_release(ctx, s);
     if (rc)
         return rc;
     s->callable->runs--;
@@ -511,6 +529,7 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
         rc = simdev_set_device(ctx->device);
     if (rc)
         goto out;
+    uint64_t finalize_begin = sp_trace_now(s);
     if (s->restage) {
         /* A launch failed part-way: its work on the run's stream must be
          * over before the staging goes (the error it carries is not this
@@ -525,11 +544,15 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
         if ((rc = await(ctx, run, &s)))
             goto failed; /* not known to be over: nothing may be released */
         if (s->status == 0 && !s->copied_back) {
+            uint64_t copy_begin = sp_trace_now(s);
             rc = copy_back(s);
             if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
                 goto failed; /* outputs not delivered yet: a retry copies again */
             s->copied_back = true;
+            sp_trace_span(s, SP_SPAN_COPY_BACK, copy_begin);
         }
+        sp_trace_span(s, SP_SPAN_FINALIZE, finalize_begin);
+        sp_trace_run_write(ctx, s); /* failed runs too */
     }
     if (!(rc = release_slot(ctx, s)))
         goto out;

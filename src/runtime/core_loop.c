@@ -54,6 +54,9 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&la, args, sizeof la);
     struct rt_run *run = la.request.arena;
+    uint32_t trace = rt_trace_level(&la.request.config); /* loaded once per round */
+    if (trace)
+        rt_trace_core_begin(&la.request.config, la.generation, ctx->core_id);
     struct rt_layout layout;
     if (rt_layout_compute(&la.request.config, ctx->core_count, &layout) != 0)
         return PTO_RUNTIME_ERR_INTERNAL;
@@ -89,7 +92,10 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
         }
         struct rt_dispatch *d = &payload[value & 1];
         simdev_core_write_cond(ctx->regs, value << 1); /* ACK */
+        uint64_t trace_begin = RT_TRACE_CLOCK(trace);
         d->fn(d->args);
+        if (trace)
+            rt_trace_core_task(&la.request.config, ctx->core_id, value, trace_begin);
         /* release (in simdev): the kernel's writes and ctx.failure before
          * the scheduler's acquire of FIN */
         simdev_core_write_cond(ctx->regs, (value << 1) | 1);

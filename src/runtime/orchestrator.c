@@ -398,11 +398,17 @@ static bool tm_retired(void *ctx, uint64_t producer_id)
     return rt_task_retired(ctx, producer_id);
 }
 
-static int tm_hit(void *ctx, uint64_t producer_id, void *producer, enum rt_access kind)
+/* What a TensorMap lookup reports its hits to: the run and the access. */
+struct tm_access {
+    struct rt_run *run;
+    enum rt_access kind;
+};
+
+static int tm_hit(void *ctx, uint64_t producer_id, void *producer, enum rt_access recorded)
 {
+    const struct tm_access *a = ctx;
     (void)producer_id;
-    (void)kind;
-    return add_producer(ctx, producer, RT_EDGE_TENSORMAP);
+    return add_producer(a->run, producer, RT_EDGE_TENSORMAP | rt_edge_hazard(a->kind, recorded));
 }
 
 /* Creator edge for a tensor carrying a producer id (producer_valid: a
@@ -452,8 +458,9 @@ static int32_t discover(struct rt_run *run, const struct simpler_task_args *a,
             return rc;
         if (kind == SIMPLER_ARG_NO_DEP || !tracked(run, view))
             continue;
-        rc = rt_tensormap_lookup(&run->tensormap, view, access_of(kind), tm_retired, run,
-                                 tm_hit, run);
+        struct tm_access access = {run, access_of(kind)};
+        rc = rt_tensormap_lookup(&run->tensormap, view, access.kind, tm_retired, run, tm_hit,
+                                 &access);
         if (rc)
             return rc;
     }
@@ -513,8 +520,8 @@ static void log_edge(struct rt_run *run, uint64_t producer, uint64_t consumer, u
         struct rt_edge *e = &run->config.edge_log[n];
         e->producer = producer;
         e->consumer = consumer;
-        e->sources = sources;
-        e->reserved = 0;
+        e->sources = sources & RT_EDGE_SOURCES;
+        e->hazards = sources & ~RT_EDGE_SOURCES;
     }
 }
 
@@ -629,6 +636,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     struct rt_run *run = run_of(h);
     if (rt_error(run))
         return -rt_error(run);
+    uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
     struct task_shape ts;
     int32_t code = check_submit(run, k, a, &ts);
     if (code)
@@ -705,6 +713,8 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     run->tasks_submitted_local++;
     atomic_store_explicit(&run->tasks_submitted, run->tasks_submitted_local,
                           memory_order_release);
+    if (run->config.trace_level)
+        rt_trace_submit(run, id, ts.kernel, depth, ts.shape, a->block_num, trace_begin);
     /* acq_rel: the last decrement (ours or a completing producer's) sees
      * every write above before the task is routed. */
     if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1)
@@ -793,8 +803,9 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
     run->fanin_n = 0;
     int32_t code = 0;
     code = creator_edge(run, t); /* a dead or foreign producer id is invalid */
+    struct tm_access access = {run, kind};
     if (!code && tracked(run, t))
-        code = rt_tensormap_lookup(&run->tensormap, &elem, kind, tm_retired, run, tm_hit, run);
+        code = rt_tensormap_lookup(&run->tensormap, &elem, kind, tm_retired, run, tm_hit, &access);
     if (code)
         return fail(run, code);
     /* A producer whose slot was reused has long completed: drop it. */

@@ -21,6 +21,7 @@
 
 #include "runtime/runtime.h"
 #include "runtime/tensormap.h"
+#include "runtime/trace.h"
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
 #include "simpler/simdev.h"

@@ -63,6 +63,8 @@ int rt_config_check(const struct rt_config *c)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (c->edge_log_capacity && !c->edge_log)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (c->trace_level > RT_TRACE_MAX_LEVEL || (c->trace_level == 0) != (c->trace == NULL))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     return 0;
 }
 
@@ -272,6 +274,7 @@ void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_a
 {
     struct rt_run *run = la->request.arena;
     uint32_t orchestrator = ctx->thread_count - 1;
+    rt_trace_aicpu_begin(&la->request.config, la->generation, ctx->thread_index, ctx->thread_count);
 
     if (ctx->thread_index == orchestrator) {
         run_reset_shared(run);
@@ -284,8 +287,12 @@ void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_a
          * acquire in wait_init */
         atomic_store_explicit(&run->init_generation, la->generation, memory_order_release);
         rt_signal(run);
-        if (!code)
+        if (!code) {
+            uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
             rt_orchestrate(run, la->request.entry, la->request.args);
+            if (run->config.trace_level >= 4)
+                rt_trace_orch(run, trace_begin);
+        }
         else
             atomic_store_explicit(&run->orch_done, 1, memory_order_release);
     } else {

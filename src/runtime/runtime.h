@@ -24,6 +24,8 @@
 
 #define RT_RINGS SIMPLER_RUN_RINGS
 
+struct rt_trace_header;
+
 /* Sizes and limits of one run. All fields must be set (rt_config_default
  * gives usable values). */
 struct rt_config {
@@ -39,18 +41,30 @@ struct rt_config {
     uint32_t tensor_wait_timeout_ms; /* read/write element wait bound */
     uint32_t edge_log_capacity;     /* edges recorded into edge_log (0 = none) */
     struct rt_edge *edge_log;       /* device memory, edge_log_capacity entries */
+    /* The swimlane trace (runtime/trace.h), attached by the host: level 0
+     * (off, trace NULL) or 1..4 with a region in device memory. Not taken
+     * from the public config by rt_config_from_public. */
+    uint32_t trace_level;
+    uint32_t trace_tag;                /* copied into the region's header */
+    struct rt_trace_header *trace;
 };
 
 /* Edge sources, OR'ed when one producer-consumer pair has several. */
 #define RT_EDGE_CREATOR 1u   /* the consumer uses the producer's runtime-allocated output */
 #define RT_EDGE_TENSORMAP 2u /* overlapping accesses found in the TensorMap */
 #define RT_EDGE_EXPLICIT 4u  /* set_dependencies */
+/* With RT_EDGE_TENSORMAP, the hazard (the new access against the recorded one). */
+#define RT_EDGE_RAW 8u  /* the consumer reads what the producer wrote */
+#define RT_EDGE_WAW 16u /* the consumer overwrites what the producer wrote */
+#define RT_EDGE_WAR 32u /* the consumer overwrites what the producer read */
+
+#define RT_EDGE_SOURCES (RT_EDGE_CREATOR | RT_EDGE_TENSORMAP | RT_EDGE_EXPLICIT)
 
 struct rt_edge {
     uint64_t producer;
     uint64_t consumer;
-    uint32_t sources; /* RT_EDGE_* */
-    uint32_t reserved;
+    uint32_t sources; /* RT_EDGE_CREATOR / TENSORMAP / EXPLICIT */
+    uint32_t hazards; /* RT_EDGE_RAW / WAW / WAR of its TensorMap part */
 };
 
 /* Why the scheduler timed out (rt_run_result.stall_class). */

@@ -189,6 +189,8 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
         c->pending = ct;
     }
     S->dispatched++;
+    if (run->config.trace_level)
+        rt_trace_dispatch(run, S->index, c->id, reg, s, t->kernel[lane], block, lane);
     /* release (in simdev): publishes the payload to the core's acquire of
      * the doorbell in rt_core_main */
     simdev_regs_ring_doorbell(c->regs, reg);
@@ -199,6 +201,8 @@ static void finish(struct sched *S, struct sched_core *c, struct core_task ct)
 {
     struct rt_run *run = S->run;
     const struct rt_dispatch *d = &run->dispatch[c->id * 2 + (ct.reg & 1)];
+    if (run->config.trace_level >= 2)
+        rt_trace_finish(run, S->index, c->id, ct.slot);
     if (d->ctx.failure) {
         rt_fail(run, d->ctx.failure);
         return; /* the run is over: its consumers must not run */
@@ -432,14 +436,22 @@ static void loop(struct sched *S)
     uint64_t timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
     uint64_t mark = progress_mark(run, S);
     uint64_t last_progress = simdev_clock_ns();
+    bool phases = run->config.trace_level >= 3; /* loaded once per round */
     for (;;) {
         uint64_t seq = simdev_cond_seq(run->device);
         bool progress = false;
+        uint64_t phase_begin = RT_TRACE_CLOCK(phases);
         for (uint32_t i = 0; i < S->core_count; i++)
             progress |= poll_core(S, &S->cores[i]);
+        if (phases)
+            phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin,
+                                            progress);
         if (rt_error(run))
             return;
-        progress |= dispatch_all(S);
+        bool dispatched = dispatch_all(S);
+        if (phases && dispatched)
+            rt_trace_phase(run, S->index, RT_PHASE_DISPATCH, phase_begin);
+        progress |= dispatched;
         if (!any_running(S) && run_finished(run))
             return;
         if (progress)
@@ -466,7 +478,10 @@ static void loop(struct sched *S)
         atomic_fetch_add_explicit(&run->sched_sleepers, 1, memory_order_seq_cst);
         if (!work_visible(S) && !run_finished(run) && !rt_error(run)) {
             uint64_t left = timeout_ns - (now - last_progress);
+            uint64_t idle_begin = RT_TRACE_CLOCK(phases);
             simdev_cond_wait(run->device, seq, left);
+            if (phases)
+                rt_trace_phase(run, S->index, RT_PHASE_IDLE, idle_begin);
         }
         atomic_fetch_sub_explicit(&run->sched_sleepers, 1, memory_order_relaxed);
         if (simdev_device_is_lost(run->device) > 0) {
