@@ -5,7 +5,10 @@
  * Owns: the core half of the register protocol (rt.h): hello, acknowledge,
  * run the kernel, finish, exit. Knows nothing of tasks or dependencies: a
  * dispatch is a kernel pointer, its args and a context, in the payload
- * buffer chosen by the dispatch id.
+ * buffer chosen by the dispatch id. Being awake right after its ACK and FIN,
+ * the core's thread also runs its scheduler's step there (rt_sched_kick,
+ * the engine rule in scheduler.c): the scheduler's role and state stay the
+ * scheduler's, only the host thread that executes it changes.
  */
 #include <string.h>
 
@@ -75,6 +78,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
     simdev_core_write_cond(ctx->regs, ((base + 1) << 1) | 1);
+    uint32_t owner = UINT32_MAX; /* this core's scheduler, known after the first dispatch */
     for (;;) {
         uint64_t value;
         int rc = wait_doorbell(ctx, round, la.generation, &joined, deadline, last, &value);
@@ -88,10 +92,21 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
             return 0;
         }
         struct rt_dispatch *d = &payload[value & 1];
+        /* A dispatch comes from a scheduler that saw the run initialised
+         * (acquire of init_generation, then its release of the doorbell
+         * that we acquired): the run's topology is readable now. */
+        if (owner == UINT32_MAX)
+            owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers,
+                                  ctx->core_id);
         simdev_core_write_cond(ctx->regs, value << 1); /* ACK */
+        /* With tasks queued, the step can give this core its pending task
+         * now, so it starts the moment this kernel ends. */
+        if (rt_work_queued(run))
+            rt_sched_kick(run, owner);
         d->fn(d->args);
         /* release (in simdev): the kernel's writes and ctx.failure before
          * the scheduler's acquire of FIN */
         simdev_core_write_cond(ctx->regs, (value << 1) | 1);
+        rt_sched_kick(run, owner); /* completion, and this core's next task */
     }
 }

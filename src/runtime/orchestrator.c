@@ -707,8 +707,13 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
                           memory_order_release);
     /* acq_rel: the last decrement (ours or a completing producer's) sees
      * every write above before the task is routed. */
-    if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1) {
         rt_task_ready(run, s);
+        /* The engine rule: this thread is awake, so it runs the step that
+         * dispatches the task (or leaves the note for the thread running
+         * it); no scheduler is woken. */
+        rt_sched_kick_all(run);
+    }
     return 0;
 }
 
@@ -908,10 +913,11 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
         while (run->scope_depth > 0)
             scope_pop(run);
     }
-    /* release: pairs with the schedulers' acquire of orch_done, after which
+    /* seq_cst (a release too): pairs with run_finished (scheduler.c) and the
+     * completer's look at orch_done (rt_task_complete); after it
      * tasks_submitted is final */
     atomic_store_explicit(&run->tasks_submitted, run->tasks_submitted_local,
                           memory_order_release);
-    atomic_store_explicit(&run->orch_done, 1, memory_order_release);
+    atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
     rt_signal(run);
 }

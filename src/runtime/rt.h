@@ -229,6 +229,7 @@ struct rt_layout {
     size_t sync_rq_cells[RT_SHAPES];
     uint64_t rq_capacity;
     size_t dispatch;     /* 2 per core */
+    size_t scheds;       /* struct rt_sched per possible scheduler thread */
     size_t rounds;       /* struct rt_core_round per core */
     size_t rounds_bytes;
     size_t scope_tasks;
@@ -254,6 +255,7 @@ struct rt_run {
     uint32_t kernel_count;
     struct rt_dispatch *dispatch; /* [core_count][2] */
     struct rt_core_round *rounds; /* [core_count], zeroed by the launch chain */
+    struct rt_sched *scheds;      /* [schedulers]: each scheduler's step state (scheduler.c) */
 
     struct rt_ring rings[RT_RINGS];
     struct rt_ready_queue ready[RT_SHAPES];
@@ -294,7 +296,6 @@ struct rt_run {
      * retirement); else RT_ORCH_WAIT_SLOTS(ring, alive) = task slots of
      * `ring`, which need last_alive >= alive (signal only then). */
     _Atomic uint64_t orch_wait_target;
-    _Alignas(RT_CACHELINE) _Atomic uint32_t sched_sleepers;
     _Alignas(RT_CACHELINE) _Atomic uint64_t init_generation;
     _Atomic uint32_t threads_finished;
 };
@@ -314,8 +315,12 @@ static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
     return j / 2 < cluster_count ? (j / 2) % schedulers : j % schedulers;
 }
 
-/* Wakes AICPU threads waiting in simdev_cond_wait (schedulers). */
+/* Wakes the AICPU threads that wait for the run's state to change: a
+ * scheduler waiting for the run's initialisation (simdev_cond_wait) and the
+ * schedulers' own threads (RT_NOTIFY_SCHED). Not on the per-task path: the
+ * run's end, its failure, its initialisation. */
 void rt_signal(struct rt_run *run);
+#define RT_NOTIFY_SCHED 1
 
 /* The orchestrator waits on its own notification channel, so core
  * ACK/FIN writes (which bump the condition sequence) never wake it; only
@@ -355,13 +360,25 @@ bool rt_task_retired(struct rt_run *run, uint64_t id);
  * CONSUMED and advances its ring. */
 void rt_slot_release(struct rt_run *run, struct rt_slot *s);
 
-/* Marks `s` COMPLETED, makes its waiting consumers ready, releases the
+/* Tasks a completion made ready, kept by the scheduler's step so they go
+ * first (scheduler.c: the immediate successor runs on the completing
+ * core). Only single-block AIC/AIV tasks without sync-start go here; the
+ * rest, and any beyond the capacity, go to the ready queues. */
+#define RT_RELEASED_MAX 16
+struct rt_released {
+    uint32_t count;
+    struct rt_slot *slot[RT_RELEASED_MAX];
+};
+
+/* Marks `s` COMPLETED, makes its waiting consumers ready (into `released`
+ * when not NULL and they qualify, else their ready queues), releases the
  * producers it held, then drops its own completion hold. Called once per
  * task, by whichever thread saw its last subtask finish. */
-void rt_task_complete(struct rt_run *run, struct rt_slot *s);
+void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released);
 
-/* Pushes a task whose dependencies are all satisfied to its ready queue and
- * wakes a sleeping scheduler. */
+/* Pushes a task whose dependencies are all satisfied to its ready queue.
+ * Wakes nobody: the caller kicks the schedulers (rt_sched_kick) or is
+ * inside a scheduler's step. */
 void rt_task_ready(struct rt_run *run, struct rt_slot *s);
 
 static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s)
@@ -370,7 +387,35 @@ static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s
     return &r->tasks[s - r->slots];
 }
 
+/* One polite spin step (a CPU pause hint). */
+static inline void rt_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* ------------------------------------------------------------- the roles */
+
+/* One scheduler's shared step state (scheduler.c); rt_layout.scheds holds
+ * SIMDEV_MAX_AICPU_THREADS of them. */
+struct rt_sched;
+size_t rt_sched_bytes(void);
+/* Resets the schedulers' tokens for a new run (run_init, before the
+ * schedulers are released). */
+void rt_scheds_init(struct rt_run *run);
+/* Runs scheduler `index`'s step on the calling thread, or, when another
+ * thread is running it, leaves a note that makes that thread step again.
+ * Never blocks. Called by a core after its FIN (and after its ACK while
+ * tasks are queued) and by the orchestrator after it published a ready
+ * task; safe from any device thread of the run, and a no-op before the
+ * scheduler's handshake has ended and after its exit. */
+void rt_sched_kick(struct rt_run *run, uint32_t index);
+void rt_sched_kick_all(struct rt_run *run);
+/* Approximate: true when some ready queue may hold a task. */
+bool rt_work_queued(struct rt_run *run);
 
 /* Orchestrator thread: runs the entry inside scope 0. */
 void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,

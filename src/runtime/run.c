@@ -98,6 +98,7 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
         l.sync_rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
     }
     l.dispatch = take(&cursor, (size_t)core_count * 2 * sizeof(struct rt_dispatch));
+    l.scheds = take(&cursor, (size_t)(SIMDEV_MAX_AICPU_THREADS - 1) * rt_sched_bytes());
     l.rounds_bytes = (size_t)core_count * sizeof(struct rt_core_round);
     l.rounds = take(&cursor, l.rounds_bytes);
     l.scope_task_capacity = (uint32_t)windows;
@@ -174,6 +175,8 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->kernel_count = rq->kernel_count;
     run->dispatch = (struct rt_dispatch *)(base + l.dispatch);
     run->rounds = (struct rt_core_round *)(base + l.rounds);
+    run->scheds = (struct rt_sched *)(base + l.scheds);
+    rt_scheds_init(run);
     for (uint32_t i = 0; i < RT_RINGS; i++) {
         struct rt_ring *r = &run->rings[i];
         r->window = rq->config.task_window[i];
@@ -224,7 +227,6 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->orch_done, 0);
     atomic_init(&run->orch_waiting, 0);
     atomic_init(&run->orch_wait_target, 0);
-    atomic_init(&run->sched_sleepers, 0);
     atomic_init(&run->threads_finished, 0);
 }
 
@@ -287,7 +289,7 @@ void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_a
         if (!code)
             rt_orchestrate(run, la->request.entry, la->request.args);
         else
-            atomic_store_explicit(&run->orch_done, 1, memory_order_release);
+            atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
     } else {
         int rc = wait_init(run, la, ctx->device);
         if (rc) {

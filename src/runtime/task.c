@@ -11,15 +11,6 @@
  */
 #include "runtime/rt.h"
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 void rt_slot_lock(struct rt_slot *s)
 {
     for (;;) {
@@ -29,7 +20,7 @@ void rt_slot_lock(struct rt_slot *s)
                                                   memory_order_relaxed))
             return;
         while (atomic_load_explicit(&s->lock, memory_order_relaxed))
-            cpu_relax();
+            rt_cpu_relax();
     }
 }
 
@@ -41,6 +32,7 @@ void rt_slot_unlock(struct rt_slot *s)
 void rt_signal(struct rt_run *run)
 {
     simdev_cond_signal(run->device);
+    simdev_notify_signal(run->device, RT_NOTIFY_SCHED);
 }
 
 void rt_signal_orch(struct rt_run *run)
@@ -169,15 +161,19 @@ void rt_task_ready(struct rt_run *run, struct rt_slot *s)
     rt_rq_push(s->sync_start && s->shape != RT_SHAPE_DUMMY ? &run->sync_ready[s->shape]
                                                            : &run->ready[s->shape],
                s);
-    /* seq_cst fence: orders the push before the sleeper check, pairing with
-     * the scheduler's seq_cst increment of sched_sleepers before its last
-     * look at the queues (either it sees the task or we see it sleeping). */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&run->sched_sleepers, memory_order_relaxed))
-        rt_signal(run);
+    /* Nobody is woken: the thread that made the task ready kicks the
+     * schedulers (the orchestrator after a submit, rt_sched_kick), or is
+     * itself inside a scheduler's step, which dispatches it. */
 }
 
-void rt_task_complete(struct rt_run *run, struct rt_slot *s)
+/* True when `s` may wait in a step's released list rather than a queue. */
+static bool keep_released(const struct rt_slot *s, const struct rt_released *released)
+{
+    return released && released->count < RT_RELEASED_MAX && !s->sync_start &&
+           s->block_num == 1 && (s->shape == RT_SHAPE_AIC || s->shape == RT_SHAPE_AIV);
+}
+
+void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
 {
     rt_slot_lock(s);
     /* release: a consumer wiring later sees COMPLETED under the lock and
@@ -193,7 +189,11 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s)
         pos = d->next; /* read before the consumer may run and retire */
         struct rt_slot *consumer = d->slot;
         /* acq_rel: the last decrement sees every producer's writes */
-        if (atomic_fetch_sub_explicit(&consumer->fanin_pending, 1, memory_order_acq_rel) == 1)
+        if (atomic_fetch_sub_explicit(&consumer->fanin_pending, 1, memory_order_acq_rel) != 1)
+            continue;
+        if (keep_released(consumer, released))
+            released->slot[released->count++] = consumer;
+        else
             rt_task_ready(run, consumer);
     }
 
@@ -203,7 +203,14 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s)
         pos = d->next;
         rt_slot_release(run, d->slot);
     }
-    atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_release);
+    /* seq_cst: pairs with run_finished (scheduler.c) — either the
+     * scheduler's own thread sees this completion, or we see orch_done and
+     * wake it for the run's end. */
+    uint64_t completed =
+        atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_seq_cst) + 1;
+    if (atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
+        completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire))
+        rt_signal(run);
     atomic_thread_fence(memory_order_seq_cst); /* as in ring_advance */
     /* acquire: the target stored before orch_waiting (orch_block). A wait
      * for task slots is ended by retirement alone: no signal per task. */
