@@ -74,6 +74,10 @@ struct rt_sched {
     _Alignas(RT_CACHELINE) _Atomic uint32_t token;
     _Atomic uint32_t pending;
     _Atomic uint32_t closed;
+    /* 0 when the last step left no core of this scheduler idle or able to
+     * take a pending task: a new ready task then needs no step now, since
+     * every core will FIN and kick (rt_sched_kick_all skips it). */
+    _Atomic uint32_t room;
     _Alignas(RT_CACHELINE) struct sched state;
 };
 
@@ -91,6 +95,7 @@ void rt_scheds_init(struct rt_run *run)
         atomic_init(&R->token, 1);
         atomic_init(&R->pending, 0);
         atomic_init(&R->closed, 0);
+        atomic_init(&R->room, 1);
     }
 }
 
@@ -515,6 +520,36 @@ static void sched_step(struct sched *S)
     dispatch_all(S);
 }
 
+/* True when some owned core is idle or can take a pending task. */
+static bool has_room(const struct sched *S)
+{
+    for (uint32_t i = 0; i < S->core_count; i++)
+        if (core_idle(&S->cores[i]) || core_can_queue(&S->cores[i]))
+            return true;
+    return false;
+}
+
+/*
+ * Publishes whether a new ready task needs a step now. No room: every
+ * owned core holds a running and a pending task, so each will FIN, and
+ * its kick (after this step lets go of the token) dispatches what is
+ * queued. The seq_cst store, fence and look at the queues pair with the
+ * orchestrator's push, fence and look at `room` (rt_sched_kick_all):
+ * either it sees room = 0 only after this step saw its task (then the next
+ * FIN's step dispatches it), or it sees room = 1 and kicks.
+ */
+static void publish_room(struct rt_sched *R)
+{
+    struct sched *S = &R->state;
+    if (has_room(S) || S->core_count == 0) {
+        atomic_store_explicit(&R->room, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_store_explicit(&R->room, 0, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    (void)rt_work_queued(S->run); /* the look the fence orders: see above */
+}
+
 /* Takes the token if it is free. seq_cst, with the pending note: see
  * rt_sched_kick. */
 static bool token_try(struct rt_sched *R)
@@ -546,6 +581,7 @@ static bool kick_one(struct rt_sched *R)
         if (!atomic_load_explicit(&R->closed, memory_order_seq_cst)) {
             uint32_t before = R->state.completions;
             sched_step(&R->state);
+            publish_room(R);
             completed |= R->state.completions != before;
         }
         atomic_store_explicit(&R->token, 0, memory_order_seq_cst);
@@ -577,7 +613,14 @@ void rt_sched_kick(struct rt_run *run, uint32_t index)
 
 void rt_sched_kick_all(struct rt_run *run)
 {
-    kick_set(run, run->schedulers >= 32 ? UINT32_MAX : (1u << run->schedulers) - 1);
+    /* seq_cst fence: the caller's push before the looks at room, pairing
+     * with publish_room's store, fence and look at the queues */
+    atomic_thread_fence(memory_order_seq_cst);
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
+        if (atomic_load_explicit(&run->scheds[i].room, memory_order_relaxed))
+            mask |= 1u << i;
+    kick_set(run, mask);
 }
 
 /* Takes the token for good (the exit, the watchdog's verdict): marks the
