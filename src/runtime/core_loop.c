@@ -69,7 +69,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     /* Read before arriving: a scheduler rings only once JOINED, so this is
      * the value its first dispatch id is counted from (base + 2). */
     uint64_t last = simdev_regs_read_doorbell(ctx->regs);
-    uint64_t base = last & ~RT_DOORBELL_EXIT;
+    uint64_t base = rt_doorbell_id(last);
     /* model: core_arrive */
     enum rt_round_arrival arrival = rt_round_arrive(round, la.generation, RT_ROUND_CORE);
     if (arrival == RT_ROUND_PARTNER_LEFT)
@@ -77,7 +77,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     bool joined = arrival == RT_ROUND_JOINED;
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
-    simdev_core_write_cond(ctx->regs, ((base + 1) << 1) | 1);
+    simdev_core_write_cond(ctx->regs, rt_cond_fin(base + 1));
     uint32_t owner = UINT32_MAX; /* this core's scheduler, known after the first dispatch */
     for (;;) {
         uint64_t value;
@@ -87,18 +87,18 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
         if (rc != 0)
             return rc;
         last = value;
-        if (value & RT_DOORBELL_EXIT) {
-            simdev_core_write_cond(ctx->regs, ((value & ~RT_DOORBELL_EXIT) << 1) | 1);
+        if (rt_doorbell_is_exit(value)) {
+            simdev_core_write_cond(ctx->regs, rt_cond_fin(rt_doorbell_id(value)));
             return 0;
         }
-        struct rt_dispatch *d = &payload[value & 1];
+        struct rt_dispatch *d = &payload[rt_payload_index(value)];
         /* A dispatch comes from a scheduler that saw the run initialised
          * (acquire of init_generation, then its release of the doorbell
          * that we acquired): the run's topology is readable now. */
         if (owner == UINT32_MAX)
             owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers,
                                   ctx->core_id);
-        simdev_core_write_cond(ctx->regs, value << 1); /* ACK */
+        simdev_core_write_cond(ctx->regs, rt_cond_ack(value));
         /* With tasks queued, the step can give this core its pending task
          * now, so it starts the moment this kernel ends. */
         if (rt_work_queued(run))
@@ -106,7 +106,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
         d->fn(d->args);
         /* release (in simdev): the kernel's writes and ctx.failure before
          * the scheduler's acquire of FIN */
-        simdev_core_write_cond(ctx->regs, (value << 1) | 1);
+        simdev_core_write_cond(ctx->regs, rt_cond_fin(value));
         rt_sched_kick(run, owner); /* completion, and this core's next task */
     }
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/core_regs.h"
 #include "runtime/runtime.h"
 #include "runtime/tensormap.h"
 #include "simpler/kernel.h"
@@ -194,13 +195,8 @@ bool rt_round_joined(const struct rt_core_round *r, uint64_t generation);
 /* The round region of `arena` laid out by `layout`: one word per core. */
 struct rt_core_round *rt_core_rounds(void *arena, const struct rt_layout *layout);
 
-/* Core register protocol (values in the 64-bit simdev windows):
- * doorbell = dispatch id (per core, monotonic), or id | RT_DOORBELL_EXIT;
- * cond = id << 1 (ACK) or (id << 1) | 1 (FIN). A core loop says hello
- * with FIN(base + 1) where base is the doorbell it found at start; the
- * first dispatch id of a run is base + 2. Only a scheduler JOINED with the
- * core in this round (round.c) rings its doorbell. */
-#define RT_DOORBELL_EXIT (1ull << 62)
+/* Core register protocol values: core_regs.h. Only a scheduler JOINED with
+ * the core in this round (round.c) rings its doorbell. */
 
 #define RT_ORCH_WAIT_SLOTS(ring, alive) ((((uint64_t)(ring) + 1) << RT_LOCAL_BITS) | (alive))
 

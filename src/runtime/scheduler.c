@@ -172,7 +172,7 @@ static int32_t handshake(struct sched *S)
         struct sched_core *c = &S->cores[i];
         /* No scheduler rings a core before it is JOINED, so the doorbell
          * holds what the core loop read as its base. */
-        c->next_reg = (simdev_regs_read_doorbell(c->regs) & ~RT_DOORBELL_EXIT) + 2;
+        c->next_reg = rt_first_dispatch_id(simdev_regs_read_doorbell(c->regs));
         /* model: sched_arrive */
         enum rt_round_arrival a = rt_round_arrive(&run->rounds[c->id], run->generation,
                                                   RT_ROUND_SCHED);
@@ -223,7 +223,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     struct rt_run *run = S->run;
     struct rt_task *t = rt_slot_task(run, s);
     uint64_t reg = c->next_reg++;
-    struct rt_dispatch *d = &run->dispatch[c->id * 2 + (reg & 1)];
+    struct rt_dispatch *d = &run->dispatch[c->id * 2 + rt_payload_index(reg)];
     d->fn = run->kernels[t->kernel[lane]];
     for (uint32_t i = 0; i < t->tensor_count; i++)
         d->args[i] = (int64_t)(uintptr_t)&t->tensors[i];
@@ -256,7 +256,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
 static void finish(struct sched *S, struct sched_core *c, struct core_task ct)
 {
     struct rt_run *run = S->run;
-    const struct rt_dispatch *d = &run->dispatch[c->id * 2 + (ct.reg & 1)];
+    const struct rt_dispatch *d = &run->dispatch[c->id * 2 + rt_payload_index(ct.reg)];
     if (d->ctx.failure) {
         rt_fail(run, d->ctx.failure);
         return; /* the run is over: its consumers must not run */
@@ -281,8 +281,8 @@ static bool poll_core(struct sched *S, struct sched_core *c)
     /* acquire (in simdev): pairs with the core's release of ACK/FIN, so
      * the kernel's writes and ctx.failure are visible */
     uint64_t cond = simdev_regs_read_cond(c->regs);
-    uint64_t id = cond >> 1;
-    bool fin = cond & 1;
+    uint64_t id = rt_cond_id(cond);
+    bool fin = rt_cond_is_fin(cond);
     if (c->pending.slot && id == c->pending.reg) {
         /* The core runs serially: the pending task started, so the
          * running one has finished. */
@@ -733,7 +733,7 @@ static void exit_cores(struct sched *S)
         if (!c->joined)
             continue;
         /* model: sched_exit */
-        simdev_regs_ring_doorbell(c->regs, c->next_reg | RT_DOORBELL_EXIT);
+        simdev_regs_ring_doorbell(c->regs, rt_doorbell_exit(c->next_reg));
     }
 }
 
@@ -752,14 +752,14 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
         if (rt_core_owner(topo.aic_cores, clusters, la->schedulers, id) != index)
             continue;
         struct simdev_core_regs *regs = simdev_core_regs_get(device, id);
-        uint64_t next = (simdev_regs_read_doorbell(regs) & ~RT_DOORBELL_EXIT) + 2;
+        uint64_t next = rt_first_dispatch_id(simdev_regs_read_doorbell(regs));
         /* Arrive and leave at once; a core loop already waiting is JOINED
          * by the arrival (or by the failed leave) and must be told to end. */
         enum rt_round_arrival a = rt_round_arrive(&rounds[id], la->generation, RT_ROUND_SCHED);
         if (a == RT_ROUND_PARTNER_LEFT ||
             (a == RT_ROUND_WAITING && rt_round_leave(&rounds[id], la->generation, RT_ROUND_SCHED)))
             continue;
-        simdev_regs_ring_doorbell(regs, next | RT_DOORBELL_EXIT);
+        simdev_regs_ring_doorbell(regs, rt_doorbell_exit(next));
     }
 }
 
