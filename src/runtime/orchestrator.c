@@ -40,62 +40,79 @@ static uint64_t progress_mark(struct rt_run *run)
 
 typedef bool (*orch_ready_fn)(struct rt_run *run, void *arg);
 
+struct orch_wait {
+    struct rt_run *run;
+    orch_ready_fn ready;
+    void *arg;
+    int32_t (*structural)(struct rt_run *, void *);
+    uint64_t timeout_ns;
+    uint64_t mark;     /* the watchdog's progress mark */
+    uint64_t deadline; /* restarted by progress */
+    int rc;            /* what ended the wait, when not ready() */
+};
+
+/* Done when the run failed (rc = its error), the condition holds, or the
+ * wait can never succeed (rc = the structural code, latched); a change of
+ * the progress mark restarts the deadline. */
+static bool orch_wait_done(void *arg)
+{
+    struct orch_wait *w = arg;
+    struct rt_run *run = w->run;
+    /* The error after the sequence (read by rt_wait_until): rt_fail
+     * latches it before its signal, so either we see it here or the signal
+     * ends the sleep (a failed run never makes ready() true). */
+    if (rt_error(run)) {
+        w->rc = -rt_error(run);
+        return true;
+    }
+    if (w->ready(run, w->arg))
+        return true;
+    if (w->structural) {
+        int32_t code = w->structural(run, w->arg);
+        if (code) {
+            w->rc = fail(run, code);
+            return true;
+        }
+    }
+    uint64_t m = progress_mark(run);
+    if (m != w->mark) {
+        w->mark = m;
+        w->deadline = simdev_clock_ns() + w->timeout_ns;
+    }
+    return false;
+}
+
 /*
  * Blocks until ready(run, arg). Returns 0; the latched error when the run
  * fails meanwhile (negated); or -timeout_code after timeout_ms without any
  * task completing or retiring. `structural`, when not NULL, is asked on
  * every round whether the wait can never succeed and returns the code to
- * fail with at once (0 = keep waiting).
+ * fail with at once (0 = keep waiting). Who ends the wait: a completion or
+ * retirement that the waker sees wanted (orch_wait_target, task.c), a
+ * failure (rt_fail signals), the watchdog, a lost device.
  */
 static int orch_block_for(struct rt_run *run, orch_ready_fn ready, void *arg,
                           int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
                           int32_t timeout_code, uint64_t target)
 {
     atomic_store_explicit(&run->orch_wait_target, target, memory_order_relaxed);
-    uint64_t mark = progress_mark(run);
-    uint64_t deadline = simdev_clock_ns() + (uint64_t)timeout_ms * 1000000ull;
-    int rc = 0;
-    for (;;) {
-        /* Announce the wait, then fence (seq_cst), then look: pairs with the
-         * fences in task.c between a waker's state change and its look at
-         * orch_waiting — either it sees us waiting and signals, or we see
-         * its change. The channel's sequence is read before the look, so a
-         * signal after it ends the wait at once. */
-        /* release: wakers that see us waiting see the target too */
-        atomic_store_explicit(&run->orch_waiting, 1, memory_order_release);
-        atomic_thread_fence(memory_order_seq_cst);
-        uint64_t seq = simdev_notify_seq(run->device, RT_NOTIFY_ORCH);
-        /* The error after the sequence: rt_fail latches it before its
-         * signal, so either we see it here or the signal ends the wait
-         * below (a failed run never makes ready() true). */
-        if (rt_error(run)) {
-            rc = -rt_error(run);
-            break;
-        }
-        if (ready(run, arg))
-            break;
-        if (structural) {
-            int32_t code = structural(run, arg);
-            if (code) {
-                rc = fail(run, code);
-                break;
-            }
-        }
-        uint64_t now = simdev_clock_ns();
-        uint64_t m = progress_mark(run);
-        if (m != mark) {
-            mark = m;
-            deadline = now + (uint64_t)timeout_ms * 1000000ull;
-        } else if (now >= deadline) {
-            rc = fail(run, timeout_code);
-            break;
-        }
-        int w = simdev_notify_wait(run->device, RT_NOTIFY_ORCH, seq, deadline - now);
-        if (w == PTO_RUNTIME_ERR_DEVICE_LOST) {
-            rc = fail(run, SIMPLER_ORCH_ERR_RING_TIMEOUT);
-            break;
-        }
-    }
+    /* Announce the wait, then fence (seq_cst), then look (every look of
+     * rt_wait_until comes after): pairs with the fences in task.c between a
+     * waker's state change and its look at orch_waiting — either it sees
+     * us waiting and signals, or we see its change. */
+    /* release: wakers that see us waiting see the target too */
+    atomic_store_explicit(&run->orch_waiting, 1, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    struct orch_wait w = {run, ready, arg, structural, (uint64_t)timeout_ms * 1000000ull,
+                          progress_mark(run), 0, 0};
+    w.deadline = simdev_clock_ns() + w.timeout_ns;
+    int rc = rt_wait_until(run->device, RT_NOTIFY_ORCH, orch_wait_done, &w, &w.deadline);
+    if (rc == PTO_RUNTIME_ERR_TIMEOUT)
+        rc = fail(run, timeout_code);
+    else if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+        rc = fail(run, SIMPLER_ORCH_ERR_RING_TIMEOUT);
+    else
+        rc = w.rc;
     atomic_store_explicit(&run->orch_waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&run->orch_wait_target, 0, memory_order_relaxed);
     return rc;

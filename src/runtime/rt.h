@@ -383,6 +383,20 @@ static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s
     return &r->tasks[s - r->slots];
 }
 
+/*
+ * The runtime's bounded wait (wait.c): until done(arg) returns true (0),
+ * *deadline_ns passes (PTO_RUNTIME_ERR_TIMEOUT; absolute, simdev_clock_ns)
+ * or the device is lost (PTO_RUNTIME_ERR_DEVICE_LOST). It sleeps on `on`:
+ * RT_WAIT_COND, the device's condition sequence (core condition writes,
+ * rt_signal), or a notification channel (RT_NOTIFY_*). done() runs after
+ * the sequence is read, so whoever makes it true and then bumps the
+ * sequence ends the wait; it may move *deadline_ns (a watchdog restarted
+ * by progress).
+ */
+#define RT_WAIT_COND UINT32_MAX
+int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
+                  const uint64_t *deadline_ns);
+
 /* One polite spin step (a CPU pause hint). */
 static inline void rt_cpu_relax(void)
 {

@@ -250,23 +250,28 @@ static void write_result(struct rt_run *run, struct rt_run_result *result, uint6
     *result = r;
 }
 
-/* Waits for the orchestrator to publish this run's initialisation. */
+struct init_wait {
+    struct rt_run *run;
+    uint64_t generation;
+};
+
+static bool run_initialised(void *arg)
+{
+    struct init_wait *w = arg;
+    /* acquire: pairs with the release of init_generation in rt_aicpu_round */
+    return atomic_load_explicit(&w->run->init_generation, memory_order_acquire) == w->generation;
+}
+
+/* Waits for the orchestrator to publish this run's initialisation. Ended
+ * by the orchestrator's store of init_generation and its rt_signal; a
+ * orchestrator that never comes by sched_timeout_ms (TIMEOUT), or a lost
+ * device. */
 static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int device)
 {
     uint64_t deadline =
         simdev_clock_ns() + (uint64_t)la->request.config.sched_timeout_ms * 1000000ull;
-    for (;;) {
-        uint64_t seq = simdev_cond_seq(device);
-        /* acquire: pairs with the release of init_generation below */
-        if (atomic_load_explicit(&run->init_generation, memory_order_acquire) == la->generation)
-            return 0;
-        uint64_t now = simdev_clock_ns();
-        if (now >= deadline)
-            return PTO_RUNTIME_ERR_TIMEOUT;
-        int rc = simdev_cond_wait(device, seq, deadline - now);
-        if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
-            return rc;
-    }
+    struct init_wait w = {run, la->generation};
+    return rt_wait_until(device, RT_WAIT_COND, run_initialised, &w, &deadline);
 }
 
 void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,

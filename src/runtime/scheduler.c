@@ -154,6 +154,29 @@ static bool leave_waiting(struct sched *S, bool missing)
     return missing;
 }
 
+struct hello_wait {
+    struct sched *S;
+    uint32_t waiting; /* owned cores whose core loop has not arrived */
+    int32_t code;     /* a latched error that ended the wait */
+};
+
+/* Marks the waiting cores whose core loop has arrived JOINED; done when
+ * none is left, or when the run failed. */
+static bool hellos_done(void *arg)
+{
+    struct hello_wait *w = arg;
+    struct sched *S = w->S;
+    for (uint32_t i = 0; i < S->core_count; i++) {
+        struct sched_core *c = &S->cores[i];
+        if (c->waiting && rt_round_joined(&S->run->rounds[c->id], S->run->generation)) {
+            c->waiting = false;
+            c->joined = true;
+            w->waiting--;
+        }
+    }
+    return w->waiting == 0 || (w->code = rt_error(S->run)) != 0;
+}
+
 /* Joins the round of every owned core (round.c): arrives on each core's
  * word, then waits until each core loop has arrived too, up to the run's
  * sched_timeout_ms. Who ends the wait: a core loop's arrival (its hello
@@ -181,29 +204,12 @@ static int32_t handshake(struct sched *S)
         missing |= a == RT_ROUND_PARTNER_LEFT;
         waiting += c->waiting;
     }
-    int32_t code = 0;
-    while (waiting) {
-        uint64_t seq = simdev_cond_seq(run->device);
-        for (uint32_t i = 0; i < S->core_count; i++) {
-            struct sched_core *c = &S->cores[i];
-            if (c->waiting && rt_round_joined(&run->rounds[c->id], run->generation)) {
-                c->waiting = false;
-                c->joined = true;
-                waiting--;
-            }
-        }
-        if (!waiting)
-            break;
-        if ((code = rt_error(run)))
-            break;
-        uint64_t now = simdev_clock_ns();
-        if (now >= deadline)
-            break;
-        if (simdev_cond_wait(run->device, seq, deadline - now) == PTO_RUNTIME_ERR_DEVICE_LOST) {
-            code = SIMPLER_SCHED_ERR_TIMEOUT;
-            break;
-        }
-    }
+    struct hello_wait w = {S, waiting, 0};
+    if (waiting &&
+        rt_wait_until(run->device, RT_WAIT_COND, hellos_done, &w, &deadline) ==
+            PTO_RUNTIME_ERR_DEVICE_LOST)
+        w.code = SIMPLER_SCHED_ERR_TIMEOUT;
+    int32_t code = w.code;
     missing = leave_waiting(S, missing);
     if (code)
         return code;
@@ -683,43 +689,69 @@ static uint64_t progress_mark(struct rt_run *run, struct sched *S)
  * SIMPLER_SCHED_ERR_TIMEOUT after sched_timeout_ms without progress.
  * Returns with the scheduler closed (its token held).
  */
+struct own_wait {
+    struct rt_sched *R;
+    uint64_t timeout_ns, nap_ns;
+    uint64_t mark, last_progress; /* the watchdog's */
+    uint64_t deadline;            /* the current nap's end */
+    bool stalled;                 /* no progress for timeout_ns */
+};
+
+/* One wake-up of the scheduler's own thread: a step, then the run's end,
+ * failure and the watchdog. Done when the thread should leave the loop;
+ * else the next nap's end is set. */
+static bool own_wait_done(void *arg)
+{
+    struct own_wait *w = arg;
+    struct sched *S = &w->R->state;
+    struct rt_run *run = S->run;
+    kick_set(run, 1u << S->index);
+    if (rt_error(run) || run_finished(run))
+        return true;
+    if (simdev_device_is_lost(run->device) > 0) {
+        rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
+        return true;
+    }
+    uint64_t now = simdev_clock_ns();
+    uint64_t m = progress_mark(run, S);
+    if (m != w->mark) {
+        w->mark = m;
+        w->last_progress = now;
+    } else if (now - w->last_progress >= w->timeout_ns) {
+        w->stalled = true;
+        return true;
+    }
+    uint64_t left = w->timeout_ns - (now - w->last_progress);
+    w->deadline = now + (left < w->nap_ns ? left : w->nap_ns);
+    return false;
+}
+
 static void loop(struct rt_sched *R)
 {
     struct sched *S = &R->state;
     struct rt_run *run = S->run;
-    uint64_t timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
-    uint64_t nap_ns = timeout_ns / 4 ? timeout_ns / 4 : 1;
-    uint64_t mark = progress_mark(run, S);
-    uint64_t last_progress = simdev_clock_ns();
-    for (;;) {
-        uint64_t seq = simdev_notify_seq(run->device, RT_NOTIFY_SCHED);
-        kick_set(run, 1u << S->index);
-        if (rt_error(run) || run_finished(run))
-            break;
-        if (simdev_device_is_lost(run->device) > 0) {
-            rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
-            break;
-        }
-        uint64_t now = simdev_clock_ns();
-        uint64_t m = progress_mark(run, S);
-        if (m != mark) {
-            mark = m;
-            last_progress = now;
-        } else if (now - last_progress >= timeout_ns) {
-            sched_close(R);
-            /* The class is stored first so that whoever sees the error
-             * latched (acquire) also sees why. */
-            uint32_t expected = RT_STALL_NONE;
-            atomic_compare_exchange_strong_explicit(&run->stall_class, &expected,
-                                                    classify_stall(S), memory_order_release,
-                                                    memory_order_relaxed);
-            rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
-            return;
-        }
-        uint64_t left = timeout_ns - (now - last_progress);
-        simdev_notify_wait(run->device, RT_NOTIFY_SCHED, seq, left < nap_ns ? left : nap_ns);
-    }
+    struct own_wait w = {.R = R};
+    w.timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
+    w.nap_ns = w.timeout_ns / 4 ? w.timeout_ns / 4 : 1;
+    w.mark = progress_mark(run, S);
+    w.last_progress = simdev_clock_ns();
+    w.deadline = w.last_progress + w.nap_ns;
+    /* A nap's end (TIMEOUT) only means: look again. */
+    int rc;
+    while ((rc = rt_wait_until(run->device, RT_NOTIFY_SCHED, own_wait_done, &w, &w.deadline)) ==
+           PTO_RUNTIME_ERR_TIMEOUT)
+        ;
+    if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+        rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
     sched_close(R);
+    if (w.stalled) {
+        /* The class is stored first so that whoever sees the error latched
+         * (acquire) also sees why. */
+        uint32_t expected = RT_STALL_NONE;
+        atomic_compare_exchange_strong_explicit(&run->stall_class, &expected, classify_stall(S),
+                                                memory_order_release, memory_order_relaxed);
+        rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
+    }
 }
 
 /* Tells every owned core loop in this round to return. A core still
