@@ -343,13 +343,64 @@ static inline int32_t rt_error(struct rt_run *run)
     return atomic_load_explicit(&run->error, memory_order_acquire);
 }
 
+/* Latches `code` and returns the run's (first) error, negated: what an
+ * orchestrator-side call returns once the run has failed. */
+static inline int rt_fail_negated(struct rt_run *run, int32_t code)
+{
+    rt_fail(run, code);
+    return -rt_error(run);
+}
+
 /* --------------------------------------------------- task life (task.c) */
 
 void rt_slot_lock(struct rt_slot *s);
 void rt_slot_unlock(struct rt_slot *s);
 
+/* ------------------------------------------------------- rings (ring.c) */
+
+static inline uint32_t rt_ring_of_depth(uint32_t depth)
+{
+    return depth < RT_RINGS ? depth : RT_RINGS - 1;
+}
+
+/* Resets ring `i` of a run laid out by `l` in the arena at `base`. */
+void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i, uint8_t *base,
+                  const struct rt_layout *l);
+
 /* True when the task `id` has retired (its slot may hold another task). */
 bool rt_task_retired(struct rt_run *run, uint64_t id);
+
+/* Walks ring `ring`'s tail over consecutive CONSUMED tasks, publishes the
+ * new tails and wakes the orchestrator if it waits for them. Safe from
+ * any thread; never blocks. */
+void rt_ring_advance(struct rt_run *run, uint32_t ring);
+
+/* Orchestrator only. A wait's condition, asked after every wake-up. */
+typedef bool (*rt_orch_ready_fn)(struct rt_run *run, void *arg);
+/* Blocks until ready(run, arg): 0; the run's error (negated) when it fails
+ * meanwhile; -timeout_code after timeout_ms without any task completing or
+ * retiring; the code `structural` returns (latched) once the wait can
+ * never succeed. `target` is what a waker must provide to signal (0: any
+ * completion or retirement; RT_ORCH_WAIT_SLOTS: task slots of one ring). */
+int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
+                      int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
+                      int32_t timeout_code, uint64_t target);
+int rt_orch_block(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
+                  int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
+                  int32_t timeout_code);
+/* Back-pressure at the heads: a task slot and `heap_need` heap bytes
+ * (*heap_pos: where the outputs go), or `need` dependency entries. 0 or
+ * the run's error, negated. */
+int rt_ring_reserve_task(struct rt_run *run, uint32_t ring, uint64_t heap_need,
+                         uint64_t *heap_pos);
+int rt_ring_reserve_deps(struct rt_run *run, uint32_t ring, uint64_t need);
+/* Takes a dependency entry at the ring's head (space already reserved);
+ * returns its handle (ring-tagged position + 1). */
+uint64_t rt_ring_dep_take(struct rt_ring *r, uint32_t ring, struct rt_slot *slot,
+                          uint64_t next);
+/* True when the scope that submitted the task in `s` is still open
+ * (orchestrator.c). */
+bool rt_scope_open(struct rt_run *run, struct rt_slot *s);
 
 /* Drops one holder of `s` (scope end, consumer release, completion
  * processing) and, if it was the last of a COMPLETED task, marks it

@@ -177,28 +177,8 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->rounds = (struct rt_core_round *)(base + l.rounds);
     run->scheds = (struct rt_sched *)(base + l.scheds);
     rt_scheds_init(run);
-    for (uint32_t i = 0; i < RT_RINGS; i++) {
-        struct rt_ring *r = &run->rings[i];
-        r->window = rq->config.task_window[i];
-        r->mask = r->window - 1;
-        r->heap_bytes = rq->config.heap_bytes[i];
-        r->dep_capacity = rq->config.dep_pool[i];
-        r->slots = (struct rt_slot *)(base + l.ring_slots[i]);
-        r->tasks = (struct rt_task *)(base + l.ring_tasks[i]);
-        r->heap = base + l.ring_heap[i];
-        r->deps = (struct rt_dep *)(base + l.ring_deps[i]);
-        r->next_local = r->heap_head = r->heap_floor = r->dep_head = 0;
-        atomic_init(&r->last_alive, 0);
-        atomic_init(&r->heap_tail, 0);
-        atomic_init(&r->dep_tail, 0);
-        atomic_init(&r->advance_lock, 0);
-        atomic_init(&r->advance_pending, 0);
-        for (uint32_t s = 0; s < r->window; s++) {
-            atomic_init(&r->slots[s].task_id, UINT64_MAX); /* matches no task */
-            atomic_init(&r->slots[s].state, RT_PENDING);
-            atomic_init(&r->slots[s].lock, 0);
-        }
-    }
+    for (uint32_t i = 0; i < RT_RINGS; i++)
+        rt_ring_init(&run->rings[i], &rq->config, i, base, &l);
     for (uint32_t k = 0; k < RT_SHAPES; k++) {
         rt_rq_init(&run->ready[k], (struct rt_rq_cell *)(base + l.rq_cells[k]), l.rq_capacity);
         rt_rq_init(&run->sync_ready[k], (struct rt_rq_cell *)(base + l.sync_rq_cells[k]),
