@@ -22,8 +22,9 @@
  *                      unit us/run; "serial_us" is the same with depth 1.
  *
  * Environment: CMP_THREADS (AIV cores; default one per host CPU) and, for
- * experiments, CMP_SPIN_NS (simdev's spin budget before a waiter parks;
- * default simdev's 50000). bench_compare sets neither but CMP_THREADS.
+ * experiments, CMP_SPIN_NS (simdev's spin budget before a waiting core
+ * parks; default simdev's 50000) and CMP_PIN_CORES (0: the device does not
+ * pin its core threads). bench_compare sets none of them but CMP_THREADS.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -534,6 +535,9 @@ static void device_setup(uint32_t cores)
     const char *spin = getenv("CMP_SPIN_NS"); /* experiments: simdev's spin budget */
     if (spin && *spin)
         dc.spin_ns = (uint32_t)strtoul(spin, NULL, 10);
+    const char *pin = getenv("CMP_PIN_CORES"); /* experiments: 0 = no core pinning */
+    if (pin && *pin)
+        dc.pin_cores = (uint32_t)strtoul(pin, NULL, 10) != 0;
     CHECK(simdev_device_configure(DEVICE, &dc));
 }
 

@@ -41,7 +41,7 @@ extern "C" {
  * Environment variables (read when a device is first used without an
  * explicit simdev_device_configure) override the defaults:
  *   SIMDEV_AICPU_THREADS, SIMDEV_AIC_CORES, SIMDEV_AIV_CORES,
- *   SIMDEV_MEMORY_BYTES, SIMDEV_WATCHDOG_MS, SIMDEV_SPIN_NS.
+ *   SIMDEV_MEMORY_BYTES, SIMDEV_WATCHDOG_MS, SIMDEV_SPIN_NS, SIMDEV_PIN_CORES.
  */
 struct simdev_config {
     uint32_t aicpu_threads; /* 1..SIMDEV_MAX_AICPU_THREADS; default 2 */
@@ -50,8 +50,14 @@ struct simdev_config {
     uint64_t memory_bytes;  /* device memory capacity; default 1 GiB; > 0 */
     uint32_t watchdog_ms;   /* a device function running longer loses the
                                device; 0 = no watchdog; default 30000 */
-    uint32_t spin_ns;       /* how long an idle device thread spins before it
-                               parks; default 50000 (50 us) */
+    uint32_t spin_ns;       /* how long a core waiting for its doorbell spins
+                               (without yielding) before it parks, when the
+                               cores fit on the host's CPUs; default 50000
+                               (50 us). Other waits spin at most 3 us. */
+    uint32_t pin_cores;     /* 1 (default): when the cores (aic + aiv) are no
+                               more than the host CPUs this process may use,
+                               core thread i runs only on the i-th of them;
+                               0: the OS places every thread */
 };
 
 /* Writes the built-in defaults (not the environment) to *out. */

@@ -351,6 +351,23 @@ static int synced(struct simpler_context *ctx, struct sp_slot *s, int rc)
     return rc;
 }
 
+/* Syncs the run's stream; *carried is what the sync returned. 0 when the
+ * stream is now drained and clean, else the sync's own failure (synced).
+ * The stream's state just before the sync settles the one case synced
+ * cannot tell: a stream already drained and clean carries nothing, so a
+ * failed sync of it failed by itself — even though the stream reads clean
+ * afterwards (a run that ended before the wait began, then a failed sync,
+ * must not take the sync's code as its status). */
+static int sync_run_stream(struct simpler_context *ctx, struct sp_slot *s, int *carried)
+{
+    int before = simdev_stream_query(s->stream);
+    int rc = simdev_stream_sync(s->stream);
+    *carried = rc;
+    if (rc && before == 0 && !simdev_device_is_lost(ctx->device))
+        return rc;
+    return synced(ctx, s, rc);
+}
+
 /* Waits, without the lock, until the launched run in *slot completes, and
  * latches its status. Caller holds ctx->lock; it is held again on return.
  * While this thread sleeps because another thread waits for the same run,
@@ -373,12 +390,13 @@ static int await(struct simpler_context *ctx, simpler_run_t run, struct sp_slot 
         }
         s->waiting = true;
         pthread_mutex_unlock(&ctx->lock);
-        int carried = simdev_stream_sync(s->stream);
+        int carried;
+        int sync_rc = sync_run_stream(ctx, s, &carried);
         pthread_mutex_lock(&ctx->lock);
         s->waiting = false;
         pthread_cond_broadcast(&ctx->waiters_done);
         int rc;
-        if ((rc = synced(ctx, s, carried)) || (rc = latch_status(ctx, s, carried)))
+        if ((rc = sync_rc) || (rc = latch_status(ctx, s, carried)))
             return rc;
     }
     if (wait_begin)

@@ -5,7 +5,10 @@
  * Owns: the core half of the register protocol (rt.h): hello, acknowledge,
  * run the kernel, finish, exit. Knows nothing of tasks or dependencies: a
  * dispatch is a kernel pointer, its args and a context, in the payload
- * buffer chosen by the dispatch id.
+ * buffer chosen by the dispatch id. Being awake right after its ACK and FIN,
+ * the core's thread also runs its scheduler's step there (rt_sched_kick,
+ * the engine rule in scheduler.c): the scheduler's role and state stay the
+ * scheduler's, only the host thread that executes it changes.
  */
 #include <string.h>
 
@@ -69,7 +72,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     /* Read before arriving: a scheduler rings only once JOINED, so this is
      * the value its first dispatch id is counted from (base + 2). */
     uint64_t last = simdev_regs_read_doorbell(ctx->regs);
-    uint64_t base = last & ~RT_DOORBELL_EXIT;
+    uint64_t base = rt_doorbell_id(last);
     /* model: core_arrive */
     enum rt_round_arrival arrival = rt_round_arrive(round, la.generation, RT_ROUND_CORE);
     if (arrival == RT_ROUND_PARTNER_LEFT)
@@ -77,7 +80,8 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     bool joined = arrival == RT_ROUND_JOINED;
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
-    simdev_core_write_cond(ctx->regs, ((base + 1) << 1) | 1);
+    simdev_core_write_cond(ctx->regs, rt_cond_fin(base + 1));
+    uint32_t owner = UINT32_MAX; /* this core's scheduler, known after the first dispatch */
     for (;;) {
         uint64_t value;
         int rc = wait_doorbell(ctx, round, la.generation, &joined, deadline, last, &value);
@@ -86,18 +90,29 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
         if (rc != 0)
             return rc;
         last = value;
-        if (value & RT_DOORBELL_EXIT) {
-            simdev_core_write_cond(ctx->regs, ((value & ~RT_DOORBELL_EXIT) << 1) | 1);
+        if (rt_doorbell_is_exit(value)) {
+            simdev_core_write_cond(ctx->regs, rt_cond_fin(rt_doorbell_id(value)));
             return 0;
         }
-        struct rt_dispatch *d = &payload[value & 1];
-        simdev_core_write_cond(ctx->regs, value << 1); /* ACK */
+        struct rt_dispatch *d = &payload[rt_payload_index(value)];
+        /* A dispatch comes from a scheduler that saw the run initialised
+         * (acquire of init_generation, then its release of the doorbell
+         * that we acquired): the run's topology is readable now. */
+        if (owner == UINT32_MAX)
+            owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers,
+                                  ctx->core_id);
+        simdev_core_write_cond(ctx->regs, rt_cond_ack(value));
         uint64_t trace_begin = RT_TRACE_CLOCK(trace);
+        /* With tasks queued, the step can give this core its pending task
+         * now, so it starts the moment this kernel ends. */
+        if (rt_work_queued(run))
+            rt_sched_kick(run, owner);
         d->fn(d->args);
         if (trace)
             rt_trace_core_task(&la.request.config, ctx->core_id, value, trace_begin);
         /* release (in simdev): the kernel's writes and ctx.failure before
          * the scheduler's acquire of FIN */
-        simdev_core_write_cond(ctx->regs, (value << 1) | 1);
+        simdev_core_write_cond(ctx->regs, rt_cond_fin(value));
+        rt_sched_kick(run, owner); /* completion, and this core's next task */
     }
 }

@@ -2,12 +2,12 @@
  * runtime/orchestrator.c — the orchestrator thread: building the graph.
  *
  * Owns: the orchestration ops table (submit, scopes, element access, fatal,
- * topology queries), ring allocation at the heads (task slot, output heap,
- * dependency entries) with back-pressure and deadlock detection, dependency
- * discovery (creator edges, TensorMap lookups, explicit ids) and wiring.
- * Runs on one thread per run and is the only writer of the ring heads, the
- * TensorMap and the scope stack, so none of those need atomics. Completion
- * and retirement belong to task.c; dispatch to scheduler.c.
+ * topology queries), dependency discovery (creator edges, TensorMap
+ * lookups, explicit ids) and wiring. Runs on one thread per run and is the
+ * only writer of the ring heads (through ring.c's reservation), the
+ * TensorMap and the scope stack, so none of those need atomics. Ring
+ * reservation, back-pressure and the orchestrator's wait belong to ring.c;
+ * completion to task.c; dispatch to scheduler.c.
  */
 #include <string.h>
 
@@ -19,249 +19,21 @@ static inline struct rt_run *run_of(struct simpler_orch *h)
     return (struct rt_run *)h;
 }
 
-/* Latches `code` and returns the run's (first) error, negated. */
 static int fail(struct rt_run *run, int32_t code)
 {
-    rt_fail(run, code);
-    return -rt_error(run);
+    return rt_fail_negated(run, code);
 }
 
-/* ------------------------------------------------------------- waiting */
-
-/* A measure that grows whenever any task retires or completes: the
- * watchdog restarts on every change. */
-static uint64_t progress_mark(struct rt_run *run)
-{
-    uint64_t mark = atomic_load_explicit(&run->tasks_completed, memory_order_acquire);
-    for (uint32_t i = 0; i < RT_RINGS; i++)
-        mark += atomic_load_explicit(&run->rings[i].last_alive, memory_order_acquire);
-    return mark;
-}
-
-typedef bool (*orch_ready_fn)(struct rt_run *run, void *arg);
-
-/*
- * Blocks until ready(run, arg). Returns 0; the latched error when the run
- * fails meanwhile (negated); or -timeout_code after timeout_ms without any
- * task completing or retiring. `structural`, when not NULL, is asked on
- * every round whether the wait can never succeed and returns the code to
- * fail with at once (0 = keep waiting).
- */
-static int orch_block_for(struct rt_run *run, orch_ready_fn ready, void *arg,
-                          int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
-                          int32_t timeout_code, uint64_t target)
-{
-    atomic_store_explicit(&run->orch_wait_target, target, memory_order_relaxed);
-    uint64_t mark = progress_mark(run);
-    uint64_t deadline = simdev_clock_ns() + (uint64_t)timeout_ms * 1000000ull;
-    int rc = 0;
-    for (;;) {
-        /* Announce the wait, then fence (seq_cst), then look: pairs with the
-         * fences in task.c between a waker's state change and its look at
-         * orch_waiting — either it sees us waiting and signals, or we see
-         * its change. The channel's sequence is read before the look, so a
-         * signal after it ends the wait at once. */
-        /* release: wakers that see us waiting see the target too */
-        atomic_store_explicit(&run->orch_waiting, 1, memory_order_release);
-        atomic_thread_fence(memory_order_seq_cst);
-        uint64_t seq = simdev_notify_seq(run->device, RT_NOTIFY_ORCH);
-        /* The error after the sequence: rt_fail latches it before its
-         * signal, so either we see it here or the signal ends the wait
-         * below (a failed run never makes ready() true). */
-        if (rt_error(run)) {
-            rc = -rt_error(run);
-            break;
-        }
-        if (ready(run, arg))
-            break;
-        if (structural) {
-            int32_t code = structural(run, arg);
-            if (code) {
-                rc = fail(run, code);
-                break;
-            }
-        }
-        uint64_t now = simdev_clock_ns();
-        uint64_t m = progress_mark(run);
-        if (m != mark) {
-            mark = m;
-            deadline = now + (uint64_t)timeout_ms * 1000000ull;
-        } else if (now >= deadline) {
-            rc = fail(run, timeout_code);
-            break;
-        }
-        int w = simdev_notify_wait(run->device, RT_NOTIFY_ORCH, seq, deadline - now);
-        if (w == PTO_RUNTIME_ERR_DEVICE_LOST) {
-            rc = fail(run, SIMPLER_ORCH_ERR_RING_TIMEOUT);
-            break;
-        }
-    }
-    atomic_store_explicit(&run->orch_waiting, 0, memory_order_relaxed);
-    atomic_store_explicit(&run->orch_wait_target, 0, memory_order_relaxed);
-    return rc;
-}
-
-/* orch_block_for woken by any completion or retirement. */
-static int orch_block(struct rt_run *run, orch_ready_fn ready, void *arg,
-                      int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
-                      int32_t timeout_code)
-{
-    return orch_block_for(run, ready, arg, structural, timeout_ms, timeout_code, 0);
-}
-
-/* ----------------------------------------------------------- allocation */
-
-static inline uint32_t ring_of_depth(uint32_t depth)
-{
-    return depth < RT_RINGS ? depth : RT_RINGS - 1;
-}
+/* ----------------------------------------------------- argument checks */
 
 /* True when the scope that submitted the task in `s` is still open. */
-static bool scope_open(struct rt_run *run, struct rt_slot *s)
+bool rt_scope_open(struct rt_run *run, struct rt_slot *s)
 {
     struct rt_task *t = rt_slot_task(run, s);
     return s->scope_depth < run->scope_depth &&
            run->scopes[s->scope_depth].serial == t->scope_serial;
 }
 
-/* True when the task `oldest` of the ring is pinned by a scope that is
- * still open. Such a task cannot be consumed until the orchestrator (who
- * is asking) closes that scope, and since retirement is in order nothing
- * after it can be reclaimed either: a full ring stays full. `oldest` must
- * be one snapshot of last_alive; a pinned task is never retired, so the
- * snapshot stays the ring's oldest for as long as the answer is true. */
-static bool pinned_at(struct rt_run *run, struct rt_ring *r, uint32_t ring, uint64_t oldest)
-{
-    if (oldest == r->next_local)
-        return false;
-    struct rt_slot *s = &r->slots[oldest & r->mask];
-    if (atomic_load_explicit(&s->task_id, memory_order_relaxed) != rt_task_id(ring, oldest))
-        return false;
-    return scope_open(run, s);
-}
-
-struct alloc_req {
-    uint32_t ring;
-    uint32_t want;      /* free task slots to wait for (>= 1) */
-    uint64_t heap_need;
-    uint64_t heap_pos; /* out: where the outputs go */
-};
-
-static bool slot_free(struct rt_run *run, void *arg)
-{
-    struct alloc_req *q = arg;
-    struct rt_ring *r = &run->rings[q->ring];
-    uint64_t used = r->next_local - atomic_load_explicit(&r->last_alive, memory_order_acquire);
-    return r->window - used >= q->want;
-}
-
-/*
- * How many free slots a blocked submit waits for: a quarter of the window
- * (hysteresis: the orchestrator then submits that many tasks without
- * blocking, instead of waking once per retired task while the schedulers
- * retire one at a time), but never more than retirement can provide while
- * the orchestrator waits — slots from the oldest task pinned by an open
- * scope on this ring onwards stay taken until it closes that scope.
- */
-static uint32_t slots_to_wait_for(struct rt_run *run, struct rt_ring *r, uint32_t ring)
-{
-    uint64_t pinned_from = r->next_local;
-    for (uint32_t d = 0; d < run->scope_depth; d++) {
-        if (ring_of_depth(d) != ring)
-            continue;
-        uint32_t end = d + 1 < run->scope_depth ? run->scopes[d + 1].begin : run->scope_task_top;
-        if (end > run->scopes[d].begin) {
-            uint64_t id = atomic_load_explicit(&run->scope_tasks[run->scopes[d].begin]->task_id,
-                                               memory_order_relaxed);
-            pinned_from = rt_id_local(id);
-            break;
-        }
-    }
-    uint64_t freeable = r->window - (r->next_local - pinned_from);
-    uint64_t want = r->window / 4;
-    if (want > freeable)
-        want = freeable;
-    return want ? (uint32_t)want : 1;
-}
-
-static int32_t slot_structural(struct rt_run *run, void *arg)
-{
-    struct alloc_req *q = arg;
-    struct rt_ring *r = &run->rings[q->ring];
-    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
-    if (r->next_local - oldest < r->window)
-        return 0; /* a slot freed since the last look */
-    return pinned_at(run, r, q->ring, oldest) ? SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK : 0;
-}
-
-static bool heap_fits(struct rt_run *run, void *arg)
-{
-    struct alloc_req *q = arg;
-    struct rt_ring *r = &run->rings[q->ring];
-    uint64_t h = r->heap_bytes;
-    if (r->next_local == atomic_load_explicit(&r->last_alive, memory_order_acquire)) {
-        /* Empty ring: everything is free; restart at a lap boundary so the
-         * request never straddles the end. */
-        r->heap_head = (r->heap_head + h - 1) / h * h;
-        r->heap_floor = r->heap_head;
-    }
-    uint64_t tail = atomic_load_explicit(&r->heap_tail, memory_order_acquire);
-    if (tail < r->heap_floor)
-        tail = r->heap_floor;
-    uint64_t pos = r->heap_head;
-    if (pos % h + q->heap_need > h)
-        pos += h - pos % h; /* never straddle the end: skip to the next lap */
-    if (pos + q->heap_need - tail > h)
-        return false;
-    q->heap_pos = pos;
-    return true;
-}
-
-static int32_t heap_structural(struct rt_run *run, void *arg)
-{
-    struct alloc_req *q = arg;
-    struct rt_ring *r = &run->rings[q->ring];
-    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
-    if (!pinned_at(run, r, q->ring, oldest) || heap_fits(run, q))
-        return 0;
-    return SIMPLER_ORCH_ERR_HEAP_DEADLOCK;
-}
-
-struct dep_req {
-    uint32_t ring;
-    uint64_t need;
-};
-
-static bool deps_fit(struct rt_run *run, void *arg)
-{
-    struct dep_req *q = arg;
-    struct rt_ring *r = &run->rings[q->ring];
-    uint64_t tail = atomic_load_explicit(&r->dep_tail, memory_order_acquire);
-    return r->dep_head + q->need - tail <= r->dep_capacity;
-}
-
-static int32_t deps_structural(struct rt_run *run, void *arg)
-{
-    struct dep_req *q = arg;
-    struct rt_ring *r = &run->rings[q->ring];
-    uint64_t oldest = atomic_load_explicit(&r->last_alive, memory_order_acquire);
-    if (!pinned_at(run, r, q->ring, oldest) || deps_fit(run, q))
-        return 0;
-    return SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW;
-}
-
-/* Takes a dependency entry at the ring's head (space already reserved);
- * returns its handle (ring-tagged position + 1). */
-static uint64_t dep_take(struct rt_ring *r, uint32_t ring, struct rt_slot *slot, uint64_t next)
-{
-    uint64_t pos = r->dep_head++;
-    struct rt_dep *d = &r->deps[pos % r->dep_capacity];
-    d->slot = slot;
-    d->next = next;
-    return rt_task_id(ring, pos) + 1;
-}
-
-/* ----------------------------------------------------- argument checks */
 
 /* A tensor a task or an element access names: a non-NULL buffer that does
  * not wrap the address space, and a view every byte of which lies inside
@@ -297,7 +69,7 @@ static bool producer_valid(struct rt_run *run, uint64_t id)
     if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local ||
         rt_task_retired(run, id))
         return false;
-    return scope_open(run, slot_of(run, id));
+    return rt_scope_open(run, slot_of(run, id));
 }
 
 struct task_shape {
@@ -494,7 +266,7 @@ static int32_t record_accesses(struct rt_run *run, const struct simpler_task_arg
     if (need > run->tensormap.capacity)
         return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW;
     if (rt_tensormap_free_count(&run->tensormap) < need) {
-        int rc = orch_block(run, tensormap_has_room, &need, NULL, run->config.ring_timeout_ms,
+        int rc = rt_orch_block(run, tensormap_has_room, &need, NULL, run->config.ring_timeout_ms,
                             SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW);
         if (rc)
             return -rc;
@@ -547,10 +319,10 @@ static void wire(struct rt_run *run, struct rt_slot *s, struct rt_task *t, uint3
         p->fanout_count++;
         if (atomic_load_explicit(&p->state, memory_order_relaxed) != RT_COMPLETED) {
             atomic_fetch_add_explicit(&s->fanin_pending, 1, memory_order_relaxed);
-            p->fanout_head = dep_take(r, ring, s, p->fanout_head);
+            p->fanout_head = rt_ring_dep_take(r, ring, s, p->fanout_head);
         }
         rt_slot_unlock(p);
-        fanin_head = dep_take(r, ring, p, fanin_head);
+        fanin_head = rt_ring_dep_take(r, ring, p, fanin_head);
         held++;
         log_edge(run, pid, id, run->fanin_sources[i]);
     }
@@ -643,45 +415,29 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         return fail(run, code);
 
     uint32_t depth = run->scope_depth - 1;
-    uint32_t ring = ring_of_depth(depth);
+    uint32_t ring = rt_ring_of_depth(depth);
     struct rt_ring *r = &run->rings[ring];
     if (run->scope_task_top - run->scopes[depth].begin >= r->window)
         return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
     if (run->scope_task_top >= run->scope_task_capacity)
         return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
 
-    /* 1. Task slot and heap bytes on this depth's ring. */
-    struct alloc_req q = {.ring = ring, .want = 1, .heap_need = ts.heap_need};
-    if (q.heap_need > r->heap_bytes)
-        return fail(run, SIMPLER_ORCH_ERR_HEAP_DEADLOCK); /* can never fit */
-    if (!slot_free(run, &q)) {
-        run->ring_waits++;
-        q.want = slots_to_wait_for(run, r, ring);
-        uint64_t target = RT_ORCH_WAIT_SLOTS(ring, r->next_local + q.want - r->window);
-        int rc = orch_block_for(run, slot_free, &q, slot_structural, run->config.ring_timeout_ms,
-                                SIMPLER_ORCH_ERR_RING_TIMEOUT, target);
-        q.want = 1;
-        if (rc)
-            return rc;
-    }
-    if (!heap_fits(run, &q)) {
-        run->ring_waits++;
-        int rc = orch_block(run, heap_fits, &q, heap_structural, run->config.ring_timeout_ms,
-                            SIMPLER_ORCH_ERR_RING_TIMEOUT);
-        if (rc)
-            return rc;
-    }
+    /* 1. Task slot and heap bytes on this depth's ring (ring.c). */
+    uint64_t heap_pos;
+    int rc = rt_ring_reserve_task(run, ring, ts.heap_need, &heap_pos);
+    if (rc)
+        return rc;
     uint64_t local = r->next_local++;
     uint64_t id = rt_task_id(ring, local);
     struct rt_slot *s = &r->slots[local & r->mask];
     struct rt_task *t = &r->tasks[local & r->mask];
-    r->heap_head = q.heap_pos + q.heap_need;
+    r->heap_head = heap_pos + ts.heap_need;
     t->heap_end = r->heap_head;
     t->dep_end = r->dep_head;
     t->fanin_head = 0;
     t->fanin_count = 0;
     init_slot(s, id, ring, &ts, a, depth);
-    fill_payload(run, t, r, q.heap_pos, id, a, &ts);
+    fill_payload(run, t, r, heap_pos, id, a, &ts);
 
     /* 2. Dependencies, then this task's own accesses. */
     run->fanin_n = 0;
@@ -693,16 +449,8 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
 
     /* 3. Dependency entries: one per producer held, one per producer
      * waited for. */
-    struct dep_req dq = {.ring = ring, .need = 2ull * run->fanin_n};
-    if (dq.need > r->dep_capacity)
-        return fail(run, SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW);
-    if (!deps_fit(run, &dq)) {
-        run->ring_waits++;
-        int rc = orch_block(run, deps_fit, &dq, deps_structural, run->config.ring_timeout_ms,
-                            SIMPLER_ORCH_ERR_RING_TIMEOUT);
-        if (rc)
-            return rc;
-    }
+    if ((rc = rt_ring_reserve_deps(run, ring, 2ull * run->fanin_n)))
+        return rc;
 
     /* 4. Wire and publish. The result is written before the task can run
      * and complete (its slot may be reused soon after). */
@@ -717,8 +465,13 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         rt_trace_submit(run, id, ts.kernel, depth, ts.shape, a->block_num, trace_begin);
     /* acq_rel: the last decrement (ours or a completing producer's) sees
      * every write above before the task is routed. */
-    if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1) {
         rt_task_ready(run, s);
+        /* The engine rule: this thread is awake, so it runs the step that
+         * dispatches the task (or leaves the note for the thread running
+         * it); no scheduler is woken. */
+        rt_sched_kick_all(run);
+    }
     return 0;
 }
 
@@ -817,7 +570,7 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
     }
     run->fanin_n = kept;
     if (!all_producers_done(run, NULL)) {
-        int rc = orch_block(run, all_producers_done, NULL, NULL,
+        int rc = rt_orch_block(run, all_producers_done, NULL, NULL,
                             run->config.tensor_wait_timeout_ms,
                             SIMPLER_ORCH_ERR_TENSOR_WAIT_TIMEOUT);
         if (rc)
@@ -919,10 +672,11 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
         while (run->scope_depth > 0)
             scope_pop(run);
     }
-    /* release: pairs with the schedulers' acquire of orch_done, after which
+    /* seq_cst (a release too): pairs with run_finished (scheduler.c) and the
+     * completer's look at orch_done (rt_task_complete); after it
      * tasks_submitted is final */
     atomic_store_explicit(&run->tasks_submitted, run->tasks_submitted_local,
                           memory_order_release);
-    atomic_store_explicit(&run->orch_done, 1, memory_order_release);
+    atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
     rt_signal(run);
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/core_regs.h"
 #include "runtime/runtime.h"
 #include "runtime/tensormap.h"
 #include "runtime/trace.h"
@@ -195,13 +196,8 @@ bool rt_round_joined(const struct rt_core_round *r, uint64_t generation);
 /* The round region of `arena` laid out by `layout`: one word per core. */
 struct rt_core_round *rt_core_rounds(void *arena, const struct rt_layout *layout);
 
-/* Core register protocol (values in the 64-bit simdev windows):
- * doorbell = dispatch id (per core, monotonic), or id | RT_DOORBELL_EXIT;
- * cond = id << 1 (ACK) or (id << 1) | 1 (FIN). A core loop says hello
- * with FIN(base + 1) where base is the doorbell it found at start; the
- * first dispatch id of a run is base + 2. Only a scheduler JOINED with the
- * core in this round (round.c) rings its doorbell. */
-#define RT_DOORBELL_EXIT (1ull << 62)
+/* Core register protocol values: core_regs.h. Only a scheduler JOINED with
+ * the core in this round (round.c) rings its doorbell. */
 
 #define RT_ORCH_WAIT_SLOTS(ring, alive) ((((uint64_t)(ring) + 1) << RT_LOCAL_BITS) | (alive))
 
@@ -230,6 +226,7 @@ struct rt_layout {
     size_t sync_rq_cells[RT_SHAPES];
     uint64_t rq_capacity;
     size_t dispatch;     /* 2 per core */
+    size_t scheds;       /* struct rt_sched per possible scheduler thread */
     size_t rounds;       /* struct rt_core_round per core */
     size_t rounds_bytes;
     size_t scope_tasks;
@@ -255,6 +252,7 @@ struct rt_run {
     uint32_t kernel_count;
     struct rt_dispatch *dispatch; /* [core_count][2] */
     struct rt_core_round *rounds; /* [core_count], zeroed by the launch chain */
+    struct rt_sched *scheds;      /* [schedulers]: each scheduler's step state (scheduler.c) */
 
     struct rt_ring rings[RT_RINGS];
     struct rt_ready_queue ready[RT_SHAPES];
@@ -295,7 +293,6 @@ struct rt_run {
      * retirement); else RT_ORCH_WAIT_SLOTS(ring, alive) = task slots of
      * `ring`, which need last_alive >= alive (signal only then). */
     _Atomic uint64_t orch_wait_target;
-    _Alignas(RT_CACHELINE) _Atomic uint32_t sched_sleepers;
     _Alignas(RT_CACHELINE) _Atomic uint64_t init_generation;
     _Atomic uint32_t threads_finished;
 };
@@ -315,8 +312,12 @@ static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
     return j / 2 < cluster_count ? (j / 2) % schedulers : j % schedulers;
 }
 
-/* Wakes AICPU threads waiting in simdev_cond_wait (schedulers). */
+/* Wakes the AICPU threads that wait for the run's state to change: a
+ * scheduler waiting for the run's initialisation (simdev_cond_wait) and the
+ * schedulers' own threads (RT_NOTIFY_SCHED). Not on the per-task path: the
+ * run's end, its failure, its initialisation. */
 void rt_signal(struct rt_run *run);
+#define RT_NOTIFY_SCHED 1
 
 /* The orchestrator waits on its own notification channel, so core
  * ACK/FIN writes (which bump the condition sequence) never wake it; only
@@ -343,26 +344,89 @@ static inline int32_t rt_error(struct rt_run *run)
     return atomic_load_explicit(&run->error, memory_order_acquire);
 }
 
+/* Latches `code` and returns the run's (first) error, negated: what an
+ * orchestrator-side call returns once the run has failed. */
+static inline int rt_fail_negated(struct rt_run *run, int32_t code)
+{
+    rt_fail(run, code);
+    return -rt_error(run);
+}
+
 /* --------------------------------------------------- task life (task.c) */
 
 void rt_slot_lock(struct rt_slot *s);
 void rt_slot_unlock(struct rt_slot *s);
 
+/* ------------------------------------------------------- rings (ring.c) */
+
+static inline uint32_t rt_ring_of_depth(uint32_t depth)
+{
+    return depth < RT_RINGS ? depth : RT_RINGS - 1;
+}
+
+/* Resets ring `i` of a run laid out by `l` in the arena at `base`. */
+void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i, uint8_t *base,
+                  const struct rt_layout *l);
+
 /* True when the task `id` has retired (its slot may hold another task). */
 bool rt_task_retired(struct rt_run *run, uint64_t id);
+
+/* Walks ring `ring`'s tail over consecutive CONSUMED tasks, publishes the
+ * new tails and wakes the orchestrator if it waits for them. Safe from
+ * any thread; never blocks. */
+void rt_ring_advance(struct rt_run *run, uint32_t ring);
+
+/* Orchestrator only. A wait's condition, asked after every wake-up. */
+typedef bool (*rt_orch_ready_fn)(struct rt_run *run, void *arg);
+/* Blocks until ready(run, arg): 0; the run's error (negated) when it fails
+ * meanwhile; -timeout_code after timeout_ms without any task completing or
+ * retiring; the code `structural` returns (latched) once the wait can
+ * never succeed. `target` is what a waker must provide to signal (0: any
+ * completion or retirement; RT_ORCH_WAIT_SLOTS: task slots of one ring). */
+int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
+                      int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
+                      int32_t timeout_code, uint64_t target);
+int rt_orch_block(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
+                  int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
+                  int32_t timeout_code);
+/* Back-pressure at the heads: a task slot and `heap_need` heap bytes
+ * (*heap_pos: where the outputs go), or `need` dependency entries. 0 or
+ * the run's error, negated. */
+int rt_ring_reserve_task(struct rt_run *run, uint32_t ring, uint64_t heap_need,
+                         uint64_t *heap_pos);
+int rt_ring_reserve_deps(struct rt_run *run, uint32_t ring, uint64_t need);
+/* Takes a dependency entry at the ring's head (space already reserved);
+ * returns its handle (ring-tagged position + 1). */
+uint64_t rt_ring_dep_take(struct rt_ring *r, uint32_t ring, struct rt_slot *slot,
+                          uint64_t next);
+/* True when the scope that submitted the task in `s` is still open
+ * (orchestrator.c). */
+bool rt_scope_open(struct rt_run *run, struct rt_slot *s);
 
 /* Drops one holder of `s` (scope end, consumer release, completion
  * processing) and, if it was the last of a COMPLETED task, marks it
  * CONSUMED and advances its ring. */
 void rt_slot_release(struct rt_run *run, struct rt_slot *s);
 
-/* Marks `s` COMPLETED, makes its waiting consumers ready, releases the
+/* Tasks a completion made ready, kept by the scheduler's step so they go
+ * first (scheduler.c: the immediate successor runs on the completing
+ * core). Only single-block AIC/AIV tasks without sync-start go here; the
+ * rest, and any beyond the capacity, go to the ready queues. */
+#define RT_RELEASED_MAX 16
+struct rt_released {
+    uint32_t count;
+    struct rt_slot *slot[RT_RELEASED_MAX];
+};
+
+/* Marks `s` COMPLETED, makes its waiting consumers ready (into `released`
+ * when not NULL and they qualify, else their ready queues), releases the
  * producers it held, then drops its own completion hold. Called once per
  * task, by whichever thread saw its last subtask finish. */
-void rt_task_complete(struct rt_run *run, struct rt_slot *s);
+void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released);
 
-/* Pushes a task whose dependencies are all satisfied to its ready queue and
- * wakes a sleeping scheduler. */
+/* Pushes a task whose dependencies are all satisfied to its ready queue.
+ * Wakes nobody: the caller kicks the schedulers (rt_sched_kick) or is
+ * inside a scheduler's step. */
 void rt_task_ready(struct rt_run *run, struct rt_slot *s);
 
 static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s)
@@ -371,7 +435,49 @@ static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s
     return &r->tasks[s - r->slots];
 }
 
+/*
+ * The runtime's bounded wait (wait.c): until done(arg) returns true (0),
+ * *deadline_ns passes (PTO_RUNTIME_ERR_TIMEOUT; absolute, simdev_clock_ns)
+ * or the device is lost (PTO_RUNTIME_ERR_DEVICE_LOST). It sleeps on `on`:
+ * RT_WAIT_COND, the device's condition sequence (core condition writes,
+ * rt_signal), or a notification channel (RT_NOTIFY_*). done() runs after
+ * the sequence is read, so whoever makes it true and then bumps the
+ * sequence ends the wait; it may move *deadline_ns (a watchdog restarted
+ * by progress).
+ */
+#define RT_WAIT_COND UINT32_MAX
+int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
+                  const uint64_t *deadline_ns);
+
+/* One polite spin step (a CPU pause hint). */
+static inline void rt_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* ------------------------------------------------------------- the roles */
+
+/* One scheduler's shared step state (scheduler.c); rt_layout.scheds holds
+ * SIMDEV_MAX_AICPU_THREADS of them. */
+struct rt_sched;
+size_t rt_sched_bytes(void);
+/* Resets the schedulers' tokens for a new run (run_init, before the
+ * schedulers are released). */
+void rt_scheds_init(struct rt_run *run);
+/* Runs scheduler `index`'s step on the calling thread, or, when another
+ * thread is running it, leaves a note that makes that thread step again.
+ * Never blocks. Called by a core after its FIN (and after its ACK while
+ * tasks are queued) and by the orchestrator after it published a ready
+ * task; safe from any device thread of the run, and a no-op before the
+ * scheduler's handshake has ended and after its exit. */
+void rt_sched_kick(struct rt_run *run, uint32_t index);
+void rt_sched_kick_all(struct rt_run *run);
+/* Approximate: true when some ready queue may hold a task. */
+bool rt_work_queued(struct rt_run *run);
 
 /* Orchestrator thread: runs the entry inside scope 0. */
 void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,

@@ -100,6 +100,7 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
         l.sync_rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
     }
     l.dispatch = take(&cursor, (size_t)core_count * 2 * sizeof(struct rt_dispatch));
+    l.scheds = take(&cursor, (size_t)(SIMDEV_MAX_AICPU_THREADS - 1) * rt_sched_bytes());
     l.rounds_bytes = (size_t)core_count * sizeof(struct rt_core_round);
     l.rounds = take(&cursor, l.rounds_bytes);
     l.scope_task_capacity = (uint32_t)windows;
@@ -176,28 +177,10 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->kernel_count = rq->kernel_count;
     run->dispatch = (struct rt_dispatch *)(base + l.dispatch);
     run->rounds = (struct rt_core_round *)(base + l.rounds);
-    for (uint32_t i = 0; i < RT_RINGS; i++) {
-        struct rt_ring *r = &run->rings[i];
-        r->window = rq->config.task_window[i];
-        r->mask = r->window - 1;
-        r->heap_bytes = rq->config.heap_bytes[i];
-        r->dep_capacity = rq->config.dep_pool[i];
-        r->slots = (struct rt_slot *)(base + l.ring_slots[i]);
-        r->tasks = (struct rt_task *)(base + l.ring_tasks[i]);
-        r->heap = base + l.ring_heap[i];
-        r->deps = (struct rt_dep *)(base + l.ring_deps[i]);
-        r->next_local = r->heap_head = r->heap_floor = r->dep_head = 0;
-        atomic_init(&r->last_alive, 0);
-        atomic_init(&r->heap_tail, 0);
-        atomic_init(&r->dep_tail, 0);
-        atomic_init(&r->advance_lock, 0);
-        atomic_init(&r->advance_pending, 0);
-        for (uint32_t s = 0; s < r->window; s++) {
-            atomic_init(&r->slots[s].task_id, UINT64_MAX); /* matches no task */
-            atomic_init(&r->slots[s].state, RT_PENDING);
-            atomic_init(&r->slots[s].lock, 0);
-        }
-    }
+    run->scheds = (struct rt_sched *)(base + l.scheds);
+    rt_scheds_init(run);
+    for (uint32_t i = 0; i < RT_RINGS; i++)
+        rt_ring_init(&run->rings[i], &rq->config, i, base, &l);
     for (uint32_t k = 0; k < RT_SHAPES; k++) {
         rt_rq_init(&run->ready[k], (struct rt_rq_cell *)(base + l.rq_cells[k]), l.rq_capacity);
         rt_rq_init(&run->sync_ready[k], (struct rt_rq_cell *)(base + l.sync_rq_cells[k]),
@@ -226,7 +209,6 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->orch_done, 0);
     atomic_init(&run->orch_waiting, 0);
     atomic_init(&run->orch_wait_target, 0);
-    atomic_init(&run->sched_sleepers, 0);
     atomic_init(&run->threads_finished, 0);
 }
 
@@ -250,23 +232,28 @@ static void write_result(struct rt_run *run, struct rt_run_result *result, uint6
     *result = r;
 }
 
-/* Waits for the orchestrator to publish this run's initialisation. */
+struct init_wait {
+    struct rt_run *run;
+    uint64_t generation;
+};
+
+static bool run_initialised(void *arg)
+{
+    struct init_wait *w = arg;
+    /* acquire: pairs with the release of init_generation in rt_aicpu_round */
+    return atomic_load_explicit(&w->run->init_generation, memory_order_acquire) == w->generation;
+}
+
+/* Waits for the orchestrator to publish this run's initialisation. Ended
+ * by the orchestrator's store of init_generation and its rt_signal; a
+ * orchestrator that never comes by sched_timeout_ms (TIMEOUT), or a lost
+ * device. */
 static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int device)
 {
     uint64_t deadline =
         simdev_clock_ns() + (uint64_t)la->request.config.sched_timeout_ms * 1000000ull;
-    for (;;) {
-        uint64_t seq = simdev_cond_seq(device);
-        /* acquire: pairs with the release of init_generation below */
-        if (atomic_load_explicit(&run->init_generation, memory_order_acquire) == la->generation)
-            return 0;
-        uint64_t now = simdev_clock_ns();
-        if (now >= deadline)
-            return PTO_RUNTIME_ERR_TIMEOUT;
-        int rc = simdev_cond_wait(device, seq, deadline - now);
-        if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
-            return rc;
-    }
+    struct init_wait w = {run, la->generation};
+    return rt_wait_until(device, RT_WAIT_COND, run_initialised, &w, &deadline);
 }
 
 void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
@@ -294,7 +281,7 @@ void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_a
                 rt_trace_orch(run, trace_begin);
         }
         else
-            atomic_store_explicit(&run->orch_done, 1, memory_order_release);
+            atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
     } else {
         int rc = wait_init(run, la, ctx->device);
         if (rc) {

@@ -2,12 +2,26 @@
  * runtime/scheduler.c — a scheduler thread: ready tasks onto its cores.
  *
  * Owns: the AICPU side of the core register protocol for the cores this
- * thread owns (handshake, dispatch with a running and a pending slot per
+ * scheduler owns (handshake, dispatch with a running and a pending slot per
  * core, completion polling, exit), SPMD block claiming and waves, sync-start
  * placement, dummy tasks, the no-progress watchdog with its stall class.
- * Its per-core state is private to the thread (on its stack). Task
- * completion itself is task.c's.
+ * Task completion itself is task.c's.
+ *
+ * Who runs it (the engine rule, DESIGN.md section 3): the scheduler's
+ * *step* — poll its cores' condition words, complete what finished,
+ * dispatch ready tasks — runs on whichever device thread is already awake
+ * and has just changed something the step must see: a core right after its
+ * FIN (or its ACK, when tasks are queued), the orchestrator right after it
+ * published a ready task. A per-scheduler token (a try-lock) lets one
+ * thread at a time run the step; a thread that finds it taken leaves a
+ * note (`pending`) that the holder sees before it lets go and steps again,
+ * so nobody waits for the token and no request is lost. The scheduler's
+ * own thread keeps the handshake, the watchdog and the exit, and sleeps
+ * otherwise: nothing on the per-task path wakes it. The step's state (a
+ * struct sched) lives in the arena and is touched only by the token's
+ * holder.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "runtime/rt.h"
@@ -40,8 +54,50 @@ struct sched {
     uint32_t cluster_count;
     uint32_t clusters[SIMDEV_MAX_CORES][3]; /* indices into cores: AIC, AIV0, AIV1 */
     struct rt_slot *held[RT_SHAPES];        /* a sync-start task waiting for room */
-    uint64_t dispatched;
+    /* Subtasks this scheduler dispatched: written by the token's holder,
+     * read (relaxed) by the watchdog without the token. */
+    _Atomic uint64_t dispatched;
+    uint32_t completions; /* tasks completed by steps (token holder only) */
+    struct rt_released released; /* made ready by the completions of one poll */
 };
+
+/*
+ * One scheduler in the arena (rt_layout.scheds). `token` is 1 while a
+ * thread runs this scheduler's step (or owns it outright: from run_init
+ * until the handshake ends, and from the exit on); `pending` is a request
+ * for a step left by a thread that found the token taken; `closed` makes
+ * every later step a no-op once the scheduler's thread has ended the round.
+ * The three words share a line apart from the state: every kicker touches
+ * them, only the holder touches the state.
+ */
+struct rt_sched {
+    _Alignas(RT_CACHELINE) _Atomic uint32_t token;
+    _Atomic uint32_t pending;
+    _Atomic uint32_t closed;
+    /* 0 when the last step left no core of this scheduler idle or able to
+     * take a pending task: a new ready task then needs no step now, since
+     * every core will FIN and kick (rt_sched_kick_all skips it). */
+    _Atomic uint32_t room;
+    _Alignas(RT_CACHELINE) struct sched state;
+};
+
+size_t rt_sched_bytes(void)
+{
+    return sizeof(struct rt_sched);
+}
+
+void rt_scheds_init(struct rt_run *run)
+{
+    for (uint32_t i = 0; i < run->schedulers; i++) {
+        struct rt_sched *R = &run->scheds[i];
+        /* Owned by the scheduler's own thread until its handshake ends: a
+         * kick before that leaves a note. */
+        atomic_init(&R->token, 1);
+        atomic_init(&R->pending, 0);
+        atomic_init(&R->closed, 0);
+        atomic_init(&R->room, 1);
+    }
+}
 
 /* ------------------------------------------------------------ ownership */
 
@@ -98,6 +154,29 @@ static bool leave_waiting(struct sched *S, bool missing)
     return missing;
 }
 
+struct hello_wait {
+    struct sched *S;
+    uint32_t waiting; /* owned cores whose core loop has not arrived */
+    int32_t code;     /* a latched error that ended the wait */
+};
+
+/* Marks the waiting cores whose core loop has arrived JOINED; done when
+ * none is left, or when the run failed. */
+static bool hellos_done(void *arg)
+{
+    struct hello_wait *w = arg;
+    struct sched *S = w->S;
+    for (uint32_t i = 0; i < S->core_count; i++) {
+        struct sched_core *c = &S->cores[i];
+        if (c->waiting && rt_round_joined(&S->run->rounds[c->id], S->run->generation)) {
+            c->waiting = false;
+            c->joined = true;
+            w->waiting--;
+        }
+    }
+    return w->waiting == 0 || (w->code = rt_error(S->run)) != 0;
+}
+
 /* Joins the round of every owned core (round.c): arrives on each core's
  * word, then waits until each core loop has arrived too, up to the run's
  * sched_timeout_ms. Who ends the wait: a core loop's arrival (its hello
@@ -116,7 +195,7 @@ static int32_t handshake(struct sched *S)
         struct sched_core *c = &S->cores[i];
         /* No scheduler rings a core before it is JOINED, so the doorbell
          * holds what the core loop read as its base. */
-        c->next_reg = (simdev_regs_read_doorbell(c->regs) & ~RT_DOORBELL_EXIT) + 2;
+        c->next_reg = rt_first_dispatch_id(simdev_regs_read_doorbell(c->regs));
         /* model: sched_arrive */
         enum rt_round_arrival a = rt_round_arrive(&run->rounds[c->id], run->generation,
                                                   RT_ROUND_SCHED);
@@ -125,29 +204,12 @@ static int32_t handshake(struct sched *S)
         missing |= a == RT_ROUND_PARTNER_LEFT;
         waiting += c->waiting;
     }
-    int32_t code = 0;
-    while (waiting) {
-        uint64_t seq = simdev_cond_seq(run->device);
-        for (uint32_t i = 0; i < S->core_count; i++) {
-            struct sched_core *c = &S->cores[i];
-            if (c->waiting && rt_round_joined(&run->rounds[c->id], run->generation)) {
-                c->waiting = false;
-                c->joined = true;
-                waiting--;
-            }
-        }
-        if (!waiting)
-            break;
-        if ((code = rt_error(run)))
-            break;
-        uint64_t now = simdev_clock_ns();
-        if (now >= deadline)
-            break;
-        if (simdev_cond_wait(run->device, seq, deadline - now) == PTO_RUNTIME_ERR_DEVICE_LOST) {
-            code = SIMPLER_SCHED_ERR_TIMEOUT;
-            break;
-        }
-    }
+    struct hello_wait w = {S, waiting, 0};
+    if (waiting &&
+        rt_wait_until(run->device, RT_WAIT_COND, hellos_done, &w, &deadline) ==
+            PTO_RUNTIME_ERR_DEVICE_LOST)
+        w.code = SIMPLER_SCHED_ERR_TIMEOUT;
+    int32_t code = w.code;
     missing = leave_waiting(S, missing);
     if (code)
         return code;
@@ -167,7 +229,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     struct rt_run *run = S->run;
     struct rt_task *t = rt_slot_task(run, s);
     uint64_t reg = c->next_reg++;
-    struct rt_dispatch *d = &run->dispatch[c->id * 2 + (reg & 1)];
+    struct rt_dispatch *d = &run->dispatch[c->id * 2 + rt_payload_index(reg)];
     d->fn = run->kernels[t->kernel[lane]];
     for (uint32_t i = 0; i < t->tensor_count; i++)
         d->args[i] = (int64_t)(uintptr_t)&t->tensors[i];
@@ -188,7 +250,9 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     } else {
         c->pending = ct;
     }
-    S->dispatched++;
+    atomic_store_explicit(&S->dispatched,
+                          atomic_load_explicit(&S->dispatched, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     if (run->config.trace_level)
         rt_trace_dispatch(run, S->index, c->id, reg, s, t->kernel[lane], block, lane);
     /* release (in simdev): publishes the payload to the core's acquire of
@@ -200,7 +264,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
 static void finish(struct sched *S, struct sched_core *c, struct core_task ct)
 {
     struct rt_run *run = S->run;
-    const struct rt_dispatch *d = &run->dispatch[c->id * 2 + (ct.reg & 1)];
+    const struct rt_dispatch *d = &run->dispatch[c->id * 2 + rt_payload_index(ct.reg)];
     if (run->config.trace_level >= 2)
         rt_trace_finish(run, S->index, c->id, ct.slot);
     if (d->ctx.failure) {
@@ -212,8 +276,10 @@ static void finish(struct sched *S, struct sched_core *c, struct core_task ct)
      * scheduler may complete the task, and the slot may be reused. */
     uint32_t total = s->total_subtasks;
     /* acq_rel: the last block's finisher sees every block's writes */
-    if (atomic_fetch_add_explicit(&s->completed_subtasks, 1, memory_order_acq_rel) + 1 == total)
-        rt_task_complete(run, s);
+    if (atomic_fetch_add_explicit(&s->completed_subtasks, 1, memory_order_acq_rel) + 1 == total) {
+        rt_task_complete(run, s, &S->released);
+        S->completions++;
+    }
 }
 
 /* Reads the core's condition word and applies it. True when something
@@ -225,8 +291,8 @@ static bool poll_core(struct sched *S, struct sched_core *c)
     /* acquire (in simdev): pairs with the core's release of ACK/FIN, so
      * the kernel's writes and ctx.failure are visible */
     uint64_t cond = simdev_regs_read_cond(c->regs);
-    uint64_t id = cond >> 1;
-    bool fin = cond & 1;
+    uint64_t id = rt_cond_id(cond);
+    bool fin = rt_cond_is_fin(cond);
     if (c->pending.slot && id == c->pending.reg) {
         /* The core runs serially: the pending task started, so the
          * running one has finished. */
@@ -366,7 +432,8 @@ static bool dispatch_all(struct sched *S)
     bool any = false;
     struct rt_slot *s;
     while ((s = rt_rq_pop(&run->ready[RT_SHAPE_DUMMY]))) {
-        rt_task_complete(run, s);
+        rt_task_complete(run, s, NULL);
+        S->completions++;
         any = true;
     }
     any |= dispatch_shape(S, RT_SHAPE_MIX, false);
@@ -379,7 +446,7 @@ static bool dispatch_all(struct sched *S)
     return any;
 }
 
-/* ------------------------------------------------------------ main loop */
+/* ------------------------------------------------------------ the step */
 
 static bool any_running(const struct sched *S)
 {
@@ -400,6 +467,196 @@ static bool work_visible(struct sched *S)
     return false;
 }
 
+bool rt_work_queued(struct rt_run *run)
+{
+    for (uint32_t k = 0; k < RT_SHAPES; k++)
+        if (rt_rq_maybe_nonempty(&run->ready[k]) || rt_rq_maybe_nonempty(&run->sync_ready[k]))
+            return true;
+    return false;
+}
+
+/*
+ * Places the tasks that core `c`'s completions just made ready, ahead of
+ * everything queued (ready order: what a completion releases lies on the
+ * critical path): the first that fits runs next on `c` itself, the others
+ * on other idle cores of their type, then in pending slots; what finds no
+ * room goes to its ready queue.
+ */
+static void place_released(struct sched *S, struct sched_core *c)
+{
+    struct rt_run *run = S->run;
+    uint32_t units[SIMDEV_MAX_CORES];
+    for (uint32_t k = 0; k < S->released.count; k++) {
+        struct rt_slot *s = S->released.slot[k];
+        uint32_t type = s->shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
+        struct sched_core *to = NULL;
+        if (c->type == type && core_idle(c) && !S->held[s->shape]) {
+            to = c;
+        } else if (!S->held[s->shape]) {
+            uint32_t n = free_units(S, s->shape, false, units);
+            if (!n)
+                n = free_units(S, s->shape, true, units);
+            if (n)
+                to = &S->cores[units[0]];
+        }
+        if (!to) {
+            rt_task_ready(run, s);
+            continue;
+        }
+        /* Single-block and in no queue: nobody else can claim it. */
+        atomic_store_explicit(&s->next_block, 1, memory_order_relaxed);
+        dispatch_block(S, to, s, 0, s->shape == RT_SHAPE_AIC ? 0 : 1);
+    }
+    S->released.count = 0;
+}
+
+/* One step: apply every owned core's condition word (placing what each
+ * core's completions released), then dispatch what is queued onto what is
+ * free. Caller holds the token. */
+static void sched_step(struct sched *S)
+{
+    struct rt_run *run = S->run;
+    bool phases = run->config.trace_level >= 3;
+    uint64_t phase_begin = RT_TRACE_CLOCK(phases);
+    bool progress = false;
+    for (uint32_t i = 0; i < S->core_count; i++) {
+        progress |= poll_core(S, &S->cores[i]);
+        if (S->released.count) {
+            if (rt_error(run)) {
+                S->released.count = 0; /* the run is over: they must not run */
+                continue;
+            }
+            place_released(S, &S->cores[i]);
+        }
+    }
+    if (phases)
+        phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin, progress);
+    if (rt_error(run))
+        return;
+    if (dispatch_all(S) && phases)
+        rt_trace_phase(run, S->index, RT_PHASE_DISPATCH, phase_begin);
+}
+
+/* True when some owned core is idle or can take a pending task. */
+static bool has_room(const struct sched *S)
+{
+    for (uint32_t i = 0; i < S->core_count; i++)
+        if (core_idle(&S->cores[i]) || core_can_queue(&S->cores[i]))
+            return true;
+    return false;
+}
+
+/*
+ * Publishes whether a new ready task needs a step now. No room: every
+ * owned core holds a running and a pending task, so each will FIN, and
+ * its kick (after this step lets go of the token) dispatches what is
+ * queued. The seq_cst store, fence and look at the queues pair with the
+ * orchestrator's push, fence and look at `room` (rt_sched_kick_all):
+ * either it sees room = 0 only after this step saw its task (then the next
+ * FIN's step dispatches it), or it sees room = 1 and kicks.
+ */
+static void publish_room(struct rt_sched *R)
+{
+    struct sched *S = &R->state;
+    if (has_room(S) || S->core_count == 0) {
+        atomic_store_explicit(&R->room, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_store_explicit(&R->room, 0, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    (void)rt_work_queued(S->run); /* the look the fence orders: see above */
+}
+
+/* Takes the token if it is free. seq_cst, with the pending note: see
+ * rt_sched_kick. */
+static bool token_try(struct rt_sched *R)
+{
+    uint32_t expected = 0;
+    return atomic_compare_exchange_strong_explicit(&R->token, &expected, 1, memory_order_seq_cst,
+                                                   memory_order_seq_cst);
+}
+
+/*
+ * Runs scheduler R's step on this thread, or leaves a note for the thread
+ * that holds the token. Never waits. The seq_cst accesses to token and
+ * pending form a Dekker pair (as ring_advance's in task.c): either the
+ * holder sees the note after it lets go and steps again, or the noter sees
+ * the token free and takes it itself. Returns true when a step of this
+ * call completed a task (other schedulers may have work now).
+ */
+static bool kick_one(struct rt_sched *R)
+{
+    bool completed = false;
+    for (;;) {
+        if (!token_try(R)) {
+            atomic_store_explicit(&R->pending, 1, memory_order_seq_cst);
+            if (atomic_load_explicit(&R->token, memory_order_seq_cst))
+                return completed;
+            continue;
+        }
+        atomic_store_explicit(&R->pending, 0, memory_order_seq_cst);
+        if (!atomic_load_explicit(&R->closed, memory_order_seq_cst)) {
+            uint32_t before = R->state.completions;
+            sched_step(&R->state);
+            publish_room(R);
+            completed |= R->state.completions != before;
+        }
+        atomic_store_explicit(&R->token, 0, memory_order_seq_cst);
+        if (!atomic_exchange_explicit(&R->pending, 0, memory_order_seq_cst))
+            return completed;
+    }
+}
+
+/* Kicks every scheduler in `mask` (bit i = scheduler i). A completion by one
+ * scheduler's step may make tasks ready that only another's cores can run,
+ * so each completing step adds the others back: the loop ends once a round
+ * of steps completes nothing, which every run reaches (completions are
+ * finite). */
+static void kick_set(struct rt_run *run, uint32_t mask)
+{
+    uint32_t all = run->schedulers >= 32 ? UINT32_MAX : (1u << run->schedulers) - 1;
+    while (mask) {
+        uint32_t i = (uint32_t)__builtin_ctz(mask);
+        mask &= mask - 1;
+        if (kick_one(&run->scheds[i]) && run->schedulers > 1)
+            mask |= all & ~(1u << i);
+    }
+}
+
+void rt_sched_kick(struct rt_run *run, uint32_t index)
+{
+    kick_set(run, 1u << index);
+}
+
+void rt_sched_kick_all(struct rt_run *run)
+{
+    /* seq_cst fence: the caller's push before the looks at room, pairing
+     * with publish_room's store, fence and look at the queues */
+    atomic_thread_fence(memory_order_seq_cst);
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
+        if (atomic_load_explicit(&run->scheds[i].room, memory_order_relaxed))
+            mask |= 1u << i;
+    kick_set(run, mask);
+}
+
+/* Takes the token for good (the exit, the watchdog's verdict): marks the
+ * scheduler closed so later kicks do nothing, then waits for a step in
+ * progress to end. A step never blocks, so the wait is short; it yields
+ * the CPU because its holder may be a preempted device thread. */
+static void sched_close(struct rt_sched *R)
+{
+    atomic_store_explicit(&R->closed, 1, memory_order_seq_cst);
+    for (uint32_t i = 0; !token_try(R); i++) {
+        if (i & 63)
+            rt_cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+/* ------------------------------------------------------- the own thread */
+
 static uint32_t classify_stall(struct sched *S)
 {
     struct rt_run *run = S->run;
@@ -417,77 +674,94 @@ static uint32_t classify_stall(struct sched *S)
 /* True once the orchestrator has finished and every task has completed. */
 static bool run_finished(struct rt_run *run)
 {
-    /* acquire: pairs with the release of orch_done in rt_orchestrate */
-    if (!atomic_load_explicit(&run->orch_done, memory_order_acquire))
+    /* seq_cst: pairs with the completer's seq_cst increment of
+     * tasks_completed and its look at orch_done (rt_task_complete): either
+     * it sees orch_done and signals, or we see its completion here */
+    if (!atomic_load_explicit(&run->orch_done, memory_order_seq_cst))
         return false;
-    return atomic_load_explicit(&run->tasks_completed, memory_order_acquire) ==
+    return atomic_load_explicit(&run->tasks_completed, memory_order_seq_cst) ==
            atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
 }
 
 static uint64_t progress_mark(struct rt_run *run, struct sched *S)
 {
     return atomic_load_explicit(&run->tasks_completed, memory_order_relaxed) +
-           atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed) + S->dispatched;
+           atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed) +
+           atomic_load_explicit(&S->dispatched, memory_order_relaxed);
 }
 
-static void loop(struct sched *S)
-{
-    struct rt_run *run = S->run;
-    uint64_t timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
-    uint64_t mark = progress_mark(run, S);
-    uint64_t last_progress = simdev_clock_ns();
-    bool phases = run->config.trace_level >= 3; /* loaded once per round */
-    for (;;) {
-        uint64_t seq = simdev_cond_seq(run->device);
-        bool progress = false;
-        uint64_t phase_begin = RT_TRACE_CLOCK(phases);
-        for (uint32_t i = 0; i < S->core_count; i++)
-            progress |= poll_core(S, &S->cores[i]);
-        if (phases)
-            phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin,
-                                            progress);
-        if (rt_error(run))
-            return;
-        bool dispatched = dispatch_all(S);
-        if (phases && dispatched)
-            rt_trace_phase(run, S->index, RT_PHASE_DISPATCH, phase_begin);
-        progress |= dispatched;
-        if (!any_running(S) && run_finished(run))
-            return;
-        if (progress)
-            continue;
+/*
+ * The scheduler's own thread after the handshake: it runs a step itself on
+ * every wake-up (so nothing can be left unstepped), and otherwise sleeps on
+ * its notification channel. Who ends the sleep: the completion of the
+ * run's last task and the orchestrator's end (rt_signal), a latched error
+ * (rt_fail), a lost device, or the nap's end — a quarter of the watchdog's
+ * period, when it compares the progress mark and fails the run with
+ * SIMPLER_SCHED_ERR_TIMEOUT after sched_timeout_ms without progress.
+ * Returns with the scheduler closed (its token held).
+ */
+struct own_wait {
+    struct rt_sched *R;
+    uint64_t timeout_ns, nap_ns;
+    uint64_t mark, last_progress; /* the watchdog's */
+    uint64_t deadline;            /* the current nap's end */
+    bool stalled;                 /* no progress for timeout_ns */
+};
 
-        uint64_t now = simdev_clock_ns();
-        uint64_t m = progress_mark(run, S);
-        if (m != mark) {
-            mark = m;
-            last_progress = now;
-        } else if (now - last_progress >= timeout_ns) {
-            /* The class is stored first so that whoever sees the error
-             * latched (acquire) also sees why. */
-            uint32_t expected = RT_STALL_NONE;
-            atomic_compare_exchange_strong_explicit(&run->stall_class, &expected,
-                                                    classify_stall(S), memory_order_release,
-                                                    memory_order_relaxed);
-            rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
-            return;
-        }
-        /* Sleep until a core writes its condition word or another thread
-         * signals. seq_cst: pairs with the fence in rt_task_ready — either
-         * the pusher sees us sleeping and signals, or we see its task. */
-        atomic_fetch_add_explicit(&run->sched_sleepers, 1, memory_order_seq_cst);
-        if (!work_visible(S) && !run_finished(run) && !rt_error(run)) {
-            uint64_t left = timeout_ns - (now - last_progress);
-            uint64_t idle_begin = RT_TRACE_CLOCK(phases);
-            simdev_cond_wait(run->device, seq, left);
-            if (phases)
-                rt_trace_phase(run, S->index, RT_PHASE_IDLE, idle_begin);
-        }
-        atomic_fetch_sub_explicit(&run->sched_sleepers, 1, memory_order_relaxed);
-        if (simdev_device_is_lost(run->device) > 0) {
-            rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
-            return;
-        }
+/* One wake-up of the scheduler's own thread: a step, then the run's end,
+ * failure and the watchdog. Done when the thread should leave the loop;
+ * else the next nap's end is set. */
+static bool own_wait_done(void *arg)
+{
+    struct own_wait *w = arg;
+    struct sched *S = &w->R->state;
+    struct rt_run *run = S->run;
+    kick_set(run, 1u << S->index);
+    if (rt_error(run) || run_finished(run))
+        return true;
+    if (simdev_device_is_lost(run->device) > 0) {
+        rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
+        return true;
+    }
+    uint64_t now = simdev_clock_ns();
+    uint64_t m = progress_mark(run, S);
+    if (m != w->mark) {
+        w->mark = m;
+        w->last_progress = now;
+    } else if (now - w->last_progress >= w->timeout_ns) {
+        w->stalled = true;
+        return true;
+    }
+    uint64_t left = w->timeout_ns - (now - w->last_progress);
+    w->deadline = now + (left < w->nap_ns ? left : w->nap_ns);
+    return false;
+}
+
+static void loop(struct rt_sched *R)
+{
+    struct sched *S = &R->state;
+    struct rt_run *run = S->run;
+    struct own_wait w = {.R = R};
+    w.timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
+    w.nap_ns = w.timeout_ns / 4 ? w.timeout_ns / 4 : 1;
+    w.mark = progress_mark(run, S);
+    w.last_progress = simdev_clock_ns();
+    w.deadline = w.last_progress + w.nap_ns;
+    /* A nap's end (TIMEOUT) only means: look again. */
+    int rc;
+    while ((rc = rt_wait_until(run->device, RT_NOTIFY_SCHED, own_wait_done, &w, &w.deadline)) ==
+           PTO_RUNTIME_ERR_TIMEOUT)
+        ;
+    if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+        rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
+    sched_close(R);
+    if (w.stalled) {
+        /* The class is stored first so that whoever sees the error latched
+         * (acquire) also sees why. */
+        uint32_t expected = RT_STALL_NONE;
+        atomic_compare_exchange_strong_explicit(&run->stall_class, &expected, classify_stall(S),
+                                                memory_order_release, memory_order_relaxed);
+        rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
     }
 }
 
@@ -502,7 +776,7 @@ static void exit_cores(struct sched *S)
         if (!c->joined)
             continue;
         /* model: sched_exit */
-        simdev_regs_ring_doorbell(c->regs, c->next_reg | RT_DOORBELL_EXIT);
+        simdev_regs_ring_doorbell(c->regs, rt_doorbell_exit(c->next_reg));
     }
 }
 
@@ -521,14 +795,14 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
         if (rt_core_owner(topo.aic_cores, clusters, la->schedulers, id) != index)
             continue;
         struct simdev_core_regs *regs = simdev_core_regs_get(device, id);
-        uint64_t next = (simdev_regs_read_doorbell(regs) & ~RT_DOORBELL_EXIT) + 2;
+        uint64_t next = rt_first_dispatch_id(simdev_regs_read_doorbell(regs));
         /* Arrive and leave at once; a core loop already waiting is JOINED
          * by the arrival (or by the failed leave) and must be told to end. */
         enum rt_round_arrival a = rt_round_arrive(&rounds[id], la->generation, RT_ROUND_SCHED);
         if (a == RT_ROUND_PARTNER_LEFT ||
             (a == RT_ROUND_WAITING && rt_round_leave(&rounds[id], la->generation, RT_ROUND_SCHED)))
             continue;
-        simdev_regs_ring_doorbell(regs, next | RT_DOORBELL_EXIT);
+        simdev_regs_ring_doorbell(regs, rt_doorbell_exit(next));
     }
 }
 
@@ -547,18 +821,28 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
 
 void rt_schedule(struct rt_run *run, uint32_t index)
 {
-    struct sched state; /* ~6 KiB: device threads have full-size stacks */
-    struct sched *S = &state;
+    struct rt_sched *R = &run->scheds[index];
+    struct sched *S = &R->state;
+    /* This thread owns the token (rt_scheds_init) until the handshake has
+     * JOINED the cores: no step may ring a core before that. */
     sched_init(S, run, index);
     int32_t code = handshake(S);
-    if (code)
+    if (code) {
         rt_fail(run, code);
-    else
-        loop(S);
+        atomic_store_explicit(&R->closed, 1, memory_order_seq_cst);
+    } else {
+        /* Let go of the token; a kick that came meanwhile left a note. */
+        atomic_store_explicit(&R->token, 0, memory_order_seq_cst);
+        if (atomic_exchange_explicit(&R->pending, 0, memory_order_seq_cst))
+            rt_sched_kick(run, index);
+        loop(R);
+    }
     /* This thread may have completed the run's last task (a dummy, or on
      * a scheduler without cores): wake the others so they see the end now
      * rather than at their watchdog. */
     rt_signal(run);
     exit_cores(S);
-    atomic_fetch_add_explicit(&run->subtasks_dispatched, S->dispatched, memory_order_relaxed);
+    atomic_fetch_add_explicit(&run->subtasks_dispatched,
+                              atomic_load_explicit(&S->dispatched, memory_order_relaxed),
+                              memory_order_relaxed);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "runtime/core_regs.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
 
@@ -103,7 +104,7 @@ void rt_trace_core_task(const struct rt_config *c, uint32_t core, uint64_t reg, 
         return;
     /* Read before the FIN: the scheduler rewrites this slot only for the
      * dispatch after next, which it rings after this one finished. */
-    const struct rt_trace_core_slot *slot = &h->core_slot[core][reg & 1];
+    const struct rt_trace_core_slot *slot = &h->core_slot[core][rt_payload_index(reg)];
     struct rt_trace_record r = {
         .begin = begin,
         .end = simdev_clock_ns(),
@@ -144,7 +145,7 @@ void rt_trace_dispatch(struct rt_run *run, uint32_t sched, uint32_t core, uint64
     if (core >= SIMDEV_MAX_CORES)
         return;
     uint64_t id = slot_task_id(s);
-    struct rt_trace_core_slot *slot = &h->core_slot[core][reg & 1];
+    struct rt_trace_core_slot *slot = &h->core_slot[core][rt_payload_index(reg)];
     slot->task_id = id;
     slot->func_id = func_id;
     slot->block = block;

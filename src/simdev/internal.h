@@ -62,9 +62,6 @@ static inline int sd_thread_create(pthread_t *thread, void *(*main)(void *), voi
 struct sd_waitword {
     _Atomic uint32_t seq;
     _Atomic uint32_t waiters;
-    /* Running average of how long waits on this word lasted (ns; relaxed:
-     * a hint for the spin budget, see sd_wait). */
-    _Atomic uint64_t wait_avg_ns;
 };
 
 typedef bool (*sd_ready_fn)(void *arg);
@@ -73,7 +70,8 @@ typedef bool (*sd_ready_fn)(void *arg);
 void sd_wake(struct sd_waitword *word);
 
 /*
- * Waits until ready(arg) is true: spins for spin_ns, then parks. Returns 0,
+ * Waits until ready(arg) is true: spins for spin_ns (never yielding), then
+ * parks. Returns 0,
  * PTO_RUNTIME_ERR_TIMEOUT once deadline_ns (absolute, simdev_clock_ns; 0 =
  * none) passes, or PTO_RUNTIME_ERR_DEVICE_LOST when *lost becomes nonzero
  * (lost may be NULL). Whoever sets *lost must sd_wake the word afterwards.
@@ -190,6 +188,9 @@ struct simdev_core_regs {
     _Alignas(SD_CACHELINE) _Atomic uint64_t doorbell;
     struct sd_waitword doorbell_wait;
     _Alignas(SD_CACHELINE) _Atomic uint64_t cond;
+    /* Condition writes so far (the core's own line: no other writer), part
+     * of the device's condition sequence (regs.c). */
+    _Atomic uint32_t cond_writes;
     struct sd_device *dev;
     uint32_t core_id;
 };
@@ -207,6 +208,7 @@ struct sd_device {
     _Atomic bool started; /* written under lock; read lock-free on every call */
     struct simdev_config config;
     _Atomic int lost;
+    bool cores_fit; /* the cores are no more than the host's CPUs (device_start) */
 
     /* Threads. */
     struct sd_worker aicpu[SIMDEV_MAX_AICPU_THREADS];
@@ -247,7 +249,8 @@ struct sd_device {
         _Alignas(SD_CACHELINE) struct sd_waitword word;
     } sems[SIMDEV_MAX_SEMS];
 
-    /* Condition words: any core's write bumps this (simdev_cond_wait). */
+    /* Condition words: simdev_cond_signal bumps this; the condition
+     * sequence is its count plus every core's cond_writes (regs.c). */
     _Alignas(SD_CACHELINE) struct sd_waitword cond_word;
     /* Notification channels (simdev_notify_*), each on its own line. */
     struct {
@@ -320,6 +323,17 @@ int sd_memory_check_range(struct sd_device *dev, const void *ptr, size_t bytes);
 /* Checks the device side(s) of a copy of `kind`. */
 int sd_memory_check_copy(struct sd_device *dev, void *dst, const void *src, size_t bytes,
                          enum simdev_copy_kind kind);
+
+/* How long a waiter of each role spins before it parks (device.c). A
+ * core waiting for its doorbell spins the configured spin_ns when the
+ * device's cores fit on the host's CPUs, else SD_SHORT_SPIN_NS: spinning
+ * only pays while the thread that ends the wait is running elsewhere. An
+ * AICPU thread (waiting for cores or another AICPU thread) and an idle
+ * worker or launcher spin SD_SHORT_SPIN_NS: no per-task handoff goes
+ * through their waits. */
+#define SD_SHORT_SPIN_NS 3000
+enum sd_wait_role { SD_WAIT_CORE, SD_WAIT_AICPU, SD_WAIT_IDLE };
+uint64_t sd_spin_ns(const struct sd_device *dev, enum sd_wait_role role);
 
 /* Register windows (regs.c). */
 int sd_regs_create(struct sd_device *dev);

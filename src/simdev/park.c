@@ -2,15 +2,16 @@
  * simdev/park.c — spin-then-park waiting for device threads.
  *
  * Owns: sd_wait / sd_wake, the one way any simdev thread waits for another.
- * A waiter spins for a bounded time (a cache-line handoff to a spinning
- * thread costs ~0.1 us, a futex wake-up ~10 us), then sleeps on a futex, so
- * an idle device uses no CPU even with many simulated cores on two host CPUs.
+ * A waiter spins for a bounded time without yielding (a cache-line handoff
+ * to a spinning thread costs ~0.1-0.6 us, a futex wake-up 10-40 us), then
+ * sleeps on a futex, so an idle device uses no CPU even with many simulated
+ * cores on two host CPUs. How long each role spins is the caller's choice
+ * (sd_spin_ns, device.c).
  * Must not touch device state: it knows only the word it is given.
  */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,14 +24,6 @@ uint64_t simdev_clock_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-
-/* Spinning without yielding, at the start of a wait (see below). */
-#define SD_TIGHT_SPIN_NS 2000
-
-/* A word whose waits average more than SD_LONG_WAIT_NS (about two futex
- * wake-ups) spins only SD_SHORT_SPIN_NS before parking. */
-#define SD_LONG_WAIT_NS 25000
-#define SD_SHORT_SPIN_NS 2000
 
 /* One polite spin step (a CPU pause hint). */
 static void sd_cpu_relax(void)
@@ -83,71 +76,20 @@ static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomi
 }
 
 static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
-                               uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost);
-
-/*
- * Spinning pays while the thread waited for is running on another CPU and
- * answers within the spin. When this word's waits have been long — a core
- * waiting while the others run long kernels, a scheduler whose cores are
- * all busy — the spin only takes a host CPU from the threads doing the
- * work: with more simulated threads than CPUs, two cores then took turns
- * on one CPU while the spinners held the other. So such a word spins only
- * SD_SHORT_SPIN_NS and parks; a wake-up costs a futex call, small next to
- * a wait that long. Short waits keep the full budget.
- */
-static uint64_t spin_budget(struct sd_waitword *word, uint64_t spin_ns)
-{
-    uint64_t avg = atomic_load_explicit(&word->wait_avg_ns, memory_order_relaxed);
-    return avg > SD_LONG_WAIT_NS && spin_ns > SD_SHORT_SPIN_NS ? SD_SHORT_SPIN_NS : spin_ns;
-}
-
-static void record_wait(struct sd_waitword *word, uint64_t waited_ns)
-{
-    uint64_t avg = atomic_load_explicit(&word->wait_avg_ns, memory_order_relaxed);
-    if (avg == 0 && waited_ns == 0)
-        return; /* the busy steady state: no store to a line wakers write */
-    atomic_store_explicit(&word->wait_avg_ns, (avg * 7 + waited_ns) / 8, memory_order_relaxed);
-}
-
-int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
-            uint64_t deadline_ns, _Atomic int *lost)
-{
-    if (ready(arg)) {
-        record_wait(word, 0);
-        return lost && atomic_load_explicit(lost, memory_order_acquire)
-                   ? PTO_RUNTIME_ERR_DEVICE_LOST
-                   : 0;
-    }
-    uint64_t start = simdev_clock_ns();
-    int rc = wait_spin_then_park(word, ready, arg, spin_budget(word, spin_ns), deadline_ns, lost);
-    if (rc == 0)
-        record_wait(word, simdev_clock_ns() - start);
-    /* Losing the device wakes every waiter, and may itself make a predicate
-     * true (it bumps the sequences waiters watch): a loss always wins. */
-    if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))
-        return PTO_RUNTIME_ERR_DEVICE_LOST;
-    return rc;
-}
-
-static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
                                uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost)
 {
     if (ready(arg))
         return 0;
 
-    /* Spin phase: poll the predicate with pause hints. For the first
-     * SD_TIGHT_SPIN_NS poll without yielding: most handoffs between
-     * running threads end within it, and a sched_yield is a system call
-     * (~1 us under a paravirtualised kernel) that the handoff would wait
-     * out. After that, every 32 polls (about a microsecond) look at the
-     * clock and yield the CPU, since simulated threads outnumber host
-     * CPUs: yielding every 256 polls let an idle spinner hold a CPU ~10 us
-     * while the thread it waited for sat runnable (bench: 3-core doorbell
-     * round trip 10 us -> 5 us). */
-    uint64_t start = simdev_clock_ns();
-    uint64_t spin_end = start + spin_ns;
-    uint64_t tight_end = start + (spin_ns < SD_TIGHT_SPIN_NS ? spin_ns : SD_TIGHT_SPIN_NS);
-    for (uint32_t i = 1;; i++) {
+    /* Spin phase: poll the predicate with pause hints, never yielding: a
+     * sched_yield is a system call (~1 us under a paravirtualised kernel)
+     * that a handoff between running threads would wait out, and on a host
+     * with more device threads than CPUs a yield-spinner keeps taking a
+     * CPU from the threads doing the work. The budget is the caller's
+     * (per role: sd_spin_ns in device.c); after it, park. Every 32 polls
+     * (about a microsecond) look at the clock. */
+    uint64_t spin_end = simdev_clock_ns() + spin_ns;
+    for (uint32_t i = 1; spin_ns; i++) {
         if (ready(arg))
             return 0;
         if ((i & 31) == 0) {
@@ -157,13 +99,9 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
                 return rc;
             if (now >= spin_end)
                 break;
-            if (now >= tight_end)
-                sched_yield();
         } else {
             sd_cpu_relax();
         }
-        if (spin_ns == 0)
-            break;
     }
 
     /* Park phase. */
@@ -179,4 +117,15 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
         futex_wait(&word->seq, seen, deadline_ns ? deadline_ns - now : 0);
         atomic_fetch_sub_explicit(&word->waiters, 1, memory_order_relaxed);
     }
+}
+
+int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
+            uint64_t deadline_ns, _Atomic int *lost)
+{
+    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost);
+    /* Losing the device wakes every waiter, and may itself make a predicate
+     * true (it bumps the sequences waiters watch): a loss always wins. */
+    if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    return rc;
 }

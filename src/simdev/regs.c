@@ -6,6 +6,12 @@
  * word; the core does the opposite. Each write is a release store paired
  * with the other side's acquire load, then a wake-up of the other side if it
  * parked (park.c). The device runtime's dispatch protocol is built on these.
+ *
+ * A condition write wakes nobody unless a waiter registered interest (is
+ * parked in simdev_cond_wait): it counts itself in the core's own
+ * cond_writes, and the device's condition sequence is the sum of those
+ * counts and the signal count, so no write touches a line shared by all
+ * cores.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +102,7 @@ int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct doorbell_wait w = {.regs = regs, .last_seen = last_seen};
     struct sd_device *dev = regs->dev;
-    int rc = sd_wait(&regs->doorbell_wait, doorbell_changed, &w, dev->config.spin_ns,
+    int rc = sd_wait(&regs->doorbell_wait, doorbell_changed, &w, sd_spin_ns(dev, SD_WAIT_CORE),
                      deadline_after(timeout_ns), &dev->lost);
     if (rc == 0)
         *value = w.value;
@@ -107,16 +113,37 @@ void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value)
 {
     /* release: pairs with the acquire in simdev_regs_read_cond */
     atomic_store_explicit(&regs->cond, value, memory_order_release);
-    sd_wake(&regs->dev->cond_word);
+    /* seq_cst (a release too: the sequence's readers then see the word):
+     * the count before the look at the waiters, pairing with a parked
+     * waiter's seq_cst increment of waiters before its last look at the
+     * sequence (park.c) — either we see it parked and wake it, or it sees
+     * this write. */
+    atomic_fetch_add_explicit(&regs->cond_writes, 1, memory_order_seq_cst);
+    struct sd_device *dev = regs->dev;
+    if (atomic_load_explicit(&dev->cond_word.waiters, memory_order_seq_cst))
+        sd_wake(&dev->cond_word);
+}
+
+/* The signal count plus every core's condition writes (32 bits, wrapping). */
+static uint32_t cond_sequence(struct sd_device *dev)
+{
+    /* acquire: pairs with the seq_cst increments in simdev_cond_signal and
+     * simdev_core_write_cond */
+    uint32_t seq = atomic_load_explicit(&dev->cond_word.seq, memory_order_acquire);
+    uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
+    for (uint32_t i = 0; i < cores; i++)
+        seq += atomic_load_explicit(&dev->regs[i].cond_writes, memory_order_acquire);
+    return seq;
 }
 
 uint64_t simdev_cond_seq(int device)
 {
     struct sd_device *dev = sd_device_peek(device);
-    if (!dev)
-        return 0;
-    /* acquire: pairs with the seq_cst increment in sd_wake after a cond write */
-    return atomic_load_explicit(&dev->cond_word.seq, memory_order_acquire);
+    /* acquire: pairs with the release of started after the registers were
+     * created (device.c); a device not started has no condition writes */
+    if (!dev || !atomic_load_explicit(&dev->started, memory_order_acquire))
+        return dev ? atomic_load_explicit(&dev->cond_word.seq, memory_order_acquire) : 0;
+    return cond_sequence(dev);
 }
 
 struct cond_wait {
@@ -127,7 +154,7 @@ struct cond_wait {
 static bool cond_seq_changed(void *arg)
 {
     struct cond_wait *w = arg;
-    return atomic_load_explicit(&w->dev->cond_word.seq, memory_order_acquire) != w->seen;
+    return cond_sequence(w->dev) != w->seen;
 }
 
 int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
@@ -137,7 +164,7 @@ int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
     if (rc != 0)
         return rc;
     struct cond_wait w = {.dev = dev, .seen = (uint32_t)seen};
-    return sd_wait(&dev->cond_word, cond_seq_changed, &w, dev->config.spin_ns,
+    return sd_wait(&dev->cond_word, cond_seq_changed, &w, sd_spin_ns(dev, SD_WAIT_AICPU),
                    deadline_after(timeout_ns), &dev->lost);
 }
 
@@ -177,7 +204,7 @@ int simdev_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t tim
     if (rc != 0)
         return rc;
     struct notify_wait w = {.word = &dev->notify[channel].word, .seen = (uint32_t)seen};
-    return sd_wait(w.word, notify_seq_changed, &w, dev->config.spin_ns,
+    return sd_wait(w.word, notify_seq_changed, &w, sd_spin_ns(dev, SD_WAIT_AICPU),
                    deadline_after(timeout_ns), &dev->lost);
 }
 

@@ -747,7 +747,11 @@ static void a_failing_run_is_still_traced(void **state)
     assert_non_null(task_by_id(t, n, RING1(0)));
     assert_null(task_by_id(t, n, RING1(2)));
     assert_null(task_by_id(t, n, RING1(3)));
-    assert_string_equal(other(root, "tasks"), "5"); /* all five were submitted */
+    /* t0 and t1 were submitted (they ran); the orchestration may have been
+     * stopped by t1's failure before it submitted the other three (a
+     * scheduler step on the orchestrator's thread can see it first). */
+    long submitted = strtol(other(root, "tasks"), NULL, 10);
+    assert_true(submitted >= 2 && submitted <= 5);
     json_decref(root);
     close_program(ctx);
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -30,6 +31,7 @@ static void assert_config_equal(const struct simdev_config *a, const struct simd
     assert_int_equal(a->memory_bytes, b->memory_bytes);
     assert_int_equal(a->watchdog_ms, b->watchdog_ms);
     assert_int_equal(a->spin_ns, b->spin_ns);
+    assert_int_equal(a->pin_cores, b->pin_cores);
 }
 
 
@@ -122,6 +124,7 @@ static void config_default_writes_the_documented_defaults(void **state)
     assert_int_equal(config.memory_bytes, 1ull << 30);
     assert_int_equal(config.watchdog_ms, 30000);
     assert_int_equal(config.spin_ns, 50000);
+    assert_int_equal(config.pin_cores, 1); /* 0: placement is off unless asked for */
     assert_int_equal(simdev_config_default(NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
 }
 
@@ -135,6 +138,7 @@ static void configure_before_use_replaces_the_topology(void **state)
     second.memory_bytes = 32u << 20;
     second.watchdog_ms = 1234;
     second.spin_ns = 777;
+    second.pin_cores = 0;
     assert_int_equal(simdev_device_reset(0), 0);
     assert_int_equal(simdev_device_configure(0, &first), 0);
     assert_int_equal(simdev_device_configure(0, &second), 0); /* not used yet: allowed */
@@ -192,6 +196,8 @@ static void configure_rejects_out_of_range_fields_and_changes_nothing(void **sta
     assert_int_equal(simdev_device_configure(0, &bad), invalid);
     bad = good, bad.memory_bytes = 0;
     assert_int_equal(simdev_device_configure(0, &bad), invalid);
+    bad = good, bad.pin_cores = 2; /* a switch: 0 or 1 */
+    assert_int_equal(simdev_device_configure(0, &bad), invalid);
     assert_int_equal(simdev_device_configure(0, NULL), invalid);
     assert_int_equal(simdev_device_configure(-1, &good), invalid);
     assert_int_equal(simdev_device_configure(SIMDEV_MAX_DEVICES, &good), invalid);
@@ -207,6 +213,71 @@ static void configure_rejects_out_of_range_fields_and_changes_nothing(void **sta
     assert_int_equal(simdev_device_configure(0, &bad), 0);
     bad = good, bad.aicpu_threads = 1, bad.aic_cores = 1, bad.aiv_cores = 0;
     assert_int_equal(simdev_device_configure(0, &bad), 0);
+}
+
+/* ----------------------------------------------------------- placement */
+
+/* Each core records the CPUs it may run on: the number, and the first. */
+static atomic_int g_core_cpu_count[SIMDEV_MAX_CORES];
+static atomic_int g_core_first_cpu[SIMDEV_MAX_CORES];
+
+static int record_affinity_fn(const struct simdev_core_ctx *ctx, const void *args, size_t n)
+{
+    (void)args;
+    (void)n;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    int first = -1;
+    for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+        if (CPU_ISSET(c, &set))
+            first = c;
+    atomic_store(&g_core_cpu_count[ctx->core_id], CPU_COUNT(&set));
+    atomic_store(&g_core_first_cpu[ctx->core_id], first);
+    return 0;
+}
+
+/* Launches record_affinity_fn on a fresh device of `cores` AIV cores. */
+static void record_core_affinity(uint32_t cores, uint32_t pin)
+{
+    struct simdev_config config = ts_small_config();
+    config.aic_cores = 0;
+    config.aiv_cores = cores;
+    config.pin_cores = pin;
+    ts_device_setup_config(&config);
+    simdev_stream_t stream;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_launch_aicore(stream, record_affinity_fn, NULL, 0), 0);
+    assert_int_equal(simdev_stream_sync(stream), 0);
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+}
+
+static void cores_that_fit_the_host_are_pinned_one_per_cpu_unless_switched_off(void **state)
+{
+    (void)state;
+    cpu_set_t host;
+    CPU_ZERO(&host);
+    assert_int_equal(sched_getaffinity(0, sizeof host, &host), 0);
+    int cpus = CPU_COUNT(&host);
+    uint32_t cores = cpus >= 2 ? 2 : 1;
+
+    record_core_affinity(cores, 1);
+    for (uint32_t i = 0; i < cores; i++)
+        assert_int_equal(atomic_load(&g_core_cpu_count[i]), 1); /* more: not pinned */
+    if (cores == 2) /* equal: two cores pinned to one CPU */
+        assert_int_not_equal(atomic_load(&g_core_first_cpu[0]),
+                             atomic_load(&g_core_first_cpu[1]));
+
+    record_core_affinity(cores, 0);
+    for (uint32_t i = 0; i < cores; i++)
+        assert_int_equal(atomic_load(&g_core_cpu_count[i]), cpus); /* 1: pinned though off */
+
+    /* more cores than CPUs: nobody is pinned */
+    record_core_affinity((uint32_t)cpus + 1, 1);
+    for (uint32_t i = 0; i < (uint32_t)cpus + 1; i++)
+        assert_int_equal(atomic_load(&g_core_cpu_count[i]), cpus);
+    ts_device_setup(NULL);
 }
 
 /* ----------------------------------------------------------- idle cost */
@@ -439,6 +510,7 @@ int main(void)
         TEST(configure_before_use_replaces_the_topology),
         TEST(configure_after_first_use_is_invalid_state_until_reset),
         TEST(configure_rejects_out_of_range_fields_and_changes_nothing),
+        TEST(cores_that_fit_the_host_are_pinned_one_per_cpu_unless_switched_off),
         TEST(an_idle_device_with_16_cores_uses_little_cpu),
         TEST(a_hung_device_function_loses_the_device_until_reset),
         TEST(a_lost_device_wins_over_carried_errors_and_open_captures),

@@ -1,0 +1,38 @@
+/*
+ * runtime/wait.c — the one bounded wait of the device runtime's AICPU
+ * threads.
+ *
+ * Owns: rt_wait_until, the loop every AICPU-side wait of the runtime uses
+ * (a scheduler waiting for the run's initialisation or for its cores'
+ * hello, the scheduler's own thread between steps, the orchestrator
+ * waiting for ring space or a producer): read the sequence it sleeps on,
+ * look at the condition, give up at the deadline, sleep until the sequence
+ * moves. Knows nothing of what it waits for; each caller names, at the
+ * call, who ends its wait.
+ */
+#include "runtime/rt.h"
+
+static uint64_t wait_seq(int device, uint32_t on)
+{
+    return on == RT_WAIT_COND ? simdev_cond_seq(device) : simdev_notify_seq(device, on);
+}
+
+int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
+                  const uint64_t *deadline_ns)
+{
+    for (;;) {
+        /* The sequence before the look: a change after the look moves it,
+         * and the sleep below returns at once. */
+        uint64_t seq = wait_seq(device, on);
+        if (done(arg))
+            return 0;
+        uint64_t now = simdev_clock_ns();
+        if (now >= *deadline_ns)
+            return PTO_RUNTIME_ERR_TIMEOUT;
+        int rc = on == RT_WAIT_COND
+                     ? simdev_cond_wait(device, seq, *deadline_ns - now)
+                     : simdev_notify_wait(device, on, seq, *deadline_ns - now);
+        if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+            return rc;
+    }
+}
