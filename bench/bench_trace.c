@@ -39,6 +39,7 @@
 #include "simpler/simdev.h"
 #include "simpler/simpler.h"
 
+#define SP_BENCH_TRACE_PATH_MAX 4096
 #define PROGRAM "bench_trace"
 #define CHECK(call) BENCH_CHECK(PROGRAM, call)
 
@@ -161,8 +162,11 @@ int main(int argc, char **argv)
     struct simpler_context *ctx;
     CHECK(simpler_create_device_context(&ctx));
     CHECK(simpler_init(ctx, DEVICE, NULL));
-    char trace_file[64];
-    snprintf(trace_file, sizeof trace_file, "/tmp/bench_trace_%d.json", (int)getpid());
+    /* The traced runs' file, in the user's temporary directory. */
+    const char *tmp = getenv("TMPDIR");
+    char trace_file[SP_BENCH_TRACE_PATH_MAX];
+    snprintf(trace_file, sizeof trace_file, "%s/bench_trace_%d.json",
+             tmp && *tmp ? tmp : P_tmpdir, (int)getpid());
     CHECK(simpler_set_trace_path(ctx, trace_file));
     size_t bytes;
     void *img = image(&bytes);
@@ -207,7 +211,7 @@ int main(int argc, char **argv)
         }
     }
     unlink(trace_file);
-    char other[96];
+    char other[SP_BENCH_TRACE_PATH_MAX + 16];
     snprintf(other, sizeof other, "%s", trace_file);
     size_t len = strlen(other) - 5;
     strcpy(other + len, ".deps.json");

@@ -52,7 +52,7 @@ static void make_home(void)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(g_home, sizeof g_home, "%s/cmp-starpu-XXXXXX",
-             tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+             tmp && *tmp && strlen(tmp) < 40 ? tmp : P_tmpdir);
     if (!mkdtemp(g_home)) {
         g_home[0] = '\0';
         cmp_fail(WORKER, "cannot create a temporary STARPU_HOME");
