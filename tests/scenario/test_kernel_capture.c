@@ -224,24 +224,6 @@ static void gate_counts(struct simpler_context *ctx, uint64_t *acquired, uint64_
     *released = info.released;
 }
 
-/* The opening of most tests: a context (opened by the caller), a stream
- * and one set of pm buffers with x based at x_base. */
-static void opening(struct simpler_context **ctx, simdev_stream_t *s, struct km_bufs *b,
-                    struct simpler_context *opened, float x_base)
-{
-    *ctx = opened;
-    *s = ts_new_stream();
-    km_bufs_alloc(b, KM_N, x_base);
-}
-
-/* Their closing: the buffers, the stream, then the context. */
-static void closing(struct simpler_context *ctx, simdev_stream_t s, struct km_bufs *b)
-{
-    km_bufs_free(b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -258,7 +240,7 @@ static void test_warm_up_capture_and_replays_with_fresh_inputs_do_no_host_work(v
     struct simpler_context *ctx;
     simdev_stream_t s;
     struct km_bufs b;
-    opening(&ctx, &s, &b, km_open(), 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), KM_N, 0.0f);
     struct km_args a;
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
 
@@ -296,7 +278,7 @@ static void test_warm_up_capture_and_replays_with_fresh_inputs_do_no_host_work(v
     assert_int_equal(rel - rel0, REPLAYS); /* and gave it back */
 
     graph_free(exec, graph);
-    closing(ctx, s, &b);
+    km_closing(ctx, s, &b);
 }
 
 static void test_cold_capture_with_a_callable_prepared_during_the_capture(void **state)
@@ -305,7 +287,7 @@ static void test_cold_capture_with_a_callable_prepared_during_the_capture(void *
     struct simpler_context *ctx;
     simdev_stream_t s;
     struct km_bufs b;
-    opening(&ctx, &s, &b, km_open_bare(), 3.0f);
+    km_opening(&ctx, &s, &b, km_open_bare(), KM_N, 3.0f);
 
     assert_int_equal(simdev_stream_begin_capture(s), 0);
     /* First prepare of the context, from the capturing thread: its
@@ -333,7 +315,7 @@ static void test_cold_capture_with_a_callable_prepared_during_the_capture(void *
         assert_true(km_bufs_hold(&b, (float)r, 1.5f, 0.25f, 1.0f));
     }
     graph_free(exec, graph);
-    closing(ctx, s, &b);
+    km_closing(ctx, s, &b);
 }
 
 /* ------------------------------------------------------- graph shapes */
@@ -368,7 +350,7 @@ static void test_two_callables_chained_and_a_diamond_in_one_graph(void **state)
     }
     graph_free(exec, graph);
     kc_bufs_free(&d);
-    closing(ctx, s, &b);
+    km_closing(ctx, s, &b);
 }
 
 /* Captures one pm launch over b on s. */
@@ -625,7 +607,7 @@ static void test_a_device_error_in_a_replay_reaches_its_sync_and_the_next_replay
     assert_int_equal(rel, 3);
     graph_free(exec, graph);
     kc_bufs_free(&d);
-    closing(ctx, s, &b);
+    km_closing(ctx, s, &b);
 }
 
 static void test_a_replay_after_its_context_closed_is_refused_on_the_device(void **state)
@@ -634,7 +616,7 @@ static void test_a_replay_after_its_context_closed_is_refused_on_the_device(void
     struct simpler_context *ctx;
     simdev_stream_t s;
     struct km_bufs b;
-    opening(&ctx, &s, &b, km_open(), 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), KM_N, 0.0f);
     simdev_graph_t graph;
     simdev_graph_exec_t exec = capture_pm(ctx, s, &b, 2.0f, 0.5f, &graph);
     assert_int_equal(simdev_graph_launch(exec, s), 0);
@@ -675,7 +657,7 @@ static void test_closing_while_replays_are_queued_ends_them_whole_or_refused(voi
     struct simpler_context *ctx;
     simdev_stream_t s;
     struct km_bufs b;
-    opening(&ctx, &s, &b, km_open(), 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), KM_N, 0.0f);
     simdev_graph_t graph;
     simdev_graph_exec_t exec = capture_pm(ctx, s, &b, 1.0f, 0.5f, &graph);
     const int queued = 20;
@@ -746,7 +728,7 @@ static void test_a_gate_unit_never_given_back_poisons_and_close_ends_waiting_rep
         struct simpler_context *ctx;
         simdev_stream_t s;
         struct km_bufs b;
-        opening(&ctx, &s, &b, km_open(), 0.0f);
+        km_opening(&ctx, &s, &b, km_open(), KM_N, 0.0f);
         simdev_stream_t rs = ts_new_stream();
         struct km_bufs rb;
         km_bufs_alloc(&rb, KM_N, 1.0f);
@@ -790,7 +772,7 @@ static void test_a_captured_launch_that_fails_to_record_loses_no_unit(void **sta
     struct simpler_context *ctx;
     simdev_stream_t s;
     struct km_bufs b;
-    opening(&ctx, &s, &b, km_open(), 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), KM_N, 0.0f);
     simdev_stream_t cs = ts_new_stream();
     struct rt_kernel_launch_ops ops;
     use_lossy_ops(ctx, FAIL_RELEASE, &ops);
@@ -808,7 +790,7 @@ static void test_a_captured_launch_that_fails_to_record_loses_no_unit(void **sta
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
     assert_int_equal(simdev_stream_destroy(cs), 0);
-    closing(ctx, s, &b);
+    km_closing(ctx, s, &b);
 }
 
 /* ------------------------------------------------- forbidden in capture */

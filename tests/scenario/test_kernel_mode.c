@@ -222,9 +222,7 @@ static void test_rounds_without_scalars_or_without_any_argument_run(void **state
     assert_int_equal(atomic_load(&km_no_args_runs), 1);   /* 0: the round never ran */
     assert_int_equal(atomic_load(&km_no_args_counts), 0); /* else it saw stale counts */
 
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    km_closing(ctx, s, &b);
 }
 
 /* A packet the device refuses: one naming a context generation that is not
@@ -234,10 +232,10 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     void **state)
 {
     (void)state;
-    struct simpler_context *ctx = km_open();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, 1024, 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), 1024, 0.0f);
     struct km_args a;
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     unsigned char packet[SP_PACKET_MAX_BYTES];
@@ -282,9 +280,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    km_closing(ctx, s, &b);
 }
 
 /* ------------------------------------------------------------ the chain */
@@ -292,10 +288,10 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
 static void test_one_launch_enqueues_exactly_the_chain_and_nothing_else(void **state)
 {
     (void)state;
-    struct simpler_context *ctx = km_open();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, 1024, 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), 1024, 0.0f);
     struct km_args a;
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     uint64_t host_before;
@@ -324,9 +320,7 @@ static void test_one_launch_enqueues_exactly_the_chain_and_nothing_else(void **s
     assert_int_equal(n[SIMDEV_OP_EVENT_CREATE], 0);
     assert_int_equal(n[SIMDEV_OP_GRAPH_LAUNCH], 0);
     assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    km_closing(ctx, s, &b);
 }
 
 /* ---------------------------------------------------------------- overlap */
@@ -568,10 +562,10 @@ static void test_only_a_lost_device_poisons_the_context_and_close_still_releases
     struct simdev_config topo = ts_small_config();
     topo.watchdog_ms = 1000; /* a kernel held longer than this loses the device */
     ts_device_setup_config(&topo);
-    struct simpler_context *ctx = km_open();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, 1024, 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), 1024, 0.0f);
     struct km_args a;
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     a.s[3] = PM_FLAG_GATE; /* the kernel waits at pm_gate */
@@ -659,10 +653,10 @@ static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(
 /* Attempts of `kind` one clean launch makes. */
 static uint64_t launch_attempts(enum simdev_op_kind kind)
 {
-    struct simpler_context *ctx = km_open();
-    simdev_stream_t s = ts_new_stream();
+    struct simpler_context *ctx;
+    simdev_stream_t s;
     struct km_bufs b;
-    km_bufs_alloc(&b, 64, 0.0f);
+    km_opening(&ctx, &s, &b, km_open(), 64, 0.0f);
     struct km_args a;
     km_args_make(&a, &b, 1.0f, 1.0f, 0, 1);
     uint64_t before, after;
@@ -670,9 +664,7 @@ static uint64_t launch_attempts(enum simdev_op_kind kind)
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_op_count(0, kind, &after), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
-    km_bufs_free(&b);
-    assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    km_closing(ctx, s, &b);
     return after - before;
 }
 

@@ -167,3 +167,18 @@ void km_close(struct simpler_context *ctx)
     assert_int_equal(simpler_destroy_device_context(ctx), 0);
 }
 
+
+void km_opening(struct simpler_context **ctx, simdev_stream_t *s, struct km_bufs *b,
+                struct simpler_context *opened, uint64_t n, float x_base)
+{
+    *ctx = opened;
+    *s = ts_new_stream();
+    km_bufs_alloc(b, n, x_base);
+}
+
+void km_closing(struct simpler_context *ctx, simdev_stream_t s, struct km_bufs *b)
+{
+    km_bufs_free(b);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    km_close(ctx);
+}

@@ -59,5 +59,11 @@ struct simpler_context *km_open_bare(void);
 struct simpler_context *km_open(void);
 /* Finalizes (committed memory 0 afterwards) and destroys. */
 void km_close(struct simpler_context *ctx);
+/* The opening of most kernel-mode tests: a context (opened by the caller),
+ * a stream and one set of buffers of n elements with x based at x_base. */
+void km_opening(struct simpler_context **ctx, simdev_stream_t *s, struct km_bufs *b,
+                struct simpler_context *opened, uint64_t n, float x_base);
+/* Their closing: the buffers, the stream, then the context. */
+void km_closing(struct simpler_context *ctx, simdev_stream_t s, struct km_bufs *b);
 
 #endif /* SIMPLER_KM_SUPPORT_H */
