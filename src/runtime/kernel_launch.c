@@ -141,17 +141,18 @@ refuse:
     if (u.aicore && !u.aicore_done)
         u.aicore_done = ops->record_handoff(chain->aicore_done, chain->aicore) == 0;
     if (u.aicpu) {
-        if (u.aicore_done)
-            ops->wait(chain->aicpu, chain->aicore_done);
+        /* Whether the AICPU stream is behind the core loop's end (or no
+         * core loop was enqueued). */
+        bool core_over = !u.core;
+        if (u.aicore_done && ops->wait(chain->aicpu, chain->aicore_done) == 0)
+            core_over = true;
         /* model: round_gate.pml, ReleaseGate (refused round). Retried as a
          * committed step is: a unit never given back would hold every later
-         * round of the context, eager or replayed, at its acquire. */
-        /* A core loop that was enqueued without its aicore_done record
-         * cannot be waited for here: a release now could let the next
-         * round begin under it, so the unit is kept for good instead. */
+         * round of the context, eager or replayed, at its acquire. But a
+         * release not behind the core loop's end could let the next round
+         * begin under it, so then the unit is kept for good instead. */
         bool released = !u.gate;
-        bool may_release = !u.core || u.aicore_done;
-        for (int attempt = 0; !released && may_release && attempt < COMMIT_TRIES; attempt++)
+        for (int attempt = 0; !released && core_over && attempt < COMMIT_TRIES; attempt++)
             released = ops->gate_release(chain->aicpu, chain->gate) == 0;
         if (!released && gate_lost)
             *gate_lost = true;
