@@ -397,6 +397,16 @@ void simdev_regs_ring_doorbell(struct simdev_core_regs *regs, uint64_t value);
 /* Acquire load of the core's condition word. */
 uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs);
 
+/*
+ * AICPU side: 1 while the core's thread is parked waiting for its
+ * doorbell (a hint, like a core's power state: it may change at once).
+ * Ringing a parked core is correct but costs a wake-up (tens of µs on a
+ * host with few CPUs); an idle core parks early when more device threads
+ * are awake than the host has CPUs, so a dispatcher with a choice prefers
+ * cores that are not parked.
+ */
+int simdev_core_parked(const struct simdev_core_regs *regs);
+
 /* Core side: acquire load of the doorbell. */
 uint64_t simdev_regs_read_doorbell(const struct simdev_core_regs *regs);
 

@@ -2,13 +2,14 @@
  * runtime/core_loop.c — the AICore side: the loop every compute core runs
  * for the length of a run.
  *
- * Owns: the core half of the register protocol (rt.h): hello, acknowledge,
- * run the kernel, finish, exit. Knows nothing of tasks or dependencies: a
- * dispatch is a kernel pointer, its args and a context, in the payload
- * buffer chosen by the dispatch id. Being awake right after its ACK and FIN,
- * the core's thread also runs its scheduler's step there (rt_sched_kick,
- * the engine rule in scheduler.c): the scheduler's role and state stay the
- * scheduler's, only the host thread that executes it changes.
+ * Owns: the core half of the register protocol (rt.h): hello, run every
+ * published dispatch id in order, finish, exit. Knows nothing of tasks or
+ * dependencies: a dispatch is a kernel pointer, its args and a context, in
+ * the payload slot chosen by the dispatch id. Being awake right after its
+ * FIN, the core's thread also runs its scheduler's step there
+ * (rt_sched_kick, the engine rule in scheduler.c): the scheduler's role and
+ * state stay the scheduler's, only the host thread that executes it
+ * changes.
  */
 #include <string.h>
 
@@ -64,7 +65,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     if (rt_layout_compute(&la.request.config, ctx->core_count, &layout) != 0)
         return PTO_RUNTIME_ERR_INTERNAL;
     struct rt_dispatch *payload =
-        (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) + (size_t)ctx->core_id * 2;
+        (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) + (size_t)ctx->core_id * RT_CORE_QUEUE;
     struct rt_core_round *round = rt_core_rounds(run, &layout) + ctx->core_id;
     uint64_t deadline =
         simdev_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;
@@ -82,6 +83,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
      * for the JOINED state (it reads the cond sequence before the word). */
     simdev_core_write_cond(ctx->regs, rt_cond_fin(base + 1));
     uint32_t owner = UINT32_MAX; /* this core's scheduler, known after the first dispatch */
+    uint64_t next = base + 2;    /* the next dispatch id to run */
     for (;;) {
         uint64_t value;
         int rc = wait_doorbell(ctx, round, la.generation, &joined, deadline, last, &value);
@@ -89,30 +91,35 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
             return 0; /* left the round: its AICPU half never came, and reports that */
         if (rc != 0)
             return rc;
+        /* Run every id published up to the doorbell; a ring meanwhile
+         * extends the batch, an exit ends the round (published ids not yet
+         * started are dropped: the run is over). */
+        while (!rt_doorbell_is_exit(value) && next <= rt_doorbell_id(value)) {
+            struct rt_dispatch *d = &payload[rt_payload_index(next)];
+            /* A dispatch comes from a scheduler that saw the run
+             * initialised (acquire of init_generation, then its release of
+             * the doorbell that we acquired): the run's topology is
+             * readable now. */
+            if (owner == UINT32_MAX)
+                owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers,
+                                      ctx->core_id);
+            uint64_t trace_begin = RT_TRACE_CLOCK(trace);
+            d->fn(d->args);
+            if (trace)
+                rt_trace_core_task(&la.request.config, ctx->core_id, next, trace_begin);
+            /* release (in simdev): the kernel's writes and ctx.failure
+             * before the scheduler's acquire of FIN */
+            simdev_core_write_cond(ctx->regs, rt_cond_fin(next));
+            next++;
+            rt_sched_kick(run, owner); /* completion, and this core's next tasks */
+            /* acquire (in simdev): pairs with the release of the doorbell
+             * after the payloads it publishes */
+            value = simdev_regs_read_doorbell(ctx->regs);
+        }
         last = value;
         if (rt_doorbell_is_exit(value)) {
             simdev_core_write_cond(ctx->regs, rt_cond_fin(rt_doorbell_id(value)));
             return 0;
         }
-        struct rt_dispatch *d = &payload[rt_payload_index(value)];
-        /* A dispatch comes from a scheduler that saw the run initialised
-         * (acquire of init_generation, then its release of the doorbell
-         * that we acquired): the run's topology is readable now. */
-        if (owner == UINT32_MAX)
-            owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers,
-                                  ctx->core_id);
-        simdev_core_write_cond(ctx->regs, rt_cond_ack(value));
-        uint64_t trace_begin = RT_TRACE_CLOCK(trace);
-        /* With tasks queued, the step can give this core its pending task
-         * now, so it starts the moment this kernel ends. */
-        if (rt_work_queued(run))
-            rt_sched_kick(run, owner);
-        d->fn(d->args);
-        if (trace)
-            rt_trace_core_task(&la.request.config, ctx->core_id, value, trace_begin);
-        /* release (in simdev): the kernel's writes and ctx.failure before
-         * the scheduler's acquire of FIN */
-        simdev_core_write_cond(ctx->regs, rt_cond_fin(value));
-        rt_sched_kick(run, owner); /* completion, and this core's next task */
     }
 }

@@ -3,12 +3,16 @@
  *
  * Owns: what the values in a core's 64-bit doorbell and condition words
  * mean (the protocol itself is docs/runtime.md, "Dispatch protocol"):
- *   doorbell = dispatch id (per core, monotonic), or id | RT_DOORBELL_EXIT;
- *   cond     = ACK(id) = id << 1, or FIN(id) = (id << 1) | 1.
+ *   doorbell = the last dispatch id published to the core (a producer
+ *              index; per core, monotonic), or id | RT_DOORBELL_EXIT;
+ *   cond     = FIN(id) = (id << 1) | 1: the last dispatch id the core
+ *              finished (it runs its ids in order, so every earlier one
+ *              has finished too).
  * A core loop says hello with FIN(base + 1), base being the doorbell it
- * found at start; the first dispatch id of a run is base + 2; a dispatch
- * id's low bit chooses one of the core's two payload buffers. The core
- * loop (core_loop.c) and the schedulers (scheduler.c) both use only these.
+ * found at start; the first dispatch id of a run is base + 2. Dispatch id
+ * `id` uses payload slot id % RT_CORE_QUEUE, so a scheduler may have up to
+ * RT_CORE_QUEUE ids published and unfinished on one core. The core loop
+ * (core_loop.c) and the schedulers (scheduler.c) both use only these.
  */
 #ifndef SIMPLER_RUNTIME_CORE_REGS_H
 #define SIMPLER_RUNTIME_CORE_REGS_H
@@ -42,31 +46,25 @@ static inline uint64_t rt_first_dispatch_id(uint64_t doorbell)
     return rt_doorbell_id(doorbell) + 2;
 }
 
-static inline uint64_t rt_cond_ack(uint64_t id)
-{
-    return id << 1;
-}
-
 static inline uint64_t rt_cond_fin(uint64_t id)
 {
     return (id << 1) | 1;
 }
 
-/* The dispatch id a condition value names, and whether it is a FIN. */
+/* The dispatch id a condition value names (the last one finished). */
 static inline uint64_t rt_cond_id(uint64_t cond)
 {
     return cond >> 1;
 }
 
-static inline bool rt_cond_is_fin(uint64_t cond)
-{
-    return (cond & 1) != 0;
-}
+/* Payload slots per core: how many dispatch ids may be published and not
+ * yet finished on one core (a power of two). */
+#define RT_CORE_QUEUE 4u
 
-/* Which of a core's two payload buffers dispatch `id` uses. */
+/* Which of a core's payload slots dispatch `id` uses. */
 static inline uint32_t rt_payload_index(uint64_t id)
 {
-    return (uint32_t)(id & 1);
+    return (uint32_t)(id & (RT_CORE_QUEUE - 1));
 }
 
 #endif /* SIMPLER_RUNTIME_CORE_REGS_H */

@@ -248,9 +248,29 @@ static bool tensormap_has_room(struct rt_run *run, void *arg)
     return rt_tensormap_free_count(&run->tensormap) >= need;
 }
 
+/*
+ * Frees the TensorMap entries of the task that last occupied the slot of
+ * `local` (local - window, retired since its slot was reserved), so that
+ * chains hold live entries only: a lookup then never walks, checks and
+ * unlinks the dead entries of tasks that nobody accesses again (every cell
+ * of an independent-task loop), and reclaim's full scan runs only when
+ * the live entries really fill the map. Entries already freed (a covering
+ * write, a lookup) are skipped by rt_tensormap_forget.
+ */
+static void forget_previous_occupant(struct rt_run *run, uint32_t ring, uint64_t local,
+                                     const struct rt_task *t)
+{
+    const struct rt_ring *r = &run->rings[ring];
+    if (local < r->window)
+        return; /* first lap: the slot's task is a previous run's */
+    uint64_t old = rt_task_id(ring, local - r->window);
+    for (uint32_t i = 0; i < t->tm_count; i++)
+        rt_tensormap_forget(&run->tensormap, t->tm_entry[i], old);
+}
+
 /* Records the task's reads and writes of existing tensors. */
 static int32_t record_accesses(struct rt_run *run, const struct simpler_task_args *a,
-                               const struct rt_task *t, uint64_t id, struct rt_slot *s)
+                               struct rt_task *t, uint64_t id, struct rt_slot *s)
 {
     if (run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL)
         return 0;
@@ -276,8 +296,10 @@ static int32_t record_accesses(struct rt_run *run, const struct simpler_task_arg
         if (kind == SIMPLER_ARG_OUTPUT || kind == SIMPLER_ARG_NO_DEP ||
             !tracked(run, &t->tensors[i]))
             continue;
-        if (rt_tensormap_insert(&run->tensormap, &t->tensors[i], access_of(kind), id, s) != 0)
+        if (rt_tensormap_insert_entry(&run->tensormap, &t->tensors[i], access_of(kind), id, s,
+                                      &t->tm_entry[t->tm_count]) != 0)
             return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW; /* room was checked: unreachable */
+        t->tm_count++;
     }
     uint32_t live = run->tensormap.live;
     if (live > run->tensormap_live_peak)
@@ -431,6 +453,8 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     uint64_t id = rt_task_id(ring, local);
     struct rt_slot *s = &r->slots[local & r->mask];
     struct rt_task *t = &r->tasks[local & r->mask];
+    forget_previous_occupant(run, ring, local, t);
+    t->tm_count = 0;
     r->heap_head = heap_pos + ts.heap_need;
     t->heap_end = r->heap_head;
     t->dep_end = r->dep_head;
@@ -467,12 +491,21 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
      * every write above before the task is routed. */
     if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1) {
         rt_task_ready(run, s);
-        /* The engine rule: this thread is awake, so it runs the step that
-         * dispatches the task (or leaves the note for the thread running
-         * it); no scheduler is woken. */
-        rt_sched_kick_all(run);
+        if (++run->unpublished >= RT_PUBLISH_BATCH)
+            rt_orch_publish(run);
     }
     return 0;
+}
+
+void rt_orch_publish(struct rt_run *run)
+{
+    if (run->unpublished == 0)
+        return;
+    run->unpublished = 0;
+    /* The engine rule: this thread is awake, so it runs the step that
+     * dispatches the tasks (or leaves the note for the thread running it);
+     * no scheduler is woken. */
+    rt_sched_kick_all(run);
 }
 
 /* ---------------------------------------------------------------- scopes */
@@ -656,6 +689,7 @@ void rt_orchestrator_init(struct rt_run *run)
     run->scope_task_top = 0;
     run->fanin_n = 0;
     run->tasks_submitted_local = 0;
+    run->unpublished = 0;
     run->edges = 0;
     run->ring_waits = 0;
     run->tensormap_live_peak = 0;
@@ -672,6 +706,7 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
         while (run->scope_depth > 0)
             scope_pop(run);
     }
+    rt_orch_publish(run);
     /* seq_cst (a release too): pairs with run_finished (scheduler.c) and the
      * completer's look at orch_done (rt_task_complete); after it
      * tasks_submitted is final */

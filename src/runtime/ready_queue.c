@@ -72,6 +72,13 @@ struct rt_slot *rt_rq_pop(struct rt_ready_queue *q)
     }
 }
 
+uint64_t rt_rq_length(struct rt_ready_queue *q)
+{
+    uint64_t head = atomic_load_explicit(&q->dequeue_pos, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&q->enqueue_pos, memory_order_acquire);
+    return tail > head ? tail - head : 0;
+}
+
 bool rt_rq_maybe_nonempty(struct rt_ready_queue *q)
 {
     return atomic_load_explicit(&q->enqueue_pos, memory_order_acquire) !=

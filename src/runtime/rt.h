@@ -29,6 +29,12 @@
 #include "simpler/status.h"
 
 #define RT_CACHELINE 64
+
+/* Ready tasks the orchestrator pushes before it runs the scheduler steps
+ * that dispatch them (batched publishing, orchestrator.c). */
+#ifndef RT_PUBLISH_BATCH
+#define RT_PUBLISH_BATCH 8
+#endif
 #define RT_HEAP_ALIGN 64
 
 /* Task ids: ring in the top 16 bits, the ring-local index below. */
@@ -95,6 +101,8 @@ struct rt_task {
     uint64_t heap_end;     /* heap position after this task's outputs */
     uint64_t dep_end;      /* dep position after this task's entries */
     uint64_t scope_serial; /* serial of the scope that submitted it */
+    uint32_t tm_count;     /* TensorMap entries this task inserted (orchestrator only) */
+    uint32_t tm_entry[SIMPLER_TASK_MAX_TENSORS]; /* their indices, for rt_tensormap_forget */
     struct simpler_tensor tensors[SIMPLER_TASK_MAX_TENSORS];
     uint64_t scalars[SIMPLER_TASK_MAX_SCALARS];
 };
@@ -158,8 +166,12 @@ bool rt_rq_push(struct rt_ready_queue *q, struct rt_slot *slot);
 struct rt_slot *rt_rq_pop(struct rt_ready_queue *q);
 /* Approximate: for diagnostics and idle decisions only. */
 bool rt_rq_maybe_nonempty(struct rt_ready_queue *q);
+/* Approximate number of queued tasks (claimed pushes minus claimed pops):
+ * for placement decisions only. */
+uint64_t rt_rq_length(struct rt_ready_queue *q);
 
-/* Per-core dispatch payload (two per core, chosen by dispatch id & 1):
+/* Per-core dispatch payload (RT_CORE_QUEUE per core, chosen by
+ * rt_payload_index of the dispatch id):
  * written by the scheduler before the doorbell (release), read by the core
  * after it (acquire); the core writes ctx.failure before FIN. */
 struct rt_dispatch {
@@ -225,7 +237,7 @@ struct rt_layout {
     size_t rq_cells[RT_SHAPES];
     size_t sync_rq_cells[RT_SHAPES];
     uint64_t rq_capacity;
-    size_t dispatch;     /* 2 per core */
+    size_t dispatch;     /* RT_CORE_QUEUE per core */
     size_t scheds;       /* struct rt_sched per possible scheduler thread */
     size_t rounds;       /* struct rt_core_round per core */
     size_t rounds_bytes;
@@ -250,7 +262,7 @@ struct rt_run {
     uint64_t generation; /* this run's launch generation */
     const simpler_kernel_fn *kernels;
     uint32_t kernel_count;
-    struct rt_dispatch *dispatch; /* [core_count][2] */
+    struct rt_dispatch *dispatch; /* [core_count][RT_CORE_QUEUE] */
     struct rt_core_round *rounds; /* [core_count], zeroed by the launch chain */
     struct rt_sched *scheds;      /* [schedulers]: each scheduler's step state (scheduler.c) */
 
@@ -275,6 +287,7 @@ struct rt_run {
     uint32_t *fanin_sources;        /* RT_EDGE_* per scratch entry */
     uint32_t fanin_n;
     uint64_t tasks_submitted_local;
+    uint32_t unpublished;  /* ready tasks pushed since the last kick (rt_orch_publish) */
     uint64_t edges;
     uint64_t ring_waits;
     uint32_t tensormap_live_peak;
@@ -476,6 +489,10 @@ void rt_scheds_init(struct rt_run *run);
  * scheduler's handshake has ended and after its exit. */
 void rt_sched_kick(struct rt_run *run, uint32_t index);
 void rt_sched_kick_all(struct rt_run *run);
+
+/* Orchestrator only: runs the scheduler steps for the ready tasks pushed
+ * since the last call, if any (batched publishing, orchestrator.c). */
+void rt_orch_publish(struct rt_run *run);
 /* Approximate: true when some ready queue may hold a task. */
 bool rt_work_queued(struct rt_run *run);
 

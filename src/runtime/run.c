@@ -99,7 +99,7 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
         l.rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
         l.sync_rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
     }
-    l.dispatch = take(&cursor, (size_t)core_count * 2 * sizeof(struct rt_dispatch));
+    l.dispatch = take(&cursor, (size_t)core_count * RT_CORE_QUEUE * sizeof(struct rt_dispatch));
     l.scheds = take(&cursor, (size_t)(SIMDEV_MAX_AICPU_THREADS - 1) * rt_sched_bytes());
     l.rounds_bytes = (size_t)core_count * sizeof(struct rt_core_round);
     l.rounds = take(&cursor, l.rounds_bytes);

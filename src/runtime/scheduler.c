@@ -2,7 +2,7 @@
  * runtime/scheduler.c — a scheduler thread: ready tasks onto its cores.
  *
  * Owns: the AICPU side of the core register protocol for the cores this
- * scheduler owns (handshake, dispatch with a running and a pending slot per
+ * scheduler owns (handshake, dispatch with up to RT_CORE_DEPTH ids in flight per
  * core, completion polling, exit), SPMD block claiming and waves, sync-start
  * placement, dummy tasks, the no-progress watchdog with its stall class.
  * Task completion itself is task.c's.
@@ -28,20 +28,29 @@
 
 #define NO_CLUSTER UINT32_MAX
 
-struct core_task {
-    struct rt_slot *slot; /* NULL = empty */
-    uint64_t reg;         /* dispatch id */
-};
+/* How many dispatch ids a step keeps published and unfinished on one core
+ * (at most RT_CORE_QUEUE): the one running and those queued behind it,
+ * which the core starts the moment the one before finishes, without a
+ * round trip through a step. */
+#ifndef RT_CORE_DEPTH
+#define RT_CORE_DEPTH 2u
+#endif
+
+/* Ready tasks of one shape queued beyond what the awake cores took that
+ * make a step wake parked cores (wake_parked). */
+#ifndef RT_WAKE_BACKLOG
+#define RT_WAKE_BACKLOG 4u
+#endif
+_Static_assert(RT_CORE_DEPTH >= 1 && RT_CORE_DEPTH <= RT_CORE_QUEUE, "payload slots per core");
 
 struct sched_core {
     uint32_t id;
     uint32_t type;    /* enum simdev_core_type */
     uint32_t cluster; /* NO_CLUSTER when not part of one */
     struct simdev_core_regs *regs;
-    uint64_t next_reg;
-    struct core_task running;
-    struct core_task pending; /* rung while running was executing */
-    bool running_acked;
+    uint64_t next_reg; /* the next dispatch id */
+    uint64_t done_reg; /* ids below it are finished and applied; [done_reg, next_reg) in flight */
+    struct rt_slot *inflight[RT_CORE_QUEUE]; /* by rt_payload_index of the id */
     bool joined;  /* in this round with its core loop (round.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
 };
@@ -196,6 +205,7 @@ static int32_t handshake(struct sched *S)
         /* No scheduler rings a core before it is JOINED, so the doorbell
          * holds what the core loop read as its base. */
         c->next_reg = rt_first_dispatch_id(simdev_regs_read_doorbell(c->regs));
+        c->done_reg = c->next_reg;
         /* model: sched_arrive */
         enum rt_round_arrival a = rt_round_arrive(&run->rounds[c->id], run->generation,
                                                   RT_ROUND_SCHED);
@@ -221,15 +231,16 @@ static int32_t handshake(struct sched *S)
     return 0;
 }
 
-/* Writes one block's payload and rings the core. The core must be idle,
- * or running an acknowledged task with an empty pending slot. */
+/* Writes one block's payload and rings the core. The core must have fewer
+ * than RT_CORE_QUEUE ids in flight (the payload slot is then free: its
+ * previous id has finished and been applied). */
 static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot *s,
                            uint32_t block, uint32_t lane)
 {
     struct rt_run *run = S->run;
     struct rt_task *t = rt_slot_task(run, s);
     uint64_t reg = c->next_reg++;
-    struct rt_dispatch *d = &run->dispatch[c->id * 2 + rt_payload_index(reg)];
+    struct rt_dispatch *d = &run->dispatch[c->id * RT_CORE_QUEUE + rt_payload_index(reg)];
     d->fn = run->kernels[t->kernel[lane]];
     for (uint32_t i = 0; i < t->tensor_count; i++)
         d->args[i] = (int64_t)(uintptr_t)&t->tensors[i];
@@ -242,14 +253,9 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     d->ctx.core_id = c->id;
     d->ctx.failure = 0;
     d->ctx.reserved = 0;
-    struct core_task ct = {s, reg};
-    if (!c->running.slot) {
-        c->running = ct;
-        c->running_acked = false;
+    if (c->done_reg == reg)
         atomic_fetch_add_explicit(&run->cores_running, 1, memory_order_relaxed);
-    } else {
-        c->pending = ct;
-    }
+    c->inflight[rt_payload_index(reg)] = s;
     atomic_store_explicit(&S->dispatched,
                           atomic_load_explicit(&S->dispatched, memory_order_relaxed) + 1,
                           memory_order_relaxed);
@@ -260,18 +266,18 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     simdev_regs_ring_doorbell(c->regs, reg);
 }
 
-/* One block (subtask) of `ct` has finished on core `c`. */
-static void finish(struct sched *S, struct sched_core *c, struct core_task ct)
+/* One block (subtask), dispatch id `reg`, has finished on core `c`. */
+static void finish(struct sched *S, struct sched_core *c, uint64_t reg)
 {
     struct rt_run *run = S->run;
-    const struct rt_dispatch *d = &run->dispatch[c->id * 2 + rt_payload_index(ct.reg)];
+    const struct rt_dispatch *d = &run->dispatch[c->id * RT_CORE_QUEUE + rt_payload_index(reg)];
+    struct rt_slot *s = c->inflight[rt_payload_index(reg)];
     if (run->config.trace_level >= 2)
-        rt_trace_finish(run, S->index, c->id, ct.slot);
+        rt_trace_finish(run, S->index, c->id, s);
     if (d->ctx.failure) {
         rt_fail(run, d->ctx.failure);
         return; /* the run is over: its consumers must not run */
     }
-    struct rt_slot *s = ct.slot;
     /* Read before the increment: once this block is counted another
      * scheduler may complete the task, and the slot may be reused. */
     uint32_t total = s->total_subtasks;
@@ -282,59 +288,38 @@ static void finish(struct sched *S, struct sched_core *c, struct core_task ct)
     }
 }
 
-/* Reads the core's condition word and applies it. True when something
- * changed. */
+/* Reads the core's condition word and applies it: every id in flight up
+ * to the last one finished. True when something changed. */
 static bool poll_core(struct sched *S, struct sched_core *c)
 {
-    if (!c->running.slot)
+    if (c->done_reg == c->next_reg)
         return false;
-    /* acquire (in simdev): pairs with the core's release of ACK/FIN, so
-     * the kernel's writes and ctx.failure are visible */
-    uint64_t cond = simdev_regs_read_cond(c->regs);
-    uint64_t id = rt_cond_id(cond);
-    bool fin = rt_cond_is_fin(cond);
-    if (c->pending.slot && id == c->pending.reg) {
-        /* The core runs serially: the pending task started, so the
-         * running one has finished. */
-        finish(S, c, c->running);
-        c->running = c->pending;
-        c->pending.slot = NULL;
-        c->running_acked = true;
-        if (fin) {
-            finish(S, c, c->running);
-            c->running.slot = NULL;
-            atomic_fetch_sub_explicit(&S->run->cores_running, 1, memory_order_relaxed);
-        }
-        return true;
-    }
-    if (id != c->running.reg)
+    /* acquire (in simdev): pairs with the core's release of FIN, so the
+     * kernels' writes and ctx.failure are visible */
+    uint64_t last = rt_cond_id(simdev_regs_read_cond(c->regs));
+    if (last < c->done_reg)
         return false;
-    if (fin) {
-        finish(S, c, c->running);
-        c->running = c->pending;
-        c->pending.slot = NULL;
-        c->running_acked = false;
-        if (!c->running.slot)
-            atomic_fetch_sub_explicit(&S->run->cores_running, 1, memory_order_relaxed);
-        return true;
-    }
-    if (!c->running_acked) {
-        c->running_acked = true;
-        return true;
-    }
-    return false;
+    if (last >= c->next_reg)
+        last = c->next_reg - 1; /* never the case: a core finishes only what was rung */
+    for (; c->done_reg <= last; c->done_reg++)
+        finish(S, c, c->done_reg);
+    if (c->done_reg == c->next_reg)
+        atomic_fetch_sub_explicit(&S->run->cores_running, 1, memory_order_relaxed);
+    return true;
 }
 
 /* ------------------------------------------------------------- dispatch */
 
 static bool core_idle(const struct sched_core *c)
 {
-    return !c->running.slot;
+    return c->done_reg == c->next_reg;
 }
 
+/* Busy, with room for one more id behind the running one. */
 static bool core_can_queue(const struct sched_core *c)
 {
-    return c->running.slot && c->running_acked && !c->pending.slot;
+    uint64_t inflight = c->next_reg - c->done_reg;
+    return inflight > 0 && inflight < RT_CORE_DEPTH;
 }
 
 static uint32_t lane_kernel_index(uint32_t lane_bit)
@@ -342,16 +327,28 @@ static uint32_t lane_kernel_index(uint32_t lane_bit)
     return lane_bit == RT_LANE_AIC ? 0 : lane_bit == RT_LANE_AIV0 ? 1 : 2;
 }
 
+/* Which free units a pass of the step may use. */
+enum unit_pass {
+    UNITS_AWAKE,  /* idle cores that are not parked */
+    UNITS_QUEUE,  /* busy cores with room for another id (never parked) */
+    UNITS_ANY,    /* idle cores, awake ones first, then parked ones */
+};
+
+static bool core_parked(const struct sched_core *c)
+{
+    return simdev_core_parked(c->regs);
+}
+
 /*
- * Free units of `shape`: for AIC/AIV, idle cores of that type (or, with
- * `queue`, cores that can take a pending task); for MIX, fully idle
- * clusters. Writes their indices to `units` and returns how many.
+ * Free units of `shape`: for AIC/AIV, the cores of that type `pass` may
+ * use; for MIX, fully idle clusters (any pass but UNITS_QUEUE). Writes
+ * their indices to `units` and returns how many.
  */
-static uint32_t free_units(struct sched *S, uint32_t shape, bool queue, uint32_t *units)
+static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass, uint32_t *units)
 {
     uint32_t n = 0;
     if (shape == RT_SHAPE_MIX) {
-        for (uint32_t k = 0; k < S->cluster_count; k++) {
+        for (uint32_t k = 0; k < S->cluster_count && pass != UNITS_QUEUE; k++) {
             uint32_t *cl = S->clusters[k];
             if (core_idle(&S->cores[cl[0]]) && core_idle(&S->cores[cl[1]]) &&
                 core_idle(&S->cores[cl[2]]))
@@ -362,8 +359,23 @@ static uint32_t free_units(struct sched *S, uint32_t shape, bool queue, uint32_t
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
-        if (c->type == type && (queue ? core_can_queue(c) : core_idle(c)))
+        if (c->type != type)
+            continue;
+        bool take = pass == UNITS_QUEUE ? core_can_queue(c)
+                                        : core_idle(c) && (pass == UNITS_ANY || !core_parked(c));
+        if (take)
             units[n++] = i;
+    }
+    if (pass == UNITS_ANY) { /* awake ones first: stable partition */
+        uint32_t awake = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            if (core_parked(&S->cores[units[k]]))
+                continue;
+            uint32_t u = units[k];
+            for (uint32_t j = k; j > awake; j--)
+                units[j] = units[j - 1];
+            units[awake++] = u;
+        }
     }
     return n;
 }
@@ -383,14 +395,16 @@ static void run_block_on_unit(struct sched *S, uint32_t shape, uint32_t unit, st
     }
 }
 
-/* Dispatches ready tasks of `shape` onto free units. True if any went. */
-static bool dispatch_shape(struct sched *S, uint32_t shape, bool queue)
+/* Dispatches ready tasks of `shape` onto the free units of `pass`. True
+ * if any went. */
+static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
 {
     struct rt_run *run = S->run;
     uint32_t units[SIMDEV_MAX_CORES];
     bool any = false;
+    bool queue = pass == UNITS_QUEUE;
     for (;;) {
-        uint32_t n = free_units(S, shape, queue, units);
+        uint32_t n = free_units(S, shape, pass, units);
         if (n == 0)
             return any;
         struct rt_slot *s = S->held[shape];
@@ -413,6 +427,8 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, bool queue)
             if (!s)
                 return any;
         }
+        if (pass == UNITS_AWAKE && s->block_num > 1 && !s->sync_start)
+            n = free_units(S, shape, UNITS_ANY, units); /* wide work: every idle core */
         uint32_t want = s->sync_start ? s->block_num : n;
         uint32_t first = atomic_fetch_add_explicit(&s->next_block, want, memory_order_relaxed);
         if (first >= s->block_num)
@@ -426,6 +442,34 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, bool queue)
     }
 }
 
+/*
+ * Whether tasks of `shape` left after the awake cores took theirs should
+ * wake parked cores (a wake-up costs tens of µs; an idle core parks early
+ * while more device threads are awake than CPUs, simdev_core_parked): yes
+ * for a sync-start task (it needs its units idle at once), when no owned
+ * core of the shape is busy (nobody's FIN would step for them), and when
+ * RT_WAKE_BACKLOG or more are queued (the awake cores are not keeping up).
+ * Otherwise the busy cores take them at their next FIN, and a light load
+ * never wakes anybody per task.
+ */
+static bool wake_parked(struct sched *S, uint32_t shape)
+{
+    struct rt_run *run = S->run;
+    if (S->held[shape] ||
+        (S->index == run->sync_owner[shape] && rt_rq_maybe_nonempty(&run->sync_ready[shape])))
+        return true;
+    uint64_t backlog = rt_rq_length(&run->ready[shape]);
+    if (backlog == 0)
+        return false;
+    if (backlog >= RT_WAKE_BACKLOG)
+        return true;
+    uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
+    for (uint32_t i = 0; i < S->core_count; i++)
+        if (S->cores[i].type == type && !core_idle(&S->cores[i]))
+            return false;
+    return true;
+}
+
 static bool dispatch_all(struct sched *S)
 {
     struct rt_run *run = S->run;
@@ -436,13 +480,18 @@ static bool dispatch_all(struct sched *S)
         S->completions++;
         any = true;
     }
-    any |= dispatch_shape(S, RT_SHAPE_MIX, false);
-    any |= dispatch_shape(S, RT_SHAPE_AIC, false);
-    any |= dispatch_shape(S, RT_SHAPE_AIV, false);
-    /* Keep busy cores fed: a pending task starts the moment the running one
+    any |= dispatch_shape(S, RT_SHAPE_MIX, UNITS_ANY);
+    any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_AWAKE);
+    any |= dispatch_shape(S, RT_SHAPE_AIV, UNITS_AWAKE);
+    /* Keep busy cores fed: a queued id starts the moment the one before it
      * finishes, without a round trip through this loop. */
-    any |= dispatch_shape(S, RT_SHAPE_AIC, true);
-    any |= dispatch_shape(S, RT_SHAPE_AIV, true);
+    any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_QUEUE);
+    any |= dispatch_shape(S, RT_SHAPE_AIV, UNITS_QUEUE);
+    /* Parked cores last, and only when what is left needs them. */
+    if (wake_parked(S, RT_SHAPE_AIC))
+        any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_ANY);
+    if (wake_parked(S, RT_SHAPE_AIV))
+        any |= dispatch_shape(S, RT_SHAPE_AIV, UNITS_ANY);
     return any;
 }
 
@@ -451,7 +500,7 @@ static bool dispatch_all(struct sched *S)
 static bool any_running(const struct sched *S)
 {
     for (uint32_t i = 0; i < S->core_count; i++)
-        if (S->cores[i].running.slot)
+        if (!core_idle(&S->cores[i]))
             return true;
     return false;
 }
@@ -490,12 +539,12 @@ static void place_released(struct sched *S, struct sched_core *c)
         struct rt_slot *s = S->released.slot[k];
         uint32_t type = s->shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         struct sched_core *to = NULL;
-        if (c->type == type && core_idle(c) && !S->held[s->shape]) {
+        if (c->type == type && core_idle(c) && !core_parked(c) && !S->held[s->shape]) {
             to = c;
         } else if (!S->held[s->shape]) {
-            uint32_t n = free_units(S, s->shape, false, units);
+            uint32_t n = free_units(S, s->shape, UNITS_AWAKE, units);
             if (!n)
-                n = free_units(S, s->shape, true, units);
+                n = free_units(S, s->shape, UNITS_QUEUE, units);
             if (n)
                 to = &S->cores[units[0]];
         }
@@ -548,7 +597,7 @@ static bool has_room(const struct sched *S)
 
 /*
  * Publishes whether a new ready task needs a step now. No room: every
- * owned core holds a running and a pending task, so each will FIN, and
+ * owned core holds RT_CORE_DEPTH ids in flight, so each will FIN, and
  * its kick (after this step lets go of the token) dispatches what is
  * queued. The seq_cst store, fence and look at the queues pair with the
  * orchestrator's push, fence and look at `room` (rt_sched_kick_all):

@@ -157,6 +157,10 @@ enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
 /* Nodes start on a cache line, whatever the 8-byte aligned block. */
 #define TM_LINE 64
 
+/* node.kind of an entry on the free list (rt_tensormap_forget tells a
+ * freed entry from a live one by it). */
+#define TM_KIND_FREE 0xFFu
+
 _Static_assert(sizeof(struct rt_tm_node) == TM_LINE, "a node is one cache line");
 _Static_assert(_Alignof(struct rt_tm_buffer_bucket) <= 8 && _Alignof(struct rt_tm_entry) <= 8,
                "the block is only 8-byte aligned");
@@ -397,6 +401,7 @@ static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
         buffer_bucket_clear_versions(b);
     count_out(map, n);
 
+    n->kind = TM_KIND_FREE;
     n->granule_next = map->free_head;
     map->free_head = index;
 }
@@ -651,6 +656,13 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
 int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *region,
                         enum rt_access kind, uint64_t producer_id, void *producer)
 {
+    return rt_tensormap_insert_entry(map, region, kind, producer_id, producer, NULL);
+}
+
+int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_tensor *region,
+                              enum rt_access kind, uint64_t producer_id, void *producer,
+                              uint32_t *entry_index)
+{
     if (kind != RT_ACCESS_READ && kind != RT_ACCESS_WRITE)
         return -1;
     uint32_t index;
@@ -676,7 +688,23 @@ int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *r
     n->size_class = (uint8_t)size_class_of(n->first_byte, n->last_byte);
     n->reserved = 0;
     link_entry(map, index);
+    if (entry_index)
+        *entry_index = index;
     return 0;
+}
+
+bool rt_tensormap_forget(struct rt_tensormap *map, uint32_t entry_index, uint64_t producer_id)
+{
+    /* Entries at and above `fresh` were never used since the reset: their
+     * nodes hold garbage. A freed entry is marked; a reused one names
+     * another producer (ids are unique within a run). */
+    if (entry_index >= map->fresh)
+        return false;
+    const struct rt_tm_node *n = &map->nodes[entry_index];
+    if (n->kind == TM_KIND_FREE || n->producer_id != producer_id)
+        return false;
+    unlink_and_free(map, entry_index);
+    return true;
 }
 
 uint32_t rt_tensormap_reclaim(struct rt_tensormap *map, rt_tm_retired_fn retired,

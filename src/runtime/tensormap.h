@@ -118,7 +118,7 @@ struct rt_tm_node {
     uint32_t granule_next, granule_prev; /* granule chain; granule_next links the free list */
     uint32_t buffer_next, buffer_prev;   /* buffer chain */
     uint32_t version;              /* region.version */
-    uint8_t kind;                  /* enum rt_access */
+    uint8_t kind;                  /* enum rt_access (0xFF while on the free list) */
     uint8_t size_class;            /* 0..RT_TM_CLASSES - 1, or RT_TM_WIDE */
     uint16_t reserved;
 };
@@ -199,6 +199,23 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
  * `kind` is invalid; the map is then unchanged. */
 int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *region,
                         enum rt_access kind, uint64_t producer_id, void *producer);
+
+/* rt_tensormap_insert that also says which entry it used (*entry_index,
+ * written on success only), for rt_tensormap_forget. */
+int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_tensor *region,
+                              enum rt_access kind, uint64_t producer_id, void *producer,
+                              uint32_t *entry_index);
+
+/*
+ * Frees entry `entry_index` if it is still the live entry that
+ * `producer_id` inserted there; returns whether it did. An entry freed since
+ * (a covering write, a lookup or reclaim found it retired) and perhaps
+ * reused by another producer, or an index never used since the reset, is
+ * left alone. The orchestrator calls it for every entry of a task whose
+ * slot it reuses (the task has retired), so the chains hold live entries
+ * only and lookups do not walk dead ones. O(1).
+ */
+bool rt_tensormap_forget(struct rt_tensormap *map, uint32_t entry_index, uint64_t producer_id);
 
 /* Frees every entry whose producer has retired; returns how many.
  * O(buckets + live entries). */

@@ -102,8 +102,9 @@ void rt_trace_core_task(const struct rt_config *c, uint32_t core, uint64_t reg, 
     struct rt_trace_header *h = c->trace;
     if (core >= SIMDEV_MAX_CORES)
         return;
-    /* Read before the FIN: the scheduler rewrites this slot only for the
-     * dispatch after next, which it rings after this one finished. */
+    /* Read before the FIN: the scheduler rewrites this slot only for
+     * dispatch id reg + RT_CORE_QUEUE, which it rings after this one
+     * finished. */
     const struct rt_trace_core_slot *slot = &h->core_slot[core][rt_payload_index(reg)];
     struct rt_trace_record r = {
         .begin = begin,

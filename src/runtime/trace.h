@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/core_regs.h"
 #include "runtime/runtime.h"
 #include "runtime/tensormap.h"
 #include "simpler/simdev.h"
@@ -95,7 +96,7 @@ struct rt_trace_header {
     _Alignas(64) uint64_t generation;
     uint32_t tag; /* the host's: kernel mode puts the callable id there */
     uint32_t reserved;
-    _Alignas(64) struct rt_trace_core_slot core_slot[SIMDEV_MAX_CORES][2];
+    _Alignas(64) struct rt_trace_core_slot core_slot[SIMDEV_MAX_CORES][RT_CORE_QUEUE];
 };
 
 /* Fills *h with the layout of a region for `core_count` cores, `schedulers`

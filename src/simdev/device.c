@@ -179,6 +179,9 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
 {
     struct sd_device *dev = w->dev;
     int status;
+    /* Counted awake for the job's length, but while parked (park.c). */
+    atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+    sd_tl_budget = &dev->budget;
     if (w->is_core) {
         struct simdev_core_ctx ctx = {
             .device = dev->id,
@@ -198,6 +201,8 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
         };
         status = job->aicpu_fn(&ctx, job->args_copy, job->args_size);
     }
+    sd_tl_budget = NULL;
+    atomic_fetch_sub_explicit(&dev->budget.awake, 1, memory_order_relaxed);
     status = sd_status_from_return(status);
     if (status != 0) {
         int expected = 0;
@@ -236,8 +241,8 @@ static void *worker_main(void *arg)
 uint64_t sd_spin_ns(const struct sd_device *dev, enum sd_wait_role role)
 {
     uint64_t spin = dev->config.spin_ns;
-    if (role == SD_WAIT_CORE && dev->cores_fit)
-        return spin;
+    if (role == SD_WAIT_CORE)
+        return spin; /* bounded by the runnable budget too (regs.c) */
     return spin < SD_SHORT_SPIN_NS ? spin : SD_SHORT_SPIN_NS;
 }
 
@@ -269,6 +274,8 @@ static void place_cores(struct sd_device *dev, uint32_t ncores)
     int cpus[SIMDEV_MAX_CORES + 1];
     uint32_t n = host_cpus(cpus, SIMDEV_MAX_CORES + 1);
     dev->cores_fit = n > 0 && ncores <= n;
+    /* An unreadable affinity: no budget (every waiter spins its time). */
+    dev->budget.cpus = n > 0 ? n : UINT32_MAX;
     if (!dev->cores_fit || !dev->config.pin_cores)
         return;
     for (uint32_t i = 0; i < ncores; i++) {
@@ -316,6 +323,7 @@ static int device_start(struct sd_device *dev)
         return rc;
     atomic_store(&dev->stopping, 0);
     atomic_store(&dev->lost, 0);
+    atomic_store(&dev->budget.awake, 0);
     dev->aicpu_free = dev->config.aicpu_threads;
     memset(dev->aicpu_busy, 0, sizeof(dev->aicpu_busy));
     dev->cores_busy = false;

@@ -66,6 +66,25 @@ struct sd_waitword {
 
 typedef bool (*sd_ready_fn)(void *arg);
 
+/*
+ * The runnable budget of a device (the engine rule: never more runnable
+ * device threads than host CPUs). `awake` counts the device threads that
+ * run a job (a launch's AICPU threads, its cores) and are not parked: a
+ * thread in a job parks uncounted (sd_wait decrements before the futex and
+ * counts itself again after it). A waiter that may give its CPU up (a core
+ * idle on its doorbell) leaves its spin early while more threads are awake
+ * than `cpus`, taking itself out of the count with one compare-and-swap,
+ * so exactly the excess parks and the others keep spinning.
+ */
+struct sd_budget {
+    _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
+    uint32_t cpus; /* the host CPUs this process may use (device start) */
+};
+
+/* Runs on every device thread while it runs a job (device.c sets it around
+ * the job): the budget its waits count against, or NULL. */
+extern _Thread_local struct sd_budget *sd_tl_budget;
+
 /* Bumps the sequence and wakes every parked waiter. */
 void sd_wake(struct sd_waitword *word);
 
@@ -78,6 +97,13 @@ void sd_wake(struct sd_waitword *word);
  */
 int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
             uint64_t deadline_ns, _Atomic int *lost);
+
+/* sd_wait whose spin also ends, and the thread parks, while the calling
+ * thread's budget (sd_tl_budget) has more threads awake than CPUs. For
+ * waiters whose wake-up is off the per-task path when it matters: a core
+ * idle on its doorbell, whose scheduler prefers cores that are awake. */
+int sd_wait_within_budget(struct sd_waitword *word, sd_ready_fn ready, void *arg,
+                          uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost);
 
 
 /* ------------------------------------------------------------------- ops */
@@ -209,6 +235,7 @@ struct sd_device {
     struct simdev_config config;
     _Atomic int lost;
     bool cores_fit; /* the cores are no more than the host's CPUs (device_start) */
+    struct sd_budget budget; /* its device threads awake, against the host's CPUs */
 
     /* Threads. */
     struct sd_worker aicpu[SIMDEV_MAX_AICPU_THREADS];
@@ -325,9 +352,10 @@ int sd_memory_check_copy(struct sd_device *dev, void *dst, const void *src, size
                          enum simdev_copy_kind kind);
 
 /* How long a waiter of each role spins before it parks (device.c). A
- * core waiting for its doorbell spins the configured spin_ns when the
- * device's cores fit on the host's CPUs, else SD_SHORT_SPIN_NS: spinning
- * only pays while the thread that ends the wait is running elsewhere. An
+ * core waiting for its doorbell spins the configured spin_ns, cut short
+ * by the runnable budget (sd_wait_within_budget): spinning only pays
+ * while the thread that ends the wait is running elsewhere, and a spinner
+ * over the budget would take that thread's CPU. An
  * AICPU thread (waiting for cores or another AICPU thread) and an idle
  * worker or launcher spin SD_SHORT_SPIN_NS: no per-task handoff goes
  * through their waits. */

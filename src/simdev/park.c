@@ -7,7 +7,8 @@
  * sleeps on a futex, so an idle device uses no CPU even with many simulated
  * cores on two host CPUs. How long each role spins is the caller's choice
  * (sd_spin_ns, device.c).
- * Must not touch device state: it knows only the word it is given.
+ * Must not touch device state: it knows only the word it is given and the
+ * calling thread's runnable budget (sd_tl_budget, internal.h).
  */
 #include <errno.h>
 #include <limits.h>
@@ -75,8 +76,24 @@ static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomi
     return 1;
 }
 
+_Thread_local struct sd_budget *sd_tl_budget;
+
+/* Takes this thread out of its budget's awake count if more threads than
+ * CPUs are awake (the excess parks, the rest spin on: one CAS per try).
+ * True when it did. */
+static bool budget_leave_if_over(struct sd_budget *b)
+{
+    uint32_t awake = atomic_load_explicit(&b->awake, memory_order_relaxed);
+    while (awake > b->cpus)
+        if (atomic_compare_exchange_weak_explicit(&b->awake, &awake, awake - 1,
+                                                  memory_order_relaxed, memory_order_relaxed))
+            return true;
+    return false;
+}
+
 static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
-                               uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost)
+                               uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost,
+                               bool yield_to_budget, bool *counted)
 {
     if (ready(arg))
         return 0;
@@ -87,7 +104,9 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
      * with more device threads than CPUs a yield-spinner keeps taking a
      * CPU from the threads doing the work. The budget is the caller's
      * (per role: sd_spin_ns in device.c); after it, park. Every 32 polls
-     * (about a microsecond) look at the clock. */
+     * (about a microsecond) look at the clock, and (yield_to_budget) at the
+     * device's runnable budget: a waiter over it parks at once. */
+    struct sd_budget *budget = sd_tl_budget;
     uint64_t spin_end = simdev_clock_ns() + spin_ns;
     for (uint32_t i = 1; spin_ns; i++) {
         if (ready(arg))
@@ -99,12 +118,21 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
                 return rc;
             if (now >= spin_end)
                 break;
+            if (yield_to_budget && *counted && budget_leave_if_over(budget)) {
+                *counted = false;
+                break;
+            }
         } else {
             sd_cpu_relax();
         }
     }
 
-    /* Park phase. */
+    /* Park phase: a thread in a job parks uncounted (sd_wait counts it
+     * again on the way out). */
+    if (*counted) {
+        atomic_fetch_sub_explicit(&budget->awake, 1, memory_order_relaxed);
+        *counted = false;
+    }
     for (;;) {
         atomic_fetch_add_explicit(&word->waiters, 1, memory_order_seq_cst);
         uint32_t seen = atomic_load_explicit(&word->seq, memory_order_seq_cst);
@@ -119,13 +147,30 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     }
 }
 
-int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
-            uint64_t deadline_ns, _Atomic int *lost)
+static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
+                        uint64_t deadline_ns, _Atomic int *lost, bool yield_to_budget)
 {
-    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost);
+    /* A thread outside a job (no budget) is not counted. */
+    bool counted = sd_tl_budget != NULL;
+    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost, yield_to_budget,
+                                 &counted);
+    if (sd_tl_budget && !counted)
+        atomic_fetch_add_explicit(&sd_tl_budget->awake, 1, memory_order_relaxed);
     /* Losing the device wakes every waiter, and may itself make a predicate
      * true (it bumps the sequences waiters watch): a loss always wins. */
     if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))
         return PTO_RUNTIME_ERR_DEVICE_LOST;
     return rc;
+}
+
+int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
+            uint64_t deadline_ns, _Atomic int *lost)
+{
+    return wait_counted(word, ready, arg, spin_ns, deadline_ns, lost, false);
+}
+
+int sd_wait_within_budget(struct sd_waitword *word, sd_ready_fn ready, void *arg,
+                          uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost)
+{
+    return wait_counted(word, ready, arg, spin_ns, deadline_ns, lost, true);
 }

@@ -1438,6 +1438,47 @@ static void map_failing_hit_mid_merge_keeps_the_rest_for_a_retry(void **state)
     map_close(&tm);
 }
 
+/* rt_tensormap_forget frees exactly the live entry its producer inserted
+ * at that index: not an index never used since the reset, not an entry
+ * freed since (by a covering write), not that index reused by another
+ * producer; and a lookup afterwards no longer sees what was forgotten. */
+static void map_forget_frees_only_the_producers_own_live_entry(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    map_open(&tm, 64, 16);
+    struct simpler_tensor a = big(0, 4), b = big(16, 4);
+    uint32_t ea = RT_TM_NIL, eb = RT_TM_NIL;
+    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &a, RT_ACCESS_WRITE, 1, NULL, &ea), 0);
+    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &b, RT_ACCESS_READ, 2, NULL, &eb), 0);
+    assert_int_not_equal(ea, eb); /* equal: one entry handed out twice */
+    assert_false(rt_tensormap_forget(&tm.map, 15, 1)); /* never used since the reset */
+    assert_false(rt_tensormap_forget(&tm.map, ea, 2)); /* another producer's entry */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 14);
+
+    assert_true(rt_tensormap_forget(&tm.map, eb, 2));
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 15); /* 14: not freed */
+    assert_false(rt_tensormap_forget(&tm.map, eb, 2)); /* true: freed twice */
+    struct hits h = lookup(&tm, big(16, 4), RT_ACCESS_WRITE, NULL);
+    assert_int_equal(h.count, 0); /* 1: the forgotten read still ordered the write */
+
+    /* A covering write's lookup frees a's entry; producer 4 reuses it. */
+    h = lookup(&tm, big(0, 4), RT_ACCESS_WRITE, NULL);
+    assert_int_equal(h.count, 1);
+    assert_int_equal(h.id[0], 1);
+    struct simpler_tensor c = big(64, 4);
+    uint32_t e4 = RT_TM_NIL;
+    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &c, RT_ACCESS_WRITE, 4, NULL, &e4), 0);
+    assert_int_equal(e4, ea); /* the free list hands out the entry freed last */
+    uint32_t free_before = rt_tensormap_free_count(&tm.map);
+    assert_false(rt_tensormap_forget(&tm.map, ea, 1)); /* true: 1 freed 4's entry */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), free_before);
+    h = lookup(&tm, big(64, 4), RT_ACCESS_READ, NULL);
+    assert_int_equal(h.count, 1); /* 0: producer 4's write lost */
+    assert_int_equal(h.id[0], 4);
+    map_close(&tm);
+}
+
 static void map_full_map_takes_inserts_again_after_reclaim(void **state)
 {
     (void)state;
@@ -1794,6 +1835,7 @@ int main(void)
         cmocka_unit_test(
             map_stale_entries_in_probed_chains_are_freed_by_lookups_the_rest_by_reclaim),
         cmocka_unit_test(map_failing_hit_mid_merge_keeps_the_rest_for_a_retry),
+        cmocka_unit_test(map_forget_frees_only_the_producers_own_live_entry),
         cmocka_unit_test(map_full_map_takes_inserts_again_after_reclaim),
         cmocka_unit_test(map_matches_the_reference_semantics_on_random_sequences),
     };
