@@ -538,6 +538,9 @@ static void device_setup(uint32_t cores)
     const char *pin = getenv("CMP_PIN_CORES"); /* experiments: 0 = no core pinning */
     if (pin && *pin)
         dc.pin_cores = (uint32_t)strtoul(pin, NULL, 10) != 0;
+    const char *budget = getenv("CMP_RUNNABLE_CPUS"); /* experiments: the runnable budget */
+    if (budget && *budget)
+        dc.runnable_cpus = (uint32_t)strtoul(budget, NULL, 10);
     CHECK(simdev_device_configure(DEVICE, &dc));
 }
 

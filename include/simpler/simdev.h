@@ -51,13 +51,18 @@ struct simdev_config {
     uint32_t watchdog_ms;   /* a device function running longer loses the
                                device; 0 = no watchdog; default 30000 */
     uint32_t spin_ns;       /* how long a core waiting for its doorbell spins
-                               (without yielding) before it parks, when the
-                               cores fit on the host's CPUs; default 50000
-                               (50 us). Other waits spin at most 3 us. */
+                               (without yielding) before it parks, unless the
+                               runnable budget parks it earlier; default
+                               50000 (50 us). Other waits spin at most 3 us. */
     uint32_t pin_cores;     /* 1 (default): when the cores (aic + aiv) are no
                                more than the host CPUs this process may use,
                                core thread i runs only on the i-th of them;
                                0: the OS places every thread */
+    uint32_t runnable_cpus; /* the runnable budget: how many device threads
+                               (AICPU threads and cores running a launch) may
+                               be awake at once before an idle core waiting
+                               for its doorbell parks early; 0 (default): the
+                               host CPUs this process may use */
 };
 
 /* Writes the built-in defaults (not the environment) to *out. */

@@ -491,21 +491,12 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
      * every write above before the task is routed. */
     if (atomic_fetch_sub_explicit(&s->fanin_pending, 1, memory_order_acq_rel) == 1) {
         rt_task_ready(run, s);
-        if (++run->unpublished >= RT_PUBLISH_BATCH)
-            rt_orch_publish(run);
+        /* The engine rule: this thread is awake, so it runs the step that
+         * dispatches the task (or leaves the note for the thread running
+         * it); no scheduler is woken. */
+        rt_sched_kick_all(run);
     }
     return 0;
-}
-
-void rt_orch_publish(struct rt_run *run)
-{
-    if (run->unpublished == 0)
-        return;
-    run->unpublished = 0;
-    /* The engine rule: this thread is awake, so it runs the step that
-     * dispatches the tasks (or leaves the note for the thread running it);
-     * no scheduler is woken. */
-    rt_sched_kick_all(run);
 }
 
 /* ---------------------------------------------------------------- scopes */
@@ -689,7 +680,6 @@ void rt_orchestrator_init(struct rt_run *run)
     run->scope_task_top = 0;
     run->fanin_n = 0;
     run->tasks_submitted_local = 0;
-    run->unpublished = 0;
     run->edges = 0;
     run->ring_waits = 0;
     run->tensormap_live_peak = 0;
@@ -706,7 +696,6 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
         while (run->scope_depth > 0)
             scope_pop(run);
     }
-    rt_orch_publish(run);
     /* seq_cst (a release too): pairs with run_finished (scheduler.c) and the
      * completer's look at orch_done (rt_task_complete); after it
      * tasks_submitted is final */

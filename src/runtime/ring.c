@@ -202,9 +202,6 @@ int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
                           int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
                           int32_t timeout_code, uint64_t target)
 {
-    /* What this thread pushed must be dispatched before it stops running
-     * steps: the wait may be for those very tasks. */
-    rt_orch_publish(run);
     atomic_store_explicit(&run->orch_wait_target, target, memory_order_relaxed);
     /* Announce the wait, then fence (seq_cst), then look (every look of
      * rt_wait_until comes after): pairs with the fences in task.c between a

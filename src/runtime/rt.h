@@ -29,12 +29,6 @@
 #include "simpler/status.h"
 
 #define RT_CACHELINE 64
-
-/* Ready tasks the orchestrator pushes before it runs the scheduler steps
- * that dispatch them (batched publishing, orchestrator.c). */
-#ifndef RT_PUBLISH_BATCH
-#define RT_PUBLISH_BATCH 8
-#endif
 #define RT_HEAP_ALIGN 64
 
 /* Task ids: ring in the top 16 bits, the ring-local index below. */
@@ -287,7 +281,6 @@ struct rt_run {
     uint32_t *fanin_sources;        /* RT_EDGE_* per scratch entry */
     uint32_t fanin_n;
     uint64_t tasks_submitted_local;
-    uint32_t unpublished;  /* ready tasks pushed since the last kick (rt_orch_publish) */
     uint64_t edges;
     uint64_t ring_waits;
     uint32_t tensormap_live_peak;
@@ -489,10 +482,6 @@ void rt_scheds_init(struct rt_run *run);
  * scheduler's handshake has ended and after its exit. */
 void rt_sched_kick(struct rt_run *run, uint32_t index);
 void rt_sched_kick_all(struct rt_run *run);
-
-/* Orchestrator only: runs the scheduler steps for the ready tasks pushed
- * since the last call, if any (batched publishing, orchestrator.c). */
-void rt_orch_publish(struct rt_run *run);
 /* Approximate: true when some ready queue may hold a task. */
 bool rt_work_queued(struct rt_run *run);
 

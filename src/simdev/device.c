@@ -52,6 +52,7 @@ int simdev_config_default(struct simdev_config *out)
     out->watchdog_ms = 30000;
     out->spin_ns = 50000;
     out->pin_cores = 1;
+    out->runnable_cpus = 0;
     return 0;
 }
 
@@ -98,6 +99,7 @@ static void config_from_env(struct simdev_config *c)
     env_u32("SIMDEV_WATCHDOG_MS", &env.watchdog_ms);
     env_u32("SIMDEV_SPIN_NS", &env.spin_ns);
     env_u32("SIMDEV_PIN_CORES", &env.pin_cores);
+    env_u32("SIMDEV_RUNNABLE_CPUS", &env.runnable_cpus);
     if (config_check(&env) == 0)
         *c = env;
     else
@@ -275,7 +277,9 @@ static void place_cores(struct sd_device *dev, uint32_t ncores)
     uint32_t n = host_cpus(cpus, SIMDEV_MAX_CORES + 1);
     dev->cores_fit = n > 0 && ncores <= n;
     /* An unreadable affinity: no budget (every waiter spins its time). */
-    dev->budget.cpus = n > 0 ? n : UINT32_MAX;
+    dev->budget.cpus = dev->config.runnable_cpus ? dev->config.runnable_cpus
+                       : n > 0                   ? n
+                                                 : UINT32_MAX;
     if (!dev->cores_fit || !dev->config.pin_cores)
         return;
     for (uint32_t i = 0; i < ncores; i++) {

@@ -198,13 +198,20 @@ static int dispatch_teardown(void **state)
 
 /* Reconfigures device 0 (reset first) with another topology; the rest as
  * the fixture's. */
-static void use_topology(uint32_t aicpu_threads, uint32_t aic, uint32_t aiv)
+static void use_topology_budget(uint32_t aicpu_threads, uint32_t aic, uint32_t aiv,
+                                uint32_t runnable_cpus)
 {
     struct simdev_config cfg = ts_small_config();
     cfg.aicpu_threads = aicpu_threads;
     cfg.aic_cores = aic;
     cfg.aiv_cores = aiv;
+    cfg.runnable_cpus = runnable_cpus;
     ts_device_setup_config(&cfg);
+}
+
+static void use_topology(uint32_t aicpu_threads, uint32_t aic, uint32_t aiv)
+{
+    use_topology_budget(aicpu_threads, aic, aiv, 0);
 }
 
 /* ------------------------------------------------------------ kernels */
@@ -1182,9 +1189,9 @@ static void orch_fan(struct simpler_orch *rt, const struct simpler_orch_args *ar
     simpler_submit_aiv(rt, K_SUM, &ta, &r);
 }
 
-static void check_fan_on_schedulers(uint32_t aicpu_threads)
+static void check_fan_on_schedulers(uint32_t aicpu_threads, uint32_t runnable_cpus)
 {
-    use_topology(aicpu_threads, 2, 4);
+    use_topology_budget(aicpu_threads, 2, 4, runnable_cpus);
     struct rt_config cfg = rth_small_config();
     cfg.task_window[0] = 1024; /* all 502 tasks live in the outer scope */
     cfg.dep_pool[0] = 4096;
@@ -1245,13 +1252,24 @@ static void check_fan_on_schedulers(uint32_t aicpu_threads)
 static void fan_of_500_tasks_uses_every_core_with_2_schedulers(void **state)
 {
     (void)state;
-    check_fan_on_schedulers(3);
+    check_fan_on_schedulers(3, 0);
 }
 
 static void fan_of_500_tasks_uses_every_core_with_3_schedulers(void **state)
 {
     (void)state;
-    check_fan_on_schedulers(4);
+    check_fan_on_schedulers(4, 0);
+}
+
+/* A runnable budget of one device thread: the orchestrator alone fills
+ * it, so every core that goes idle parks at once (simdev), and a step
+ * finds only parked cores whenever no core is busy; it must wake them
+ * (wake_parked), or the leaves, which wait until all 6 cores have run one,
+ * and the run would hang. */
+static void fan_of_500_tasks_completes_when_the_budget_parks_every_idle_core(void **state)
+{
+    (void)state;
+    check_fan_on_schedulers(2, 1);
 }
 
 /* ================================================ 7. graph shapes */
@@ -1434,6 +1452,7 @@ int main(void)
         T(scheduler_timeout_with_two_schedulers_is_still_a_running_stall),
         T(fan_of_500_tasks_uses_every_core_with_2_schedulers),
         T(fan_of_500_tasks_uses_every_core_with_3_schedulers),
+        T(fan_of_500_tasks_completes_when_the_budget_parks_every_idle_core),
         T(fan_out_fan_in_through_runtime_outputs_sums_exactly),
         T(ping_pong_stencil_gives_the_reference_values),
         T(ping_pong_stencil_gives_the_reference_values_with_2_schedulers),

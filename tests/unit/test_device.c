@@ -32,6 +32,7 @@ static void assert_config_equal(const struct simdev_config *a, const struct simd
     assert_int_equal(a->watchdog_ms, b->watchdog_ms);
     assert_int_equal(a->spin_ns, b->spin_ns);
     assert_int_equal(a->pin_cores, b->pin_cores);
+    assert_int_equal(a->runnable_cpus, b->runnable_cpus);
 }
 
 
@@ -125,6 +126,7 @@ static void config_default_writes_the_documented_defaults(void **state)
     assert_int_equal(config.watchdog_ms, 30000);
     assert_int_equal(config.spin_ns, 50000);
     assert_int_equal(config.pin_cores, 1); /* 0: placement is off unless asked for */
+    assert_int_equal(config.runnable_cpus, 0); /* 0: the host's CPUs are the budget */
     assert_int_equal(simdev_config_default(NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
 }
 
@@ -139,6 +141,7 @@ static void configure_before_use_replaces_the_topology(void **state)
     second.watchdog_ms = 1234;
     second.spin_ns = 777;
     second.pin_cores = 0;
+    second.runnable_cpus = 3;
     assert_int_equal(simdev_device_reset(0), 0);
     assert_int_equal(simdev_device_configure(0, &first), 0);
     assert_int_equal(simdev_device_configure(0, &second), 0); /* not used yet: allowed */

@@ -7,6 +7,7 @@
  * both waits time out when nothing is written; the AICPU-to-AICPU signals
  * (simdev_cond_signal and the notification channels).
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,6 +185,70 @@ static void aicpu_and_core_echo_10000_round_trips_with_exact_values(void **state
     }
     assert_int_equal(simdev_stream_destroy(cores), 0);
     assert_int_equal(simdev_stream_destroy(aicpu), 0);
+}
+
+/* ------------------------------------------------------ runnable budget */
+
+/* Each core waits for one ring of its doorbell and returns what the wait
+ * did. */
+static int budget_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
+{
+    atomic_int *status;
+    if (args_size != sizeof status)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&status, args, sizeof status);
+    uint64_t value;
+    atomic_store(&status[ctx->core_id],
+                 simdev_core_wait_doorbell(ctx->regs, simdev_regs_read_doorbell(ctx->regs), 0,
+                                           &value));
+    return 0;
+}
+
+static uint32_t parked_cores(uint32_t cores)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < cores; c++)
+        n += simdev_core_parked(simdev_core_regs_get(0, c)) ? 1 : 0;
+    return n;
+}
+
+/*
+ * Two idle cores, a budget of one runnable device thread and a spin of
+ * 4 s: exactly one core gives its CPU up and parks (at once, not after its
+ * spin), and the other keeps spinning (1 parked: the budget's
+ * compare-and-swap let only the excess go). A ring wakes the parked one
+ * and both waits end with the value rung.
+ */
+static void an_idle_core_over_the_runnable_budget_parks_and_the_other_spins(void **state)
+{
+    (void)state;
+    struct simdev_config config = ts_small_config();
+    config.aic_cores = 0;
+    config.aiv_cores = 2;
+    config.spin_ns = UINT32_MAX;
+    config.runnable_cpus = 1;
+    ts_device_setup_config(&config);
+    static atomic_int status[2];
+    atomic_store(&status[0], 1);
+    atomic_store(&status[1], 1);
+    atomic_int *arg = status;
+    simdev_stream_t stream;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_launch_aicore(stream, budget_core_fn, &arg, sizeof arg), 0);
+    /* Who ends this wait: the budget parks a core within about a
+     * microsecond of both waiting (else the test's hang guard). */
+    while (parked_cores(2) == 0)
+        sched_yield();
+    assert_int_equal(parked_cores(2), 1); /* 2: the budget parked both; 0 cannot be */
+    uint32_t parked = simdev_core_parked(simdev_core_regs_get(0, 0)) ? 0 : 1;
+    assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, 1 - parked)), 0);
+    simdev_regs_ring_doorbell(simdev_core_regs_get(0, parked), 7);
+    simdev_regs_ring_doorbell(simdev_core_regs_get(0, 1 - parked), 7);
+    assert_int_equal(simdev_stream_sync(stream), 0);
+    assert_int_equal(atomic_load(&status[0]), 0); /* 1: the core never returned */
+    assert_int_equal(atomic_load(&status[1]), 0);
+    assert_int_equal(parked_cores(2), 0);
+    assert_int_equal(simdev_stream_destroy(stream), 0);
 }
 
 /* --------------------------------------------------------------- timeouts */
@@ -391,6 +456,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TEST(register_windows_hold_the_last_written_values),
         TEST(aicpu_and_core_echo_10000_round_trips_with_exact_values),
+        TEST(an_idle_core_over_the_runnable_budget_parks_and_the_other_spins),
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
         TEST(cond_wait_times_out_when_no_core_writes),
         TEST(register_waits_return_device_lost_when_the_watchdog_loses_the_device),
