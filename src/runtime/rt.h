@@ -325,8 +325,8 @@ static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
 void rt_signal(struct rt_run *run);
 #define RT_NOTIFY_SCHED 1
 
-/* The orchestrator waits on its own notification channel, so core
- * ACK/FIN writes (which bump the condition sequence) never wake it; only
+/* The orchestrator waits on its own notification channel, so core FIN
+ * writes (which bump the condition sequence) never wake it; only
  * retirement, completion and failure do, and only while it waits. */
 #define RT_NOTIFY_ORCH 0
 void rt_signal_orch(struct rt_run *run);
@@ -476,8 +476,8 @@ size_t rt_sched_bytes(void);
 void rt_scheds_init(struct rt_run *run);
 /* Runs scheduler `index`'s step on the calling thread, or, when another
  * thread is running it, leaves a note that makes that thread step again.
- * Never blocks. Called by a core after its FIN (and after its ACK while
- * tasks are queued) and by the orchestrator after it published a ready
+ * Never blocks. Called by a core after each FIN and by the orchestrator
+ * after it published a ready
  * task; safe from any device thread of the run, and a no-op before the
  * scheduler's handshake has ended and after its exit. */
 void rt_sched_kick(struct rt_run *run, uint32_t index);

@@ -10,9 +10,8 @@
  * Who runs it (the engine rule, DESIGN.md section 3): the scheduler's
  * *step* — poll its cores' condition words, complete what finished,
  * dispatch ready tasks — runs on whichever device thread is already awake
- * and has just changed something the step must see: a core right after its
- * FIN (or its ACK, when tasks are queued), the orchestrator right after it
- * published a ready task. A per-scheduler token (a try-lock) lets one
+ * and has just changed something the step must see: a core right after
+ * each FIN, the orchestrator right after it published a ready task. A per-scheduler token (a try-lock) lets one
  * thread at a time run the step; a thread that finds it taken leaves a
  * note (`pending`) that the holder sees before it lets go and steps again,
  * so nobody waits for the token and no request is lost. The scheduler's
@@ -528,8 +527,9 @@ bool rt_work_queued(struct rt_run *run)
  * Places the tasks that core `c`'s completions just made ready, ahead of
  * everything queued (ready order: what a completion releases lies on the
  * critical path): the first that fits runs next on `c` itself, the others
- * on other idle cores of their type, then in pending slots; what finds no
- * room goes to its ready queue.
+ * on other idle cores of their type that are not parked, then queued
+ * behind a busy core's running id; what finds no room goes to its ready
+ * queue (where a parked core is woken for it only as wake_parked says).
  */
 static void place_released(struct sched *S, struct sched_core *c)
 {

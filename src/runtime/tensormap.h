@@ -52,10 +52,12 @@
  * would. No lookup walks more than its buffer chain; a wide access after
  * many small entries costs what that walk costs.
  *
- * Retired entries are freed when a lookup visits them (in the chains it
- * walks, down to the cut) and by rt_tensormap_reclaim; entries in chains no
- * lookup walks stay until reclaim, which the caller runs when the map is
- * full.
+ * Retired entries are freed by rt_tensormap_forget (the orchestrator
+ * calls it for a task's entries when it reuses the task's slot, so the
+ * chains hold live entries only, however many tasks write cells that
+ * nobody accesses again), when a lookup visits them (in the chains it
+ * walks, down to the cut), and by rt_tensormap_reclaim, which the caller
+ * runs when the map is full.
  *
  * Memory: the caller provides one block of rt_tensormap_bytes() bytes (in
  * the run arena); the map never allocates.

@@ -66,8 +66,9 @@ struct rt_trace_buffer {
 };
 
 /* What a scheduler leaves for a core about the block it rings (per core,
- * per payload buffer: index dispatch id & 1); written before the doorbell's
- * release, read by the core after its acquire, as the payload is. */
+ * per payload slot: rt_payload_index of the dispatch id); written before
+ * the doorbell's release, read by the core after its acquire, as the
+ * payload is. */
 struct rt_trace_core_slot {
     uint64_t task_id;
     int32_t func_id;
