@@ -424,6 +424,18 @@ uint64_t simdev_regs_read_doorbell(const struct simdev_core_regs *regs);
 int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
                               uint64_t timeout_ns, uint64_t *value);
 
+/*
+ * Core side: simdev_core_wait_doorbell that also ends when also(also_arg)
+ * returns nonzero (polled with the doorbell while the core spins, and once
+ * more before it parks; a parked core is woken by a ring only). Then it
+ * returns 0 with *value = last_seen; a doorbell that moved wins. `also`
+ * must not block; also_arg is borrowed for the call. For a core that
+ * fetches work itself while it idles.
+ */
+int simdev_core_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_seen,
+                                 uint64_t timeout_ns, uint64_t *value, int (*also)(void *arg),
+                                 void *also_arg);
+
 /* Core side: publish `value` in the condition word (release; pairs with the
  * acquire in simdev_regs_read_cond / simdev_cond_wait) and wake a parked
  * AICPU waiter. */

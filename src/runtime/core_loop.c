@@ -15,15 +15,43 @@
 
 #include "runtime/rt.h"
 
+/*
+ * Fetching work while idle (the engine rule: the step runs on a thread
+ * that is awake): once the core has had a dispatch (its scheduler and the
+ * run's topology are known), its doorbell wait also watches the ready
+ * queue of its type, and when a task is there that it has not already
+ * kicked for, the core runs its scheduler's step itself, which gives the
+ * task to this idle core. A submit then skips its own step
+ * (rt_sched_publish): the orchestrator pushes and goes on.
+ */
+struct fetch {
+    struct rt_ready_queue *queue; /* the ready queue of this core's type */
+    uint64_t kicked_head;         /* the queue head of the last fetch's kick */
+    uint64_t head;                /* the head the predicate found */
+};
+
+static int work_to_fetch(void *arg)
+{
+    struct fetch *f = arg;
+    /* seq_cst fence: after a parking core's announcement (waiters, in
+     * simdev) and before the peek, pairing with the submit's push, fence
+     * and look at waiters (rt_sched_publish): either the submit sees this
+     * core parked, or this peek sees its task */
+    atomic_thread_fence(memory_order_seq_cst);
+    return rt_rq_peek(f->queue, &f->head) && f->head != f->kicked_head;
+}
+
 /* Waits for the doorbell to move past `last`. Until the core is JOINED
  * with its scheduler the wait is bounded by the round's deadline: at the
  * deadline the core leaves the round (round.c) and the loop ends. Once
  * JOINED, the owner of the wait is the scheduler, which rings EXIT on
- * every path out of rt_schedule; a lost device ends it too. Returns 0 with
- * *value, 1 when the core left the round, or a device error. */
+ * every path out of rt_schedule; a lost device ends it too. With `fetch`,
+ * work in the ready queue ends it as well (*value is then `last`).
+ * Returns 0 with *value, 1 when the core left the round, or a device
+ * error. */
 static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_core_round *round,
                          uint64_t generation, bool *joined, uint64_t deadline, uint64_t last,
-                         uint64_t *value)
+                         struct fetch *fetch, uint64_t *value)
 {
     for (;;) {
         uint64_t timeout = 0;
@@ -40,7 +68,9 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_core_round
         }
         /* acquire (in simdev): pairs with the scheduler's release of the
          * doorbell after it wrote the payload */
-        int rc = simdev_core_wait_doorbell(ctx->regs, last, timeout, value);
+        int rc = fetch ? simdev_core_wait_doorbell_or(ctx->regs, last, timeout, value,
+                                                      work_to_fetch, fetch)
+                       : simdev_core_wait_doorbell(ctx->regs, last, timeout, value);
         if (rc == PTO_RUNTIME_ERR_TIMEOUT && !*joined)
             continue;
         if (rc != 0)
@@ -84,13 +114,21 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     simdev_core_write_cond(ctx->regs, rt_cond_fin(base + 1));
     uint32_t owner = UINT32_MAX; /* this core's scheduler, known after the first dispatch */
     uint64_t next = base + 2;    /* the next dispatch id to run */
+    struct fetch fetch = {.kicked_head = UINT64_MAX};
+    bool fetching = false;
     for (;;) {
         uint64_t value;
-        int rc = wait_doorbell(ctx, round, la.generation, &joined, deadline, last, &value);
+        int rc = wait_doorbell(ctx, round, la.generation, &joined, deadline, last,
+                               fetching ? &fetch : NULL, &value);
         if (rc == 1)
             return 0; /* left the round: its AICPU half never came, and reports that */
         if (rc != 0)
             return rc;
+        if (value == last) { /* work queued, the doorbell unmoved: fetch it */
+            fetch.kicked_head = fetch.head;
+            rt_sched_kick(run, owner);
+            continue;
+        }
         /* Run every id published up to the doorbell; a ring meanwhile
          * extends the batch, an exit ends the round (published ids not yet
          * started are dropped: the run is over). */
@@ -100,9 +138,16 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
              * initialised (acquire of init_generation, then its release of
              * the doorbell that we acquired): the run's topology is
              * readable now. */
-            if (owner == UINT32_MAX)
+            if (owner == UINT32_MAX) {
                 owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers,
                                       ctx->core_id);
+                fetch.queue = &run->ready[ctx->core_type == SIMDEV_CORE_AIC ? RT_SHAPE_AIC
+                                                                            : RT_SHAPE_AIV];
+                fetching = true;
+                /* release: pairs with the acquire in core_will_fetch */
+                atomic_store_explicit(&run->core_pulling[ctx->core_id], 1,
+                                      memory_order_release);
+            }
             uint64_t trace_begin = RT_TRACE_CLOCK(trace);
             d->fn(d->args);
             if (trace)

@@ -493,8 +493,9 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         rt_task_ready(run, s);
         /* The engine rule: this thread is awake, so it runs the step that
          * dispatches the task (or leaves the note for the thread running
-         * it); no scheduler is woken. */
-        rt_sched_kick_all(run);
+         * it), unless an idle core that is awake fetches it itself; no
+         * scheduler is woken. */
+        rt_sched_publish(run, s);
     }
     return 0;
 }

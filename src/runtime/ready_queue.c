@@ -79,6 +79,15 @@ uint64_t rt_rq_length(struct rt_ready_queue *q)
     return tail > head ? tail - head : 0;
 }
 
+bool rt_rq_peek(struct rt_ready_queue *q, uint64_t *head)
+{
+    uint64_t pos = atomic_load_explicit(&q->dequeue_pos, memory_order_relaxed);
+    /* acquire: pairs with the release in rt_rq_push that published it */
+    uint64_t seq = atomic_load_explicit(&q->cells[pos & q->mask].seq, memory_order_acquire);
+    *head = pos;
+    return seq == pos + 1;
+}
+
 bool rt_rq_maybe_nonempty(struct rt_ready_queue *q)
 {
     return atomic_load_explicit(&q->enqueue_pos, memory_order_acquire) !=

@@ -163,6 +163,9 @@ bool rt_rq_maybe_nonempty(struct rt_ready_queue *q);
 /* Approximate number of queued tasks (claimed pushes minus claimed pops):
  * for placement decisions only. */
 uint64_t rt_rq_length(struct rt_ready_queue *q);
+/* True when a pop would find a task now (the head cell is published);
+ * *head is the head's position. Changes nothing. */
+bool rt_rq_peek(struct rt_ready_queue *q, uint64_t *head);
 
 /* Per-core dispatch payload (RT_CORE_QUEUE per core, chosen by
  * rt_payload_index of the dispatch id):
@@ -301,6 +304,11 @@ struct rt_run {
     _Atomic uint64_t orch_wait_target;
     _Alignas(RT_CACHELINE) _Atomic uint64_t init_generation;
     _Atomic uint32_t threads_finished;
+    /* Per core, written once a round by its core loop (release) when it
+     * starts fetching work while idle (core_loop.c), read by a submit that
+     * decides whether it must run a step (rt_sched_publish). */
+    _Alignas(RT_CACHELINE) _Atomic uint32_t core_pulling[SIMDEV_MAX_CORES];
+    struct simdev_core_regs *core_regs[SIMDEV_MAX_CORES]; /* for simdev_core_parked */
 };
 
 /*
@@ -482,6 +490,10 @@ void rt_scheds_init(struct rt_run *run);
  * scheduler's handshake has ended and after its exit. */
 void rt_sched_kick(struct rt_run *run, uint32_t index);
 void rt_sched_kick_all(struct rt_run *run);
+/* The orchestrator after it pushed ready task `s`: runs the steps that
+ * dispatch it (rt_sched_kick_all), unless an awake core that fetches work
+ * while idle is sure to run one (see scheduler.c). */
+void rt_sched_publish(struct rt_run *run, const struct rt_slot *s);
 /* Approximate: true when some ready queue may hold a task. */
 bool rt_work_queued(struct rt_run *run);
 

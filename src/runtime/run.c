@@ -171,6 +171,8 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->aiv_count = topo.aiv_cores;
     run->cluster_count = topo.aic_cores < topo.aiv_cores / 2 ? topo.aic_cores : topo.aiv_cores / 2;
     run->core_count = topo.aic_cores + topo.aiv_cores;
+    for (uint32_t c = 0; c < run->core_count; c++)
+        run->core_regs[c] = simdev_core_regs_get(device, c);
     run->schedulers = la->schedulers;
     run->generation = la->generation;
     run->kernels = rq->kernels;
@@ -210,6 +212,8 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->orch_waiting, 0);
     atomic_init(&run->orch_wait_target, 0);
     atomic_init(&run->threads_finished, 0);
+    for (uint32_t c = 0; c < SIMDEV_MAX_CORES; c++)
+        atomic_init(&run->core_pulling[c], 0);
 }
 
 static void write_result(struct rt_run *run, struct rt_run_result *result, uint64_t generation)

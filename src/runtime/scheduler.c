@@ -689,6 +689,47 @@ void rt_sched_kick_all(struct rt_run *run)
     kick_set(run, mask);
 }
 
+/*
+ * True when some core will run a step that sees the task `s` just pushed,
+ * without the orchestrator running one: a core of its type that fetches
+ * work while idle (core_pulling) and is not parked. Such a core is either
+ * running (its FIN's step, or its wait after it, sees the queue) or idle
+ * in its doorbell wait, whose predicate peeks at the queue while it spins
+ * and once more after it announced itself parked (waiters, seq_cst, then a
+ * seq_cst fence and the peek: core_loop.c). The caller's push, its seq_cst
+ * fence and this look at `waiters` make the other half of that Dekker
+ * pair: either this sees the core parked (and kicks), or the core's peek
+ * sees the task. Not for MIX, dummy or sync-start tasks, nor when
+ * RT_WAKE_BACKLOG tasks of the shape are queued: those need a step's
+ * choice now (a whole cluster, waking parked cores).
+ */
+static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
+{
+    if ((s->shape != RT_SHAPE_AIC && s->shape != RT_SHAPE_AIV) || s->sync_start ||
+        s->block_num > 1)
+        return false;
+    if (rt_rq_length(&run->ready[s->shape]) >= RT_WAKE_BACKLOG)
+        return false;
+    uint32_t first = s->shape == RT_SHAPE_AIC ? 0 : run->aic_count;
+    uint32_t end = s->shape == RT_SHAPE_AIC ? run->aic_count : run->core_count;
+    for (uint32_t c = first; c < end; c++)
+        /* acquire: pairs with the core loop's release of core_pulling */
+        if (atomic_load_explicit(&run->core_pulling[c], memory_order_acquire) &&
+            !simdev_core_parked(run->core_regs[c]))
+            return true;
+    return false;
+}
+
+void rt_sched_publish(struct rt_run *run, const struct rt_slot *s)
+{
+    /* seq_cst fence: the push before the looks at the cores (above) and at
+     * room (rt_sched_kick_all) */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (core_will_fetch(run, s))
+        return;
+    rt_sched_kick_all(run);
+}
+
 /* Takes the token for good (the exit, the watchdog's verdict): marks the
  * scheduler closed so later kicks do nothing, then waits for a step in
  * progress to end. A step never blocks, so the wait is short; it yields

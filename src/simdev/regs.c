@@ -89,13 +89,22 @@ struct doorbell_wait {
     struct simdev_core_regs *regs;
     uint64_t last_seen;
     uint64_t value;
+    int (*also)(void *arg);
+    void *also_arg;
+    bool also_fired;
 };
 
 static bool doorbell_changed(void *arg)
 {
     struct doorbell_wait *w = arg;
     w->value = simdev_regs_read_doorbell(w->regs);
-    return w->value != w->last_seen;
+    if (w->value != w->last_seen)
+        return true;
+    if (w->also && w->also(w->also_arg)) {
+        w->also_fired = true;
+        return true;
+    }
+    return false;
 }
 
 static uint64_t deadline_after(uint64_t timeout_ns)
@@ -103,12 +112,14 @@ static uint64_t deadline_after(uint64_t timeout_ns)
     return timeout_ns ? simdev_clock_ns() + timeout_ns : 0;
 }
 
-int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
-                              uint64_t timeout_ns, uint64_t *value)
+int simdev_core_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_seen,
+                                 uint64_t timeout_ns, uint64_t *value, int (*also)(void *arg),
+                                 void *also_arg)
 {
     if (!regs || !value)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct doorbell_wait w = {.regs = regs, .last_seen = last_seen};
+    struct doorbell_wait w = {
+        .regs = regs, .last_seen = last_seen, .also = also, .also_arg = also_arg};
     struct sd_device *dev = regs->dev;
     /* An idle core gives its CPU up while more device threads are awake
      * than CPUs: its scheduler prefers cores that are not parked
@@ -118,8 +129,14 @@ int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
                                    sd_spin_ns(dev, SD_WAIT_CORE), deadline_after(timeout_ns),
                                    &dev->lost);
     if (rc == 0)
-        *value = w.value;
+        *value = w.also_fired ? last_seen : w.value;
     return rc;
+}
+
+int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
+                              uint64_t timeout_ns, uint64_t *value)
+{
+    return simdev_core_wait_doorbell_or(regs, last_seen, timeout_ns, value, NULL, NULL);
 }
 
 void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value)
