@@ -251,6 +251,86 @@ static void an_idle_core_over_the_runnable_budget_parks_and_the_other_spins(void
     assert_int_equal(simdev_stream_destroy(stream), 0);
 }
 
+/* ------------------------------------------------- wait with a predicate */
+
+struct also_report {
+    atomic_int flag;      /* the predicate's answer, set by the host */
+    atomic_int calls;     /* how often the core polled it */
+    atomic_int status[2]; /* of the two waits */
+    _Atomic uint64_t value[2];
+};
+
+static int also_flag(void *arg)
+{
+    struct also_report *r = arg;
+    atomic_fetch_add(&r->calls, 1);
+    return atomic_load(&r->flag);
+}
+
+/* The first wait ends by the predicate, the second by a ring. */
+static int also_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
+{
+    struct also_report *r;
+    if (args_size != sizeof r)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&r, args, sizeof r);
+    uint64_t last = simdev_regs_read_doorbell(ctx->regs), value = 0;
+    atomic_store(&r->status[0],
+                 simdev_core_wait_doorbell_or(ctx->regs, last, 0, &value, also_flag, r));
+    atomic_store(&r->value[0], value);
+    atomic_store(&r->flag, 0);
+    simdev_core_write_cond(ctx->regs, 1); /* tells the host the first wait ended */
+    atomic_store(&r->status[1],
+                 simdev_core_wait_doorbell_or(ctx->regs, last, 0, &value, also_flag, r));
+    atomic_store(&r->value[1], value);
+    return 0;
+}
+
+/* simdev_core_wait_doorbell_or: a predicate that turns true ends the wait
+ * with the doorbell's old value (the caller's sign that it was the
+ * predicate); a ring ends it with the value rung; bad arguments change
+ * nothing. */
+static void core_wait_doorbell_or_ends_on_its_predicate_or_a_ring(void **state)
+{
+    (void)state;
+    struct simdev_config config = ts_small_config();
+    config.aic_cores = 0;
+    config.aiv_cores = 1;
+    ts_device_setup_config(&config);
+    static struct also_report report;
+    memset(&report, 0, sizeof report);
+    struct also_report *arg = &report;
+    struct simdev_core_regs *regs = simdev_core_regs_get(0, 0);
+    uint64_t v = 5;
+    assert_int_equal(simdev_core_wait_doorbell_or(NULL, 0, 0, &v, also_flag, arg),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_core_wait_doorbell_or(regs, 0, 0, NULL, also_flag, arg),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(v, 5); /* written by a rejected call */
+    uint64_t base = simdev_regs_read_doorbell(regs);
+    simdev_stream_t stream;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_launch_aicore(stream, also_core_fn, &arg, sizeof arg), 0);
+    /* Who ends these waits: the core polls the predicate while it spins
+     * (50 us) and once more before it parks, so the flag ends its first
+     * wait at once or, if it parked, the ring below does. */
+    while (atomic_load(&report.calls) == 0)
+        sched_yield();
+    atomic_store(&report.flag, 1);
+    while (simdev_regs_read_cond(regs) != 1) {
+        if (simdev_core_parked(regs)) /* parked before it saw the flag */
+            simdev_regs_ring_doorbell(regs, base);
+        sched_yield();
+    }
+    simdev_regs_ring_doorbell(regs, base + 9);
+    assert_int_equal(simdev_stream_sync(stream), 0);
+    assert_int_equal(atomic_load(&report.status[0]), 0);
+    assert_int_equal(atomic_load(&report.value[0]), base); /* base + 9: the ring came first */
+    assert_int_equal(atomic_load(&report.status[1]), 0);
+    assert_int_equal(atomic_load(&report.value[1]), base + 9); /* base: the cleared flag fired */
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+}
+
 /* --------------------------------------------------------------- timeouts */
 
 struct timeout_report {
@@ -457,6 +537,7 @@ int main(void)
         TEST(register_windows_hold_the_last_written_values),
         TEST(aicpu_and_core_echo_10000_round_trips_with_exact_values),
         TEST(an_idle_core_over_the_runnable_budget_parks_and_the_other_spins),
+        TEST(core_wait_doorbell_or_ends_on_its_predicate_or_a_ring),
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
         TEST(cond_wait_times_out_when_no_core_writes),
         TEST(register_waits_return_device_lost_when_the_watchdog_loses_the_device),
