@@ -120,6 +120,30 @@ static bool nested_overlap(const struct simpler_tensor *recorded,
     return true;
 }
 
+/* rt_region_overlap of two views of one version whose byte extents are
+ * known (sp_view_extent returned SP_VIEW_OK for both: r and a). */
+static enum rt_overlap overlap_of_extents(const struct simpler_tensor *recorded,
+                                          const struct sp_view_extent *r,
+                                          const struct simpler_tensor *access,
+                                          const struct sp_view_extent *a)
+{
+    if (views_identical(recorded, access))
+        return RT_OVERLAP_COVERED;
+    if (r->last_byte < a->first_byte || a->last_byte < r->first_byte)
+        return RT_OVERLAP_NONE;
+
+    enum rt_overlap exact;
+    if (nested_overlap(recorded, access, &exact))
+        return exact;
+
+    /* A contiguous access holds every byte of its interval, so it holds
+     * every byte of anything inside it, whatever that thing's dtype. */
+    if (simpler_tensor_is_contiguous(access) && a->first_byte <= r->first_byte &&
+        r->last_byte <= a->last_byte)
+        return RT_OVERLAP_COVERED;
+    return RT_OVERLAP_OTHER;
+}
+
 enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
                                   const struct simpler_tensor *access)
 {
@@ -133,23 +157,11 @@ enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
         return RT_OVERLAP_OTHER;
     if (r_known == SP_VIEW_EMPTY || a_known == SP_VIEW_EMPTY)
         return RT_OVERLAP_NONE; /* an empty view has no byte */
+    if (r_known == SP_VIEW_OK && a_known == SP_VIEW_OK)
+        return overlap_of_extents(recorded, &r, access, &a);
     if (views_identical(recorded, access))
         return RT_OVERLAP_COVERED;
-    if (r_known != SP_VIEW_OK || a_known != SP_VIEW_OK)
-        return RT_OVERLAP_OTHER; /* an extent that overflows: nothing is known */
-    if (r.last_byte < a.first_byte || a.last_byte < r.first_byte)
-        return RT_OVERLAP_NONE;
-
-    enum rt_overlap exact;
-    if (nested_overlap(recorded, access, &exact))
-        return exact;
-
-    /* A contiguous access holds every byte of its interval, so it holds
-     * every byte of anything inside it, whatever that thing's dtype. */
-    if (simpler_tensor_is_contiguous(access) && a.first_byte <= r.first_byte &&
-        r.last_byte <= a.last_byte)
-        return RT_OVERLAP_COVERED;
-    return RT_OVERLAP_OTHER;
+    return RT_OVERLAP_OTHER; /* an extent that overflows: nothing is known */
 }
 
 /* ---- the map: layout --------------------------------------------------- */
@@ -580,13 +592,24 @@ static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
         node->version == w->access->version)
         return 0;
     const struct rt_tm_entry *entry = &w->map->entries[index];
-    enum rt_overlap overlap = rt_region_overlap(&entry->region, w->access);
+    /* The fast path: both extents are known already (the node's and the
+     * walk's), so neither is computed again, and an identical view (a
+     * tile or cell accessed again) is decided by one comparison. */
+    bool extents = extent_known(node->first_byte, node->last_byte) &&
+                   extent_known(w->first, w->last) && node->version == w->access->version;
+    struct sp_view_extent r = {node->first_byte, node->last_byte}, a = {w->first, w->last};
+    enum rt_overlap overlap = extents ? overlap_of_extents(&entry->region, &r, w->access, &a)
+                                      : rt_region_overlap(&entry->region, w->access);
     if (overlap == RT_OVERLAP_NONE)
         return 0;
     int rc = w->hit(w->hit_ctx, node->producer_id, entry->producer, (enum rt_access)node->kind);
     if (rc != 0)
         return rc; /* entry kept: a retried lookup must see it again */
-    *cut = find_cut && rt_region_overlap(w->access, &entry->region) == RT_OVERLAP_COVERED;
+    if (find_cut) {
+        enum rt_overlap back = extents ? overlap_of_extents(w->access, &a, &entry->region, &r)
+                                       : rt_region_overlap(w->access, &entry->region);
+        *cut = back == RT_OVERLAP_COVERED;
+    }
     uint64_t seq = node->seq;
     if (w->kind == RT_ACCESS_WRITE && overlap == RT_OVERLAP_COVERED)
         unlink_and_free(w->map, index);
