@@ -38,11 +38,11 @@ bool rt_scope_open(struct rt_run *run, struct rt_slot *s)
 /* A tensor a task or an element access names: a non-NULL buffer that does
  * not wrap the address space, and a view every byte of which lies inside
  * that buffer (sp_view_inside: well formed, not empty, no overflow). */
-static bool tensor_valid(const struct simpler_tensor *t)
+static bool tensor_valid(const struct simpler_tensor *t, struct sp_view_extent *extent)
 {
     uint64_t end;
     return t->addr != 0 && sp_add_u64(t->addr, t->buffer_bytes, &end) &&
-           sp_view_inside(t, NULL);
+           sp_view_inside(t, extent);
 }
 
 static bool kernel_valid(struct rt_run *run, int32_t id)
@@ -78,6 +78,7 @@ struct task_shape {
     int32_t kernel[3];
     uint64_t heap_need;                             /* all OUTPUTs' bytes */
     uint64_t output_bytes[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: an OUTPUT's heap bytes */
+    struct sp_view_extent extent[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: another kind's bytes */
 };
 
 static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kernels *k,
@@ -127,9 +128,11 @@ static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kerne
                 !sp_add_u64(ts->heap_need, ts->output_bytes[i], &ts->heap_need))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
         } else if (arg->kind >= SIMPLER_ARG_INPUT && arg->kind <= SIMPLER_ARG_NO_DEP) {
-            if (!arg->tensor || !tensor_valid(arg->tensor) ||
+            struct sp_view_extent e;
+            if (!arg->tensor || !tensor_valid(arg->tensor, &e) ||
                 !producer_valid(run, arg->tensor->producer_task_id))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
+            ts->extent[i] = e;
         } else {
             return SIMPLER_ORCH_ERR_INVALID_ARGS;
         }
@@ -208,7 +211,7 @@ static enum rt_access access_of(uint32_t kind)
 
 /* Finds every producer the task must wait for. */
 static int32_t discover(struct rt_run *run, const struct simpler_task_args *a,
-                        const struct rt_task *t)
+                        const struct rt_task *t, const struct task_shape *ts)
 {
     bool manual = run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL;
     for (uint32_t i = 0; i < a->dep_count; i++) {
@@ -231,8 +234,8 @@ static int32_t discover(struct rt_run *run, const struct simpler_task_args *a,
         if (kind == SIMPLER_ARG_NO_DEP || !tracked(run, view))
             continue;
         struct tm_access access = {run, access_of(kind)};
-        rc = rt_tensormap_lookup(&run->tensormap, view, access.kind, tm_retired, run, tm_hit,
-                                 &access);
+        rc = rt_tensormap_lookup_extent(&run->tensormap, view, &ts->extent[i], access.kind,
+                                        tm_retired, run, tm_hit, &access);
         if (rc)
             return rc;
     }
@@ -270,7 +273,8 @@ static void forget_previous_occupant(struct rt_run *run, uint32_t ring, uint64_t
 
 /* Records the task's reads and writes of existing tensors. */
 static int32_t record_accesses(struct rt_run *run, const struct simpler_task_args *a,
-                               struct rt_task *t, uint64_t id, struct rt_slot *s)
+                               struct rt_task *t, const struct task_shape *ts, uint64_t id,
+                               struct rt_slot *s)
 {
     if (run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL)
         return 0;
@@ -296,8 +300,8 @@ static int32_t record_accesses(struct rt_run *run, const struct simpler_task_arg
         if (kind == SIMPLER_ARG_OUTPUT || kind == SIMPLER_ARG_NO_DEP ||
             !tracked(run, &t->tensors[i]))
             continue;
-        if (rt_tensormap_insert_entry(&run->tensormap, &t->tensors[i], access_of(kind), id, s,
-                                      &t->tm_entry[t->tm_count]) != 0)
+        if (rt_tensormap_insert_entry(&run->tensormap, &t->tensors[i], &ts->extent[i],
+                                      access_of(kind), id, s, &t->tm_entry[t->tm_count]) != 0)
             return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW; /* room was checked: unreachable */
         t->tm_count++;
     }
@@ -465,9 +469,9 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
 
     /* 2. Dependencies, then this task's own accesses. */
     run->fanin_n = 0;
-    code = discover(run, a, t);
+    code = discover(run, a, t, &ts);
     if (!code)
-        code = record_accesses(run, a, t, id, s);
+        code = record_accesses(run, a, t, &ts, id, s);
     if (code)
         return fail(run, code);
 
@@ -568,7 +572,7 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
         return -rt_error(run);
     /* The whole view inside its buffer, so every element of it is too. */
     uint64_t offset;
-    if (!t || !index || !tensor_valid(t) || sp_view_element_offset(t, index, &offset) != 0)
+    if (!t || !index || !tensor_valid(t, NULL) || sp_view_element_offset(t, index, &offset) != 0)
         return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
     size_t es = simpler_dtype_size(t->dtype);
     /* The one element as a view, for the TensorMap. */

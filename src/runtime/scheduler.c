@@ -67,6 +67,7 @@ struct sched {
     _Atomic uint64_t dispatched;
     uint32_t completions; /* tasks completed by steps (token holder only) */
     struct rt_released released; /* made ready by the completions of one poll */
+    bool has_shape[RT_SHAPES];   /* owns a unit that can run tasks of this shape */
 };
 
 /*
@@ -138,6 +139,9 @@ static void sched_init(struct sched *S, struct rt_run *run, uint32_t index)
             S->cores[cl[l]].cluster = S->cluster_count;
         S->cluster_count++;
     }
+    for (uint32_t i = 0; i < S->core_count; i++)
+        S->has_shape[S->cores[i].type == SIMDEV_CORE_AIC ? RT_SHAPE_AIC : RT_SHAPE_AIV] = true;
+    S->has_shape[RT_SHAPE_MIX] = S->cluster_count > 0;
 }
 
 /* ------------------------------------------------------------- protocol */
@@ -402,6 +406,12 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
     uint32_t units[SIMDEV_MAX_CORES];
     bool any = false;
     bool queue = pass == UNITS_QUEUE;
+    /* Nothing of this shape for this scheduler: no look at its cores. */
+    if (!S->has_shape[shape] ||
+        (!S->held[shape] && !rt_rq_maybe_nonempty(&run->ready[shape]) &&
+         (queue || S->index != run->sync_owner[shape] ||
+          !rt_rq_maybe_nonempty(&run->sync_ready[shape]))))
+        return false;
     for (;;) {
         uint32_t n = free_units(S, shape, pass, units);
         if (n == 0)

@@ -131,6 +131,13 @@ static enum rt_overlap overlap_of_extents(const struct simpler_tensor *recorded,
         return RT_OVERLAP_COVERED;
     if (r->last_byte < a->first_byte || a->last_byte < r->first_byte)
         return RT_OVERLAP_NONE;
+    /* Two dense views touch every byte of their intervals: the intervals
+     * decide (cells and rows of one buffer; no coordinates to work out). */
+    bool access_dense = simpler_tensor_is_contiguous(access);
+    if (access_dense && simpler_tensor_is_contiguous(recorded))
+        return a->first_byte <= r->first_byte && r->last_byte <= a->last_byte
+                   ? RT_OVERLAP_COVERED
+                   : RT_OVERLAP_OTHER;
 
     enum rt_overlap exact;
     if (nested_overlap(recorded, access, &exact))
@@ -138,8 +145,7 @@ static enum rt_overlap overlap_of_extents(const struct simpler_tensor *recorded,
 
     /* A contiguous access holds every byte of its interval, so it holds
      * every byte of anything inside it, whatever that thing's dtype. */
-    if (simpler_tensor_is_contiguous(access) && a->first_byte <= r->first_byte &&
-        r->last_byte <= a->last_byte)
+    if (access_dense && a->first_byte <= r->first_byte && r->last_byte <= a->last_byte)
         return RT_OVERLAP_COVERED;
     return RT_OVERLAP_OTHER;
 }
@@ -653,6 +659,15 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
                         enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
                         rt_tm_hit_fn hit, void *hit_ctx)
 {
+    return rt_tensormap_lookup_extent(map, access, NULL, kind, retired, retired_ctx, hit,
+                                      hit_ctx);
+}
+
+int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_tensor *access,
+                               const struct sp_view_extent *extent, enum rt_access kind,
+                               rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
+                               void *hit_ctx)
+{
     struct tm_walk w = {
         .map = map,
         .access = access,
@@ -664,7 +679,12 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
         .hit_ctx = hit_ctx,
         .cut_seq = 0,
     };
-    extent_of(access, &w.first, &w.last);
+    if (extent) {
+        w.first = extent->first_byte;
+        w.last = extent->last_byte;
+    } else {
+        extent_of(access, &w.first, &w.last);
+    }
     /* Granule chains only hold what can share a byte with the access; an
      * unknown extent, or entries of other versions (OTHER whatever their
      * bytes), need the whole buffer. */
@@ -679,12 +699,12 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
 int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *region,
                         enum rt_access kind, uint64_t producer_id, void *producer)
 {
-    return rt_tensormap_insert_entry(map, region, kind, producer_id, producer, NULL);
+    return rt_tensormap_insert_entry(map, region, NULL, kind, producer_id, producer, NULL);
 }
 
 int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_tensor *region,
-                              enum rt_access kind, uint64_t producer_id, void *producer,
-                              uint32_t *entry_index)
+                              const struct sp_view_extent *extent, enum rt_access kind,
+                              uint64_t producer_id, void *producer, uint32_t *entry_index)
 {
     if (kind != RT_ACCESS_READ && kind != RT_ACCESS_WRITE)
         return -1;
@@ -704,7 +724,12 @@ int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_ten
     struct rt_tm_node *n = &map->nodes[index];
     n->addr = region->addr;
     n->seq = ++map->next_seq;
-    extent_of(region, &n->first_byte, &n->last_byte);
+    if (extent) {
+        n->first_byte = extent->first_byte;
+        n->last_byte = extent->last_byte;
+    } else {
+        extent_of(region, &n->first_byte, &n->last_byte);
+    }
     n->producer_id = producer_id;
     n->version = region->version;
     n->kind = (uint8_t)kind;

@@ -69,6 +69,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/view.h"
 #include "simpler/tensor.h"
 
 /*
@@ -195,6 +196,14 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
                         enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
                         rt_tm_hit_fn hit, void *hit_ctx);
 
+/* rt_tensormap_lookup for an access whose extent the caller computed
+ * (sp_view_extent returned SP_VIEW_OK with exactly these bytes); NULL:
+ * computed here. */
+int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_tensor *access,
+                               const struct sp_view_extent *extent, enum rt_access kind,
+                               rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
+                               void *hit_ctx);
+
 /* Records that `producer_id` accesses `region` (copied; newest first in its
  * chains). Returns 0, or -1 when no entry is free (call
  * rt_tensormap_reclaim, or wait for producers to retire, and retry) or
@@ -203,10 +212,12 @@ int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *r
                         enum rt_access kind, uint64_t producer_id, void *producer);
 
 /* rt_tensormap_insert that also says which entry it used (*entry_index,
- * written on success only), for rt_tensormap_forget. */
+ * written on success only), for rt_tensormap_forget, and takes the
+ * region's extent when the caller has it (as rt_tensormap_lookup_extent;
+ * NULL: computed here). */
 int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_tensor *region,
-                              enum rt_access kind, uint64_t producer_id, void *producer,
-                              uint32_t *entry_index);
+                              const struct sp_view_extent *extent, enum rt_access kind,
+                              uint64_t producer_id, void *producer, uint32_t *entry_index);
 
 /*
  * Frees entry `entry_index` if it is still the live entry that

@@ -1449,8 +1449,10 @@ static void map_forget_frees_only_the_producers_own_live_entry(void **state)
     map_open(&tm, 64, 16);
     struct simpler_tensor a = big(0, 4), b = big(16, 4);
     uint32_t ea = RT_TM_NIL, eb = RT_TM_NIL;
-    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &a, RT_ACCESS_WRITE, 1, NULL, &ea), 0);
-    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &b, RT_ACCESS_READ, 2, NULL, &eb), 0);
+    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &a, NULL, RT_ACCESS_WRITE, 1, NULL, &ea),
+                     0);
+    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &b, NULL, RT_ACCESS_READ, 2, NULL, &eb),
+                     0);
     assert_int_not_equal(ea, eb); /* equal: one entry handed out twice */
     assert_false(rt_tensormap_forget(&tm.map, 15, 1)); /* never used since the reset */
     assert_false(rt_tensormap_forget(&tm.map, ea, 2)); /* another producer's entry */
@@ -1468,7 +1470,8 @@ static void map_forget_frees_only_the_producers_own_live_entry(void **state)
     assert_int_equal(h.id[0], 1);
     struct simpler_tensor c = big(64, 4);
     uint32_t e4 = RT_TM_NIL;
-    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &c, RT_ACCESS_WRITE, 4, NULL, &e4), 0);
+    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &c, NULL, RT_ACCESS_WRITE, 4, NULL, &e4),
+                     0);
     assert_int_equal(e4, ea); /* the free list hands out the entry freed last */
     uint32_t free_before = rt_tensormap_free_count(&tm.map);
     assert_false(rt_tensormap_forget(&tm.map, ea, 1)); /* true: 1 freed 4's entry */
