@@ -31,6 +31,7 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
     r->heap = base + l->ring_heap[i];
     r->deps = (struct rt_dep *)(base + l->ring_deps[i]);
     r->next_local = r->heap_head = r->heap_floor = r->dep_head = 0;
+    r->alive_seen = r->heap_tail_seen = r->dep_tail_seen = 0;
     atomic_init(&r->last_alive, 0);
     atomic_init(&r->heap_tail, 0);
     atomic_init(&r->dep_tail, 0);
@@ -259,12 +260,23 @@ struct alloc_req {
     uint64_t heap_pos; /* out: where the outputs go */
 };
 
+/*
+ * The reservations below first try the tails they read last (the *_seen
+ * fields: tails only grow, so an old one can only understate the room),
+ * and read the tails the retiring cores write only when that is not
+ * enough: a roomy ring costs a submit no cache line from another CPU.
+ * The acquire that read an old tail already ordered every retirement up to
+ * it before this thread's reuse of the space.
+ */
 static bool slot_free(struct rt_run *run, void *arg)
 {
     struct alloc_req *q = arg;
     struct rt_ring *r = &run->rings[q->ring];
-    uint64_t used = r->next_local - atomic_load_explicit(&r->last_alive, memory_order_acquire);
-    return r->window - used >= q->want;
+    if (r->window - (r->next_local - r->alive_seen) >= q->want)
+        return true;
+    /* acquire: pairs with the release of last_alive in ring_advance */
+    r->alive_seen = atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    return r->window - (r->next_local - r->alive_seen) >= q->want;
 }
 
 /*
@@ -306,10 +318,28 @@ static int32_t slot_structural(struct rt_run *run, void *arg)
     return pinned_at(run, r, q->ring, oldest) ? SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK : 0;
 }
 
+/* Where `need` bytes go at the heap's head with `tail` as the tail: false
+ * when they do not fit. */
+static bool heap_room(const struct rt_ring *r, uint64_t tail, uint64_t need, uint64_t *at)
+{
+    uint64_t h = r->heap_bytes;
+    if (tail < r->heap_floor)
+        tail = r->heap_floor;
+    uint64_t pos = r->heap_head;
+    if (pos % h + need > h)
+        pos += h - pos % h; /* never straddle the end: skip to the next lap */
+    if (pos + need - tail > h)
+        return false;
+    *at = pos;
+    return true;
+}
+
 static bool heap_fits(struct rt_run *run, void *arg)
 {
     struct alloc_req *q = arg;
     struct rt_ring *r = &run->rings[q->ring];
+    if (heap_room(r, r->heap_tail_seen, q->heap_need, &q->heap_pos))
+        return true;
     uint64_t h = r->heap_bytes;
     if (r->next_local == atomic_load_explicit(&r->last_alive, memory_order_acquire)) {
         /* Empty ring: everything is free; restart at a lap boundary so the
@@ -317,16 +347,8 @@ static bool heap_fits(struct rt_run *run, void *arg)
         r->heap_head = (r->heap_head + h - 1) / h * h;
         r->heap_floor = r->heap_head;
     }
-    uint64_t tail = atomic_load_explicit(&r->heap_tail, memory_order_acquire);
-    if (tail < r->heap_floor)
-        tail = r->heap_floor;
-    uint64_t pos = r->heap_head;
-    if (pos % h + q->heap_need > h)
-        pos += h - pos % h; /* never straddle the end: skip to the next lap */
-    if (pos + q->heap_need - tail > h)
-        return false;
-    q->heap_pos = pos;
-    return true;
+    r->heap_tail_seen = atomic_load_explicit(&r->heap_tail, memory_order_acquire);
+    return heap_room(r, r->heap_tail_seen, q->heap_need, &q->heap_pos);
 }
 
 static int32_t heap_structural(struct rt_run *run, void *arg)
@@ -348,8 +370,10 @@ static bool deps_fit(struct rt_run *run, void *arg)
 {
     struct dep_req *q = arg;
     struct rt_ring *r = &run->rings[q->ring];
-    uint64_t tail = atomic_load_explicit(&r->dep_tail, memory_order_acquire);
-    return r->dep_head + q->need - tail <= r->dep_capacity;
+    if (r->dep_head + q->need - r->dep_tail_seen <= r->dep_capacity)
+        return true;
+    r->dep_tail_seen = atomic_load_explicit(&r->dep_tail, memory_order_acquire);
+    return r->dep_head + q->need - r->dep_tail_seen <= r->dep_capacity;
 }
 
 static int32_t deps_structural(struct rt_run *run, void *arg)

@@ -128,6 +128,10 @@ struct rt_ring {
     uint64_t heap_head;
     uint64_t heap_floor; /* heap space below this is free (rebase of an empty ring) */
     uint64_t dep_head;
+    /* The tails as the orchestrator last read them (never ahead of the
+     * real ones): a reservation that fits below them reads no line the
+     * retiring cores write (ring.c). */
+    uint64_t alive_seen, heap_tail_seen, dep_tail_seen;
 
     /* Retirement, published by whoever holds advance_lock; own line, since
      * the orchestrator polls it while schedulers write it. */
