@@ -33,11 +33,10 @@ struct fetch {
 static int work_to_fetch(void *arg)
 {
     struct fetch *f = arg;
-    /* seq_cst fence: after a parking core's announcement (waiters, in
-     * simdev) and before the peek, pairing with the submit's push, fence
+    /* A parking core calls this after its announcement (waiters) and a
+     * seq_cst fence (simdev's park), pairing with the submit's push, fence
      * and look at waiters (rt_sched_publish): either the submit sees this
-     * core parked, or this peek sees its task */
-    atomic_thread_fence(memory_order_seq_cst);
+     * core parked, or this peek sees its task. */
     return rt_rq_peek(f->queue, &f->head) && f->head != f->kicked_head;
 }
 

@@ -35,10 +35,14 @@
 #define RT_CORE_DEPTH 2u
 #endif
 
-/* Ready tasks of one shape queued beyond what the awake cores took that
- * make a step wake parked cores (wake_parked). */
+/* Ready tasks of one shape queued beyond what the awake cores took that,
+ * once they have stayed queued RT_WAKE_AGE_NS, make a step wake parked
+ * cores (wake_parked). */
 #ifndef RT_WAKE_BACKLOG
 #define RT_WAKE_BACKLOG 4u
+#endif
+#ifndef RT_WAKE_AGE_NS
+#define RT_WAKE_AGE_NS 10000u
 #endif
 _Static_assert(RT_CORE_DEPTH >= 1 && RT_CORE_DEPTH <= RT_CORE_QUEUE, "payload slots per core");
 
@@ -68,6 +72,7 @@ struct sched {
     uint32_t completions; /* tasks completed by steps (token holder only) */
     struct rt_released released; /* made ready by the completions of one poll */
     bool has_shape[RT_SHAPES];   /* owns a unit that can run tasks of this shape */
+    uint64_t backlog_since[RT_SHAPES]; /* when a step first saw RT_WAKE_BACKLOG queued; 0: not */
 };
 
 /*
@@ -457,9 +462,12 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
  * while more device threads are awake than CPUs, simdev_core_parked): yes
  * for a sync-start task (it needs its units idle at once), when no owned
  * core of the shape is busy (nobody's FIN would step for them), and when
- * RT_WAKE_BACKLOG or more are queued (the awake cores are not keeping up).
- * Otherwise the busy cores take them at their next FIN, and a light load
- * never wakes anybody per task.
+ * RT_WAKE_BACKLOG or more have been queued for RT_WAKE_AGE_NS (the awake
+ * cores are not keeping up: a burst of short tasks that they drain sooner
+ * than a parked core could wake wakes nobody). Otherwise the busy cores
+ * take them at their next FIN, and a light load never wakes anybody per
+ * task. The age is measured from the first step that saw the backlog;
+ * the busy cores' FINs bring the steps that look again.
  */
 static bool wake_parked(struct sched *S, uint32_t shape)
 {
@@ -468,10 +476,17 @@ static bool wake_parked(struct sched *S, uint32_t shape)
         (S->index == run->sync_owner[shape] && rt_rq_maybe_nonempty(&run->sync_ready[shape])))
         return true;
     uint64_t backlog = rt_rq_length(&run->ready[shape]);
+    if (backlog < RT_WAKE_BACKLOG)
+        S->backlog_since[shape] = 0;
     if (backlog == 0)
         return false;
-    if (backlog >= RT_WAKE_BACKLOG)
-        return true;
+    if (backlog >= RT_WAKE_BACKLOG) {
+        uint64_t now = simdev_clock_ns();
+        if (S->backlog_since[shape] == 0)
+            S->backlog_since[shape] = now;
+        else if (now - S->backlog_since[shape] >= RT_WAKE_AGE_NS)
+            return true;
+    }
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
     for (uint32_t i = 0; i < S->core_count; i++)
         if (S->cores[i].type == type && !core_idle(&S->cores[i]))
@@ -709,16 +724,15 @@ void rt_sched_kick_all(struct rt_run *run)
  * seq_cst fence and the peek: core_loop.c). The caller's push, its seq_cst
  * fence and this look at `waiters` make the other half of that Dekker
  * pair: either this sees the core parked (and kicks), or the core's peek
- * sees the task. Not for MIX, dummy or sync-start tasks, nor when
- * RT_WAKE_BACKLOG tasks of the shape are queued: those need a step's
- * choice now (a whole cluster, waking parked cores).
+ * sees the task. Not for MIX, dummy, sync-start or SPMD tasks: those need
+ * a step's choice now (a whole cluster, every idle core). A backlog is no
+ * reason either: the awake core's own steps (one per FIN) are the ones
+ * that wake a parked core once the backlog has aged (wake_parked).
  */
 static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
 {
     if ((s->shape != RT_SHAPE_AIC && s->shape != RT_SHAPE_AIV) || s->sync_start ||
         s->block_num > 1)
-        return false;
-    if (rt_rq_length(&run->ready[s->shape]) >= RT_WAKE_BACKLOG)
         return false;
     uint32_t first = s->shape == RT_SHAPE_AIC ? 0 : run->aic_count;
     uint32_t end = s->shape == RT_SHAPE_AIC ? run->aic_count : run->core_count;

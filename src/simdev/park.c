@@ -135,6 +135,11 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     }
     for (;;) {
         atomic_fetch_add_explicit(&word->waiters, 1, memory_order_seq_cst);
+        /* seq_cst fence: the announcement before every look of the last
+         * check (the predicate's own loads too), pairing with a waker's
+         * fence between its state change and its look at waiters (e.g.
+         * the runtime's submit that skips its step for an awake core) */
+        atomic_thread_fence(memory_order_seq_cst);
         uint32_t seen = atomic_load_explicit(&word->seq, memory_order_seq_cst);
         uint64_t now = simdev_clock_ns();
         int rc = wait_check(ready, arg, deadline_ns, lost, now);
