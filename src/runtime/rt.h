@@ -298,8 +298,12 @@ struct rt_run {
     _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_completed;
     _Atomic uint64_t subtasks_dispatched;
     _Atomic uint32_t cores_running; /* cores holding a running task, all schedulers */
+    /* Written by every submit, read by the watchdog and the run's end only. */
     _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_submitted; /* orchestrator, release */
-    _Atomic uint32_t orch_done;                              /* orchestrator, release */
+    /* Read by every completion and retirement, written by the orchestrator
+     * only when it ends or waits: its own line, so that the submits'
+     * writes above do not take it from the cores' caches. */
+    _Alignas(RT_CACHELINE) _Atomic uint32_t orch_done;      /* orchestrator, release */
     _Atomic uint32_t orch_waiting; /* orchestrator is (about to be) blocked */
     /* What a blocked orchestrator waits for, stored before orch_waiting
      * (release): 0 = any change (signal on every completion and
