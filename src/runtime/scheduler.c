@@ -44,6 +44,13 @@
 #ifndef RT_WAKE_AGE_NS
 #define RT_WAKE_AGE_NS 10000u
 #endif
+
+/* The mean time of a dispatch on a core above which a step gives work to
+ * parked cores as readily as to awake ones: the work then outweighs the
+ * wake-up (12-39 us measured on our 2-CPU hosts). */
+#ifndef RT_WAKE_WORTH_NS
+#define RT_WAKE_WORTH_NS 20000u
+#endif
 _Static_assert(RT_CORE_DEPTH >= 1 && RT_CORE_DEPTH <= RT_CORE_QUEUE, "payload slots per core");
 
 struct sched_core {
@@ -54,6 +61,7 @@ struct sched_core {
     uint64_t next_reg; /* the next dispatch id */
     uint64_t done_reg; /* ids below it are finished and applied; [done_reg, next_reg) in flight */
     struct rt_slot *inflight[RT_CORE_QUEUE]; /* by rt_payload_index of the id */
+    uint64_t busy_since; /* when the oldest id in flight started, about (simdev clock) */
     bool joined;  /* in this round with its core loop (round.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
 };
@@ -73,6 +81,7 @@ struct sched {
     struct rt_released released; /* made ready by the completions of one poll */
     bool has_shape[RT_SHAPES];   /* owns a unit that can run tasks of this shape */
     uint64_t backlog_since[RT_SHAPES]; /* when a step first saw RT_WAKE_BACKLOG queued; 0: not */
+    uint64_t task_ns; /* running mean of a dispatch's time on a core; 0: none finished yet */
 };
 
 /*
@@ -261,8 +270,10 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     d->ctx.core_id = c->id;
     d->ctx.failure = 0;
     d->ctx.reserved = 0;
-    if (c->done_reg == reg)
+    if (c->done_reg == reg) {
         atomic_fetch_add_explicit(&run->cores_running, 1, memory_order_relaxed);
+        c->busy_since = simdev_clock_ns();
+    }
     c->inflight[rt_payload_index(reg)] = s;
     atomic_store_explicit(&S->dispatched,
                           atomic_load_explicit(&S->dispatched, memory_order_relaxed) + 1,
@@ -309,6 +320,13 @@ static bool poll_core(struct sched *S, struct sched_core *c)
         return false;
     if (last >= c->next_reg)
         last = c->next_reg - 1; /* never the case: a core finishes only what was rung */
+    /* The time per dispatch, for the choice between parked cores and
+     * queueing (RT_WAKE_WORTH_NS): since the first of these ids started,
+     * shared by them; a mean over about the last eight. */
+    uint64_t now = simdev_clock_ns();
+    uint64_t sample = (now - c->busy_since) / (last - c->done_reg + 1);
+    S->task_ns = S->task_ns ? S->task_ns - S->task_ns / 8 + sample / 8 : sample;
+    c->busy_since = now;
     for (; c->done_reg <= last; c->done_reg++)
         finish(S, c, c->done_reg);
     if (c->done_reg == c->next_reg)
@@ -354,6 +372,8 @@ static bool core_parked(const struct sched_core *c)
  */
 static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass, uint32_t *units)
 {
+    if (pass == UNITS_AWAKE && S->task_ns >= RT_WAKE_WORTH_NS)
+        pass = UNITS_ANY; /* long tasks: a wake-up pays */
     uint32_t n = 0;
     if (shape == RT_SHAPE_MIX) {
         for (uint32_t k = 0; k < S->cluster_count && pass != UNITS_QUEUE; k++) {
@@ -564,7 +584,8 @@ static void place_released(struct sched *S, struct sched_core *c)
         struct rt_slot *s = S->released.slot[k];
         uint32_t type = s->shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         struct sched_core *to = NULL;
-        if (c->type == type && core_idle(c) && !core_parked(c) && !S->held[s->shape]) {
+        if (c->type == type && core_idle(c) &&
+            (S->task_ns >= RT_WAKE_WORTH_NS || !core_parked(c)) && !S->held[s->shape]) {
             to = c;
         } else if (!S->held[s->shape]) {
             uint32_t n = free_units(S, s->shape, UNITS_AWAKE, units);
