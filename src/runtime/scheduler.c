@@ -101,6 +101,10 @@ struct rt_sched {
      * take a pending task: a new ready task then needs no step now, since
      * every core will FIN and kick (rt_sched_kick_all skips it). */
     _Atomic uint32_t room;
+    /* 1 while the steps' mean time of a dispatch is RT_WAKE_WORTH_NS or
+     * more: a submit then runs its step rather than leave a ready task to
+     * a busy core's FIN, since the step would wake a parked core for it. */
+    _Atomic uint32_t long_tasks;
     _Alignas(RT_CACHELINE) struct sched state;
 };
 
@@ -119,6 +123,7 @@ void rt_scheds_init(struct rt_run *run)
         atomic_init(&R->pending, 0);
         atomic_init(&R->closed, 0);
         atomic_init(&R->room, 1);
+        atomic_init(&R->long_tasks, 0);
     }
 }
 
@@ -653,6 +658,9 @@ static bool has_room(const struct sched *S)
 static void publish_room(struct rt_sched *R)
 {
     struct sched *S = &R->state;
+    uint32_t long_tasks = S->task_ns >= RT_WAKE_WORTH_NS;
+    if (atomic_load_explicit(&R->long_tasks, memory_order_relaxed) != long_tasks)
+        atomic_store_explicit(&R->long_tasks, long_tasks, memory_order_relaxed);
     if (has_room(S) || S->core_count == 0) {
         atomic_store_explicit(&R->room, 1, memory_order_relaxed);
         return;
@@ -746,7 +754,9 @@ void rt_sched_kick_all(struct rt_run *run)
  * fence and this look at `waiters` make the other half of that Dekker
  * pair: either this sees the core parked (and kicks), or the core's peek
  * sees the task. Not for MIX, dummy, sync-start or SPMD tasks: those need
- * a step's choice now (a whole cluster, every idle core). A backlog is no
+ * a step's choice now (a whole cluster, every idle core); nor while tasks
+ * are long (long_tasks): the step may wake a parked core for the task
+ * rather than leave it to a busy core's FIN. A backlog is no
  * reason either: the awake core's own steps (one per FIN) are the ones
  * that wake a parked core once the backlog has aged (wake_parked).
  */
@@ -755,6 +765,9 @@ static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
     if ((s->shape != RT_SHAPE_AIC && s->shape != RT_SHAPE_AIV) || s->sync_start ||
         s->block_num > 1)
         return false;
+    for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
+        if (atomic_load_explicit(&run->scheds[i].long_tasks, memory_order_relaxed))
+            return false; /* a parked core is worth waking now: the step decides */
     uint32_t first = s->shape == RT_SHAPE_AIC ? 0 : run->aic_count;
     uint32_t end = s->shape == RT_SHAPE_AIC ? run->aic_count : run->core_count;
     for (uint32_t c = first; c < end; c++)
