@@ -94,7 +94,8 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     if (rt_layout_compute(&la.request.config, ctx->core_count, &layout) != 0)
         return PTO_RUNTIME_ERR_INTERNAL;
     struct rt_dispatch *payload =
-        (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) + (size_t)ctx->core_id * RT_CORE_QUEUE;
+        (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) +
+        (size_t)ctx->core_id * RT_CORE_QUEUE;
     struct rt_core_round *round = rt_core_rounds(run, &layout) + ctx->core_id;
     uint64_t deadline =
         simdev_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;

@@ -11,14 +11,15 @@
  * *step* — poll its cores' condition words, complete what finished,
  * dispatch ready tasks — runs on whichever device thread is already awake
  * and has just changed something the step must see: a core right after
- * each FIN, the orchestrator right after it published a ready task. A per-scheduler token (a try-lock) lets one
- * thread at a time run the step; a thread that finds it taken leaves a
- * note (`pending`) that the holder sees before it lets go and steps again,
- * so nobody waits for the token and no request is lost. The scheduler's
- * own thread keeps the handshake, the watchdog and the exit, and sleeps
- * otherwise: nothing on the per-task path wakes it. The step's state (a
- * struct sched) lives in the arena and is touched only by the token's
- * holder.
+ * each FIN or when it idles with work queued, the orchestrator right after
+ * it published a ready task that no awake core will fetch. A per-scheduler
+ * token (a try-lock) lets one thread at a time run the step; a thread
+ * that finds it taken leaves a note (`pending`) that the holder sees
+ * before it lets go and steps again, so nobody waits for the token and no
+ * request is lost. The scheduler's own thread keeps the handshake, the
+ * watchdog and the exit, and sleeps otherwise: nothing on the per-task
+ * path wakes it. The step's state (a struct sched) lives in the arena and
+ * is touched only by the token's holder.
  */
 #include <sched.h>
 #include <string.h>
