@@ -4,13 +4,13 @@
 #               summary by tools/simpler-trace)
 #   make test   install what is missing, build and run every test:
 #               the model check (make verify), normal build, then ASan+UBSan, then TSan, then a short soak
-#               (SOAK_SHORT_N runs of the pipeline, fault and review tests
+#               (SOAK_SHORT_N runs of the pipeline, fault, review and engine tests
 #               in each of the three builds), then the optimised build
 #               (compiled, not run), then a bounded fuzzing run of each fuzz
 #               target (FUZZ_SECONDS each)
 #   make verify the SPIN model check of the round gate (model/round_gate.pml)
-#   make soak   the pipeline, fault and review tests SOAK_N times each under
-#               the normal, ASan and TSan builds (about ten minutes;
+#   make soak   the pipeline, fault, review and engine tests SOAK_N times each under
+#               the normal, ASan and TSan builds (about twelve minutes;
 #               SOAK_N=, SOAK_BUILDS="normal asan tsan", tools/soak.sh)
 #   make fuzz-long  each fuzz target for FUZZ_LONG_SECONDS (default 600)
 #   make bench  install the peers (OpenMP, StarPU, BLAS), build optimised and

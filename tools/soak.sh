@@ -18,9 +18,13 @@
 #             executes), test_program_stranded (runs whose finalize failed)
 #   review    test_program_review (regressions from review: run reuse,
 #             second waiters, stale results)
+#   engine    test_dispatch (the scheduler's steps on awake threads, cores
+#             that fetch while idle, parked cores woken only when needed,
+#             with a runnable budget of one thread too), test_regs (the
+#             register windows, the runnable budget, waits with a predicate)
 #
 # Environment:
-#   SOAK_N        repetitions of each test per build (default 20: about ten
+#   SOAK_N        repetitions of each test per build (default 20: about twelve
 #                 minutes for the three builds on a 2-CPU machine when
 #                 nothing hangs; each hang adds about SOAK_TIMEOUT / 2)
 #   SOAK_TESTS    the tests to run instead of the list above
@@ -46,7 +50,7 @@ export LC_ALL=C # a decimal point in $EPOCHREALTIME and awk
 root=$(cd "$(dirname "$0")/.." && pwd)
 tests=(test_program_mode test_program_elf test_kernel_mode test_kernel_capture test_sem
        test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults test_fault test_chain_breaks
-       test_program_stranded test_program_review)
+       test_program_stranded test_program_review test_dispatch test_regs)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
