@@ -24,6 +24,13 @@
  * task to this idle core. A submit then skips its own step
  * (rt_sched_publish): the orchestrator pushes and goes on.
  */
+/* How often a fetching core that has parked looks at its ready queue
+ * again: the bound on how long a task can wait in the queue while this
+ * core sleeps, when no other thread runs a step that would wake it (every
+ * busy core inside a long kernel). Not per task: a parked core wakes on
+ * this timer only while it stays parked. */
+#define RT_FETCH_RECHECK_NS 1000000u
+
 struct fetch {
     struct rt_ready_queue *queue; /* the ready queue of this core's type */
     uint64_t kicked_head;         /* the queue head of the last fetch's kick */
@@ -40,20 +47,39 @@ static int work_to_fetch(void *arg)
     return rt_rq_peek(f->queue, &f->head) && f->head != f->kicked_head;
 }
 
+/* Once the run is readable (the round JOINED, or a dispatch came): this
+ * core's scheduler, and fetching from the ready queue of its type. */
+static void start_fetching(struct rt_run *run, const struct simdev_core_ctx *ctx,
+                           uint32_t *owner, struct fetch *fetch)
+{
+    *owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, ctx->core_id);
+    fetch->queue = &run->ready[ctx->core_type == SIMDEV_CORE_AIC ? RT_SHAPE_AIC : RT_SHAPE_AIV];
+    /* release: pairs with the acquire in core_will_fetch */
+    atomic_store_explicit(&run->core_pulling[ctx->core_id], 1, memory_order_release);
+}
+
 /* Waits for the doorbell to move past `last`. Until the core is JOINED
  * with its scheduler the wait is bounded by the round's deadline: at the
  * deadline the core leaves the round (round.c) and the loop ends. Once
  * JOINED, the owner of the wait is the scheduler, which rings EXIT on
  * every path out of rt_schedule; a lost device ends it too. With `fetch`,
- * work in the ready queue ends it as well (*value is then `last`).
- * Returns 0 with *value, 1 when the core left the round, or a device
- * error. */
+ * work in the ready queue ends it as well (*value is then `last`), looked
+ * at while the core spins and every RT_FETCH_RECHECK_NS while it sleeps.
+ * Without it, a round found JOINED ends it (the caller starts fetching).
+ * Returns 0 with *value, 1 when the core left the round, 2 when the round
+ * is JOINED and the core does not fetch yet, or a device error. */
 static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_core_round *round,
                          uint64_t generation, bool *joined, uint64_t deadline, uint64_t last,
                          struct fetch *fetch, uint64_t *value)
 {
     for (;;) {
-        uint64_t timeout = 0;
+        if (!fetch && rt_round_joined(round, generation)) {
+            /* acquire (in rt_round_joined): the scheduler arrived after the
+             * run was initialised, so the run is readable now */
+            *joined = true;
+            return 2;
+        }
+        uint64_t timeout = RT_FETCH_RECHECK_NS;
         if (!*joined) {
             uint64_t now = simdev_clock_ns();
             if (now >= deadline) {
@@ -63,15 +89,16 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_core_round
                 *joined = true;
                 continue;
             }
-            timeout = deadline - now;
+            if (deadline - now < timeout)
+                timeout = deadline - now;
         }
         /* acquire (in simdev): pairs with the scheduler's release of the
          * doorbell after it wrote the payload */
         int rc = fetch ? simdev_core_wait_doorbell_or(ctx->regs, last, timeout, value,
                                                       work_to_fetch, fetch)
                        : simdev_core_wait_doorbell(ctx->regs, last, timeout, value);
-        if (rc == PTO_RUNTIME_ERR_TIMEOUT && !*joined)
-            continue;
+        if (rc == PTO_RUNTIME_ERR_TIMEOUT)
+            continue; /* the round's deadline, or time to look again */
         if (rc != 0)
             return rc;
         /* Only a JOINED scheduler rings (round.c). */
@@ -122,6 +149,11 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
                                fetching ? &fetch : NULL, &value);
         if (rc == 1)
             return 0; /* left the round: its AICPU half never came, and reports that */
+        if (rc == 2) {
+            start_fetching(run, ctx, &owner, &fetch);
+            fetching = true;
+            continue;
+        }
         if (rc != 0)
             return rc;
         if (value == last) { /* work queued, the doorbell unmoved: fetch it */
@@ -139,14 +171,8 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
              * the doorbell that we acquired): the run's topology is
              * readable now. */
             if (owner == UINT32_MAX) {
-                owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers,
-                                      ctx->core_id);
-                fetch.queue = &run->ready[ctx->core_type == SIMDEV_CORE_AIC ? RT_SHAPE_AIC
-                                                                            : RT_SHAPE_AIV];
+                start_fetching(run, ctx, &owner, &fetch);
                 fetching = true;
-                /* release: pairs with the acquire in core_will_fetch */
-                atomic_store_explicit(&run->core_pulling[ctx->core_id], 1,
-                                      memory_order_release);
             }
             uint64_t trace_begin = RT_TRACE_CLOCK(trace);
             d->fn(d->args);

@@ -102,10 +102,11 @@ struct rt_sched {
      * take a pending task: a new ready task then needs no step now, since
      * every core will FIN and kick (rt_sched_kick_all skips it). */
     _Atomic uint32_t room;
-    /* 1 while the steps' mean time of a dispatch is RT_WAKE_WORTH_NS or
-     * more: a submit then runs its step rather than leave a ready task to
-     * a busy core's FIN, since the step would wake a parked core for it. */
-    _Atomic uint32_t long_tasks;
+    /* 1 while the steps know tasks to be short (a mean time of a dispatch
+     * measured, below RT_WAKE_WORTH_NS): only then may a submit leave its
+     * task to a core that fetches (core_will_fetch). Unknown or long
+     * tasks get the submit's step, which may wake a parked core. */
+    _Atomic uint32_t short_tasks;
     _Alignas(RT_CACHELINE) struct sched state;
 };
 
@@ -124,7 +125,7 @@ void rt_scheds_init(struct rt_run *run)
         atomic_init(&R->pending, 0);
         atomic_init(&R->closed, 0);
         atomic_init(&R->room, 1);
-        atomic_init(&R->long_tasks, 0);
+        atomic_init(&R->short_tasks, 0);
     }
 }
 
@@ -371,6 +372,15 @@ static bool core_parked(const struct sched_core *c)
     return simdev_core_parked(c->regs);
 }
 
+/* Tasks are known to be short: a mean time of a dispatch has been
+ * measured and is below RT_WAKE_WORTH_NS. Only then does a step leave a
+ * parked core parked for the sake of queueing behind a busy one; with
+ * long or unknown tasks the wake-up pays (or bounds the wait). */
+static bool tasks_short(const struct sched *S)
+{
+    return S->task_ns != 0 && S->task_ns < RT_WAKE_WORTH_NS;
+}
+
 /*
  * Free units of `shape`: for AIC/AIV, the cores of that type `pass` may
  * use; for MIX, fully idle clusters (any pass but UNITS_QUEUE). Writes
@@ -378,8 +388,8 @@ static bool core_parked(const struct sched_core *c)
  */
 static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass, uint32_t *units)
 {
-    if (pass == UNITS_AWAKE && S->task_ns >= RT_WAKE_WORTH_NS)
-        pass = UNITS_ANY; /* long tasks: a wake-up pays */
+    if (pass == UNITS_AWAKE && !tasks_short(S))
+        pass = UNITS_ANY; /* long or unknown tasks: a wake-up pays */
     uint32_t n = 0;
     if (shape == RT_SHAPE_MIX) {
         for (uint32_t k = 0; k < S->cluster_count && pass != UNITS_QUEUE; k++) {
@@ -590,8 +600,8 @@ static void place_released(struct sched *S, struct sched_core *c)
         struct rt_slot *s = S->released.slot[k];
         uint32_t type = s->shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         struct sched_core *to = NULL;
-        if (c->type == type && core_idle(c) &&
-            (S->task_ns >= RT_WAKE_WORTH_NS || !core_parked(c)) && !S->held[s->shape]) {
+        if (c->type == type && core_idle(c) && (!tasks_short(S) || !core_parked(c)) &&
+            !S->held[s->shape]) {
             to = c;
         } else if (!S->held[s->shape]) {
             uint32_t n = free_units(S, s->shape, UNITS_AWAKE, units);
@@ -659,9 +669,9 @@ static bool has_room(const struct sched *S)
 static void publish_room(struct rt_sched *R)
 {
     struct sched *S = &R->state;
-    uint32_t long_tasks = S->task_ns >= RT_WAKE_WORTH_NS;
-    if (atomic_load_explicit(&R->long_tasks, memory_order_relaxed) != long_tasks)
-        atomic_store_explicit(&R->long_tasks, long_tasks, memory_order_relaxed);
+    uint32_t short_tasks = tasks_short(S);
+    if (atomic_load_explicit(&R->short_tasks, memory_order_relaxed) != short_tasks)
+        atomic_store_explicit(&R->short_tasks, short_tasks, memory_order_relaxed);
     if (has_room(S) || S->core_count == 0) {
         atomic_store_explicit(&R->room, 1, memory_order_relaxed);
         return;
@@ -755,9 +765,10 @@ void rt_sched_kick_all(struct rt_run *run)
  * fence and this look at `waiters` make the other half of that Dekker
  * pair: either this sees the core parked (and kicks), or the core's peek
  * sees the task. Not for MIX, dummy, sync-start or SPMD tasks: those need
- * a step's choice now (a whole cluster, every idle core); nor while tasks
- * are long (long_tasks): the step may wake a parked core for the task
- * rather than leave it to a busy core's FIN. A backlog is no
+ * a step's choice now (a whole cluster, every idle core); nor unless tasks
+ * are known to be short (short_tasks): otherwise the step may wake a
+ * parked core for the task rather than leave it to a busy core's FIN. A
+ * backlog is no
  * reason either: the awake core's own steps (one per FIN) are the ones
  * that wake a parked core once the backlog has aged (wake_parked).
  */
@@ -767,8 +778,8 @@ static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
         s->block_num > 1)
         return false;
     for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
-        if (atomic_load_explicit(&run->scheds[i].long_tasks, memory_order_relaxed))
-            return false; /* a parked core is worth waking now: the step decides */
+        if (!atomic_load_explicit(&run->scheds[i].short_tasks, memory_order_relaxed))
+            return false; /* a parked core may be worth waking now: the step decides */
     uint32_t first = s->shape == RT_SHAPE_AIC ? 0 : run->aic_count;
     uint32_t end = s->shape == RT_SHAPE_AIC ? run->aic_count : run->core_count;
     for (uint32_t c = first; c < end; c++)

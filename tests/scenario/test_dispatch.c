@@ -1037,6 +1037,20 @@ static void orch_one_gate(struct simpler_orch *rt, const struct simpler_orch_arg
     simpler_submit_aiv(rt, K_GATE, &ta, &r);
 }
 
+/* A gate kernel, then an independent one-block task that counts its start
+ * in g_sync_seen. */
+static void orch_gate_then_one(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)args;
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
+    simpler_task_args_init(&ta);
+    simpler_submit_aiv(rt, K_GATE, &ta, &r);
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_scalar(&ta, 0);
+    simpler_submit_aiv(rt, K_MEET, &ta, &r);
+}
+
 /*
  * Waits (bounded) until the scheduler has told `core` to exit — which,
  * while a kernel of the run is still blocked on it, only a latched error
@@ -1080,6 +1094,35 @@ static void scheduler_timeout_while_a_kernel_blocks_is_a_running_stall(void **st
     h.config.sched_timeout_ms = 10000;
     check_spmd_index(&h, 37, 0, 0x6);
     assert_int_equal(h.result.stall_class, RT_STALL_NONE);
+    rth_close(&h);
+}
+
+/*
+ * A task that becomes ready while one core runs a kernel that does not end
+ * (until the test opens its gate) starts on another core: it is not left
+ * behind the busy core nor in the queue while the other cores are parked,
+ * which only the scheduler's own thread would notice, a quarter of
+ * sched_timeout_ms (30 s here) later. With nothing known of the tasks'
+ * length yet, a step wakes a parked core; the fetching cores look at
+ * their queue every millisecond while parked.
+ */
+static void a_task_ready_beside_an_endless_kernel_starts_on_another_core(void **state)
+{
+    (void)state;
+    struct rt_config cfg = rth_small_config();
+    cfg.sched_timeout_ms = 120000;
+    struct rt_harness h;
+    rth_open(&h, &cfg, 0);
+    run_enqueue(&h, orch_gate_then_one, NULL);
+    int blocked = ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
+    /* Only then may the gate open: the second task must start first. */
+    int started = blocked && ts_gate_wait_arrivals_for(&g_sync_seen, 1, TS_DEADLOCK_GUARD_MS);
+    ts_gate_open(&g_gate);
+    int status = run_wait(&h);
+    assert_true(blocked); /* 0: the gate kernel was never dispatched */
+    assert_true(started); /* 0: the second task waited for the endless kernel */
+    assert_int_equal(status, 0);
+    assert_int_equal(h.result.tasks_completed, 2);
     rth_close(&h);
 }
 
@@ -1450,6 +1493,7 @@ int main(void)
         T(scheduler_timeout_while_a_kernel_blocks_is_a_running_stall),
         T(scheduler_timeout_while_the_orchestration_computes_is_orch_starvation),
         T(scheduler_timeout_with_two_schedulers_is_still_a_running_stall),
+        T(a_task_ready_beside_an_endless_kernel_starts_on_another_core),
         T(fan_of_500_tasks_uses_every_core_with_2_schedulers),
         T(fan_of_500_tasks_uses_every_core_with_3_schedulers),
         T(fan_of_500_tasks_completes_when_the_budget_parks_every_idle_core),
