@@ -65,17 +65,29 @@ static void start_fetching(struct rt_run *run, const struct simdev_core_ctx *ctx
  * every path out of rt_schedule; a lost device ends it too. With `fetch`,
  * work in the ready queue ends it as well (*value is then `last`), looked
  * at while the core spins and every RT_FETCH_RECHECK_NS while it sleeps.
- * Without it, a round found JOINED ends it (the caller starts fetching).
+ * Without it, a round found JOINED with its run initialised ends it (the
+ * caller starts fetching).
  * Returns 0 with *value, 1 when the core left the round, 2 when the round
  * is JOINED and the core does not fetch yet, or a device error. */
-static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_core_round *round,
-                         uint64_t generation, bool *joined, uint64_t deadline, uint64_t last,
-                         struct fetch *fetch, uint64_t *value)
+/* True once the run of `generation` is initialised without error, so its
+ * topology and queues may be read. Not implied by a JOINED round: a
+ * launch whose orchestrator never initialised the run joins and leaves
+ * on the schedulers' behalf (rt_exit_cores_uninitialised). */
+static bool run_usable(struct rt_run *run, uint64_t generation)
+{
+    /* acquire: pairs with the release of init_generation in
+     * rt_aicpu_round, which follows the run's initialisation and any
+     * error it latched */
+    return atomic_load_explicit(&run->init_generation, memory_order_acquire) == generation &&
+           !rt_error(run);
+}
+
+static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
+                         struct rt_core_round *round, uint64_t generation, bool *joined,
+                         uint64_t deadline, uint64_t last, struct fetch *fetch, uint64_t *value)
 {
     for (;;) {
-        if (!fetch && rt_round_joined(round, generation)) {
-            /* acquire (in rt_round_joined): the scheduler arrived after the
-             * run was initialised, so the run is readable now */
+        if (!fetch && rt_round_joined(round, generation) && run_usable(run, generation)) {
             *joined = true;
             return 2;
         }
@@ -145,7 +157,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     bool fetching = false;
     for (;;) {
         uint64_t value;
-        int rc = wait_doorbell(ctx, round, la.generation, &joined, deadline, last,
+        int rc = wait_doorbell(ctx, run, round, la.generation, &joined, deadline, last,
                                fetching ? &fetch : NULL, &value);
         if (rc == 1)
             return 0; /* left the round: its AICPU half never came, and reports that */
