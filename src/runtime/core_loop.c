@@ -17,14 +17,14 @@
 
 /*
  * Fetching work while idle (the engine rule: the step runs on a thread
- * that is awake): once the core has had a dispatch (its scheduler and the
- * run's topology are known), its doorbell wait also watches the ready
- * queue of its type, and when a task is there that it has not already
- * kicked for, the core runs its scheduler's step itself, which gives the
- * task to this idle core. A submit then skips its own step
- * (rt_sched_publish): the orchestrator pushes and goes on.
- */
-/* How often a fetching core that has parked looks at its ready queue
+ * that is awake): once the run is usable (run_usable, or a dispatch came),
+ * the core's doorbell wait also watches the ready queue of its type, and
+ * when a task is there that it has not already kicked for, the core runs
+ * its scheduler's step itself, which gives the task to this idle core. A
+ * submit then skips its own step (rt_sched_publish): the orchestrator
+ * pushes and goes on.
+ *
+ * How often a fetching core that has parked looks at its ready queue
  * again: the bound on how long a task can wait in the queue while this
  * core sleeps, when no other thread runs a step that would wake it (every
  * busy core inside a long kernel). Not per task: a parked core wakes on
@@ -47,8 +47,8 @@ static int work_to_fetch(void *arg)
     return rt_rq_peek(f->queue, &f->head) && f->head != f->kicked_head;
 }
 
-/* Once the run is readable (the round JOINED, or a dispatch came): this
- * core's scheduler, and fetching from the ready queue of its type. */
+/* Once the run is usable (or a dispatch came): this core's scheduler, and
+ * fetching from the ready queue of its type. */
 static void start_fetching(struct rt_run *run, const struct simdev_core_ctx *ctx,
                            uint32_t *owner, struct fetch *fetch)
 {
@@ -58,17 +58,6 @@ static void start_fetching(struct rt_run *run, const struct simdev_core_ctx *ctx
     atomic_store_explicit(&run->core_pulling[ctx->core_id], 1, memory_order_release);
 }
 
-/* Waits for the doorbell to move past `last`. Until the core is JOINED
- * with its scheduler the wait is bounded by the round's deadline: at the
- * deadline the core leaves the round (round.c) and the loop ends. Once
- * JOINED, the owner of the wait is the scheduler, which rings EXIT on
- * every path out of rt_schedule; a lost device ends it too. With `fetch`,
- * work in the ready queue ends it as well (*value is then `last`), looked
- * at while the core spins and every RT_FETCH_RECHECK_NS while it sleeps.
- * Without it, a round found JOINED with its run initialised ends it (the
- * caller starts fetching).
- * Returns 0 with *value, 1 when the core left the round, 2 when the round
- * is JOINED and the core does not fetch yet, or a device error. */
 /* True once the run of `generation` is initialised without error, so its
  * topology and queues may be read. Not implied by a JOINED round: a
  * launch whose orchestrator never initialised the run joins and leaves
@@ -82,6 +71,17 @@ static bool run_usable(struct rt_run *run, uint64_t generation)
            !rt_error(run);
 }
 
+/* Waits for the doorbell to move past `last`. Until the core is JOINED
+ * with its scheduler the wait is bounded by the round's deadline: at the
+ * deadline the core leaves the round (round.c) and the loop ends. Once
+ * JOINED, the owner of the wait is the scheduler, which rings EXIT on
+ * every path out of rt_schedule; a lost device ends it too. With `fetch`,
+ * work in the ready queue ends it as well (*value is then `last`), looked
+ * at while the core spins and every RT_FETCH_RECHECK_NS while it sleeps.
+ * Without it, a round found JOINED with its run initialised ends it (the
+ * caller starts fetching).
+ * Returns 0 with *value, 1 when the core left the round, 2 when the round
+ * is JOINED and the core does not fetch yet, or a device error. */
 static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
                          struct rt_core_round *round, uint64_t generation, bool *joined,
                          uint64_t deadline, uint64_t last, struct fetch *fetch, uint64_t *value)
@@ -151,19 +151,17 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
     simdev_core_write_cond(ctx->regs, rt_cond_fin(base + 1));
-    uint32_t owner = UINT32_MAX; /* this core's scheduler, known after the first dispatch */
+    uint32_t owner = UINT32_MAX; /* this core's scheduler, known once it fetches */
     uint64_t next = base + 2;    /* the next dispatch id to run */
     struct fetch fetch = {.kicked_head = UINT64_MAX};
-    bool fetching = false;
     for (;;) {
         uint64_t value;
         int rc = wait_doorbell(ctx, run, round, la.generation, &joined, deadline, last,
-                               fetching ? &fetch : NULL, &value);
+                               owner != UINT32_MAX ? &fetch : NULL, &value);
         if (rc == 1)
             return 0; /* left the round: its AICPU half never came, and reports that */
         if (rc == 2) {
             start_fetching(run, ctx, &owner, &fetch);
-            fetching = true;
             continue;
         }
         if (rc != 0)
@@ -182,10 +180,8 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
              * initialised (acquire of init_generation, then its release of
              * the doorbell that we acquired): the run's topology is
              * readable now. */
-            if (owner == UINT32_MAX) {
+            if (owner == UINT32_MAX)
                 start_fetching(run, ctx, &owner, &fetch);
-                fetching = true;
-            }
             uint64_t trace_begin = RT_TRACE_CLOCK(trace);
             d->fn(d->args);
             if (trace)

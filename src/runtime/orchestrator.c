@@ -78,7 +78,7 @@ struct task_shape {
     int32_t kernel[3];
     uint64_t heap_need;                             /* all OUTPUTs' bytes */
     uint64_t output_bytes[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: an OUTPUT's heap bytes */
-    struct sp_view_extent extent[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: another kind's bytes */
+    struct sp_view_extent extent[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: a non-OUTPUT's bytes */
 };
 
 static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kernels *k,
@@ -128,11 +128,9 @@ static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kerne
                 !sp_add_u64(ts->heap_need, ts->output_bytes[i], &ts->heap_need))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
         } else if (arg->kind >= SIMPLER_ARG_INPUT && arg->kind <= SIMPLER_ARG_NO_DEP) {
-            struct sp_view_extent e;
-            if (!arg->tensor || !tensor_valid(arg->tensor, &e) ||
+            if (!arg->tensor || !tensor_valid(arg->tensor, &ts->extent[i]) ||
                 !producer_valid(run, arg->tensor->producer_task_id))
                 return SIMPLER_ORCH_ERR_INVALID_ARGS;
-            ts->extent[i] = e;
         } else {
             return SIMPLER_ORCH_ERR_INVALID_ARGS;
         }

@@ -497,13 +497,10 @@ void rt_scheds_init(struct rt_run *run);
  * task; safe from any device thread of the run, and a no-op before the
  * scheduler's handshake has ended and after its exit. */
 void rt_sched_kick(struct rt_run *run, uint32_t index);
-void rt_sched_kick_all(struct rt_run *run);
 /* The orchestrator after it pushed ready task `s`: runs the steps that
- * dispatch it (rt_sched_kick_all), unless an awake core that fetches work
- * while idle is sure to run one (see scheduler.c). */
+ * dispatch it (every scheduler with room), unless an awake core that
+ * fetches work while idle is sure to run one (see scheduler.c). */
 void rt_sched_publish(struct rt_run *run, const struct rt_slot *s);
-/* Approximate: true when some ready queue may hold a task. */
-bool rt_work_queued(struct rt_run *run);
 
 /* Orchestrator thread: runs the entry inside scope 0. */
 void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,

@@ -100,7 +100,7 @@ struct rt_sched {
     _Atomic uint32_t closed;
     /* 0 when the last step left no core of this scheduler idle or able to
      * take a pending task: a new ready task then needs no step now, since
-     * every core will FIN and kick (rt_sched_kick_all skips it). */
+     * every core will FIN and kick (kick_with_room skips it). */
     _Atomic uint32_t room;
     /* 1 while the steps know tasks to be short (a mean time of a dispatch
      * measured, below RT_WAKE_WORTH_NS): only then may a submit leave its
@@ -401,26 +401,24 @@ static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass,
         return n;
     }
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
+    uint32_t parked[SIMDEV_MAX_CORES], n_parked = 0;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
         if (c->type != type)
             continue;
-        bool take = pass == UNITS_QUEUE ? core_can_queue(c)
-                                        : core_idle(c) && (pass == UNITS_ANY || !core_parked(c));
-        if (take)
-            units[n++] = i;
-    }
-    if (pass == UNITS_ANY) { /* awake ones first: stable partition */
-        uint32_t awake = 0;
-        for (uint32_t k = 0; k < n; k++) {
-            if (core_parked(&S->cores[units[k]]))
-                continue;
-            uint32_t u = units[k];
-            for (uint32_t j = k; j > awake; j--)
-                units[j] = units[j - 1];
-            units[awake++] = u;
+        if (pass == UNITS_QUEUE) {
+            if (core_can_queue(c))
+                units[n++] = i;
+        } else if (core_idle(c)) {
+            if (!core_parked(c))
+                units[n++] = i;
+            else if (pass == UNITS_ANY)
+                parked[n_parked++] = i;
         }
     }
+    /* awake ones first, then the parked ones (UNITS_ANY) */
+    for (uint32_t k = 0; k < n_parked; k++)
+        units[n++] = parked[k];
     return n;
 }
 
@@ -576,7 +574,8 @@ static bool work_visible(struct sched *S)
     return false;
 }
 
-bool rt_work_queued(struct rt_run *run)
+/* Approximate: true when some ready queue may hold a task. */
+static bool work_queued(struct rt_run *run)
 {
     for (uint32_t k = 0; k < RT_SHAPES; k++)
         if (rt_rq_maybe_nonempty(&run->ready[k]) || rt_rq_maybe_nonempty(&run->sync_ready[k]))
@@ -662,7 +661,7 @@ static bool has_room(const struct sched *S)
  * owned core holds RT_CORE_DEPTH ids in flight, so each will FIN, and
  * its kick (after this step lets go of the token) dispatches what is
  * queued. The seq_cst store, fence and look at the queues pair with the
- * orchestrator's push, fence and look at `room` (rt_sched_kick_all):
+ * orchestrator's push, fence and look at `room` (kick_with_room):
  * either it sees room = 0 only after this step saw its task (then the next
  * FIN's step dispatches it), or it sees room = 1 and kicks.
  */
@@ -678,7 +677,7 @@ static void publish_room(struct rt_sched *R)
     }
     atomic_store_explicit(&R->room, 0, memory_order_seq_cst);
     atomic_thread_fence(memory_order_seq_cst);
-    (void)rt_work_queued(S->run); /* the look the fence orders: see above */
+    (void)work_queued(S->run); /* the look the fence orders: see above */
 }
 
 /* Takes the token if it is free. seq_cst, with the pending note: see
@@ -742,11 +741,11 @@ void rt_sched_kick(struct rt_run *run, uint32_t index)
     kick_set(run, 1u << index);
 }
 
-void rt_sched_kick_all(struct rt_run *run)
+/* Kicks every scheduler that has room for a new ready task. Caller has
+ * fenced (seq_cst) after its push: the looks at room pair with
+ * publish_room's store, fence and look at the queues. */
+static void kick_with_room(struct rt_run *run)
 {
-    /* seq_cst fence: the caller's push before the looks at room, pairing
-     * with publish_room's store, fence and look at the queues */
-    atomic_thread_fence(memory_order_seq_cst);
     uint32_t mask = 0;
     for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
         if (atomic_load_explicit(&run->scheds[i].room, memory_order_relaxed))
@@ -792,12 +791,12 @@ static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
 
 void rt_sched_publish(struct rt_run *run, const struct rt_slot *s)
 {
-    /* seq_cst fence: the push before the looks at the cores (above) and at
-     * room (rt_sched_kick_all) */
+    /* seq_cst fence, one for both looks: the push before the looks at the
+     * cores (core_will_fetch) and at room (kick_with_room) */
     atomic_thread_fence(memory_order_seq_cst);
     if (core_will_fetch(run, s))
         return;
-    rt_sched_kick_all(run);
+    kick_with_room(run);
 }
 
 /* Takes the token for good (the exit, the watchdog's verdict): marks the

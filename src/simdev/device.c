@@ -269,18 +269,19 @@ static uint32_t host_cpus(int *cpus, uint32_t max)
  * idles (measured: unpinned runs used 1.4-1.8 of 2 CPUs, pinned 1.96-1.99).
  * The AICPU threads stay unpinned: they run the orchestration and sleep
  * otherwise. Best effort: a refused affinity leaves the thread where the OS
- * put it.
+ * put it. Also sets the runnable budget (the same count of CPUs, unless
+ * the config says otherwise).
  */
 static void place_cores(struct sd_device *dev, uint32_t ncores)
 {
     int cpus[SIMDEV_MAX_CORES + 1];
     uint32_t n = host_cpus(cpus, SIMDEV_MAX_CORES + 1);
-    dev->cores_fit = n > 0 && ncores <= n;
+    bool cores_fit = n > 0 && ncores <= n;
     /* An unreadable affinity: no budget (every waiter spins its time). */
     dev->budget.cpus = dev->config.runnable_cpus ? dev->config.runnable_cpus
                        : n > 0                   ? n
                                                  : UINT32_MAX;
-    if (!dev->cores_fit || !dev->config.pin_cores)
+    if (!cores_fit || !dev->config.pin_cores)
         return;
     for (uint32_t i = 0; i < ncores; i++) {
         cpu_set_t one;

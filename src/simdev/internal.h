@@ -234,7 +234,6 @@ struct sd_device {
     _Atomic bool started; /* written under lock; read lock-free on every call */
     struct simdev_config config;
     _Atomic int lost;
-    bool cores_fit; /* the cores are no more than the host's CPUs (device_start) */
     struct sd_budget budget; /* its device threads awake, against the host's CPUs */
 
     /* Threads. */

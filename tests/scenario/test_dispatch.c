@@ -1068,15 +1068,28 @@ static int wait_core_exit(uint32_t core)
     return 1;
 }
 
+/* Opens the harness with the small config and `sched_timeout_ms`. */
+static void open_with_sched_timeout(struct rt_harness *h, uint32_t sched_timeout_ms)
+{
+    struct rt_config cfg = rth_small_config();
+    cfg.sched_timeout_ms = sched_timeout_ms;
+    rth_open(h, &cfg, 0);
+}
+
+/* Enqueues `orch`, whose first task is the gate kernel, and waits
+ * (bounded) until that kernel blocks in g_gate. Returns 1 once it does. */
+static int enqueue_until_gate(struct rt_harness *h, simpler_orch_entry_fn orch)
+{
+    run_enqueue(h, orch, NULL);
+    return ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
+}
+
 static void scheduler_timeout_while_a_kernel_blocks_is_a_running_stall(void **state)
 {
     (void)state;
-    struct rt_config cfg = rth_small_config();
-    cfg.sched_timeout_ms = 200;
     struct rt_harness h;
-    rth_open(&h, &cfg, 0);
-    run_enqueue(&h, orch_one_gate, NULL);
-    int blocked = ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
+    open_with_sched_timeout(&h, 200);
+    int blocked = enqueue_until_gate(&h, orch_one_gate);
     /* The kernel stays in the gate until the scheduler has given up on it
      * and rung its core's exit; only then may it return. */
     int exited = blocked && wait_core_exit(atomic_load(&g_gate_core));
@@ -1109,12 +1122,9 @@ static void scheduler_timeout_while_a_kernel_blocks_is_a_running_stall(void **st
 static void a_task_ready_beside_an_endless_kernel_starts_on_another_core(void **state)
 {
     (void)state;
-    struct rt_config cfg = rth_small_config();
-    cfg.sched_timeout_ms = 120000;
     struct rt_harness h;
-    rth_open(&h, &cfg, 0);
-    run_enqueue(&h, orch_gate_then_one, NULL);
-    int blocked = ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
+    open_with_sched_timeout(&h, 120000);
+    int blocked = enqueue_until_gate(&h, orch_gate_then_one);
     /* Only then may the gate open: the second task must start first. */
     int started = blocked && ts_gate_wait_arrivals_for(&g_sync_seen, 1, TS_DEADLOCK_GUARD_MS);
     ts_gate_open(&g_gate);
@@ -1136,16 +1146,13 @@ static void scheduler_timeout_with_two_schedulers_is_still_a_running_stall(void 
 {
     (void)state;
     use_topology(3, 1, 2);
-    struct rt_config cfg = rth_small_config();
-    cfg.sched_timeout_ms = 200;
     struct rt_harness h;
-    rth_open(&h, &cfg, 0);
+    open_with_sched_timeout(&h, 200);
     for (int round = 0; round < 8; round++) {
         ts_gate_destroy(&g_gate);
         ts_gate_init(&g_gate);
         records_reset();
-        run_enqueue(&h, orch_one_gate, NULL);
-        int blocked = ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
+        int blocked = enqueue_until_gate(&h, orch_one_gate);
         int exited = blocked && wait_core_exit(atomic_load(&g_gate_core));
         ts_gate_open(&g_gate);
         int status = run_wait(&h);
