@@ -5,10 +5,14 @@
  * copy's device range can be checked against the allocation holding it) and
  * the exact accounting (in use, high-water mark, live count). Device memory
  * is host memory, but only device code and explicit copies touch it.
+ * Like a real device's memory it is resident from the allocation on: its
+ * pages are committed here, so no run pays a page fault on first touch.
  */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "simdev/internal.h"
 
@@ -69,6 +73,32 @@ int sd_memory_check_copy(struct sd_device *dev, void *dst, const void *src, size
     return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
 }
 
+/* Commits the whole pages of [mem, mem + bytes) without changing their
+ * contents: MADV_POPULATE_WRITE where the kernel has it (Linux 5.14), else
+ * one write per page. The partial pages at either end belong to the host
+ * allocator's block and are resident already or faulted by the first write.
+ * Without it the first run on a fresh context faults in its ring slots one
+ * page at a time on the orchestrator's CPU: 3-4% of the CPU of a 64 us
+ * stencil run (docs/performance.md). */
+static void commit_pages(void *mem, size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t first = ((uintptr_t)mem + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t end = ((uintptr_t)mem + bytes) & ~((uintptr_t)page - 1);
+    if (end <= first)
+        return;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise((void *)first, end - first, MADV_POPULATE_WRITE) == 0)
+        return;
+#endif
+    for (uintptr_t at = first; at < end; at += (uintptr_t)page) {
+        volatile unsigned char *byte = (volatile unsigned char *)at;
+        *byte = *byte;
+    }
+}
+
 int simdev_malloc(void **dev_ptr, size_t bytes)
 {
     return simdev_malloc_owned(dev_ptr, bytes, 0);
@@ -120,6 +150,7 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
     if (dev->in_use > dev->high_water)
         dev->high_water = dev->in_use;
     pthread_mutex_unlock(&dev->mem_lock);
+    commit_pages(mem, rounded);
     sd_count(dev, SIMDEV_OP_MALLOC);
     *dev_ptr = mem;
     return 0;
