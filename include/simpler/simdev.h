@@ -412,6 +412,24 @@ uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs);
  */
 int simdev_core_parked(const struct simdev_core_regs *regs);
 
+/*
+ * AICPU side: 1 while the device of the calling device thread has fewer
+ * threads awake than its runnable budget (simdev_config runnable_cpus), so
+ * waking a parked core would not take a CPU from a thread already working;
+ * 1 outside a device thread. A hint, like simdev_core_parked.
+ */
+int simdev_budget_has_room(void);
+
+/*
+ * Device thread side: 1 while the calling thread, awake, fits its device's
+ * runnable budget: at most runnable_cpus threads awake, counting itself
+ * (a thread that a wait has taken out of the count, to park, needs a place
+ * free); 1 outside a device thread. For the predicate of a core's
+ * simdev_core_wait_doorbell_or, which runs in the wait: a core over the
+ * budget leaves work nobody handed it to cores that fit.
+ */
+int simdev_budget_fits(void);
+
 /* Core side: acquire load of the doorbell. */
 uint64_t simdev_regs_read_doorbell(const struct simdev_core_regs *regs);
 
@@ -430,7 +448,8 @@ int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
  * more before it parks; a parked core is woken by a ring only). Then it
  * returns 0 with *value = last_seen; a doorbell that moved wins. `also`
  * must not block; also_arg is borrowed for the call. For a core that
- * fetches work itself while it idles.
+ * fetches work itself while it idles (simdev_budget_fits tells it whether
+ * it may).
  */
 int simdev_core_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_seen,
                                  uint64_t timeout_ns, uint64_t *value, int (*also)(void *arg),

@@ -32,10 +32,41 @@
 #define RT_FETCH_RECHECK_NS 1000000u
 
 struct fetch {
+    struct rt_run *run;
     struct rt_ready_queue *queue; /* the ready queue of this core's type */
+    uint32_t core_id;
+    uint32_t core_type;
     uint64_t kicked_head;         /* the queue head of the last fetch's kick */
     uint64_t head;                /* the head the predicate found */
+    uint64_t recheck_head;        /* the head at the last recheck, or UINT64_MAX: empty */
 };
+
+/* Work in the queue that this core has not kicked for yet. */
+static bool work_queued(struct fetch *f)
+{
+    return rt_rq_peek(f->queue, &f->head) && f->head != f->kicked_head;
+}
+
+/* Another core of this type that fetches and is not parked. */
+static bool sibling_awake(const struct fetch *f)
+{
+    const struct rt_run *run = f->run;
+    return f->core_type == SIMDEV_CORE_AIC
+               ? rt_fetcher_awake(run, 0, run->aic_count, f->core_id)
+               : rt_fetcher_awake(run, run->aic_count, run->core_count, f->core_id);
+}
+
+/* True when the queue holds the same head as at the last recheck. */
+static bool stalled(struct fetch *f)
+{
+    uint64_t head;
+    bool queued = rt_rq_peek(f->queue, &head);
+    bool same = queued && head == f->recheck_head;
+    f->recheck_head = queued ? head : UINT64_MAX;
+    if (same)
+        f->head = head;
+    return same;
+}
 
 static int work_to_fetch(void *arg)
 {
@@ -44,7 +75,15 @@ static int work_to_fetch(void *arg)
      * seq_cst fence (simdev's park), pairing with the submit's push, fence
      * and look at waiters (rt_sched_publish): either the submit sees this
      * core parked, or this peek sees its task. */
-    return rt_rq_peek(f->queue, &f->head) && f->head != f->kicked_head;
+    if (!work_queued(f))
+        return 0;
+    /* The runnable budget: a core that would make more device threads
+     * awake than CPUs leaves the work to a sibling that is awake, which
+     * takes it without a wake-up (a FIN's step, or its own wait), rather
+     * than take a CPU from a thread already working. Two such cores
+     * cannot both leave it: each parks announced (waiters, then a fence)
+     * before its last look, so the later one sees the earlier parked. */
+    return simdev_budget_fits() || !sibling_awake(f);
 }
 
 /* Once the run is usable (or a dispatch came): this core's scheduler, and
@@ -53,7 +92,10 @@ static void start_fetching(struct rt_run *run, const struct simdev_core_ctx *ctx
                            uint32_t *owner, struct fetch *fetch)
 {
     *owner = rt_core_owner(run->aic_count, run->cluster_count, run->schedulers, ctx->core_id);
+    fetch->run = run;
     fetch->queue = &run->ready[ctx->core_type == SIMDEV_CORE_AIC ? RT_SHAPE_AIC : RT_SHAPE_AIV];
+    fetch->core_id = ctx->core_id;
+    fetch->core_type = ctx->core_type;
     /* release: pairs with the acquire in core_will_fetch */
     atomic_store_explicit(&run->core_pulling[ctx->core_id], 1, memory_order_release);
 }
@@ -109,8 +151,18 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
         int rc = fetch ? simdev_core_wait_doorbell_or(ctx->regs, last, timeout, value,
                                                       work_to_fetch, fetch)
                        : simdev_core_wait_doorbell(ctx->regs, last, timeout, value);
-        if (rc == PTO_RUNTIME_ERR_TIMEOUT)
-            continue; /* the round's deadline, or time to look again */
+        if (rc == PTO_RUNTIME_ERR_TIMEOUT) {
+            /* Time to look again. A queue whose head has not moved since
+             * the last look is fetched from whatever the budget: nobody
+             * took a task for a whole period (the awake cores may all be
+             * in kernels that wait for more cores to start theirs). A
+             * moving queue is left to the cores that move it. */
+            if (fetch && stalled(fetch)) {
+                *value = last;
+                return 0;
+            }
+            continue; /* or the round's deadline */
+        }
         if (rc != 0)
             return rc;
         /* Only a JOINED scheduler rings (round.c). */
@@ -153,7 +205,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     simdev_core_write_cond(ctx->regs, rt_cond_fin(base + 1));
     uint32_t owner = UINT32_MAX; /* this core's scheduler, known once it fetches */
     uint64_t next = base + 2;    /* the next dispatch id to run */
-    struct fetch fetch = {.kicked_head = UINT64_MAX};
+    struct fetch fetch = {.kicked_head = UINT64_MAX, .recheck_head = UINT64_MAX};
     for (;;) {
         uint64_t value;
         int rc = wait_doorbell(ctx, run, round, la.generation, &joined, deadline, last,

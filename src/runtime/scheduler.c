@@ -49,6 +49,13 @@
 /* The mean time of a dispatch on a core above which a step gives work to
  * parked cores as readily as to awake ones: the work then outweighs the
  * wake-up (12-39 us measured on our 2-CPU hosts). */
+/* A backlog wakes a parked core after RT_WAKE_AGE_NS only while the
+ * runnable budget has room (the woken core would otherwise take a CPU
+ * from a thread already working: with short tasks the orchestrator's);
+ * after RT_WAKE_STALL_NS whatever the budget. */
+#ifndef RT_WAKE_STALL_NS
+#define RT_WAKE_STALL_NS 1000000u
+#endif
 #ifndef RT_WAKE_WORTH_NS
 #define RT_WAKE_WORTH_NS 20000u
 #endif
@@ -518,7 +525,8 @@ static bool wake_parked(struct sched *S, uint32_t shape)
         uint64_t now = simdev_clock_ns();
         if (S->backlog_since[shape] == 0)
             S->backlog_since[shape] = now;
-        else if (now - S->backlog_since[shape] >= RT_WAKE_AGE_NS)
+        else if (now - S->backlog_since[shape] >= RT_WAKE_STALL_NS ||
+                 (now - S->backlog_since[shape] >= RT_WAKE_AGE_NS && simdev_budget_has_room()))
             return true;
     }
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
@@ -763,7 +771,9 @@ static void kick_with_room(struct rt_run *run)
  * seq_cst fence and the peek: core_loop.c). The caller's push, its seq_cst
  * fence and this look at `waiters` make the other half of that Dekker
  * pair: either this sees the core parked (and kicks), or the core's peek
- * sees the task. Not for MIX, dummy, sync-start or SPMD tasks: those need
+ * sees the task. A core that sees it but would exceed the runnable budget
+ * leaves it only to another awake fetching core of its type, which sees
+ * it in turn (work_to_fetch, core_loop.c). Not for MIX, dummy, sync-start or SPMD tasks: those need
  * a step's choice now (a whole cluster, every idle core); nor unless tasks
  * are known to be short (short_tasks): otherwise the step may wake a
  * parked core for the task rather than leave it to a busy core's FIN. A
@@ -779,14 +789,9 @@ static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
     for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
         if (!atomic_load_explicit(&run->scheds[i].short_tasks, memory_order_relaxed))
             return false; /* a parked core may be worth waking now: the step decides */
-    uint32_t first = s->shape == RT_SHAPE_AIC ? 0 : run->aic_count;
-    uint32_t end = s->shape == RT_SHAPE_AIC ? run->aic_count : run->core_count;
-    for (uint32_t c = first; c < end; c++)
-        /* acquire: pairs with the core loop's release of core_pulling */
-        if (atomic_load_explicit(&run->core_pulling[c], memory_order_acquire) &&
-            !simdev_core_parked(run->core_regs[c]))
-            return true;
-    return false;
+    return s->shape == RT_SHAPE_AIC ? rt_fetcher_awake(run, 0, run->aic_count, UINT32_MAX)
+                                    : rt_fetcher_awake(run, run->aic_count, run->core_count,
+                                                       UINT32_MAX);
 }
 
 void rt_sched_publish(struct rt_run *run, const struct rt_slot *s)

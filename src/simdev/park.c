@@ -78,6 +78,25 @@ static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomi
 
 _Thread_local struct sd_budget *sd_tl_budget;
 
+/* Whether this thread is in its budget's awake count now: false only while
+ * a wait of its job has taken it out (the excess, or parked). */
+static _Thread_local bool tl_uncounted;
+
+int simdev_budget_has_room(void)
+{
+    const struct sd_budget *b = sd_tl_budget;
+    return !b || atomic_load_explicit(&b->awake, memory_order_relaxed) < b->cpus;
+}
+
+int simdev_budget_fits(void)
+{
+    const struct sd_budget *b = sd_tl_budget;
+    if (!b)
+        return true;
+    uint32_t awake = atomic_load_explicit(&b->awake, memory_order_relaxed);
+    return tl_uncounted ? awake < b->cpus : awake <= b->cpus;
+}
+
 /* Takes this thread out of its budget's awake count if more threads than
  * CPUs are awake (the excess parks, the rest spin on: one CAS per try).
  * True when it did. */
@@ -105,9 +124,16 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
      * CPU from the threads doing the work. The budget is the caller's
      * (per role: sd_spin_ns in device.c); after it, park. Every 32 polls
      * (about a microsecond) look at the clock, and (yield_to_budget) at the
-     * device's runnable budget: a waiter over it parks at once. */
+     * device's runnable budget: a waiter over it parks at once. The spin's
+     * end is set at the first look (a wait that ends sooner, the common
+     * case of a handoff, reads no clock). */
     struct sd_budget *budget = sd_tl_budget;
-    uint64_t spin_end = simdev_clock_ns() + spin_ns;
+    uint64_t spin_end = 0;
+    if (yield_to_budget && *counted && budget_leave_if_over(budget)) {
+        *counted = false; /* over the budget already: no spin at all */
+        tl_uncounted = true;
+        spin_ns = 0;
+    }
     for (uint32_t i = 1; spin_ns; i++) {
         if (ready(arg))
             return 0;
@@ -116,10 +142,13 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
             int rc = wait_check(ready, arg, deadline_ns, lost, now);
             if (rc <= 0)
                 return rc;
-            if (now >= spin_end)
+            if (spin_end == 0)
+                spin_end = now + spin_ns;
+            else if (now >= spin_end)
                 break;
             if (yield_to_budget && *counted && budget_leave_if_over(budget)) {
                 *counted = false;
+                tl_uncounted = true;
                 break;
             }
         } else {
@@ -132,6 +161,7 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     if (*counted) {
         atomic_fetch_sub_explicit(&budget->awake, 1, memory_order_relaxed);
         *counted = false;
+        tl_uncounted = true;
     }
     for (;;) {
         atomic_fetch_add_explicit(&word->waiters, 1, memory_order_seq_cst);
@@ -159,8 +189,10 @@ static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, 
     bool counted = sd_tl_budget != NULL;
     int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost, yield_to_budget,
                                  &counted);
-    if (sd_tl_budget && !counted)
+    if (sd_tl_budget && !counted) {
         atomic_fetch_add_explicit(&sd_tl_budget->awake, 1, memory_order_relaxed);
+        tl_uncounted = false;
+    }
     /* Losing the device wakes every waiter, and may itself make a predicate
      * true (it bumps the sequences waiters watch): a loss always wins. */
     if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))

@@ -251,6 +251,117 @@ static void an_idle_core_over_the_runnable_budget_parks_and_the_other_spins(void
     assert_int_equal(simdev_stream_destroy(stream), 0);
 }
 
+/* Records what the budget says inside a core's job: before any wait
+ * (has_room), and on every poll of its doorbell wait's predicate (fits),
+ * until the host rings. */
+struct budget_report {
+    atomic_int room[2];
+    atomic_int fits[2]; /* -1 until the predicate ran */
+};
+
+struct budget_poll {
+    struct budget_report *r;
+    uint32_t core;
+};
+
+static int record_fits(void *arg)
+{
+    struct budget_poll *p = arg;
+    atomic_store(&p->r->fits[p->core], simdev_budget_fits());
+    return 0;
+}
+
+static int budget_report_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
+{
+    struct budget_report *r;
+    if (args_size != sizeof r)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&r, args, sizeof r);
+    atomic_store(&r->room[ctx->core_id], simdev_budget_has_room());
+    struct budget_poll poll = {r, ctx->core_id};
+    uint64_t value;
+    return simdev_core_wait_doorbell_or(ctx->regs, simdev_regs_read_doorbell(ctx->regs), 0,
+                                        &value, record_fits, &poll);
+}
+
+static void budget_report_reset(struct budget_report *r)
+{
+    for (int c = 0; c < 2; c++) {
+        atomic_store(&r->room[c], -1);
+        atomic_store(&r->fits[c], -1);
+    }
+}
+
+/*
+ * One core alone in its job: the budget has room for another device
+ * thread only when runnable_cpus exceeds the one awake (0 with a budget of
+ * 1, 1 with 2), and the core itself fits (1). Outside a device thread both
+ * answers are 1 (no budget to keep).
+ */
+static void budget_room_counts_the_threads_awake_in_a_job(void **state)
+{
+    (void)state;
+    assert_int_equal(simdev_budget_has_room(), 1);
+    assert_int_equal(simdev_budget_fits(), 1);
+    static struct budget_report report;
+    struct budget_report *arg = &report;
+    for (uint32_t cpus = 1; cpus <= 2; cpus++) {
+        struct simdev_config config = ts_small_config();
+        config.aic_cores = 0;
+        config.aiv_cores = 1;
+        config.runnable_cpus = cpus;
+        ts_device_setup_config(&config);
+        budget_report_reset(&report);
+        simdev_stream_t stream;
+        assert_int_equal(simdev_stream_create(&stream), 0);
+        assert_int_equal(simdev_launch_aicore(stream, budget_report_fn, &arg, sizeof arg), 0);
+        /* Who ends this wait: the core's predicate runs as soon as it waits. */
+        while (atomic_load(&report.fits[0]) == -1)
+            sched_yield();
+        simdev_regs_ring_doorbell(simdev_core_regs_get(0, 0), 3);
+        assert_int_equal(simdev_stream_sync(stream), 0);
+        /* 1 with one CPU: a woken thread would take this core's CPU */
+        assert_int_equal(atomic_load(&report.room[0]), cpus == 2 ? 1 : 0);
+        assert_int_equal(atomic_load(&report.fits[0]), 1); /* 0: it counted itself twice */
+        assert_int_equal(simdev_stream_destroy(stream), 0);
+    }
+}
+
+/*
+ * Two idle cores under a budget of one: the one the budget parked does not
+ * fit (it would be a second awake thread: its last look before sleeping
+ * says 0) and the one spinning does (1). A predicate that takes work only
+ * when it fits leaves the work to the spinner.
+ */
+static void a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does(void **state)
+{
+    (void)state;
+    struct simdev_config config = ts_small_config();
+    config.aic_cores = 0;
+    config.aiv_cores = 2;
+    config.spin_ns = UINT32_MAX;
+    config.runnable_cpus = 1;
+    ts_device_setup_config(&config);
+    static struct budget_report report;
+    budget_report_reset(&report);
+    struct budget_report *arg = &report;
+    simdev_stream_t stream;
+    assert_int_equal(simdev_stream_create(&stream), 0);
+    assert_int_equal(simdev_launch_aicore(stream, budget_report_fn, &arg, sizeof arg), 0);
+    /* Who ends these waits: the budget parks one core within about a
+     * microsecond of both waiting; the other polls without end. */
+    while (parked_cores(2) == 0)
+        sched_yield();
+    uint32_t parked = simdev_core_parked(simdev_core_regs_get(0, 0)) ? 0 : 1;
+    while (atomic_load(&report.fits[1 - parked]) != 1) /* its polls go on: hang guard */
+        sched_yield();
+    assert_int_equal(atomic_load(&report.fits[parked]), 0); /* 1: parked yet counted awake */
+    simdev_regs_ring_doorbell(simdev_core_regs_get(0, 0), 3);
+    simdev_regs_ring_doorbell(simdev_core_regs_get(0, 1), 3);
+    assert_int_equal(simdev_stream_sync(stream), 0);
+    assert_int_equal(simdev_stream_destroy(stream), 0);
+}
+
 /* ------------------------------------------------- wait with a predicate */
 
 struct also_report {
@@ -537,6 +648,8 @@ int main(void)
         TEST(register_windows_hold_the_last_written_values),
         TEST(aicpu_and_core_echo_10000_round_trips_with_exact_values),
         TEST(an_idle_core_over_the_runnable_budget_parks_and_the_other_spins),
+        TEST(budget_room_counts_the_threads_awake_in_a_job),
+        TEST(a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does),
         TEST(core_wait_doorbell_or_ends_on_its_predicate_or_a_ring),
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
         TEST(cond_wait_times_out_when_no_core_writes),
