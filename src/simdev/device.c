@@ -177,13 +177,43 @@ static bool worker_has_job(void *arg)
            atomic_load_explicit(&w->dev->stopping, memory_order_acquire);
 }
 
+static void pin(pthread_t thread, int cpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    (void)pthread_setaffinity_np(thread, sizeof one, &one);
+}
+
+/* A job's last AICPU thread (the runtime's orchestrator) runs on the CPU
+ * place_threads chose for it while the job lasts, and the core that
+ * shares that CPU (if any) gives way to it while idle (park.c). */
+static void primary_begin(struct sd_device *dev, struct sd_worker *w)
+{
+    pin(w->thread, dev->primary_cpu);
+    if (dev->primary_mate >= 0)
+        atomic_store_explicit(&dev->cores[dev->primary_mate].mate, w, memory_order_release);
+}
+
+static void primary_end(struct sd_device *dev)
+{
+    if (dev->primary_mate >= 0)
+        atomic_store_explicit(&dev->cores[dev->primary_mate].mate, NULL, memory_order_relaxed);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof dev->all_cpus, &dev->all_cpus);
+}
+
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
 {
     struct sd_device *dev = w->dev;
     int status;
     /* Counted awake for the job's length, but while parked (park.c). */
     atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+    atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
+    sd_tl_worker = w;
+    bool primary = !w->is_core && index + 1 == job->thread_count && dev->primary_cpu >= 0;
+    if (primary)
+        primary_begin(dev, w);
     if (w->is_core) {
         struct simdev_core_ctx ctx = {
             .device = dev->id,
@@ -203,7 +233,11 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
         };
         status = job->aicpu_fn(&ctx, job->args_copy, job->args_size);
     }
+    if (primary)
+        primary_end(dev);
     sd_tl_budget = NULL;
+    sd_tl_worker = NULL;
+    atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
     atomic_fetch_sub_explicit(&dev->budget.awake, 1, memory_order_relaxed);
     status = sd_status_from_return(status);
     if (status != 0) {
@@ -266,13 +300,17 @@ static uint32_t host_cpus(int *cpus, uint32_t max)
 /*
  * Placement: when the cores fit on the host's CPUs, core thread i runs only
  * on the i-th CPU, so two busy cores never share one CPU while another
- * idles (measured: unpinned runs used 1.4-1.8 of 2 CPUs, pinned 1.96-1.99).
- * The AICPU threads stay unpinned: they run the orchestration and sleep
- * otherwise. Best effort: a refused affinity leaves the thread where the OS
+ * idles (measured: unpinned runs used 1.4-1.8 of 2 CPUs, pinned 1.96-1.99),
+ * and an AICPU job's last thread (the runtime's orchestrator) runs only on the
+ * last CPU while its job lasts (primary_begin), so it never chases a CPU
+ * that a core holds. When the cores fill every CPU the last core shares
+ * that CPU with it, and gives way to it while idle (park.c). The other
+ * AICPU threads stay unpinned: they sleep but for the handshake, watchdogs
+ * and exit. Best effort: a refused affinity leaves the thread where the OS
  * put it. Also sets the runnable budget (the same count of CPUs, unless
  * the config says otherwise).
  */
-static void place_cores(struct sd_device *dev, uint32_t ncores)
+static void place_threads(struct sd_device *dev, uint32_t ncores)
 {
     int cpus[SIMDEV_MAX_CORES + 1];
     uint32_t n = host_cpus(cpus, SIMDEV_MAX_CORES + 1);
@@ -281,14 +319,17 @@ static void place_cores(struct sd_device *dev, uint32_t ncores)
     dev->budget.cpus = dev->config.runnable_cpus ? dev->config.runnable_cpus
                        : n > 0                   ? n
                                                  : UINT32_MAX;
-    if (!cores_fit || !dev->config.pin_cores)
+    dev->primary_cpu = -1;
+    dev->primary_mate = -1;
+    if (!cores_fit || !dev->config.pin_cores ||
+        sched_getaffinity(0, sizeof dev->all_cpus, &dev->all_cpus) != 0)
         return;
-    for (uint32_t i = 0; i < ncores; i++) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[i], &one);
-        (void)pthread_setaffinity_np(dev->cores[i].thread, sizeof one, &one);
-    }
+    for (uint32_t i = 0; i < ncores; i++)
+        pin(dev->cores[i].thread, cpus[i]);
+    if (n < 2)
+        return; /* one CPU: everybody shares it */
+    dev->primary_cpu = cpus[n - 1];
+    dev->primary_mate = ncores == n ? (int)ncores - 1 : -1;
 }
 
 static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint32_t count,
@@ -339,7 +380,7 @@ static int device_start(struct sd_device *dev)
     if (made == 0) {
         int made_cores = start_workers(dev, dev->cores, ncores, true);
         if (made_cores == 0) {
-            place_cores(dev, ncores);
+            place_threads(dev, ncores);
             /* release: pairs with the acquire in sd_device_acquire */
             atomic_store_explicit(&dev->started, true, memory_order_release);
             return 0;

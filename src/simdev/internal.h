@@ -84,6 +84,8 @@ struct sd_budget {
 /* Runs on every device thread while it runs a job (device.c sets it around
  * the job): the budget its waits count against, or NULL. */
 extern _Thread_local struct sd_budget *sd_tl_budget;
+/* The device thread running the job (set with sd_tl_budget), or NULL. */
+extern _Thread_local struct sd_worker *sd_tl_worker;
 
 /* Bumps the sequence and wakes every parked waiter. */
 void sd_wake(struct sd_waitword *word);
@@ -190,6 +192,12 @@ struct sd_worker {
     pthread_t thread;
     bool is_core;
     uint32_t index; /* AICPU thread index or core id */
+    /* Placement (device.c): for the core that shares its CPU with the
+     * AICPU thread running a job's last thread, that thread while it does
+     * (its `awake` says whether it runs the job and is not parked); else
+     * NULL. */
+    _Atomic(struct sd_worker *) mate;
+    _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
     /* Set by the launcher, taken (swapped back to NULL) by the worker. */
     _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;
     struct sd_waitword wake; /* the launcher wakes the worker here */
@@ -235,6 +243,11 @@ struct sd_device {
     struct simdev_config config;
     _Atomic int lost;
     struct sd_budget budget; /* its device threads awake, against the host's CPUs */
+    /* Placement of a job's last AICPU thread (place_threads): the CPU it runs
+     * on and the core sharing that CPU, or -1 each. */
+    int primary_cpu;
+    int primary_mate;
+    cpu_set_t all_cpus; /* the process's CPUs, to unpin with */
 
     /* Threads. */
     struct sd_worker aicpu[SIMDEV_MAX_AICPU_THREADS];

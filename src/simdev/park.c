@@ -77,6 +77,31 @@ static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomi
 }
 
 _Thread_local struct sd_budget *sd_tl_budget;
+_Thread_local struct sd_worker *sd_tl_worker;
+
+/* True when the AICPU thread pinned to this core's CPU is awake. */
+static bool mate_awake(void)
+{
+    const struct sd_worker *w = sd_tl_worker;
+    const struct sd_worker *mate =
+        w ? atomic_load_explicit(&w->mate, memory_order_acquire) : NULL;
+    return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
+}
+
+/* This thread's place in the count: in (awake) or out (parked or over). */
+static void count_in(struct sd_budget *b)
+{
+    atomic_fetch_add_explicit(&b->awake, 1, memory_order_relaxed);
+    if (sd_tl_worker)
+        atomic_store_explicit(&sd_tl_worker->awake, 1, memory_order_relaxed);
+}
+
+static void count_out(struct sd_budget *b)
+{
+    if (sd_tl_worker)
+        atomic_store_explicit(&sd_tl_worker->awake, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
+}
 
 /* Whether this thread is in its budget's awake count now: false only while
  * a wait of its job has taken it out (the excess, or parked). */
@@ -93,6 +118,8 @@ int simdev_budget_fits(void)
     const struct sd_budget *b = sd_tl_budget;
     if (!b)
         return true;
+    if (mate_awake())
+        return false;
     uint32_t awake = atomic_load_explicit(&b->awake, memory_order_relaxed);
     return tl_uncounted ? awake < b->cpus : awake <= b->cpus;
 }
@@ -102,11 +129,18 @@ int simdev_budget_fits(void)
  * True when it did. */
 static bool budget_leave_if_over(struct sd_budget *b)
 {
+    if (mate_awake()) { /* its CPU is taken */
+        count_out(b);
+        return true;
+    }
     uint32_t awake = atomic_load_explicit(&b->awake, memory_order_relaxed);
     while (awake > b->cpus)
         if (atomic_compare_exchange_weak_explicit(&b->awake, &awake, awake - 1,
-                                                  memory_order_relaxed, memory_order_relaxed))
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            if (sd_tl_worker)
+                atomic_store_explicit(&sd_tl_worker->awake, 0, memory_order_relaxed);
             return true;
+        }
     return false;
 }
 
@@ -159,7 +193,7 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     /* Park phase: a thread in a job parks uncounted (sd_wait counts it
      * again on the way out). */
     if (*counted) {
-        atomic_fetch_sub_explicit(&budget->awake, 1, memory_order_relaxed);
+        count_out(budget);
         *counted = false;
         tl_uncounted = true;
     }
@@ -190,7 +224,7 @@ static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, 
     int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost, yield_to_budget,
                                  &counted);
     if (sd_tl_budget && !counted) {
-        atomic_fetch_add_explicit(&sd_tl_budget->awake, 1, memory_order_relaxed);
+        count_in(sd_tl_budget);
         tl_uncounted = false;
     }
     /* Losing the device wakes every waiter, and may itself make a predicate

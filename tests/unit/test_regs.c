@@ -255,8 +255,8 @@ static void an_idle_core_over_the_runnable_budget_parks_and_the_other_spins(void
  * (has_room), and on every poll of its doorbell wait's predicate (fits),
  * until the host rings. */
 struct budget_report {
-    atomic_int room[2];
-    atomic_int fits[2]; /* -1 until the predicate ran */
+    atomic_int room[SIMDEV_MAX_CORES];
+    atomic_int fits[SIMDEV_MAX_CORES]; /* -1 until the predicate ran */
 };
 
 struct budget_poll {
@@ -286,7 +286,7 @@ static int budget_report_fn(const struct simdev_core_ctx *ctx, const void *args,
 
 static void budget_report_reset(struct budget_report *r)
 {
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < SIMDEV_MAX_CORES; c++) {
         atomic_store(&r->room[c], -1);
         atomic_store(&r->fits[c], -1);
     }
@@ -360,6 +360,137 @@ static void a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does(void *
     simdev_regs_ring_doorbell(simdev_core_regs_get(0, 1), 3);
     assert_int_equal(simdev_stream_sync(stream), 0);
     assert_int_equal(simdev_stream_destroy(stream), 0);
+}
+
+/* ------------------------------------------------------------- placement */
+
+/* The host CPUs this process may use. */
+static uint32_t host_cpu_count(cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    assert_int_equal(sched_getaffinity(0, sizeof *set, set), 0);
+    return (uint32_t)CPU_COUNT(set);
+}
+
+struct placement_report {
+    cpu_set_t affinity[2]; /* of each AICPU thread of the job, in the job */
+    atomic_int hold;       /* the last thread stays awake while set */
+};
+
+static int placement_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args,
+                              size_t args_size)
+{
+    struct placement_report *r;
+    if (args_size != sizeof r || ctx->thread_index >= 2)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&r, args, sizeof r);
+    if (sched_getaffinity(0, sizeof r->affinity[0], &r->affinity[ctx->thread_index]) != 0)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    if (ctx->thread_index + 1 == ctx->thread_count)
+        while (atomic_load(&r->hold)) /* awake, counted: the host ends it */
+            sched_yield();
+    return 0;
+}
+
+static void launch_placement(struct placement_report *r, simdev_stream_t stream)
+{
+    assert_int_equal(simdev_launch_aicpu(stream, placement_aicpu_fn, 2, &r, sizeof r), 0);
+}
+
+/*
+ * With the cores pinned one per CPU, an AICPU job's last thread (the
+ * runtime's orchestrator) runs only on the last host CPU while its job
+ * lasts, and its other thread anywhere; a later job's first thread runs
+ * anywhere again, whichever worker ran the last thread before (pinned for
+ * the job's length only). Without pinning nobody is pinned.
+ */
+static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts(void **state)
+{
+    (void)state;
+    cpu_set_t all;
+    uint32_t n = host_cpu_count(&all);
+    if (n < 2)
+        skip(); /* one CPU: nothing to place */
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all))
+            last = c;
+    for (uint32_t pinned = 0; pinned <= 1; pinned++) {
+        struct simdev_config config = ts_small_config();
+        config.aicpu_threads = 2;
+        config.aic_cores = 0;
+        config.aiv_cores = 1;
+        config.pin_cores = pinned;
+        ts_device_setup_config(&config);
+        static struct placement_report report;
+        memset(&report, 0, sizeof report);
+        simdev_stream_t stream;
+        assert_int_equal(simdev_stream_create(&stream), 0);
+        for (int job = 0; job < 2; job++) {
+            launch_placement(&report, stream);
+            assert_int_equal(simdev_stream_sync(stream), 0);
+            if (pinned) {
+                assert_int_equal(CPU_COUNT(&report.affinity[1]), 1); /* n: not pinned */
+                assert_true(CPU_ISSET(last, &report.affinity[1])); /* another CPU */
+            } else {
+                assert_true(CPU_EQUAL(&report.affinity[1], &all));
+            }
+            /* not all: the worker kept the last thread's pin of the job before */
+            assert_true(CPU_EQUAL(&report.affinity[0], &all));
+        }
+        assert_int_equal(simdev_stream_destroy(stream), 0);
+    }
+}
+
+/*
+ * The cores fill every host CPU, so the last core shares its CPU with an
+ * AICPU job's last thread. While that thread is awake the last core gives
+ * way when idle: it parks although the runnable budget (set above the
+ * threads awake) has room, and its predicate hears it does not fit (0),
+ * while core 0 fits (1) and keeps spinning. Without the job's thread awake
+ * nothing would park it: its spin is endless.
+ */
+static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(void **state)
+{
+    (void)state;
+    cpu_set_t all;
+    uint32_t n = host_cpu_count(&all);
+    if (n < 2 || n > SIMDEV_MAX_CORES)
+        skip();
+    struct simdev_config config = ts_small_config();
+    config.aicpu_threads = 2;
+    config.aic_cores = 0;
+    config.aiv_cores = n;
+    config.spin_ns = UINT32_MAX;
+    config.runnable_cpus = n + 2; /* the global budget never parks anyone */
+    ts_device_setup_config(&config);
+    static struct placement_report placement;
+    memset(&placement, 0, sizeof placement);
+    atomic_store(&placement.hold, 1);
+    static struct budget_report report;
+    budget_report_reset(&report);
+    struct budget_report *arg = &report;
+    simdev_stream_t aicpu, cores;
+    assert_int_equal(simdev_stream_create(&aicpu), 0);
+    assert_int_equal(simdev_stream_create(&cores), 0);
+    launch_placement(&placement, aicpu);
+    assert_int_equal(simdev_launch_aicore(cores, budget_report_fn, &arg, sizeof arg), 0);
+    struct simdev_core_regs *mate = simdev_core_regs_get(0, n - 1);
+    /* Who ends this wait: the mate rule parks core n-1 within about a
+     * microsecond of its wait (else the test's hang guard). */
+    while (!simdev_core_parked(mate))
+        sched_yield();
+    assert_int_equal(atomic_load(&report.fits[n - 1]), 0); /* 1: the mate rule is off */
+    while (atomic_load(&report.fits[0]) != 1) /* core 0 polls on: hang guard */
+        sched_yield();
+    assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, 0)), 0); /* 1: parked too */
+    atomic_store(&placement.hold, 0);
+    assert_int_equal(simdev_stream_sync(aicpu), 0);
+    for (uint32_t c = 0; c < n; c++)
+        simdev_regs_ring_doorbell(simdev_core_regs_get(0, c), 3);
+    assert_int_equal(simdev_stream_sync(cores), 0);
+    assert_int_equal(simdev_stream_destroy(aicpu), 0);
+    assert_int_equal(simdev_stream_destroy(cores), 0);
 }
 
 /* ------------------------------------------------- wait with a predicate */
@@ -650,6 +781,8 @@ int main(void)
         TEST(an_idle_core_over_the_runnable_budget_parks_and_the_other_spins),
         TEST(budget_room_counts_the_threads_awake_in_a_job),
         TEST(a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does),
+        TEST(a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts),
+        TEST(the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake),
         TEST(core_wait_doorbell_or_ends_on_its_predicate_or_a_ring),
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
         TEST(cond_wait_times_out_when_no_core_writes),
