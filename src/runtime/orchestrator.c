@@ -259,20 +259,20 @@ static bool tensormap_has_room(struct rt_run *run, void *arg)
  * write, a lookup) are skipped by rt_tensormap_forget.
  */
 static void forget_previous_occupant(struct rt_run *run, uint32_t ring, uint64_t local,
-                                     const struct rt_task *t)
+                                     const struct rt_tm_record *tm)
 {
     const struct rt_ring *r = &run->rings[ring];
     if (local < r->window)
         return; /* first lap: the slot's task is a previous run's */
     uint64_t old = rt_task_id(ring, local - r->window);
-    for (uint32_t i = 0; i < t->tm_count; i++)
-        rt_tensormap_forget(&run->tensormap, t->tm_entry[i], old);
+    for (uint32_t i = 0; i < tm->count; i++)
+        rt_tensormap_forget(&run->tensormap, tm->entry[i], old);
 }
 
 /* Records the task's reads and writes of existing tensors. */
 static int32_t record_accesses(struct rt_run *run, const struct simpler_task_args *a,
-                               struct rt_task *t, const struct task_shape *ts, uint64_t id,
-                               struct rt_slot *s)
+                               const struct rt_task *t, struct rt_tm_record *tm,
+                               const struct task_shape *ts, uint64_t id, struct rt_slot *s)
 {
     if (run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL)
         return 0;
@@ -299,9 +299,9 @@ static int32_t record_accesses(struct rt_run *run, const struct simpler_task_arg
             !tracked(run, &t->tensors[i]))
             continue;
         if (rt_tensormap_insert_entry(&run->tensormap, &t->tensors[i], &ts->extent[i],
-                                      access_of(kind), id, s, &t->tm_entry[t->tm_count]) != 0)
+                                      access_of(kind), id, s, &tm->entry[tm->count]) != 0)
             return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW; /* room was checked: unreachable */
-        t->tm_count++;
+        tm->count++;
     }
     uint32_t live = run->tensormap.live;
     if (live > run->tensormap_live_peak)
@@ -455,8 +455,9 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     uint64_t id = rt_task_id(ring, local);
     struct rt_slot *s = &r->slots[local & r->mask];
     struct rt_task *t = &r->tasks[local & r->mask];
-    forget_previous_occupant(run, ring, local, t);
-    t->tm_count = 0;
+    struct rt_tm_record *tm = &r->tm[local & r->mask];
+    forget_previous_occupant(run, ring, local, tm);
+    tm->count = 0;
     r->heap_head = heap_pos + ts.heap_need;
     t->heap_end = r->heap_head;
     t->dep_end = r->dep_head;
@@ -469,7 +470,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     run->fanin_n = 0;
     code = discover(run, a, t, &ts);
     if (!code)
-        code = record_accesses(run, a, t, &ts, id, s);
+        code = record_accesses(run, a, t, tm, &ts, id, s);
     if (code)
         return fail(run, code);
 

@@ -28,6 +28,7 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
     r->dep_capacity = config->dep_pool[i];
     r->slots = (struct rt_slot *)(base + l->ring_slots[i]);
     r->tasks = (struct rt_task *)(base + l->ring_tasks[i]);
+    r->tm = (struct rt_tm_record *)(base + l->ring_tm[i]);
     r->heap = base + l->ring_heap[i];
     r->deps = (struct rt_dep *)(base + l->ring_deps[i]);
     r->next_local = r->heap_head = r->heap_floor = r->dep_head = 0;

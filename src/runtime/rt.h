@@ -95,10 +95,17 @@ struct rt_task {
     uint64_t heap_end;     /* heap position after this task's outputs */
     uint64_t dep_end;      /* dep position after this task's entries */
     uint64_t scope_serial; /* serial of the scope that submitted it */
-    uint32_t tm_count;     /* TensorMap entries this task inserted (orchestrator only) */
-    uint32_t tm_entry[SIMPLER_TASK_MAX_TENSORS]; /* their indices, for rt_tensormap_forget */
     struct simpler_tensor tensors[SIMPLER_TASK_MAX_TENSORS];
     uint64_t scalars[SIMPLER_TASK_MAX_SCALARS];
+};
+
+/* The TensorMap entries a task inserted, for rt_tensormap_forget when its
+ * slot is reused. Orchestrator only, and apart from struct rt_task (which
+ * the cores read): the submit that reuses a slot reads it a window later,
+ * from a table of 132 bytes a task rather than the task's cold payload. */
+struct rt_tm_record {
+    uint32_t count;
+    uint32_t entry[SIMPLER_TASK_MAX_TENSORS];
 };
 
 /* A dependency-list node: in a producer's consumer list `slot` is the
@@ -120,6 +127,7 @@ struct rt_ring {
     uint64_t dep_capacity;
     struct rt_slot *slots;
     struct rt_task *tasks;
+    struct rt_tm_record *tm; /* [window], orchestrator only */
     uint8_t *heap;
     struct rt_dep *deps;
 
@@ -233,6 +241,7 @@ struct rt_layout {
     size_t run;
     size_t ring_slots[RT_RINGS];
     size_t ring_tasks[RT_RINGS];
+    size_t ring_tm[RT_RINGS];
     size_t ring_heap[RT_RINGS];
     size_t ring_deps[RT_RINGS];
     size_t rq_cells[RT_SHAPES];

@@ -87,6 +87,8 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     for (uint32_t i = 0; i < RT_RINGS; i++) {
         l.ring_slots[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_slot));
         l.ring_tasks[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_task));
+        l.ring_tm[i] =
+            take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_tm_record));
         l.ring_heap[i] = take(&cursor, (size_t)config->heap_bytes[i]);
         l.ring_deps[i] = take(&cursor, (size_t)config->dep_pool[i] * sizeof(struct rt_dep));
         windows += config->task_window[i];
