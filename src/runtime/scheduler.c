@@ -56,6 +56,11 @@
 #ifndef RT_WAKE_STALL_NS
 #define RT_WAKE_STALL_NS 1000000u
 #endif
+/* One busy period of a core in this many is timed (poll_core); the
+ * first always is. */
+#ifndef RT_TIME_EVERY
+#define RT_TIME_EVERY 8u
+#endif
 #ifndef RT_WAKE_WORTH_NS
 #define RT_WAKE_WORTH_NS 20000u
 #endif
@@ -70,6 +75,8 @@ struct sched_core {
     uint64_t done_reg; /* ids below it are finished and applied; [done_reg, next_reg) in flight */
     struct rt_slot *inflight[RT_CORE_QUEUE]; /* by rt_payload_index of the id */
     uint64_t busy_since; /* when the oldest id in flight started, about (simdev clock) */
+    uint32_t busy_periods; /* idle-to-busy changes, to time one in RT_TIME_EVERY */
+    bool timed;            /* this busy period is timed (busy_since is set) */
     bool joined;  /* in this round with its core loop (round.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
 };
@@ -286,7 +293,9 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
     d->ctx.reserved = 0;
     if (c->done_reg == reg) {
         atomic_fetch_add_explicit(&run->cores_running, 1, memory_order_relaxed);
-        c->busy_since = simdev_clock_ns();
+        c->timed = c->busy_periods++ % RT_TIME_EVERY == 0;
+        if (c->timed)
+            c->busy_since = simdev_clock_ns();
     }
     c->inflight[rt_payload_index(reg)] = s;
     atomic_store_explicit(&S->dispatched,
@@ -336,11 +345,16 @@ static bool poll_core(struct sched *S, struct sched_core *c)
         last = c->next_reg - 1; /* never the case: a core finishes only what was rung */
     /* The time per dispatch, for the choice between parked cores and
      * queueing (RT_WAKE_WORTH_NS): since the first of these ids started,
-     * shared by them; a mean over about the last eight. */
-    uint64_t now = simdev_clock_ns();
-    uint64_t sample = (now - c->busy_since) / (last - c->done_reg + 1);
-    S->task_ns = S->task_ns ? S->task_ns - S->task_ns / 8 + sample / 8 : sample;
-    c->busy_since = now;
+     * shared by them; a mean over about the last eight samples, taken in
+     * one busy period of RT_TIME_EVERY (a clock read costs tens of ns
+     * under a paravirtualised clock, and short tasks change the period
+     * every task). */
+    if (c->timed) {
+        uint64_t now = simdev_clock_ns();
+        uint64_t sample = (now - c->busy_since) / (last - c->done_reg + 1);
+        S->task_ns = S->task_ns ? S->task_ns - S->task_ns / 8 + sample / 8 : sample;
+        c->busy_since = now;
+    }
     for (; c->done_reg <= last; c->done_reg++)
         finish(S, c, c->done_reg);
     if (c->done_reg == c->next_reg)
