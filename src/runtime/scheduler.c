@@ -46,9 +46,6 @@
 #define RT_WAKE_AGE_NS 10000u
 #endif
 
-/* The mean time of a dispatch on a core above which a step gives work to
- * parked cores as readily as to awake ones: the work then outweighs the
- * wake-up (12-39 us measured on our 2-CPU hosts). */
 /* A backlog wakes a parked core after RT_WAKE_AGE_NS only while the
  * runnable budget has room (the woken core would otherwise take a CPU
  * from a thread already working: with short tasks the orchestrator's);
@@ -56,13 +53,17 @@
 #ifndef RT_WAKE_STALL_NS
 #define RT_WAKE_STALL_NS 1000000u
 #endif
-/* One busy period of a core in this many is timed (poll_core); the
- * first always is. */
-#ifndef RT_TIME_EVERY
-#define RT_TIME_EVERY 8u
-#endif
+/* The mean time of a dispatch on a core above which a step gives work to
+ * parked cores as readily as to awake ones: the work then outweighs the
+ * wake-up (12-39 us measured on our 2-CPU hosts). */
 #ifndef RT_WAKE_WORTH_NS
 #define RT_WAKE_WORTH_NS 20000u
+#endif
+/* Of a core's busy periods, the first and one in RT_TIME_EVERY are timed
+ * for that mean, and within a period that is not, one poll in
+ * RT_TIME_EVERY starts the timing (poll_core). */
+#ifndef RT_TIME_EVERY
+#define RT_TIME_EVERY 8u
 #endif
 _Static_assert(RT_CORE_DEPTH >= 1 && RT_CORE_DEPTH <= RT_CORE_QUEUE, "payload slots per core");
 
@@ -76,7 +77,8 @@ struct sched_core {
     struct rt_slot *inflight[RT_CORE_QUEUE]; /* by rt_payload_index of the id */
     uint64_t busy_since; /* when the oldest id in flight started, about (simdev clock) */
     uint32_t busy_periods; /* idle-to-busy changes, to time one in RT_TIME_EVERY */
-    bool timed;            /* this busy period is timed (busy_since is set) */
+    uint32_t untimed_polls; /* polls while busy and not timed, likewise */
+    bool timed;             /* busy_since is set: the next poll takes a sample */
     bool joined;  /* in this round with its core loop (round.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
 };
@@ -348,12 +350,17 @@ static bool poll_core(struct sched *S, struct sched_core *c)
      * shared by them; a mean over about the last eight samples, taken in
      * one busy period of RT_TIME_EVERY (a clock read costs tens of ns
      * under a paravirtualised clock, and short tasks change the period
-     * every task). */
+     * every task); a period that is not timed starts its timing at one
+     * poll in RT_TIME_EVERY, so that a core kept busy for good still
+     * samples (tasks that grow long must be seen to). */
     if (c->timed) {
         uint64_t now = simdev_clock_ns();
         uint64_t sample = (now - c->busy_since) / (last - c->done_reg + 1);
         S->task_ns = S->task_ns ? S->task_ns - S->task_ns / 8 + sample / 8 : sample;
         c->busy_since = now;
+    } else if (++c->untimed_polls % RT_TIME_EVERY == 0) {
+        c->busy_since = simdev_clock_ns(); /* the ids after `last` are timed from here */
+        c->timed = true;
     }
     for (; c->done_reg <= last; c->done_reg++)
         finish(S, c, c->done_reg);
@@ -787,13 +794,13 @@ static void kick_with_room(struct rt_run *run)
  * pair: either this sees the core parked (and kicks), or the core's peek
  * sees the task. A core that sees it but would exceed the runnable budget
  * leaves it only to another awake fetching core of its type, which sees
- * it in turn (work_to_fetch, core_loop.c). Not for MIX, dummy, sync-start or SPMD tasks: those need
- * a step's choice now (a whole cluster, every idle core); nor unless tasks
- * are known to be short (short_tasks): otherwise the step may wake a
- * parked core for the task rather than leave it to a busy core's FIN. A
- * backlog is no
- * reason either: the awake core's own steps (one per FIN) are the ones
- * that wake a parked core once the backlog has aged (wake_parked).
+ * it in turn (work_to_fetch, core_loop.c). Not for MIX, dummy, sync-start
+ * or SPMD tasks: those need a step's choice now (a whole cluster, every
+ * idle core); nor unless tasks are known to be short (short_tasks):
+ * otherwise the step may wake a parked core for the task rather than leave
+ * it to a busy core's FIN. A backlog is no reason either: the awake core's
+ * own steps (one per FIN) are the ones that wake a parked core once the
+ * backlog has aged (wake_parked).
  */
 static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
 {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "simdev/internal.h"
 
@@ -187,19 +188,28 @@ static void pin(pthread_t thread, int cpu)
 
 /* A job's last AICPU thread (the runtime's orchestrator) runs on the CPU
  * place_threads chose for it while the job lasts, and the core that
- * shares that CPU (if any) gives way to it while idle (park.c). */
-static void primary_begin(struct sd_device *dev, struct sd_worker *w)
+ * shares that CPU (if any) gives way to it while idle (park.c). One such
+ * thread at a time: when AICPU jobs overlap (a loader beside a run, two
+ * contexts on one device), the first to begin keeps the place and the
+ * others run where the OS puts them. True when `w` took it. */
+static bool primary_begin(struct sd_device *dev, struct sd_worker *w)
 {
+    struct sd_worker *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&dev->primary_owner, &none, w,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return false;
     pin(w->thread, dev->primary_cpu);
     if (dev->primary_mate >= 0)
         atomic_store_explicit(&dev->cores[dev->primary_mate].mate, w, memory_order_release);
+    return true;
 }
 
-static void primary_end(struct sd_device *dev)
+static void primary_end(struct sd_device *dev, struct sd_worker *w)
 {
     if (dev->primary_mate >= 0)
         atomic_store_explicit(&dev->cores[dev->primary_mate].mate, NULL, memory_order_relaxed);
-    (void)pthread_setaffinity_np(pthread_self(), sizeof dev->all_cpus, &dev->all_cpus);
+    (void)pthread_setaffinity_np(w->thread, sizeof dev->all_cpus, &dev->all_cpus);
+    atomic_store_explicit(&dev->primary_owner, NULL, memory_order_release);
 }
 
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
@@ -211,9 +221,8 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;
-    bool primary = !w->is_core && index + 1 == job->thread_count && dev->primary_cpu >= 0;
-    if (primary)
-        primary_begin(dev, w);
+    bool primary = !w->is_core && index + 1 == job->thread_count && dev->primary_cpu >= 0 &&
+                   primary_begin(dev, w);
     if (w->is_core) {
         struct simdev_core_ctx ctx = {
             .device = dev->id,
@@ -234,7 +243,7 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
         status = job->aicpu_fn(&ctx, job->args_copy, job->args_size);
     }
     if (primary)
-        primary_end(dev);
+        primary_end(dev, w);
     sd_tl_budget = NULL;
     sd_tl_worker = NULL;
     atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
@@ -288,7 +297,9 @@ static uint32_t host_cpus(int *cpus, uint32_t max)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
+    /* The process's CPUs (its first thread's), not the calling thread's:
+     * a device thread pinned to one CPU may start another device. */
+    if (sched_getaffinity(getpid(), sizeof set, &set) != 0)
         return 0;
     uint32_t n = 0;
     for (int c = 0; c < CPU_SETSIZE && n < max; c++)
@@ -321,8 +332,9 @@ static void place_threads(struct sd_device *dev, uint32_t ncores)
                                                  : UINT32_MAX;
     dev->primary_cpu = -1;
     dev->primary_mate = -1;
+    atomic_store_explicit(&dev->primary_owner, NULL, memory_order_relaxed);
     if (!cores_fit || !dev->config.pin_cores ||
-        sched_getaffinity(0, sizeof dev->all_cpus, &dev->all_cpus) != 0)
+        sched_getaffinity(getpid(), sizeof dev->all_cpus, &dev->all_cpus) != 0)
         return;
     for (uint32_t i = 0; i < ncores; i++)
         pin(dev->cores[i].thread, cpus[i]);

@@ -247,6 +247,7 @@ struct sd_device {
      * on and the core sharing that CPU, or -1 each. */
     int primary_cpu;
     int primary_mate;
+    _Atomic(struct sd_worker *) primary_owner; /* the thread that has the place, or NULL */
     cpu_set_t all_cpus; /* the process's CPUs, to unpin with */
 
     /* Threads. */

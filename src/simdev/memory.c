@@ -141,6 +141,8 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
         pthread_mutex_unlock(&dev->mem_lock);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
+    /* Before the block is listed: once it is, a reset may free it. */
+    commit_pages(mem, rounded);
     size_t at = alloc_upper_bound(dev, (uintptr_t)mem);
     memmove(&dev->allocs[at + 1], &dev->allocs[at], (dev->alloc_count - at) * sizeof(*dev->allocs));
     dev->allocs[at] = (struct sd_alloc){.base = (uintptr_t)mem, .bytes = bytes, .owner = owner};
@@ -150,7 +152,6 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
     if (dev->in_use > dev->high_water)
         dev->high_water = dev->in_use;
     pthread_mutex_unlock(&dev->mem_lock);
-    commit_pages(mem, rounded);
     sd_count(dev, SIMDEV_OP_MALLOC);
     *dev_ptr = mem;
     return 0;

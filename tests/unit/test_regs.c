@@ -374,6 +374,7 @@ static uint32_t host_cpu_count(cpu_set_t *set)
 
 struct placement_report {
     cpu_set_t affinity[2]; /* of each AICPU thread of the job, in the job */
+    atomic_int recorded;   /* set (release) once affinity[0] is written */
     atomic_int hold;       /* the last thread stays awake while set */
 };
 
@@ -386,15 +387,17 @@ static int placement_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *ar
     memcpy(&r, args, sizeof r);
     if (sched_getaffinity(0, sizeof r->affinity[0], &r->affinity[ctx->thread_index]) != 0)
         return PTO_RUNTIME_ERR_INTERNAL;
+    if (ctx->thread_index == 0)
+        atomic_store_explicit(&r->recorded, 1, memory_order_release);
     if (ctx->thread_index + 1 == ctx->thread_count)
         while (atomic_load(&r->hold)) /* awake, counted: the host ends it */
             sched_yield();
     return 0;
 }
 
-static void launch_placement(struct placement_report *r, simdev_stream_t stream)
+static void launch_placement(struct placement_report *r, simdev_stream_t stream, uint32_t threads)
 {
-    assert_int_equal(simdev_launch_aicpu(stream, placement_aicpu_fn, 2, &r, sizeof r), 0);
+    assert_int_equal(simdev_launch_aicpu(stream, placement_aicpu_fn, threads, &r, sizeof r), 0);
 }
 
 /*
@@ -409,8 +412,8 @@ static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts(vo
     (void)state;
     cpu_set_t all;
     uint32_t n = host_cpu_count(&all);
-    if (n < 2)
-        skip(); /* one CPU: nothing to place */
+    if (n < 2 || n > SIMDEV_MAX_CORES + 1)
+        skip(); /* one CPU: nothing to place; more than simdev looks at */
     int last = -1;
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &all))
@@ -427,7 +430,7 @@ static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts(vo
         simdev_stream_t stream;
         assert_int_equal(simdev_stream_create(&stream), 0);
         for (int job = 0; job < 2; job++) {
-            launch_placement(&report, stream);
+            launch_placement(&report, stream, 2);
             assert_int_equal(simdev_stream_sync(stream), 0);
             if (pinned) {
                 assert_int_equal(CPU_COUNT(&report.affinity[1]), 1); /* n: not pinned */
@@ -440,6 +443,51 @@ static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts(vo
         }
         assert_int_equal(simdev_stream_destroy(stream), 0);
     }
+}
+
+/*
+ * Two AICPU jobs of one thread each at once (a loader beside a run): the
+ * first to begin has the last CPU for its length, the other runs
+ * unpinned (one orchestrator place; two pinned to one CPU would share it
+ * while others idle), and once the first has ended the place is free
+ * again.
+ */
+static void one_aicpu_thread_at_a_time_has_the_orchestrators_place(void **state)
+{
+    (void)state;
+    cpu_set_t all;
+    uint32_t n = host_cpu_count(&all);
+    if (n < 2 || n > SIMDEV_MAX_CORES + 1)
+        skip();
+    struct simdev_config config = ts_small_config();
+    config.aicpu_threads = 2;
+    config.aic_cores = 0;
+    config.aiv_cores = 1;
+    ts_device_setup_config(&config);
+    static struct placement_report first, second, third;
+    memset(&first, 0, sizeof first);
+    memset(&second, 0, sizeof second);
+    memset(&third, 0, sizeof third);
+    atomic_store(&first.hold, 1);
+    simdev_stream_t a, b;
+    assert_int_equal(simdev_stream_create(&a), 0);
+    assert_int_equal(simdev_stream_create(&b), 0);
+    launch_placement(&first, a, 1);
+    /* Who ends this wait: the first job's thread records its affinity at
+     * once and then holds until told. */
+    while (!atomic_load_explicit(&first.recorded, memory_order_acquire))
+        sched_yield();
+    launch_placement(&second, b, 1);
+    assert_int_equal(simdev_stream_sync(b), 0);
+    assert_int_equal(CPU_COUNT(&first.affinity[0]), 1); /* n: the first got no place */
+    assert_true(CPU_EQUAL(&second.affinity[0], &all)); /* 1 CPU: two in one place */
+    atomic_store(&first.hold, 0);
+    assert_int_equal(simdev_stream_sync(a), 0);
+    launch_placement(&third, b, 1);
+    assert_int_equal(simdev_stream_sync(b), 0);
+    assert_int_equal(CPU_COUNT(&third.affinity[0]), 1); /* n: the place was not given back */
+    assert_int_equal(simdev_stream_destroy(a), 0);
+    assert_int_equal(simdev_stream_destroy(b), 0);
 }
 
 /*
@@ -473,7 +521,7 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
     simdev_stream_t aicpu, cores;
     assert_int_equal(simdev_stream_create(&aicpu), 0);
     assert_int_equal(simdev_stream_create(&cores), 0);
-    launch_placement(&placement, aicpu);
+    launch_placement(&placement, aicpu, 2);
     assert_int_equal(simdev_launch_aicore(cores, budget_report_fn, &arg, sizeof arg), 0);
     struct simdev_core_regs *mate = simdev_core_regs_get(0, n - 1);
     /* Who ends this wait: the mate rule parks core n-1 within about a
@@ -782,6 +830,7 @@ int main(void)
         TEST(budget_room_counts_the_threads_awake_in_a_job),
         TEST(a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does),
         TEST(a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts),
+        TEST(one_aicpu_thread_at_a_time_has_the_orchestrators_place),
         TEST(the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake),
         TEST(core_wait_doorbell_or_ends_on_its_predicate_or_a_ring),
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
