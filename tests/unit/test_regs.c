@@ -189,6 +189,20 @@ static void aicpu_and_core_echo_10000_round_trips_with_exact_values(void **state
 
 /* ------------------------------------------------------ runnable budget */
 
+/* A device of `cores` AIV cores (and 2 AICPU threads) whose idle cores
+ * spin without end unless the runnable budget of `runnable_cpus` (or
+ * placement) parks them. */
+static void setup_idle_cores(uint32_t cores, uint32_t runnable_cpus)
+{
+    struct simdev_config config = ts_small_config();
+    config.aicpu_threads = 2;
+    config.aic_cores = 0;
+    config.aiv_cores = cores;
+    config.spin_ns = UINT32_MAX;
+    config.runnable_cpus = runnable_cpus;
+    ts_device_setup_config(&config);
+}
+
 /* Each core waits for one ring of its doorbell and returns what the wait
  * did. */
 static int budget_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
@@ -222,12 +236,7 @@ static uint32_t parked_cores(uint32_t cores)
 static void an_idle_core_over_the_runnable_budget_parks_and_the_other_spins(void **state)
 {
     (void)state;
-    struct simdev_config config = ts_small_config();
-    config.aic_cores = 0;
-    config.aiv_cores = 2;
-    config.spin_ns = UINT32_MAX;
-    config.runnable_cpus = 1;
-    ts_device_setup_config(&config);
+    setup_idle_cores(2, 1);
     static atomic_int status[2];
     atomic_store(&status[0], 1);
     atomic_store(&status[1], 1);
@@ -336,12 +345,7 @@ static void budget_room_counts_the_threads_awake_in_a_job(void **state)
 static void a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does(void **state)
 {
     (void)state;
-    struct simdev_config config = ts_small_config();
-    config.aic_cores = 0;
-    config.aiv_cores = 2;
-    config.spin_ns = UINT32_MAX;
-    config.runnable_cpus = 1;
-    ts_device_setup_config(&config);
+    setup_idle_cores(2, 1);
     static struct budget_report report;
     budget_report_reset(&report);
     struct budget_report *arg = &report;
@@ -505,13 +509,7 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
     uint32_t n = host_cpu_count(&all);
     if (n < 2 || n > SIMDEV_MAX_CORES)
         skip();
-    struct simdev_config config = ts_small_config();
-    config.aicpu_threads = 2;
-    config.aic_cores = 0;
-    config.aiv_cores = n;
-    config.spin_ns = UINT32_MAX;
-    config.runnable_cpus = n + 2; /* the global budget never parks anyone */
-    ts_device_setup_config(&config);
+    setup_idle_cores(n, n + 2); /* the global budget never parks anyone */
     static struct placement_report placement;
     memset(&placement, 0, sizeof placement);
     atomic_store(&placement.hold, 1);
