@@ -47,15 +47,6 @@ static bool work_queued(struct fetch *f)
     return rt_rq_peek(f->queue, &f->head) && f->head != f->kicked_head;
 }
 
-/* Another core of this type that fetches and is not parked. */
-static bool sibling_awake(const struct fetch *f)
-{
-    const struct rt_run *run = f->run;
-    return f->core_type == SIMDEV_CORE_AIC
-               ? rt_fetcher_awake(run, 0, run->aic_count, f->core_id)
-               : rt_fetcher_awake(run, run->aic_count, run->core_count, f->core_id);
-}
-
 /* True when the queue holds the same head as at the last recheck. */
 static bool stalled(struct fetch *f)
 {
@@ -83,7 +74,7 @@ static int work_to_fetch(void *arg)
      * than take a CPU from a thread already working. Two such cores
      * cannot both leave it: each parks announced (waiters, then a fence)
      * before its last look, so the later one sees the earlier parked. */
-    return simdev_budget_fits() || !sibling_awake(f);
+    return simdev_budget_fits() || !rt_fetcher_awake(f->run, f->core_type, f->core_id);
 }
 
 /* Once the run is usable (or a dispatch came): this core's scheduler, and

@@ -328,14 +328,15 @@ struct rt_run {
     struct simdev_core_regs *core_regs[SIMDEV_MAX_CORES]; /* for simdev_core_parked */
 };
 
-/* Whether a core with an id in [first, end), other than `except`, fetches
- * work while idle (core_pulling) and is not parked: it is running a kernel
- * (its FIN's step will see the ready queue) or idle and awake (its own
- * wait will). A hint, like simdev_core_parked; callers pair it with the
- * parking core's announcement and fence (see core_loop.c). */
-static inline bool rt_fetcher_awake(const struct rt_run *run, uint32_t first, uint32_t end,
-                                    uint32_t except)
+/* Whether a core of `type` (enum simdev_core_type), other than core
+ * `except`, fetches work while idle (core_pulling) and is not parked: it is
+ * running a kernel (its FIN's step will see the ready queue) or idle and
+ * awake (its own wait will). A hint, like simdev_core_parked; callers pair
+ * it with the parking core's announcement and fence (see core_loop.c). */
+static inline bool rt_fetcher_awake(const struct rt_run *run, uint32_t type, uint32_t except)
 {
+    uint32_t first = type == SIMDEV_CORE_AIC ? 0 : run->aic_count;
+    uint32_t end = type == SIMDEV_CORE_AIC ? run->aic_count : run->core_count;
     for (uint32_t c = first; c < end; c++)
         /* acquire: pairs with the core loop's release of core_pulling */
         if (c != except && atomic_load_explicit(&run->core_pulling[c], memory_order_acquire) &&

@@ -810,9 +810,8 @@ static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
     for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
         if (!atomic_load_explicit(&run->scheds[i].short_tasks, memory_order_relaxed))
             return false; /* a parked core may be worth waking now: the step decides */
-    return s->shape == RT_SHAPE_AIC ? rt_fetcher_awake(run, 0, run->aic_count, UINT32_MAX)
-                                    : rt_fetcher_awake(run, run->aic_count, run->core_count,
-                                                       UINT32_MAX);
+    return rt_fetcher_awake(run, s->shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV,
+                            UINT32_MAX);
 }
 
 void rt_sched_publish(struct rt_run *run, const struct rt_slot *s)

@@ -291,19 +291,19 @@ uint64_t sd_spin_ns(const struct sd_device *dev, enum sd_wait_role role)
     return spin < SD_SHORT_SPIN_NS ? spin : SD_SHORT_SPIN_NS;
 }
 
-/* The CPUs this process may run on, in order; returns how many (at most
- * `max`; 0 when the affinity cannot be read). */
-static uint32_t host_cpus(int *cpus, uint32_t max)
+/* The CPUs this process may run on: the set in *set, the first `max` of
+ * them in order in cpus[]; returns how many (0 when the affinity cannot be
+ * read). */
+static uint32_t host_cpus(cpu_set_t *set, int *cpus, uint32_t max)
 {
-    cpu_set_t set;
-    CPU_ZERO(&set);
+    CPU_ZERO(set);
     /* The process's CPUs (its first thread's), not the calling thread's:
      * a device thread pinned to one CPU may start another device. */
-    if (sched_getaffinity(getpid(), sizeof set, &set) != 0)
+    if (sched_getaffinity(getpid(), sizeof *set, set) != 0)
         return 0;
     uint32_t n = 0;
     for (int c = 0; c < CPU_SETSIZE && n < max; c++)
-        if (CPU_ISSET(c, &set))
+        if (CPU_ISSET(c, set))
             cpus[n++] = c;
     return n;
 }
@@ -324,7 +324,7 @@ static uint32_t host_cpus(int *cpus, uint32_t max)
 static void place_threads(struct sd_device *dev, uint32_t ncores)
 {
     int cpus[SIMDEV_MAX_CORES + 1];
-    uint32_t n = host_cpus(cpus, SIMDEV_MAX_CORES + 1);
+    uint32_t n = host_cpus(&dev->all_cpus, cpus, SIMDEV_MAX_CORES + 1);
     bool cores_fit = n > 0 && ncores <= n;
     /* An unreadable affinity: no budget (every waiter spins its time). */
     dev->budget.cpus = dev->config.runnable_cpus ? dev->config.runnable_cpus
@@ -333,8 +333,7 @@ static void place_threads(struct sd_device *dev, uint32_t ncores)
     dev->primary_cpu = -1;
     dev->primary_mate = -1;
     atomic_store_explicit(&dev->primary_owner, NULL, memory_order_relaxed);
-    if (!cores_fit || !dev->config.pin_cores ||
-        sched_getaffinity(getpid(), sizeof dev->all_cpus, &dev->all_cpus) != 0)
+    if (!cores_fit || !dev->config.pin_cores)
         return;
     for (uint32_t i = 0; i < ncores; i++)
         pin(dev->cores[i].thread, cpus[i]);

@@ -88,24 +88,33 @@ static bool mate_awake(void)
     return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
 }
 
-/* This thread's place in the count: in (awake) or out (parked or over). */
+/* Whether a wait of this thread's job has taken it out of its budget's
+ * awake count (it is over the budget, or parked); false outside waits. */
+static _Thread_local bool tl_out;
+
+/* This thread's place in the count, kept with its worker's own flag (read
+ * by the core that gives way to it). mark_out: out, the global count
+ * already dropped (by the budget's compare-and-swap). */
+static void mark_out(void)
+{
+    if (sd_tl_worker)
+        atomic_store_explicit(&sd_tl_worker->awake, 0, memory_order_relaxed);
+    tl_out = true;
+}
+
+static void count_out(struct sd_budget *b)
+{
+    mark_out();
+    atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
+}
+
 static void count_in(struct sd_budget *b)
 {
     atomic_fetch_add_explicit(&b->awake, 1, memory_order_relaxed);
     if (sd_tl_worker)
         atomic_store_explicit(&sd_tl_worker->awake, 1, memory_order_relaxed);
+    tl_out = false;
 }
-
-static void count_out(struct sd_budget *b)
-{
-    if (sd_tl_worker)
-        atomic_store_explicit(&sd_tl_worker->awake, 0, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
-}
-
-/* Whether this thread is in its budget's awake count now: false only while
- * a wait of its job has taken it out (the excess, or parked). */
-static _Thread_local bool tl_uncounted;
 
 int simdev_budget_has_room(void)
 {
@@ -121,12 +130,13 @@ int simdev_budget_fits(void)
     if (mate_awake())
         return false;
     uint32_t awake = atomic_load_explicit(&b->awake, memory_order_relaxed);
-    return tl_uncounted ? awake < b->cpus : awake <= b->cpus;
+    return tl_out ? awake < b->cpus : awake <= b->cpus;
 }
 
-/* Takes this thread out of its budget's awake count if more threads than
- * CPUs are awake (the excess parks, the rest spin on: one CAS per try).
- * True when it did. */
+/* Takes this thread, counted, out of its budget's awake count if more
+ * threads than CPUs are awake (the excess parks, the rest spin on: one CAS
+ * per try), or if the AICPU thread sharing its CPU is awake. True when it
+ * did. */
 static bool budget_leave_if_over(struct sd_budget *b)
 {
     if (mate_awake()) { /* its CPU is taken */
@@ -137,8 +147,7 @@ static bool budget_leave_if_over(struct sd_budget *b)
     while (awake > b->cpus)
         if (atomic_compare_exchange_weak_explicit(&b->awake, &awake, awake - 1,
                                                   memory_order_relaxed, memory_order_relaxed)) {
-            if (sd_tl_worker)
-                atomic_store_explicit(&sd_tl_worker->awake, 0, memory_order_relaxed);
+            mark_out();
             return true;
         }
     return false;
@@ -146,7 +155,7 @@ static bool budget_leave_if_over(struct sd_budget *b)
 
 static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
                                uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost,
-                               bool yield_to_budget, bool *counted)
+                               bool yield_to_budget)
 {
     if (ready(arg))
         return 0;
@@ -162,12 +171,10 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
      * end is set at the first look (a wait that ends sooner, the common
      * case of a handoff, reads no clock). */
     struct sd_budget *budget = sd_tl_budget;
+    bool yield = yield_to_budget && budget;
     uint64_t spin_end = 0;
-    if (yield_to_budget && *counted && budget_leave_if_over(budget)) {
-        *counted = false; /* over the budget already: no spin at all */
-        tl_uncounted = true;
-        spin_ns = 0;
-    }
+    if (yield && budget_leave_if_over(budget))
+        spin_ns = 0; /* over the budget already: no spin at all */
     for (uint32_t i = 1; spin_ns; i++) {
         if (ready(arg))
             return 0;
@@ -180,11 +187,8 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
                 spin_end = now + spin_ns;
             else if (now >= spin_end)
                 break;
-            if (yield_to_budget && *counted && budget_leave_if_over(budget)) {
-                *counted = false;
-                tl_uncounted = true;
+            if (yield && !tl_out && budget_leave_if_over(budget))
                 break;
-            }
         } else {
             sd_cpu_relax();
         }
@@ -192,11 +196,8 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
 
     /* Park phase: a thread in a job parks uncounted (sd_wait counts it
      * again on the way out). */
-    if (*counted) {
+    if (budget && !tl_out)
         count_out(budget);
-        *counted = false;
-        tl_uncounted = true;
-    }
     for (;;) {
         atomic_fetch_add_explicit(&word->waiters, 1, memory_order_seq_cst);
         /* seq_cst fence: the announcement before every look of the last
@@ -220,13 +221,9 @@ static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, 
                         uint64_t deadline_ns, _Atomic int *lost, bool yield_to_budget)
 {
     /* A thread outside a job (no budget) is not counted. */
-    bool counted = sd_tl_budget != NULL;
-    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost, yield_to_budget,
-                                 &counted);
-    if (sd_tl_budget && !counted) {
+    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost, yield_to_budget);
+    if (tl_out)
         count_in(sd_tl_budget);
-        tl_uncounted = false;
-    }
     /* Losing the device wakes every waiter, and may itself make a predicate
      * true (it bumps the sequences waiters watch): a loss always wins. */
     if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))

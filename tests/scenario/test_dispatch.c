@@ -705,13 +705,19 @@ static void lone_aiv1_kernel_runs_as_an_aiv_task_on_lane_0(void **state)
 
 /* ================================================ 3. sync-start */
 
-static void orch_one_count(struct simpler_orch *rt, const struct simpler_orch_args *args)
+/* One AIV task of `kernel` without arguments. */
+static void submit_bare(struct simpler_orch *rt, int32_t kernel)
 {
-    (void)args;
     struct simpler_task_args ta;
     struct simpler_task_result r;
     simpler_task_args_init(&ta);
-    simpler_submit_aiv(rt, K_COUNT, &ta, &r);
+    simpler_submit_aiv(rt, kernel, &ta, &r);
+}
+
+static void orch_one_count(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)args;
+    submit_bare(rt, K_COUNT);
 }
 
 /* scalars: block_num, 1 = submit K_GATE first (and check it finished) */
@@ -1031,10 +1037,7 @@ static void failing_block_of_an_spmd_task_fails_the_run(void **state)
 static void orch_one_gate(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
     (void)args;
-    struct simpler_task_args ta;
-    struct simpler_task_result r;
-    simpler_task_args_init(&ta);
-    simpler_submit_aiv(rt, K_GATE, &ta, &r);
+    submit_bare(rt, K_GATE);
 }
 
 /* A gate kernel, then an independent one-block task that counts its start
@@ -1042,10 +1045,9 @@ static void orch_one_gate(struct simpler_orch *rt, const struct simpler_orch_arg
 static void orch_gate_then_one(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
     (void)args;
+    submit_bare(rt, K_GATE);
     struct simpler_task_args ta;
     struct simpler_task_result r;
-    simpler_task_args_init(&ta);
-    simpler_submit_aiv(rt, K_GATE, &ta, &r);
     simpler_task_args_init(&ta);
     simpler_task_args_add_scalar(&ta, 0);
     simpler_submit_aiv(rt, K_MEET, &ta, &r);
