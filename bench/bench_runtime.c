@@ -20,6 +20,13 @@
  *   submit    the orchestrator's cost per submit alone, timed inside the
  *             orchestration (dummy tasks, and kernel tasks into a window
  *             large enough that the orchestrator never waits);
+ *   tensormap the TensorMap alone, on the orchestrator's side of a submit
+ *             (lookups, inserts and the forgetting of a reused slot's
+ *             entries, with this benchmark's map sizes and a window of
+ *             4096), single-threaded, for two access patterns: one INOUT
+ *             cell per task (indep) and three IN cells and one OUT cell of
+ *             a 64-cell stencil's two buffers (the edges inferred counted
+ *             and checked); no device, no other thread;
  * and two host references: serial (the kernel called N times in a plain
  * loop) and floor (a cache-line round trip between two spinning threads,
  * taken first and last: how fast the host hands data between CPUs while
@@ -63,7 +70,9 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "common/view.h"
 #include "runtime/runtime.h"
+#include "runtime/tensormap.h"
 #include "simpler/orchestration.h"
 #include "simpler/simdev.h"
 
@@ -904,6 +913,128 @@ static void *pong_main(void *arg)
     return NULL;
 }
 
+/* ---- the TensorMap alone ------------------------------------------------- */
+
+#define TM_BENCH_WINDOW 4096u /* as the rings of this benchmark's run config */
+#define TM_BENCH_CELLS 64u    /* the stencil's width */
+
+struct tm_bench {
+    struct rt_tensormap map;
+    struct simpler_tensor buffer;  /* cells of 8 u64 */
+    uint32_t entry[TM_BENCH_WINDOW][4];
+    uint32_t entries[TM_BENCH_WINDOW];
+    uint64_t retired_below;       /* tasks before this one have retired */
+    uint64_t hits;
+};
+
+static bool tm_bench_retired(void *ctx, uint64_t producer_id)
+{
+    return producer_id < ((const struct tm_bench *)ctx)->retired_below;
+}
+
+static int tm_bench_hit(void *ctx, uint64_t producer_id, void *producer, enum rt_access kind)
+{
+    (void)producer_id, (void)producer, (void)kind;
+    ((struct tm_bench *)ctx)->hits++;
+    return 0;
+}
+
+/* Task `id` (from 1) of the pattern: what the orchestrator does with the
+ * map for one submit. Tasks more than a window old have retired, and the
+ * slot's previous occupant's entries are forgotten, as in op_submit. */
+static void tm_bench_task(struct tm_bench *b, uint64_t id, bool stencil)
+{
+    uint32_t slot = (uint32_t)(id % TM_BENCH_WINDOW);
+    for (uint32_t i = 0; id > TM_BENCH_WINDOW && i < b->entries[slot]; i++)
+        rt_tensormap_forget(&b->map, b->entry[slot][i], id - TM_BENCH_WINDOW);
+    b->entries[slot] = 0;
+    b->retired_below = id > TM_BENCH_WINDOW ? id - TM_BENCH_WINDOW : 0;
+    uint64_t cell[4];
+    enum rt_access kind[4];
+    uint32_t n;
+    if (!stencil) {
+        cell[0] = id;
+        kind[0] = RT_ACCESS_WRITE;
+        n = 1;
+    } else {
+        uint64_t step = (id - 1) / TM_BENCH_CELLS, c = (id - 1) % TM_BENCH_CELLS;
+        uint64_t src = (step % 2) * TM_BENCH_CELLS, dst = ((step + 1) % 2) * TM_BENCH_CELLS;
+        cell[0] = src + (c ? c - 1 : c);
+        cell[1] = src + c;
+        cell[2] = src + (c + 1 < TM_BENCH_CELLS ? c + 1 : c);
+        cell[3] = dst + c;
+        kind[0] = kind[1] = kind[2] = RT_ACCESS_READ;
+        kind[3] = RT_ACCESS_WRITE;
+        n = 4;
+    }
+    struct simpler_tensor view[4];
+    struct sp_view_extent extent[4];
+    for (uint32_t i = 0; i < n; i++) {
+        simpler_tensor_slice(&view[i], &b->buffer, 0, cell[i] * 8, cell[i] * 8 + 8, 1);
+        sp_view_extent(&view[i], &extent[i]);
+        rt_tensormap_lookup_extent(&b->map, &view[i], &extent[i], kind[i], tm_bench_retired, b,
+                                   tm_bench_hit, b);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (rt_tensormap_insert_entry(&b->map, &view[i], &extent[i], kind[i], id, NULL,
+                                      &b->entry[slot][b->entries[slot]++]) != 0) {
+            fprintf(stderr, "bench_runtime: the TensorMap is full\n");
+            exit(1);
+        }
+}
+
+static void measure_tensormap(void)
+{
+    const uint32_t buckets = 1u << 14, entries = 1u << 16; /* as the run config */
+    const uint64_t tasks = scaled(1000000) / TM_BENCH_CELLS * TM_BENCH_CELLS; /* whole steps */
+    static struct tm_bench b;
+    size_t bytes = rt_tensormap_bytes(buckets, entries);
+    void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    uint64_t cells = tasks + 1 > 2 * TM_BENCH_CELLS ? tasks + 1 : 2 * TM_BENCH_CELLS;
+    uint64_t shape[1] = {cells * 8};
+    uint64_t *data = calloc(cells, 64); /* never written: only its addresses are used */
+    if (!mem || !data || rt_tensormap_init(&b.map, mem, buckets, entries) != 0 ||
+        simpler_tensor_make(&b.buffer, (uint64_t)(uintptr_t)data, shape, 1, SIMPLER_DTYPE_U64,
+                            SIMPLER_MEM_DEVICE) != 0) {
+        fprintf(stderr, "bench_runtime: TensorMap setup failed\n");
+        exit(1);
+    }
+    for (int stencil = 0; stencil < 2; stencil++) {
+        double per_task[MAX_REPS];
+        for (uint32_t rep = 0; rep <= reps(); rep++) {
+            rt_tensormap_reset(&b.map);
+            memset(b.entries, 0, sizeof b.entries);
+            b.hits = 0;
+            uint64_t t0 = now_ns();
+            for (uint64_t id = 1; id <= tasks; id++)
+                tm_bench_task(&b, id, stencil);
+            if (rep > 0)
+                per_task[rep - 1] = (double)(now_ns() - t0) / (double)tasks; /* rep 0 warms up */
+        }
+        /* A stencil task of step s >= 1 depends on the write of each cell
+         * it reads (3 RAW hits) and on the three reads of its cell at step
+         * s - 1 (WAR), and from step 2 on the cell's write at step s - 2
+         * (WAW): 6 hits at step 1, 7 after; an independent task on nobody.
+         * Another count is a wrong edge set (a lost or an extra edge). */
+        uint64_t steps = tasks / TM_BENCH_CELLS;
+        uint64_t want = !stencil || steps < 2
+                            ? 0
+                            : TM_BENCH_CELLS * 6 + (steps - 2) * TM_BENCH_CELLS * 7;
+        if (b.hits != want) {
+            fprintf(stderr, "bench_runtime: TensorMap %s: %llu hits, want %llu\n",
+                    stencil ? "stencil" : "indep", (unsigned long long)b.hits,
+                    (unsigned long long)want);
+            exit(1);
+        }
+        progress(add_row("tensormap", "host",
+                         stencil ? "TensorMap alone: 3 IN + 1 OUT cell (stencil)"
+                                 : "TensorMap alone: 1 INOUT cell (indep)",
+                         tasks, "ns/task", bench_stats_of(per_task, reps())));
+    }
+    free(data);
+    free(mem);
+}
+
 static void measure_floor(const char *when)
 {
     static struct pingpong p;
@@ -1062,7 +1193,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_runtime [--quick]\n"
-            "                     [--section serial|launch|indep|chain|fanout|stencil|submit]\n"
+            "                     [--section serial|tensormap|launch|indep|chain|fanout|stencil|submit]\n"
             "                     [--topology 3core|1aiv] [--spin-ns NS]\n"
             "                     [--root REPO_DIR | --out FILE.json]\n"
             "Without --out, writes REPO_DIR/bench/results/runtime-latest.json; REPO_DIR is\n"
@@ -1074,7 +1205,7 @@ static void usage(void)
 
 static int valid_section(const char *s)
 {
-    static const char *const names[] = {"serial", "launch", "indep", "chain",
+    static const char *const names[] = {"serial", "tensormap", "launch", "indep", "chain",
                                         "fanout", "stencil", "submit"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i]) == 0)
@@ -1142,7 +1273,10 @@ int main(int argc, char **argv)
     measure_floor("start");
     if (section_wanted("serial"))
         measure_serial();
-    int runtime_sections = !g_section || strcmp(g_section, "serial") != 0;
+    if (section_wanted("tensormap"))
+        measure_tensormap();
+    int runtime_sections =
+        !g_section || (strcmp(g_section, "serial") != 0 && strcmp(g_section, "tensormap") != 0);
     for (size_t i = 0; runtime_sections && i < sizeof g_topologies / sizeof g_topologies[0];
          i++)
         if (!g_topology || strcmp(g_topology, g_topologies[i].name) == 0)

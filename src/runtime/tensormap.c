@@ -412,11 +412,14 @@ static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
         b->head[n->kind] = n->buffer_next;
     if (n->buffer_next != RT_TM_NIL)
         map->nodes[n->buffer_next].buffer_prev = n->buffer_prev;
-    if (--b->count[n->kind] == 0)
-        b->class_mask[n->kind] = 0;
     b->version_sum -= n->version;
-    if (b->count[RT_ACCESS_READ] == 0 && b->count[RT_ACCESS_WRITE] == 0)
-        buffer_bucket_clear_versions(b);
+    /* The other kind's count is read alone: one load of both counts right
+     * after the 4-byte decrement would wait for the store to retire. */
+    if (--b->count[n->kind] == 0) {
+        b->class_mask[n->kind] = 0;
+        if (b->count[n->kind ^ 1u] == 0)
+            buffer_bucket_clear_versions(b);
+    }
     count_out(map, n);
 
     n->kind = TM_KIND_FREE;
@@ -543,18 +546,19 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
      * visits, the buffer chain buffer_entries: probe only when cheaper, and
      * never more than TM_MAX_SOURCES chains. */
     uint64_t mask = map->class_mask[kind] & b->class_mask[kind];
-    uint64_t mean_chain = map->live_by_kind[kind] >> map->bucket_bits;
-    uint64_t limit = (buffer_entries - 1) / (1 + mean_chain);
-    if (limit > TM_MAX_SOURCES)
-        limit = TM_MAX_SOURCES;
+    uint64_t per_source = 1 + (map->live_by_kind[kind] >> map->bucket_bits);
     uint64_t sources = (mask >> RT_TM_WIDE) & 1;
-    for (uint64_t live = mask & ~(UINT64_C(1) << RT_TM_WIDE);
-         live != 0 && sources <= limit && !w->whole_buffer; live &= live - 1) {
+    bool too_many = w->whole_buffer;
+    for (uint64_t live = mask & ~(UINT64_C(1) << RT_TM_WIDE); live != 0 && !too_many;
+         live &= live - 1) {
         uint64_t lo, hi;
         granule_range((uint32_t)__builtin_ctzll(live), w->first, w->last, &lo, &hi);
-        sources += hi - lo + 1;
+        sources += hi - lo + 1; /* no wrap: sources <= TM_MAX_SOURCES before */
+        /* sources * per_source > buffer_entries - 1, without a division;
+         * no overflow: per_source <= 2^32 once sources <= TM_MAX_SOURCES */
+        too_many = sources > TM_MAX_SOURCES || sources * per_source >= buffer_entries;
     }
-    if (w->whole_buffer || sources > limit) {
+    if (too_many || sources * per_source >= buffer_entries) {
         uint32_t first = on_buffer(w, b->head[kind], true);
         if (first == RT_TM_NIL)
             return 0;
@@ -604,14 +608,21 @@ static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
     bool extents = extent_known(node->first_byte, node->last_byte) &&
                    extent_known(w->first, w->last) && node->version == w->access->version;
     struct sp_view_extent r = {node->first_byte, node->last_byte}, a = {w->first, w->last};
-    enum rt_overlap overlap = extents ? overlap_of_extents(&entry->region, &r, w->access, &a)
-                                      : rt_region_overlap(&entry->region, w->access);
+    /* An identical view (same version) covers the access and is covered
+     * by it: one comparison decides both directions. */
+    bool identical = extents && node->first_byte == w->first && node->last_byte == w->last &&
+                     views_identical(&entry->region, w->access);
+    enum rt_overlap overlap = identical ? RT_OVERLAP_COVERED
+                              : extents ? overlap_of_extents(&entry->region, &r, w->access, &a)
+                                        : rt_region_overlap(&entry->region, w->access);
     if (overlap == RT_OVERLAP_NONE)
         return 0;
     int rc = w->hit(w->hit_ctx, node->producer_id, entry->producer, (enum rt_access)node->kind);
     if (rc != 0)
         return rc; /* entry kept: a retried lookup must see it again */
-    if (find_cut) {
+    if (find_cut && identical) {
+        *cut = true;
+    } else if (find_cut) {
         enum rt_overlap back = extents ? overlap_of_extents(w->access, &a, &entry->region, &r)
                                        : rt_region_overlap(w->access, &entry->region);
         *cut = back == RT_OVERLAP_COVERED;
