@@ -55,8 +55,9 @@ run: build
 test: deps verify test-normal test-asan test-tsan test-soak-short test-release test-fuzz
 	@echo "simpler: all test builds passed (model check, normal, asan+ubsan, tsan, short soak, release build, fuzz)"
 
-# The Promela model of the kernel-mode round gate and round handshake,
-# checked exhaustively by SPIN, with its mutants (model/, tools/verify.sh).
+# The Promela models (the kernel-mode round gate and round handshake; the
+# sleeper bit of simdev's wait words), checked exhaustively by SPIN, with
+# their mutants (model/, tools/verify.sh).
 verify: deps
 	bash tools/verify.sh
 

@@ -478,7 +478,7 @@ void simdev_cond_signal(int device);
  * Notification channels: per device, SIMDEV_NOTIFY_CHANNELS sequences that
  * AICPU threads signal and wait on, so one thread can wake another for one
  * reason only (the device-wide condition sequence above wakes on every core
- * write). simdev_notify_seq reads a channel's sequence (32 bits, wrapping:
+ * write). simdev_notify_seq reads a channel's sequence (31 bits, wrapping:
  * compare for equality); simdev_notify_wait waits (spin, then park) until
  * it differs from `seen` — TIMEOUT after timeout_ns (0 = forever),
  * DEVICE_LOST, INVALID_ARGUMENT for a bad channel; simdev_notify_signal

@@ -56,13 +56,25 @@ static inline int sd_thread_create(pthread_t *thread, void *(*main)(void *), voi
 /*
  * A wait word: a waiter spins on its predicate for a bounded time, then
  * parks on `seq` with a futex. A waker changes the predicate's state, then
- * calls sd_wake. `waiters` lets the waker skip the futex syscall when nobody
- * is parked.
+ * calls sd_wake. `seq` holds the count of wakes (shifted left one bit) and,
+ * in bit 0, the sleeper bit: a waiter sets it before it sleeps, and the
+ * first waker to see it clears it and makes the one futex syscall that
+ * wakes every sleeper; wakers after it, until a waiter sleeps again, make
+ * none (model/park_wake.pml). Readers of the count use sd_word_wakes.
+ * `waiters` counts the threads parking or parked (a hint for placement,
+ * and the half of Dekker pairs whose other half is the caller's).
  */
 struct sd_waitword {
     _Atomic uint32_t seq;
     _Atomic uint32_t waiters;
 };
+
+/* The word's count of wakes (mod 2^31), without the sleeper bit. */
+static inline uint32_t sd_word_wakes(struct sd_waitword *word)
+{
+    /* acquire: pairs with the increment in sd_wake */
+    return atomic_load_explicit(&word->seq, memory_order_acquire) >> 1;
+}
 
 typedef bool (*sd_ready_fn)(void *arg);
 

@@ -53,14 +53,24 @@ static void futex_wake_all(_Atomic uint32_t *addr)
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+#define SD_SLEEPER 1u /* seq bit 0: a waiter may sleep on the word */
+#define SD_WAKE 2u    /* seq's step per wake */
+
 void sd_wake(struct sd_waitword *word)
 {
-    /* seq_cst: the increment must be ordered before the waiters load, pairing
-     * with the waiter's waiters increment before its seq load (Dekker-style),
-     * so either the waiter sees the new seq or we see it parked. The caller's
-     * release of the predicate state happens before this increment. */
-    atomic_fetch_add_explicit(&word->seq, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&word->waiters, memory_order_seq_cst) != 0)
+    /* One read-modify-write of seq decides: either a waiter that is
+     * about to sleep sees the count move (its compare-and-swap that sets
+     * the sleeper bit fails, or its look at the predicate, after its load
+     * of seq, sees the caller's state change), or this increment sees the
+     * sleeper bit it set. Only the waker that clears the bit makes the
+     * syscall: while woken sleepers are still on their way out (tens of
+     * µs), later wakers of the word make none. The caller's release of
+     * the predicate state happens before the increment (seq_cst). */
+    uint32_t before = atomic_fetch_add_explicit(&word->seq, SD_WAKE, memory_order_seq_cst);
+    if (!(before & SD_SLEEPER))
+        return;
+    before = atomic_fetch_and_explicit(&word->seq, ~SD_SLEEPER, memory_order_seq_cst);
+    if (before & SD_SLEEPER)
         futex_wake_all(&word->seq);
 }
 
@@ -212,7 +222,13 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
             atomic_fetch_sub_explicit(&word->waiters, 1, memory_order_relaxed);
             return rc;
         }
-        futex_wait(&word->seq, seen, deadline_ns ? deadline_ns - now : 0);
+        /* Sleep only with the sleeper bit set in the seq we looked after
+         * (sd_wake); a failed swap means a wake came since: look again. */
+        uint32_t armed = seen | SD_SLEEPER;
+        if (seen == armed || atomic_compare_exchange_strong_explicit(&word->seq, &seen, armed,
+                                                                     memory_order_seq_cst,
+                                                                     memory_order_seq_cst))
+            futex_wait(&word->seq, armed, deadline_ns ? deadline_ns - now : 0);
         atomic_fetch_sub_explicit(&word->waiters, 1, memory_order_relaxed);
     }
 }

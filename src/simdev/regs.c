@@ -159,7 +159,7 @@ static uint32_t cond_sequence(struct sd_device *dev)
 {
     /* acquire: pairs with the seq_cst increments in simdev_cond_signal and
      * simdev_core_write_cond */
-    uint32_t seq = atomic_load_explicit(&dev->cond_word.seq, memory_order_acquire);
+    uint32_t seq = sd_word_wakes(&dev->cond_word);
     uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
     for (uint32_t i = 0; i < cores; i++)
         seq += atomic_load_explicit(&dev->regs[i].cond_writes, memory_order_acquire);
@@ -172,7 +172,7 @@ uint64_t simdev_cond_seq(int device)
     /* acquire: pairs with the release of started after the registers were
      * created (device.c); a device not started has no condition writes */
     if (!dev || !atomic_load_explicit(&dev->started, memory_order_acquire))
-        return dev ? atomic_load_explicit(&dev->cond_word.seq, memory_order_acquire) : 0;
+        return dev ? sd_word_wakes(&dev->cond_word) : 0;
     return cond_sequence(dev);
 }
 
@@ -210,8 +210,7 @@ uint64_t simdev_notify_seq(int device, uint32_t channel)
     struct sd_device *dev = sd_device_peek(device);
     if (!dev || channel >= SIMDEV_NOTIFY_CHANNELS)
         return 0;
-    /* acquire: pairs with the seq_cst increment in sd_wake */
-    return atomic_load_explicit(&dev->notify[channel].word.seq, memory_order_acquire);
+    return sd_word_wakes(&dev->notify[channel].word);
 }
 
 struct notify_wait {
@@ -222,7 +221,7 @@ struct notify_wait {
 static bool notify_seq_changed(void *arg)
 {
     struct notify_wait *w = arg;
-    return atomic_load_explicit(&w->word->seq, memory_order_acquire) != w->seen;
+    return sd_word_wakes(w->word) != w->seen;
 }
 
 int simdev_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns)
