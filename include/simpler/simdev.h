@@ -413,6 +413,16 @@ uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs);
 int simdev_core_parked(const struct simdev_core_regs *regs);
 
 /*
+ * AICPU side: 1 while the core gives way to an AICPU thread of its device
+ * that shares its CPU and is awake (placement: when the cores fill every
+ * CPU, the last core shares its CPU with a job's last AICPU thread, the
+ * runtime's orchestrator). Ringing such a core, parked, wakes a thread
+ * that takes the CPU from that AICPU thread; a dispatcher with another
+ * way to run the work leaves it parked. A hint, like simdev_core_parked.
+ */
+int simdev_core_gives_way(const struct simdev_core_regs *regs);
+
+/*
  * AICPU side: 1 while the device of the calling device thread has fewer
  * threads awake than its runnable budget (simdev_config runnable_cpus), so
  * waking a parked core would not take a CPU from a thread already working;

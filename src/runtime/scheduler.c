@@ -409,6 +409,29 @@ static bool tasks_short(const struct sched *S)
     return S->task_ns != 0 && S->task_ns < RT_WAKE_WORTH_NS;
 }
 
+/* Nothing of `shape` waits for idle units at once (a held or queued
+ * sync-start task): what is queued can run on whichever core takes it. */
+static bool plain_work_only(const struct sched *S, uint32_t shape)
+{
+    return !S->held[shape] && !(S->index == S->run->sync_owner[shape] &&
+                                rt_rq_maybe_nonempty(&S->run->sync_ready[shape]));
+}
+
+/*
+ * Whether parked core `c` stays parked though idle: it gives way to the
+ * awake AICPU thread sharing its CPU (the orchestrator, simdev placement),
+ * so waking it would take that CPU from the orchestrator, and an awake
+ * core of its type that fetches while idle will take the queued work (its
+ * FIN's step, or its doorbell wait's look at the queue). Measured: a step
+ * waking that core for a backlog made it preempt the orchestrator every
+ * few µs (hundreds of wake-ups a run, each a switch on the orchestrator's
+ * CPU).
+ */
+static bool mate_to_spare(const struct sched *S, const struct sched_core *c, uint32_t type)
+{
+    return simdev_core_gives_way(c->regs) && rt_fetcher_awake(S->run, type, c->id);
+}
+
 /*
  * Free units of `shape`: for AIC/AIV, the cores of that type `pass` may
  * use; for MIX, fully idle clusters (any pass but UNITS_QUEUE). Writes
@@ -430,6 +453,7 @@ static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass,
     }
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
     uint32_t parked[SIMDEV_MAX_CORES], n_parked = 0;
+    bool spare_mates = pass == UNITS_ANY && plain_work_only(S, shape);
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
         if (c->type != type)
@@ -440,7 +464,7 @@ static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass,
         } else if (core_idle(c)) {
             if (!core_parked(c))
                 units[n++] = i;
-            else if (pass == UNITS_ANY)
+            else if (pass == UNITS_ANY && !(spare_mates && mate_to_spare(S, c, type)))
                 parked[n_parked++] = i;
         }
     }

@@ -263,6 +263,13 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
 static void *worker_main(void *arg)
 {
     struct sd_worker *w = arg;
+    /* A name per role for profilers and debuggers (perf sched, top -H,
+     * gdb): "simdev0 core1", "simdev0 aicpu2". At most 15 characters are
+     * kept; a failure only loses the name. */
+    char name[16];
+    snprintf(name, sizeof name, "simdev%d %s%u", w->dev->id, w->is_core ? "core" : "aicpu",
+             w->index);
+    (void)pthread_setname_np(pthread_self(), name);
     for (;;) {
         sd_wait(&w->wake, worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0, NULL);
         /* acquire: pairs with the release store in launch_assign */
@@ -315,7 +322,10 @@ static uint32_t host_cpus(cpu_set_t *set, int *cpus, uint32_t max)
  * and an AICPU job's last thread (the runtime's orchestrator) runs only on the
  * last CPU while its job lasts (primary_begin), so it never chases a CPU
  * that a core holds. When the cores fill every CPU the last core shares
- * that CPU with it, and gives way to it while idle (park.c). The other
+ * that CPU with it, and gives way to it while idle (park.c); with two CPUs
+ * or more a pinned core is otherwise alone on its CPU, and the budget's
+ * count of awake threads never parks it early (own_cpu), unless the config
+ * sets a budget below the CPUs. The other
  * AICPU threads stay unpinned: they sleep but for the handshake, watchdogs
  * and exit. Best effort: a refused affinity leaves the thread where the OS
  * put it. Also sets the runnable budget (the same count of CPUs, unless
@@ -339,6 +349,9 @@ static void place_threads(struct sd_device *dev, uint32_t ncores)
         pin(dev->cores[i].thread, cpus[i]);
     if (n < 2)
         return; /* one CPU: everybody shares it */
+    /* A budget set below the CPUs (runnable_cpus) binds every thread. */
+    for (uint32_t i = 0; i < ncores && dev->budget.cpus >= n; i++)
+        dev->cores[i].own_cpu = true;
     dev->primary_cpu = cpus[n - 1];
     dev->primary_mate = ncores == n ? (int)ncores - 1 : -1;
 }

@@ -209,6 +209,10 @@ struct sd_worker {
      * (its `awake` says whether it runs the job and is not parked); else
      * NULL. */
     _Atomic(struct sd_worker *) mate;
+    /* Placement (device.c): a core pinned to a CPU that no other core of
+     * its device uses. Its CPU is its own but for `mate`, so the budget's
+     * device-wide count never parks it early (park.c). */
+    bool own_cpu;
     _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
     /* Set by the launcher, taken (swapped back to NULL) by the worker. */
     _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;

@@ -132,6 +132,14 @@ int simdev_budget_has_room(void)
     return !b || atomic_load_explicit(&b->awake, memory_order_relaxed) < b->cpus;
 }
 
+/* True for a core alone on its CPU (placement, device.c): when more
+ * threads are awake than CPUs, the excess is elsewhere, on a CPU it does
+ * not run on, and its parking would leave its own CPU idle. */
+static bool own_cpu(void)
+{
+    return sd_tl_worker && sd_tl_worker->own_cpu;
+}
+
 int simdev_budget_fits(void)
 {
     const struct sd_budget *b = sd_tl_budget;
@@ -139,20 +147,24 @@ int simdev_budget_fits(void)
         return true;
     if (mate_awake())
         return false;
+    if (own_cpu())
+        return true;
     uint32_t awake = atomic_load_explicit(&b->awake, memory_order_relaxed);
     return tl_out ? awake < b->cpus : awake <= b->cpus;
 }
 
 /* Takes this thread, counted, out of its budget's awake count if more
  * threads than CPUs are awake (the excess parks, the rest spin on: one CAS
- * per try), or if the AICPU thread sharing its CPU is awake. True when it
- * did. */
+ * per try; a core alone on its CPU is never the excess), or if the AICPU
+ * thread sharing its CPU is awake. True when it did. */
 static bool budget_leave_if_over(struct sd_budget *b)
 {
     if (mate_awake()) { /* its CPU is taken */
         count_out(b);
         return true;
     }
+    if (own_cpu())
+        return false;
     uint32_t awake = atomic_load_explicit(&b->awake, memory_order_relaxed);
     while (awake > b->cpus)
         if (atomic_compare_exchange_weak_explicit(&b->awake, &awake, awake - 1,

@@ -72,6 +72,14 @@ int simdev_core_parked(const struct simdev_core_regs *regs)
                                 memory_order_relaxed) != 0;
 }
 
+int simdev_core_gives_way(const struct simdev_core_regs *regs)
+{
+    const struct sd_worker *core = &regs->dev->cores[regs->core_id];
+    /* acquire: pairs with the release in primary_begin (device.c) */
+    const struct sd_worker *mate = atomic_load_explicit(&core->mate, memory_order_acquire);
+    return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
+}
+
 uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs)
 {
     /* acquire: pairs with the release in simdev_core_write_cond */

@@ -530,7 +530,71 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
     while (atomic_load(&report.fits[0]) != 1) /* core 0 polls on: hang guard */
         sched_yield();
     assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, 0)), 0); /* 1: parked too */
+    /* What a dispatcher is told: ringing the mate would take the awake
+     * AICPU thread's CPU; core 0 shares its CPU with nobody. */
+    assert_int_equal(simdev_core_gives_way(mate), 1);
+    assert_int_equal(simdev_core_gives_way(simdev_core_regs_get(0, 0)), 0);
     atomic_store(&placement.hold, 0);
+    assert_int_equal(simdev_stream_sync(aicpu), 0);
+    assert_int_equal(simdev_core_gives_way(mate), 0); /* 1: the place outlived its job */
+    for (uint32_t c = 0; c < n; c++)
+        simdev_regs_ring_doorbell(simdev_core_regs_get(0, c), 3);
+    assert_int_equal(simdev_stream_sync(cores), 0);
+    assert_int_equal(simdev_stream_destroy(aicpu), 0);
+    assert_int_equal(simdev_stream_destroy(cores), 0);
+}
+
+/* Every thread of the job stays awake (spinning, counted) while `hold`. */
+static int hold_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    atomic_int *hold;
+    if (args_size != sizeof hold)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&hold, args, sizeof hold);
+    while (atomic_load(hold))
+        sched_yield();
+    return 0;
+}
+
+/*
+ * With the default budget (the host's CPUs) and the cores pinned one per
+ * CPU, two awake AICPU threads put more threads awake than CPUs; the core
+ * sharing the orchestrator's CPU gives way, and the others, each alone on
+ * its CPU, keep spinning: the excess is not on their CPUs, and parking
+ * them would only leave those idle.
+ */
+static void a_core_alone_on_its_cpu_spins_on_over_the_device_budget(void **state)
+{
+    (void)state;
+    cpu_set_t all;
+    uint32_t n = host_cpu_count(&all);
+    if (n < 2 || n > SIMDEV_MAX_CORES)
+        skip();
+    setup_idle_cores(n, 0);
+    static atomic_int hold;
+    atomic_store(&hold, 1);
+    atomic_int *hold_arg = &hold;
+    static struct budget_report report;
+    budget_report_reset(&report);
+    struct budget_report *arg = &report;
+    simdev_stream_t aicpu, cores;
+    assert_int_equal(simdev_stream_create(&aicpu), 0);
+    assert_int_equal(simdev_stream_create(&cores), 0);
+    assert_int_equal(simdev_launch_aicpu(aicpu, hold_aicpu_fn, 2, &hold_arg, sizeof hold_arg), 0);
+    assert_int_equal(simdev_launch_aicore(cores, budget_report_fn, &arg, sizeof arg), 0);
+    /* Who ends these waits: the mate rule parks core n-1 within about a
+     * microsecond of its wait, and the others poll on (else the test's
+     * hang guard: a core parked by the device-wide count polls no more,
+     * its last answer 0). */
+    while (!simdev_core_parked(simdev_core_regs_get(0, n - 1)))
+        sched_yield();
+    for (uint32_t c = 0; c + 1 < n; c++)
+        while (atomic_load(&report.fits[c]) != 1)
+            sched_yield();
+    for (uint32_t c = 0; c + 1 < n; c++) /* 1: the device-wide count parked it */
+        assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, c)), 0);
+    atomic_store(&hold, 0);
     assert_int_equal(simdev_stream_sync(aicpu), 0);
     for (uint32_t c = 0; c < n; c++)
         simdev_regs_ring_doorbell(simdev_core_regs_get(0, c), 3);
@@ -830,6 +894,7 @@ int main(void)
         TEST(a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts),
         TEST(one_aicpu_thread_at_a_time_has_the_orchestrators_place),
         TEST(the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake),
+        TEST(a_core_alone_on_its_cpu_spins_on_over_the_device_budget),
         TEST(core_wait_doorbell_or_ends_on_its_predicate_or_a_ring),
         TEST(core_wait_doorbell_times_out_when_nothing_rings),
         TEST(cond_wait_times_out_when_no_core_writes),
