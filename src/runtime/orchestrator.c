@@ -426,6 +426,19 @@ static void write_result(struct simpler_task_result *out, uint64_t id,
     out->output_count = outputs;
 }
 
+/* The lines a submit of ring-local id `local` writes first: its slot (a
+ * core wrote it last, completing the slot's previous task) and the head
+ * of its payload (the previous task's kernel read it). */
+static void prefetch_ahead(const struct rt_ring *r, uint64_t local)
+{
+    const struct rt_task *t = &r->tasks[local & r->mask];
+    rt_prefetch_write(&r->slots[local & r->mask]);
+    uintptr_t end = (uintptr_t)&t->tensors[1]; /* through the first tensor */
+    for (uintptr_t line = (uintptr_t)t & ~(uintptr_t)(RT_CACHELINE - 1); line < end;
+         line += RT_CACHELINE)
+        rt_prefetch_write((const void *)line);
+}
+
 static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels *k,
                      const struct simpler_task_args *a, struct simpler_task_result *out)
 {
@@ -456,6 +469,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     struct rt_slot *s = &r->slots[local & r->mask];
     struct rt_task *t = &r->tasks[local & r->mask];
     struct rt_tm_record *tm = &r->tm[local & r->mask];
+    prefetch_ahead(r, local + RT_PREFETCH_AHEAD);
     forget_previous_occupant(run, ring, local, tm);
     tm->count = 0;
     r->heap_head = heap_pos + ts.heap_need;
@@ -527,8 +541,11 @@ static void scope_pop(struct rt_run *run)
     struct rt_scope *sc = &run->scopes[run->scope_depth - 1];
     uint32_t begin = sc->begin;
     run->scope_depth--;
-    for (uint32_t i = begin; i < run->scope_task_top; i++)
+    for (uint32_t i = begin; i < run->scope_task_top; i++) {
+        if (i + RT_PREFETCH_AHEAD < run->scope_task_top)
+            rt_prefetch_write(run->scope_tasks[i + RT_PREFETCH_AHEAD]);
         rt_slot_release(run, run->scope_tasks[i]);
+    }
     run->scope_task_top = begin;
 }
 

@@ -33,6 +33,26 @@
 
 /* Task ids: ring in the top 16 bits, the ring-local index below. */
 #define RT_LOCAL_BITS 48
+/*
+ * Asks for the cache line at `p` in a state this thread may write (x86's
+ * PREFETCHW; elsewhere the compiler's write prefetch). A hint only: it
+ * never faults and changes no value. The orchestrator uses it a few tasks
+ * ahead for lines a core wrote last (a slot, a payload), so that the
+ * transfer between CPUs overlaps the work before the write rather than
+ * stalling it.
+ */
+static inline void rt_prefetch_write(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* How many tasks ahead the orchestrator prefetches. */
+#define RT_PREFETCH_AHEAD 4u
+
 static inline uint64_t rt_task_id(uint32_t ring, uint64_t local)
 {
     return ((uint64_t)ring << RT_LOCAL_BITS) | local;
