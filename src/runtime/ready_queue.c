@@ -74,6 +74,8 @@ struct rt_slot *rt_rq_pop(struct rt_ready_queue *q)
 
 uint64_t rt_rq_length(struct rt_ready_queue *q)
 {
+    if (!rt_rq_maybe_nonempty(q))
+        return 0; /* no look at the pushers' line while the queue is empty */
     uint64_t head = atomic_load_explicit(&q->dequeue_pos, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&q->enqueue_pos, memory_order_acquire);
     return tail > head ? tail - head : 0;
@@ -88,8 +90,12 @@ bool rt_rq_peek(struct rt_ready_queue *q, uint64_t *head)
     return seq == pos + 1;
 }
 
+/* The head cell, not enqueue_pos: the poppers' lines only. Every step of
+ * every core asks this; a look at enqueue_pos would take that line from
+ * the orchestrator, whose next push must then fetch it back. A push whose
+ * cell is not published yet reads as empty here, as it does to a pop. */
 bool rt_rq_maybe_nonempty(struct rt_ready_queue *q)
 {
-    return atomic_load_explicit(&q->enqueue_pos, memory_order_acquire) !=
-           atomic_load_explicit(&q->dequeue_pos, memory_order_acquire);
+    uint64_t head;
+    return rt_rq_peek(q, &head);
 }

@@ -190,10 +190,11 @@ void rt_rq_init(struct rt_ready_queue *q, struct rt_rq_cell *cells, uint64_t cap
 bool rt_rq_push(struct rt_ready_queue *q, struct rt_slot *slot);
 /* NULL when empty */
 struct rt_slot *rt_rq_pop(struct rt_ready_queue *q);
-/* Approximate: for diagnostics and idle decisions only. */
+/* Approximate: for diagnostics and idle decisions only. True when a pop
+ * would find the head published (reads the poppers' lines only). */
 bool rt_rq_maybe_nonempty(struct rt_ready_queue *q);
-/* Approximate number of queued tasks (claimed pushes minus claimed pops):
- * for placement decisions only. */
+/* Approximate number of queued tasks (claimed pushes minus claimed pops;
+ * 0 while the head is not published): for placement decisions only. */
 uint64_t rt_rq_length(struct rt_ready_queue *q);
 /* True when a pop would find a task now (the head cell is published);
  * *head is the head's position. Changes nothing. */
