@@ -535,17 +535,26 @@ static int scope_push(struct rt_run *run, uint32_t mode)
     return 0;
 }
 
-/* Closes the innermost scope: its tasks lose the scope's hold. */
+/* Closes the innermost scope: its tasks lose the scope's hold. The rings
+ * of the tasks this made CONSUMED advance once, after the loop, not once
+ * per task (each advance is a lock and fenced stores on lines the cores
+ * read). */
 static void scope_pop(struct rt_run *run)
 {
     struct rt_scope *sc = &run->scopes[run->scope_depth - 1];
     uint32_t begin = sc->begin;
     run->scope_depth--;
+    uint32_t rings = 0;
     for (uint32_t i = begin; i < run->scope_task_top; i++) {
         if (i + RT_PREFETCH_AHEAD < run->scope_task_top)
             rt_prefetch_write(run->scope_tasks[i + RT_PREFETCH_AHEAD]);
-        rt_slot_release(run, run->scope_tasks[i]);
+        struct rt_slot *s = run->scope_tasks[i];
+        uint32_t ring = s->ring;
+        if (rt_slot_drop(run, s))
+            rings |= 1u << ring;
     }
+    for (; rings; rings &= rings - 1)
+        rt_ring_advance(run, (uint32_t)__builtin_ctz(rings));
     run->scope_task_top = begin;
 }
 

@@ -477,6 +477,12 @@ bool rt_scope_open(struct rt_run *run, struct rt_slot *s);
  * CONSUMED and advances its ring. */
 void rt_slot_release(struct rt_run *run, struct rt_slot *s);
 
+/* rt_slot_release without the advance: true when it made the task
+ * CONSUMED, and the caller must then advance the task's ring (read
+ * s->ring before: the slot is the ring's after this returns true). For a
+ * caller that drops many holds at once and advances each ring once. */
+bool rt_slot_drop(struct rt_run *run, struct rt_slot *s);
+
 /* Tasks a completion made ready, kept by the scheduler's step so they go
  * first (scheduler.c: the immediate successor runs on the completing
  * core). Only single-block AIC/AIV tasks without sync-start go here; the

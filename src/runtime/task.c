@@ -43,6 +43,13 @@ void rt_signal_orch(struct rt_run *run)
 void rt_slot_release(struct rt_run *run, struct rt_slot *s)
 {
     uint32_t ring = s->ring;
+    if (rt_slot_drop(run, s))
+        rt_ring_advance(run, ring);
+}
+
+bool rt_slot_drop(struct rt_run *run, struct rt_slot *s)
+{
+    (void)run;
     bool consumed = false;
     rt_slot_lock(s);
     s->fanout_released++;
@@ -53,12 +60,12 @@ void rt_slot_release(struct rt_run *run, struct rt_slot *s)
     }
     rt_slot_unlock(s);
     if (!consumed)
-        return;
+        return false;
     /* After this store the slot belongs to the ring: it may be retired and
      * reused at once, so it is the last touch of `s` (the unlock above had
      * to come first). */
     atomic_store_explicit(&s->state, RT_CONSUMED, memory_order_release);
-    rt_ring_advance(run, ring);
+    return true;
 }
 
 static inline struct rt_dep *dep_at(struct rt_run *run, uint64_t handle)
