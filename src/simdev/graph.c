@@ -189,6 +189,7 @@ static void *helper_main(void *arg)
 {
     struct lane_helper *h = arg;
     struct simdev_graph_exec *exec = h->exec;
+    (void)pthread_setname_np(pthread_self(), "simdev lane"); /* for profilers */
     for (;;) {
         sd_wait(&h->wake, helper_has_work, h, exec->dev->config.spin_ns, 0, NULL);
         if (atomic_load_explicit(&exec->stopping, memory_order_acquire))

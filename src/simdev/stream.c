@@ -121,6 +121,7 @@ static int execute(struct simdev_stream *stream, struct sd_op *op, int carried)
 static void *executor_main(void *arg)
 {
     struct simdev_stream *stream = arg;
+    (void)pthread_setname_np(pthread_self(), "simdev stream"); /* for profilers */
     pthread_mutex_lock(&stream->lock);
     for (;;) {
         while (!stream->head && !stream->stopping)
