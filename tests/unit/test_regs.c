@@ -404,6 +404,32 @@ static void launch_placement(struct placement_report *r, simdev_stream_t stream,
     assert_int_equal(simdev_launch_aicpu(stream, placement_aicpu_fn, threads, &r, sizeof r), 0);
 }
 
+/* The two streams of a placement test: the caller's AICPU job goes on
+ * `aicpu`, every core's doorbell wait (launch_reports) on `cores`. */
+static void open_placement_streams(simdev_stream_t *aicpu, simdev_stream_t *cores)
+{
+    assert_int_equal(simdev_stream_create(aicpu), 0);
+    assert_int_equal(simdev_stream_create(cores), 0);
+}
+
+/* Every core waits for one ring, reporting what the budget says to it. */
+static void launch_reports(struct budget_report *report, simdev_stream_t cores)
+{
+    budget_report_reset(report);
+    assert_int_equal(simdev_launch_aicore(cores, budget_report_fn, &report, sizeof report), 0);
+}
+
+/* Ends the cores' waits (a ring each) once the AICPU job has ended. */
+static void close_placement_streams(uint32_t cores_n, simdev_stream_t aicpu,
+                                    simdev_stream_t cores)
+{
+    for (uint32_t c = 0; c < cores_n; c++)
+        simdev_regs_ring_doorbell(simdev_core_regs_get(0, c), 3);
+    assert_int_equal(simdev_stream_sync(cores), 0);
+    assert_int_equal(simdev_stream_destroy(aicpu), 0);
+    assert_int_equal(simdev_stream_destroy(cores), 0);
+}
+
 /*
  * With the cores pinned one per CPU, an AICPU job's last thread (the
  * runtime's orchestrator) runs only on the last host CPU while its job
@@ -514,13 +540,10 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
     memset(&placement, 0, sizeof placement);
     atomic_store(&placement.hold, 1);
     static struct budget_report report;
-    budget_report_reset(&report);
-    struct budget_report *arg = &report;
     simdev_stream_t aicpu, cores;
-    assert_int_equal(simdev_stream_create(&aicpu), 0);
-    assert_int_equal(simdev_stream_create(&cores), 0);
+    open_placement_streams(&aicpu, &cores);
     launch_placement(&placement, aicpu, 2);
-    assert_int_equal(simdev_launch_aicore(cores, budget_report_fn, &arg, sizeof arg), 0);
+    launch_reports(&report, cores);
     struct simdev_core_regs *mate = simdev_core_regs_get(0, n - 1);
     /* Who ends this wait: the mate rule parks core n-1 within about a
      * microsecond of its wait (else the test's hang guard). */
@@ -537,11 +560,7 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
     atomic_store(&placement.hold, 0);
     assert_int_equal(simdev_stream_sync(aicpu), 0);
     assert_int_equal(simdev_core_gives_way(mate), 0); /* 1: the place outlived its job */
-    for (uint32_t c = 0; c < n; c++)
-        simdev_regs_ring_doorbell(simdev_core_regs_get(0, c), 3);
-    assert_int_equal(simdev_stream_sync(cores), 0);
-    assert_int_equal(simdev_stream_destroy(aicpu), 0);
-    assert_int_equal(simdev_stream_destroy(cores), 0);
+    close_placement_streams(n, aicpu, cores);
 }
 
 /* Every thread of the job stays awake (spinning, counted) while `hold`. */
@@ -576,13 +595,10 @@ static void a_core_alone_on_its_cpu_spins_on_over_the_device_budget(void **state
     atomic_store(&hold, 1);
     atomic_int *hold_arg = &hold;
     static struct budget_report report;
-    budget_report_reset(&report);
-    struct budget_report *arg = &report;
     simdev_stream_t aicpu, cores;
-    assert_int_equal(simdev_stream_create(&aicpu), 0);
-    assert_int_equal(simdev_stream_create(&cores), 0);
+    open_placement_streams(&aicpu, &cores);
     assert_int_equal(simdev_launch_aicpu(aicpu, hold_aicpu_fn, 2, &hold_arg, sizeof hold_arg), 0);
-    assert_int_equal(simdev_launch_aicore(cores, budget_report_fn, &arg, sizeof arg), 0);
+    launch_reports(&report, cores);
     /* Who ends these waits: the mate rule parks core n-1 within about a
      * microsecond of its wait, and the others poll on (else the test's
      * hang guard: a core parked by the device-wide count polls no more,
@@ -596,11 +612,7 @@ static void a_core_alone_on_its_cpu_spins_on_over_the_device_budget(void **state
         assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, c)), 0);
     atomic_store(&hold, 0);
     assert_int_equal(simdev_stream_sync(aicpu), 0);
-    for (uint32_t c = 0; c < n; c++)
-        simdev_regs_ring_doorbell(simdev_core_regs_get(0, c), 3);
-    assert_int_equal(simdev_stream_sync(cores), 0);
-    assert_int_equal(simdev_stream_destroy(aicpu), 0);
-    assert_int_equal(simdev_stream_destroy(cores), 0);
+    close_placement_streams(n, aicpu, cores);
 }
 
 /* ------------------------------------------------- wait with a predicate */
