@@ -472,7 +472,8 @@ void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value);
 
 /*
  * AICPU side: every condition write on the device bumps a device-wide
- * sequence (32 bits, wrapping: compare it only for equality).
+ * sequence (a 32-bit sum of counters that wrap: compare it only for
+ * equality).
  * simdev_cond_seq reads it; simdev_cond_wait waits (spin, then park) until
  * it differs from `seen`, so a scheduler can watch many cores at once. TIMEOUT after timeout_ns (0 = forever); DEVICE_LOST as above.
  */

@@ -418,18 +418,20 @@ static bool plain_work_only(const struct sched *S, uint32_t shape)
 }
 
 /*
- * Whether parked core `c` stays parked though idle: it gives way to the
- * awake AICPU thread sharing its CPU (the orchestrator, simdev placement),
- * so waking it would take that CPU from the orchestrator, and an awake
- * core of its type that fetches while idle will take the queued work (its
- * FIN's step, or its doorbell wait's look at the queue). Measured: a step
- * waking that core for a backlog made it preempt the orchestrator every
- * few µs (hundreds of wake-ups a run, each a switch on the orchestrator's
- * CPU).
+ * Whether parked core `c` stays parked though idle: tasks are known to be
+ * short (with long or unknown ones a wake-up pays, as everywhere in the
+ * step), it gives way to the awake AICPU thread sharing its CPU (the
+ * orchestrator, simdev placement), so waking it would take that CPU from
+ * the orchestrator, and an awake core of its type that fetches while idle
+ * will take the queued work (its FIN's step, or its doorbell wait's look
+ * at the queue). Measured: a step waking that core for a backlog of short
+ * tasks made it preempt the orchestrator every few µs (hundreds of
+ * wake-ups a run, each a switch on the orchestrator's CPU).
  */
 static bool mate_to_spare(const struct sched *S, const struct sched_core *c, uint32_t type)
 {
-    return simdev_core_gives_way(c->regs) && rt_fetcher_awake(S->run, type, c->id);
+    return tasks_short(S) && simdev_core_gives_way(c->regs) &&
+           rt_fetcher_awake(S->run, type, c->id);
 }
 
 /*

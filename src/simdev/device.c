@@ -178,12 +178,13 @@ static bool worker_has_job(void *arg)
            atomic_load_explicit(&w->dev->stopping, memory_order_acquire);
 }
 
-static void pin(pthread_t thread, int cpu)
+/* True when the thread now runs only on `cpu`. */
+static bool pin(pthread_t thread, int cpu)
 {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    (void)pthread_setaffinity_np(thread, sizeof one, &one);
+    return pthread_setaffinity_np(thread, sizeof one, &one) == 0;
 }
 
 /* A job's last AICPU thread (the runtime's orchestrator) runs on the CPU
@@ -345,13 +346,15 @@ static void place_threads(struct sd_device *dev, uint32_t ncores)
     atomic_store_explicit(&dev->primary_owner, NULL, memory_order_relaxed);
     if (!cores_fit || !dev->config.pin_cores)
         return;
+    bool pinned[SIMDEV_MAX_CORES];
     for (uint32_t i = 0; i < ncores; i++)
-        pin(dev->cores[i].thread, cpus[i]);
+        pinned[i] = pin(dev->cores[i].thread, cpus[i]);
     if (n < 2)
         return; /* one CPU: everybody shares it */
-    /* A budget set below the CPUs (runnable_cpus) binds every thread. */
+    /* A budget set below the CPUs (runnable_cpus) binds every thread; a
+     * refused affinity leaves the core where the OS puts it. */
     for (uint32_t i = 0; i < ncores && dev->budget.cpus >= n; i++)
-        dev->cores[i].own_cpu = true;
+        dev->cores[i].own_cpu = pinned[i];
     dev->primary_cpu = cpus[n - 1];
     dev->primary_mate = ncores == n ? (int)ncores - 1 : -1;
 }
