@@ -550,7 +550,7 @@ static void scope_pop(struct rt_run *run)
             rt_prefetch_write(run->scope_tasks[i + RT_PREFETCH_AHEAD]);
         struct rt_slot *s = run->scope_tasks[i];
         uint32_t ring = s->ring;
-        if (rt_slot_drop(run, s))
+        if (rt_slot_drop(s))
             rings |= 1u << ring;
     }
     for (; rings; rings &= rings - 1)

@@ -74,9 +74,9 @@ struct rt_slot *rt_rq_pop(struct rt_ready_queue *q)
 
 uint64_t rt_rq_length(struct rt_ready_queue *q)
 {
-    if (!rt_rq_maybe_nonempty(q))
+    uint64_t head;
+    if (!rt_rq_peek(q, &head))
         return 0; /* no look at the pushers' line while the queue is empty */
-    uint64_t head = atomic_load_explicit(&q->dequeue_pos, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&q->enqueue_pos, memory_order_acquire);
     return tail > head ? tail - head : 0;
 }

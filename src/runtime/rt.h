@@ -481,7 +481,7 @@ void rt_slot_release(struct rt_run *run, struct rt_slot *s);
  * CONSUMED, and the caller must then advance the task's ring (read
  * s->ring before: the slot is the ring's after this returns true). For a
  * caller that drops many holds at once and advances each ring once. */
-bool rt_slot_drop(struct rt_run *run, struct rt_slot *s);
+bool rt_slot_drop(struct rt_slot *s);
 
 /* Tasks a completion made ready, kept by the scheduler's step so they go
  * first (scheduler.c: the immediate successor runs on the completing

@@ -422,15 +422,18 @@ static bool plain_work_only(const struct sched *S, uint32_t shape)
  * short (with long or unknown ones a wake-up pays, as everywhere in the
  * step), it gives way to the awake AICPU thread sharing its CPU (the
  * orchestrator, simdev placement), so waking it would take that CPU from
- * the orchestrator, and an awake core of its type that fetches while idle
- * will take the queued work (its FIN's step, or its doorbell wait's look
- * at the queue). Measured: a step waking that core for a backlog of short
+ * the orchestrator, nothing of `shape` needs idle units at once, and an
+ * awake core of its type that fetches while idle will take the queued
+ * work (its FIN's step, or its doorbell wait's look at the queue). The
+ * cheap looks first: only a parked idle core in a pass that may wake one
+ * asks. Measured: a step waking that core for a backlog of short
  * tasks made it preempt the orchestrator every few µs (hundreds of
  * wake-ups a run, each a switch on the orchestrator's CPU).
  */
-static bool mate_to_spare(const struct sched *S, const struct sched_core *c, uint32_t type)
+static bool mate_to_spare(const struct sched *S, const struct sched_core *c, uint32_t type,
+                          uint32_t shape)
 {
-    return tasks_short(S) && simdev_core_gives_way(c->regs) &&
+    return tasks_short(S) && simdev_core_gives_way(c->regs) && plain_work_only(S, shape) &&
            rt_fetcher_awake(S->run, type, c->id);
 }
 
@@ -455,7 +458,6 @@ static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass,
     }
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
     uint32_t parked[SIMDEV_MAX_CORES], n_parked = 0;
-    bool spare_mates = pass == UNITS_ANY && plain_work_only(S, shape);
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
         if (c->type != type)
@@ -466,7 +468,7 @@ static uint32_t free_units(struct sched *S, uint32_t shape, enum unit_pass pass,
         } else if (core_idle(c)) {
             if (!core_parked(c))
                 units[n++] = i;
-            else if (pass == UNITS_ANY && !(spare_mates && mate_to_spare(S, c, type)))
+            else if (pass == UNITS_ANY && !mate_to_spare(S, c, type, shape))
                 parked[n_parked++] = i;
         }
     }
@@ -560,9 +562,8 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
 static bool wake_parked(struct sched *S, uint32_t shape)
 {
     struct rt_run *run = S->run;
-    if (S->held[shape] ||
-        (S->index == run->sync_owner[shape] && rt_rq_maybe_nonempty(&run->sync_ready[shape])))
-        return true;
+    if (!plain_work_only(S, shape))
+        return true; /* sync-start work needs its units idle at once */
     uint64_t backlog = rt_rq_length(&run->ready[shape]);
     if (backlog < RT_WAKE_BACKLOG)
         S->backlog_since[shape] = 0;

@@ -43,13 +43,12 @@ void rt_signal_orch(struct rt_run *run)
 void rt_slot_release(struct rt_run *run, struct rt_slot *s)
 {
     uint32_t ring = s->ring;
-    if (rt_slot_drop(run, s))
+    if (rt_slot_drop(s))
         rt_ring_advance(run, ring);
 }
 
-bool rt_slot_drop(struct rt_run *run, struct rt_slot *s)
+bool rt_slot_drop(struct rt_slot *s)
 {
-    (void)run;
     bool consumed = false;
     rt_slot_lock(s);
     s->fanout_released++;

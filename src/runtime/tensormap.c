@@ -471,8 +471,6 @@ struct tm_walk {
     rt_tm_hit_fn hit;
     void *hit_ctx;
     uint64_t cut_seq;           /* entries older than this are not visited */
-    uint32_t size_class;        /* the access's (RT_TM_WIDE: unknown extent) */
-    uint32_t granule_bucket;    /* of the granule holding the access (not WIDE) */
 };
 
 /* The first entry on the access's buffer at or after `index` in its chain
@@ -548,6 +546,23 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
      * visits, the buffer chain buffer_entries: probe only when cheaper, and
      * never more than TM_MAX_SOURCES chains. */
     uint64_t mask = map->class_mask[kind] & b->class_mask[kind];
+    /* The tile path: every entry of this kind the bucket may hold is of
+     * the access's own class (cells or tiles of one size, the common
+     * case), so the one granule holding the access is all there is to
+     * probe, without counting sources or merging. */
+    uint32_t k = size_class_of(w->first, w->last);
+    if (!w->whole_buffer && k != RT_TM_WIDE && mask == UINT64_C(1) << k) {
+        *by_buffer = false;
+        uint32_t first = on_buffer(
+            w, *granule_head(w->map, granule_bucket_of(map, w->access->addr, k,
+                                                       biased(w->first) >> granule_bits(k)),
+                             kind),
+            false);
+        if (first == RT_TM_NIL)
+            return 0;
+        heap[0] = (struct tm_cursor){map->nodes[first].seq, first};
+        return 1;
+    }
     uint64_t per_source = 1 + (map->live_by_kind[kind] >> map->bucket_bits);
     uint64_t sources = (mask >> RT_TM_WIDE) & 1;
     bool too_many = w->whole_buffer;
@@ -637,42 +652,12 @@ static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
     return 0;
 }
 
-/* One granule chain of the lookup's `kind`, newest first (its order), as
- * walk_kind walks its chains. */
-static int walk_granule(struct tm_walk *w, uint32_t kind, bool find_cut)
-{
-    const struct rt_tm_node *nodes = w->map->nodes;
-    uint32_t index = on_buffer(w, *granule_head(w->map, w->granule_bucket, kind), false);
-    while (index != RT_TM_NIL && nodes[index].seq >= w->cut_seq) {
-        /* Step before the entry may be unlinked. */
-        uint32_t next = on_buffer(w, nodes[index].granule_next, false);
-        bool cut;
-        int rc = visit(w, index, find_cut, &cut);
-        if (rc != 0 || cut)
-            return rc;
-        index = next;
-    }
-    return 0;
-}
-
 /* The `kind` chains of one lookup, merged newest first. Stops at entries
  * older than cut_seq; with find_cut, sets cut_seq at the newest live entry
  * that covers the whole access (everything older that overlaps the access
  * is ordered before that entry's task) and stops there. */
 static int walk_kind(struct tm_walk *w, uint32_t kind, bool find_cut)
 {
-    /* The tile path: when every entry of this kind that the access's
-     * buffer bucket may hold is of the access's own class (cells or tiles
-     * of one size, the common case), the one granule holding the access
-     * is all open_chains would probe: walk it without the merge. */
-    if (!w->whole_buffer && w->size_class != RT_TM_WIDE) {
-        const struct rt_tm_buffer_bucket *b = &w->map->buffers[w->buffer_bucket];
-        if (b->count[kind] == 0)
-            return 0;
-        uint64_t mask = w->map->class_mask[kind] & b->class_mask[kind];
-        if (mask == UINT64_C(1) << w->size_class)
-            return walk_granule(w, kind, find_cut);
-    }
     struct tm_cursor heap[TM_MAX_SOURCES];
     bool by_buffer;
     uint32_t n = open_chains(w, kind, heap, &by_buffer);
@@ -733,10 +718,6 @@ int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_te
      * bytes), need the whole buffer. */
     w.whole_buffer = !extent_known(w.first, w.last) ||
                      !versions_all(&map->buffers[w.buffer_bucket], access->version);
-    w.size_class = size_class_of(w.first, w.last);
-    if (w.size_class != RT_TM_WIDE)
-        w.granule_bucket = granule_bucket_of(map, access->addr, w.size_class,
-                                             biased(w.first) >> granule_bits(w.size_class));
     int rc = walk_kind(&w, RT_ACCESS_WRITE, true);
     if (rc != 0 || kind != RT_ACCESS_WRITE)
         return rc;

@@ -219,6 +219,15 @@ struct sd_worker {
     struct sd_waitword wake; /* the launcher wakes the worker here */
 };
 
+/* True while `core` gives way to the AICPU thread sharing its CPU: that
+ * thread (its mate) runs the job that has the place and is awake. */
+static inline bool sd_core_gives_way(const struct sd_worker *core)
+{
+    /* acquire: pairs with the release in primary_begin (device.c) */
+    const struct sd_worker *mate = atomic_load_explicit(&core->mate, memory_order_acquire);
+    return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
+}
+
 /* One execution of an AICPU or AICore launch, shared with its workers. */
 struct sd_job {
     struct sd_job *next_abandoned;

@@ -92,10 +92,7 @@ _Thread_local struct sd_worker *sd_tl_worker;
 /* True when the AICPU thread pinned to this core's CPU is awake. */
 static bool mate_awake(void)
 {
-    const struct sd_worker *w = sd_tl_worker;
-    const struct sd_worker *mate =
-        w ? atomic_load_explicit(&w->mate, memory_order_acquire) : NULL;
-    return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
+    return sd_tl_worker && sd_core_gives_way(sd_tl_worker);
 }
 
 /* Whether a wait of this thread's job has taken it out of its budget's

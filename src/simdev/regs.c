@@ -74,10 +74,7 @@ int simdev_core_parked(const struct simdev_core_regs *regs)
 
 int simdev_core_gives_way(const struct simdev_core_regs *regs)
 {
-    const struct sd_worker *core = &regs->dev->cores[regs->core_id];
-    /* acquire: pairs with the release in primary_begin (device.c) */
-    const struct sd_worker *mate = atomic_load_explicit(&core->mate, memory_order_acquire);
-    return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
+    return sd_core_gives_way(&regs->dev->cores[regs->core_id]);
 }
 
 uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs)

@@ -376,6 +376,37 @@ static uint32_t host_cpu_count(cpu_set_t *set)
     return (uint32_t)CPU_COUNT(set);
 }
 
+/* The host's CPUs in *all, for the placement tests (skipped on one CPU,
+ * where there is nothing to place, or more than simdev looks at). */
+static void cpus_to_place_on(cpu_set_t *all)
+{
+    uint32_t n = host_cpu_count(all);
+    if (n < 2 || n > SIMDEV_MAX_CORES + 1)
+        skip();
+}
+
+/* A device of two AICPU threads and one AIV core, pinned or not. */
+static void setup_one_core(uint32_t pin_cores)
+{
+    struct simdev_config config = ts_small_config();
+    config.aicpu_threads = 2;
+    config.aic_cores = 0;
+    config.aiv_cores = 1;
+    config.pin_cores = pin_cores;
+    ts_device_setup_config(&config);
+}
+
+/* One core per host CPU, for the tests where the cores fill them all
+ * (skipped on one CPU, or more CPUs than a device has cores). */
+static uint32_t cores_to_fill_cpus(void)
+{
+    cpu_set_t all;
+    uint32_t n = host_cpu_count(&all);
+    if (n < 2 || n > SIMDEV_MAX_CORES)
+        skip();
+    return n;
+}
+
 struct placement_report {
     cpu_set_t affinity[2]; /* of each AICPU thread of the job, in the job */
     atomic_int recorded;   /* set (release) once affinity[0] is written */
@@ -441,20 +472,13 @@ static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts(vo
 {
     (void)state;
     cpu_set_t all;
-    uint32_t n = host_cpu_count(&all);
-    if (n < 2 || n > SIMDEV_MAX_CORES + 1)
-        skip(); /* one CPU: nothing to place; more than simdev looks at */
+    cpus_to_place_on(&all);
     int last = -1;
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &all))
             last = c;
     for (uint32_t pinned = 0; pinned <= 1; pinned++) {
-        struct simdev_config config = ts_small_config();
-        config.aicpu_threads = 2;
-        config.aic_cores = 0;
-        config.aiv_cores = 1;
-        config.pin_cores = pinned;
-        ts_device_setup_config(&config);
+        setup_one_core(pinned);
         static struct placement_report report;
         memset(&report, 0, sizeof report);
         simdev_stream_t stream;
@@ -486,14 +510,8 @@ static void one_aicpu_thread_at_a_time_has_the_orchestrators_place(void **state)
 {
     (void)state;
     cpu_set_t all;
-    uint32_t n = host_cpu_count(&all);
-    if (n < 2 || n > SIMDEV_MAX_CORES + 1)
-        skip();
-    struct simdev_config config = ts_small_config();
-    config.aicpu_threads = 2;
-    config.aic_cores = 0;
-    config.aiv_cores = 1;
-    ts_device_setup_config(&config);
+    cpus_to_place_on(&all);
+    setup_one_core(1);
     static struct placement_report first, second, third;
     memset(&first, 0, sizeof first);
     memset(&second, 0, sizeof second);
@@ -531,10 +549,7 @@ static void one_aicpu_thread_at_a_time_has_the_orchestrators_place(void **state)
 static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(void **state)
 {
     (void)state;
-    cpu_set_t all;
-    uint32_t n = host_cpu_count(&all);
-    if (n < 2 || n > SIMDEV_MAX_CORES)
-        skip();
+    uint32_t n = cores_to_fill_cpus();
     setup_idle_cores(n, n + 2); /* the global budget never parks anyone */
     static struct placement_report placement;
     memset(&placement, 0, sizeof placement);
@@ -586,10 +601,7 @@ static int hold_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, s
 static void a_core_alone_on_its_cpu_spins_on_over_the_device_budget(void **state)
 {
     (void)state;
-    cpu_set_t all;
-    uint32_t n = host_cpu_count(&all);
-    if (n < 2 || n > SIMDEV_MAX_CORES)
-        skip();
+    uint32_t n = cores_to_fill_cpus();
     setup_idle_cores(n, 0);
     static atomic_int hold;
     atomic_store(&hold, 1);
