@@ -52,8 +52,8 @@
  * would. No lookup walks more than its buffer chain; a wide access after
  * many small entries costs what that walk costs. The tile path: when the
  * only class the bucket holds for a kind is the access's own, that one
- * granule is all there is to probe, and the lookup walks its chain
- * without the merge (cells and tiles of one size: 11-12% fewer
+ * granule is all there is to probe, and the lookup opens that one chain
+ * without counting the sources (cells and tiles of one size: 11-12% fewer
  * instructions per task in bench_runtime's TensorMap section).
  *
  * Retired entries are freed by rt_tensormap_forget (the orchestrator
