@@ -187,30 +187,43 @@ static bool pin(pthread_t thread, int cpu)
     return pthread_setaffinity_np(thread, sizeof one, &one) == 0;
 }
 
-/* A job's last AICPU thread (the runtime's orchestrator) runs on the CPU
- * place_threads chose for it while the job lasts, and the core that
- * shares that CPU (if any) gives way to it while idle (park.c). One such
- * thread at a time: when AICPU jobs overlap (a loader beside a run, two
- * contexts on one device), the first to begin keeps the place and the
- * others run where the OS puts them. True when `w` took it. */
+/* The place of a job's last AICPU thread (the runtime's orchestrator) when
+ * the job has two threads or more: the CPU place_threads chose, whose core
+ * (if any) gives way to it while idle (park.c). One such thread at a time:
+ * when such jobs overlap (two contexts on one device), the first to begin
+ * keeps the place for its length. True when `w` took it. */
 static bool primary_begin(struct sd_device *dev, struct sd_worker *w)
 {
     struct sd_worker *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&dev->primary_owner, &none, w,
                                                  memory_order_acq_rel, memory_order_relaxed))
         return false;
-    pin(w->thread, dev->primary_cpu);
     if (dev->primary_mate >= 0)
         atomic_store_explicit(&dev->cores[dev->primary_mate].mate, w, memory_order_release);
     return true;
 }
 
-static void primary_end(struct sd_device *dev, struct sd_worker *w)
+static void primary_end(struct sd_device *dev)
 {
     if (dev->primary_mate >= 0)
         atomic_store_explicit(&dev->cores[dev->primary_mate].mate, NULL, memory_order_relaxed);
-    (void)pthread_setaffinity_np(w->thread, sizeof dev->all_cpus, &dev->all_cpus);
     atomic_store_explicit(&dev->primary_owner, NULL, memory_order_release);
+}
+
+/* Moves the calling AICPU worker to `want` unless it is there already:
+ * a worker keeps its place from job to job, so a run's threads make no
+ * affinity call (and no migration) when they run the roles they ran the
+ * last time. A refused call leaves the place unknown (ANY): the next job
+ * tries again. */
+static void place_aicpu(struct sd_device *dev, struct sd_worker *w, enum sd_place want)
+{
+    if (w->place == want)
+        return;
+    bool ok = want == SD_PLACE_PRIMARY
+                  ? pin(w->thread, dev->primary_cpu)
+                  : pthread_setaffinity_np(w->thread, sizeof dev->other_cpus,
+                                           &dev->other_cpus) == 0;
+    w->place = ok ? want : SD_PLACE_ANY;
 }
 
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
@@ -222,8 +235,17 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;
-    bool primary = !w->is_core && index + 1 == job->thread_count && dev->primary_cpu >= 0 &&
-                   primary_begin(dev, w);
+    /* Placement (place_threads): the last thread of a job of two threads
+     * or more (the runtime's orchestrator) on the primary CPU, every other
+     * AICPU thread (schedulers, one-thread jobs such as a loader or a
+     * run's status) off it, so the orchestrator never queues behind them
+     * and a thread it wakes never queues behind the orchestrator. */
+    bool primary = false;
+    if (!w->is_core && dev->primary_cpu >= 0) {
+        primary = job->thread_count >= 2 && index + 1 == job->thread_count &&
+                  primary_begin(dev, w);
+        place_aicpu(dev, w, primary ? SD_PLACE_PRIMARY : SD_PLACE_OTHERS);
+    }
     if (w->is_core) {
         struct simdev_core_ctx ctx = {
             .device = dev->id,
@@ -244,7 +266,7 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
         status = job->aicpu_fn(&ctx, job->args_copy, job->args_size);
     }
     if (primary)
-        primary_end(dev, w);
+        primary_end(dev);
     sd_tl_budget = NULL;
     sd_tl_worker = NULL;
     atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
@@ -320,17 +342,22 @@ static uint32_t host_cpus(cpu_set_t *set, int *cpus, uint32_t max)
  * Placement: when the cores fit on the host's CPUs, core thread i runs only
  * on the i-th CPU, so two busy cores never share one CPU while another
  * idles (measured: unpinned runs used 1.4-1.8 of 2 CPUs, pinned 1.96-1.99),
- * and an AICPU job's last thread (the runtime's orchestrator) runs only on the
- * last CPU while its job lasts (primary_begin), so it never chases a CPU
- * that a core holds. When the cores fill every CPU the last core shares
- * that CPU with it, and gives way to it while idle (park.c); with two CPUs
- * or more a pinned core is otherwise alone on its CPU, and the budget's
- * count of awake threads never parks it early (own_cpu), unless the config
- * sets a budget below the CPUs. The other
- * AICPU threads stay unpinned: they sleep but for the handshake, watchdogs
- * and exit. Best effort: a refused affinity leaves the thread where the OS
- * put it. Also sets the runnable budget (the same count of CPUs, unless
- * the config says otherwise).
+ * and the last thread of an AICPU job of two threads or more (the
+ * runtime's orchestrator) runs only on the last CPU (primary_begin), so it
+ * never chases a CPU that a core holds. When the cores fill every CPU the
+ * last core shares that CPU with it, and gives way to it while idle
+ * (park.c); with two CPUs or more a pinned core is otherwise alone on its
+ * CPU, and the budget's count of awake threads never parks it early
+ * (own_cpu), unless the config sets a budget below the CPUs. Every other
+ * AICPU thread runs off the last CPU (place_aicpu): they sleep but for the
+ * handshake, watchdogs and exit, and each of those is on a run's critical
+ * path. Measured: the kernel woke a run's scheduler onto the CPU where the
+ * orchestrator was submitting, left it queued there for 0.9 ms (its time
+ * slice) while the other CPU idled, and no task was dispatched until then.
+ * A worker keeps its place between jobs (no affinity call per run). Best
+ * effort: a refused affinity leaves the thread where the OS put it. Also
+ * sets the runnable budget (the same count of CPUs, unless the config says
+ * otherwise).
  */
 static void place_threads(struct sd_device *dev, uint32_t ncores)
 {
@@ -357,6 +384,8 @@ static void place_threads(struct sd_device *dev, uint32_t ncores)
         dev->cores[i].own_cpu = pinned[i];
     dev->primary_cpu = cpus[n - 1];
     dev->primary_mate = ncores == n ? (int)ncores - 1 : -1;
+    dev->other_cpus = dev->all_cpus;
+    CPU_CLR(dev->primary_cpu, &dev->other_cpus);
 }
 
 static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint32_t count,

@@ -199,6 +199,10 @@ int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried);
 /* ---------------------------------------------------------------- devices */
 
 /* One persistent device thread: an AICPU thread or an AICore. */
+/* Where an AICPU worker may run (place_aicpu, device.c): the CPUs it was
+ * created with, only the orchestrator's CPU, or every CPU but that one. */
+enum sd_place { SD_PLACE_ANY, SD_PLACE_PRIMARY, SD_PLACE_OTHERS };
+
 struct sd_worker {
     struct sd_device *dev;
     pthread_t thread;
@@ -213,6 +217,9 @@ struct sd_worker {
      * its device uses. Its CPU is its own but for `mate`, so the budget's
      * device-wide count never parks it early (park.c). */
     bool own_cpu;
+    /* Placement (device.c) of an AICPU worker, kept from job to job and
+     * changed only by the worker's own thread. */
+    enum sd_place place;
     _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
     /* Set by the launcher, taken (swapped back to NULL) by the worker. */
     _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;
@@ -273,7 +280,8 @@ struct sd_device {
     int primary_cpu;
     int primary_mate;
     _Atomic(struct sd_worker *) primary_owner; /* the thread that has the place, or NULL */
-    cpu_set_t all_cpus; /* the process's CPUs, to unpin with */
+    cpu_set_t all_cpus;    /* the process's CPUs */
+    cpu_set_t other_cpus;  /* all_cpus but primary_cpu (when that is set) */
 
     /* Threads. */
     struct sd_worker aicpu[SIMDEV_MAX_AICPU_THREADS];

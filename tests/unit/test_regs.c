@@ -386,14 +386,19 @@ static void cpus_to_place_on(cpu_set_t *all)
 }
 
 /* A device of two AICPU threads and one AIV core, pinned or not. */
-static void setup_one_core(uint32_t pin_cores)
+static void setup_one_core_and_aicpu_threads(uint32_t pin_cores, uint32_t aicpu_threads)
 {
     struct simdev_config config = ts_small_config();
-    config.aicpu_threads = 2;
+    config.aicpu_threads = aicpu_threads;
     config.aic_cores = 0;
     config.aiv_cores = 1;
     config.pin_cores = pin_cores;
     ts_device_setup_config(&config);
+}
+
+static void setup_one_core(uint32_t pin_cores)
+{
+    setup_one_core_and_aicpu_threads(pin_cores, 2);
 }
 
 /* One core per host CPU, for the tests where the cores fill them all
@@ -409,7 +414,7 @@ static uint32_t cores_to_fill_cpus(void)
 
 struct placement_report {
     cpu_set_t affinity[2]; /* of each AICPU thread of the job, in the job */
-    atomic_int recorded;   /* set (release) once affinity[0] is written */
+    atomic_int recorded;   /* set (release) once the last thread's is written */
     atomic_int hold;       /* the last thread stays awake while set */
 };
 
@@ -422,11 +427,11 @@ static int placement_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *ar
     memcpy(&r, args, sizeof r);
     if (sched_getaffinity(0, sizeof r->affinity[0], &r->affinity[ctx->thread_index]) != 0)
         return PTO_RUNTIME_ERR_INTERNAL;
-    if (ctx->thread_index == 0)
+    if (ctx->thread_index + 1 == ctx->thread_count) {
         atomic_store_explicit(&r->recorded, 1, memory_order_release);
-    if (ctx->thread_index + 1 == ctx->thread_count)
         while (atomic_load(&r->hold)) /* awake, counted: the host ends it */
             sched_yield();
+    }
     return 0;
 }
 
@@ -461,57 +466,73 @@ static void close_placement_streams(uint32_t cores_n, simdev_stream_t aicpu,
     assert_int_equal(simdev_stream_destroy(cores), 0);
 }
 
-/*
- * With the cores pinned one per CPU, an AICPU job's last thread (the
- * runtime's orchestrator) runs only on the last host CPU while its job
- * lasts, and its other thread anywhere; a later job's first thread runs
- * anywhere again, whichever worker ran the last thread before (pinned for
- * the job's length only). Without pinning nobody is pinned.
- */
-static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts(void **state)
+/* The host's CPUs in `all`; in `others`, all of them but the last, which
+ * the function returns. */
+static int last_and_other_cpus(cpu_set_t *all, cpu_set_t *others)
 {
-    (void)state;
-    cpu_set_t all;
-    cpus_to_place_on(&all);
+    cpus_to_place_on(all);
     int last = -1;
     for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, &all))
+        if (CPU_ISSET(c, all))
             last = c;
+    *others = *all;
+    CPU_CLR(last, others);
+    return last;
+}
+
+/*
+ * With the cores pinned one per CPU, the last thread of an AICPU job of
+ * two threads (the runtime's orchestrator) runs only on the last host CPU,
+ * and the other thread (a scheduler) and a job of one thread (a loader, a
+ * run's status) only off it, job after job and whichever worker ran what
+ * before. Without pinning nobody is pinned.
+ */
+static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_and_the_others_off_it(void **state)
+{
+    (void)state;
+    cpu_set_t all, others;
+    int last = last_and_other_cpus(&all, &others);
     for (uint32_t pinned = 0; pinned <= 1; pinned++) {
         setup_one_core(pinned);
-        static struct placement_report report;
+        static struct placement_report report, single;
         memset(&report, 0, sizeof report);
+        memset(&single, 0, sizeof single);
         simdev_stream_t stream;
         assert_int_equal(simdev_stream_create(&stream), 0);
         for (int job = 0; job < 2; job++) {
             launch_placement(&report, stream, 2);
+            launch_placement(&single, stream, 1);
             assert_int_equal(simdev_stream_sync(stream), 0);
             if (pinned) {
                 assert_int_equal(CPU_COUNT(&report.affinity[1]), 1); /* n: not pinned */
                 assert_true(CPU_ISSET(last, &report.affinity[1])); /* another CPU */
+                /* all: the scheduler may queue behind the orchestrator */
+                assert_true(CPU_EQUAL(&report.affinity[0], &others));
+                /* all, or the last CPU: a one-thread job took the place */
+                assert_true(CPU_EQUAL(&single.affinity[0], &others));
             } else {
                 assert_true(CPU_EQUAL(&report.affinity[1], &all));
+                assert_true(CPU_EQUAL(&report.affinity[0], &all));
+                assert_true(CPU_EQUAL(&single.affinity[0], &all));
             }
-            /* not all: the worker kept the last thread's pin of the job before */
-            assert_true(CPU_EQUAL(&report.affinity[0], &all));
         }
         assert_int_equal(simdev_stream_destroy(stream), 0);
     }
 }
 
 /*
- * Two AICPU jobs of one thread each at once (a loader beside a run): the
- * first to begin has the last CPU for its length, the other runs
- * unpinned (one orchestrator place; two pinned to one CPU would share it
- * while others idle), and once the first has ended the place is free
- * again.
+ * Two AICPU jobs of two threads each at once (two runs on one device):
+ * the first to begin has the last CPU for its length, the other's last
+ * thread runs off it like every other AICPU thread (one orchestrator
+ * place; two pinned to one CPU would share it while others idle), and once
+ * the first has ended the place is free again.
  */
 static void one_aicpu_thread_at_a_time_has_the_orchestrators_place(void **state)
 {
     (void)state;
-    cpu_set_t all;
-    cpus_to_place_on(&all);
-    setup_one_core(1);
+    cpu_set_t all, others;
+    int last = last_and_other_cpus(&all, &others);
+    setup_one_core_and_aicpu_threads(1, 4);
     static struct placement_report first, second, third;
     memset(&first, 0, sizeof first);
     memset(&second, 0, sizeof second);
@@ -520,20 +541,22 @@ static void one_aicpu_thread_at_a_time_has_the_orchestrators_place(void **state)
     simdev_stream_t a, b;
     assert_int_equal(simdev_stream_create(&a), 0);
     assert_int_equal(simdev_stream_create(&b), 0);
-    launch_placement(&first, a, 1);
-    /* Who ends this wait: the first job's thread records its affinity at
-     * once and then holds until told. */
+    launch_placement(&first, a, 2);
+    /* Who ends this wait: the first job's last thread records its
+     * affinity at once and then holds until told. */
     while (!atomic_load_explicit(&first.recorded, memory_order_acquire))
         sched_yield();
-    launch_placement(&second, b, 1);
+    launch_placement(&second, b, 2);
     assert_int_equal(simdev_stream_sync(b), 0);
-    assert_int_equal(CPU_COUNT(&first.affinity[0]), 1); /* n: the first got no place */
-    assert_true(CPU_EQUAL(&second.affinity[0], &all)); /* 1 CPU: two in one place */
+    assert_int_equal(CPU_COUNT(&first.affinity[1]), 1);            /* n: no place */
+    assert_true(CPU_ISSET(last, &first.affinity[1]));              /* another CPU */
+    assert_true(CPU_EQUAL(&second.affinity[1], &others));          /* last: two in one place */
     atomic_store(&first.hold, 0);
     assert_int_equal(simdev_stream_sync(a), 0);
-    launch_placement(&third, b, 1);
+    launch_placement(&third, b, 2);
     assert_int_equal(simdev_stream_sync(b), 0);
-    assert_int_equal(CPU_COUNT(&third.affinity[0]), 1); /* n: the place was not given back */
+    assert_int_equal(CPU_COUNT(&third.affinity[1]), 1); /* n: the place was not given back */
+    assert_true(CPU_ISSET(last, &third.affinity[1]));
     assert_int_equal(simdev_stream_destroy(a), 0);
     assert_int_equal(simdev_stream_destroy(b), 0);
 }
@@ -915,7 +938,7 @@ int main(void)
         TEST(an_idle_core_over_the_runnable_budget_parks_and_the_other_spins),
         TEST(budget_room_counts_the_threads_awake_in_a_job),
         TEST(a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does),
-        TEST(a_jobs_last_aicpu_thread_runs_on_the_last_cpu_while_the_job_lasts),
+        TEST(a_jobs_last_aicpu_thread_runs_on_the_last_cpu_and_the_others_off_it),
         TEST(one_aicpu_thread_at_a_time_has_the_orchestrators_place),
         TEST(the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake),
         TEST(a_core_alone_on_its_cpu_spins_on_over_the_device_budget),
