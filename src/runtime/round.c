@@ -100,6 +100,14 @@ bool rt_round_joined(const struct rt_core_round *r, uint64_t generation)
     return atomic_load_explicit(&r->word, memory_order_acquire) == tag(generation, ROUND_JOINED);
 }
 
+bool rt_round_core_settled(const struct rt_core_round *r, uint64_t generation)
+{
+    /* acquire: pairs with the swaps in rt_round_arrive and rt_round_leave */
+    uint64_t word = atomic_load_explicit(&r->word, memory_order_acquire);
+    return word == tag(generation, ROUND_CORE_ARRIVED) || word == tag(generation, ROUND_JOINED) ||
+           word == tag(generation, ROUND_CORE_LEFT) || word == tag(generation, ROUND_SCHED_LEFT);
+}
+
 struct rt_core_round *rt_core_rounds(void *arena, const struct rt_layout *layout)
 {
     return (struct rt_core_round *)((uint8_t *)arena + layout->rounds);

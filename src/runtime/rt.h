@@ -235,6 +235,9 @@ enum rt_round_arrival rt_round_arrive(struct rt_core_round *r, uint64_t generati
 bool rt_round_leave(struct rt_core_round *r, uint64_t generation, enum rt_round_side side);
 /* True once both sides are in round `generation`. */
 bool rt_round_joined(const struct rt_core_round *r, uint64_t generation);
+/* True once the core loop has arrived in round `generation`, or the round
+ * is over without it (either side left). */
+bool rt_round_core_settled(const struct rt_core_round *r, uint64_t generation);
 /* The round region of `arena` laid out by `layout`: one word per core. */
 struct rt_core_round *rt_core_rounds(void *arena, const struct rt_layout *layout);
 

@@ -238,6 +238,49 @@ static void write_result(struct rt_run *run, struct rt_run_result *result, uint6
     *result = r;
 }
 
+/* The cores that share the orchestrator's CPU (placement, simdev), which
+ * have not arrived in the round yet. */
+struct mates_wait {
+    struct rt_run *run;
+    uint32_t count;
+    uint32_t core[SIMDEV_MAX_CORES];
+};
+
+static bool mates_settled(void *arg)
+{
+    struct mates_wait *w = arg;
+    if (rt_error(w->run))
+        return true;
+    for (uint32_t i = 0; i < w->count; i++)
+        if (!rt_round_core_settled(&w->run->rounds[w->core[i]], w->run->generation))
+            return false;
+    return true;
+}
+
+/*
+ * Before its first submit, the orchestrator sleeps until every core that
+ * shares its CPU (one that gives way to it while it is awake) has arrived
+ * in the round. Such a core cannot arrive while the orchestrator runs:
+ * measured, the orchestrator submitted for 1-5 ms, one time slice, before
+ * the kernel let the core run; the scheduler's handshake waits for every
+ * core, so nothing was dispatched until then. A core that has arrived
+ * gives way again at once (its doorbell wait parks). Who ends the wait:
+ * the core's hello (a condition write, after its arrival), a latched
+ * error (the scheduler's handshake fails the run at its deadline), or
+ * this wait's own deadline, the same sched_timeout_ms.
+ */
+static void let_mates_arrive(struct rt_run *run)
+{
+    struct mates_wait w = {.run = run};
+    for (uint32_t c = 0; c < run->core_count; c++)
+        if (simdev_core_gives_way(run->core_regs[c]))
+            w.core[w.count++] = c;
+    if (mates_settled(&w))
+        return;
+    uint64_t deadline = simdev_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
+    (void)rt_wait_until(run->device, RT_WAIT_COND, mates_settled, &w, &deadline);
+}
+
 struct init_wait {
     struct rt_run *run;
     uint64_t generation;
@@ -281,6 +324,7 @@ void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_a
         atomic_store_explicit(&run->init_generation, la->generation, memory_order_release);
         rt_signal(run);
         if (!code) {
+            let_mates_arrive(run);
             uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
             rt_orchestrate(run, la->request.entry, la->request.args);
             if (run->config.trace_level >= 4)
