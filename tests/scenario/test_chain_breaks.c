@@ -16,6 +16,7 @@
  * that never comes); the rendezvous in src/runtime/round.c bounds it by the
  * scheduler timeout given below. Nothing is ordered by sleeping.
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +34,27 @@ static struct simpler_context *open_ctx(void)
 {
     struct simdev_config topo = ts_small_config();
     return pm_open_timed(1, &topo, SCHED_TIMEOUT_MS);
+}
+
+/* The topologies the chain breaks on, in *topo (returns how many): the
+ * small one, and where the host has 2 CPUs or more (as many as a device
+ * may have cores), one AIV core pinned per CPU. There the orchestrator
+ * shares its CPU with the last core and sleeps until that core has
+ * arrived in the round before it submits (run.c): a core loop that never
+ * starts must end that wait too, through the scheduler's timeout. */
+static uint32_t chain_topologies(struct simdev_config topo[2])
+{
+    topo[0] = ts_small_config();
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    int cpus = CPU_COUNT(&set);
+    if (cpus < 2 || cpus > SIMDEV_MAX_CORES)
+        return 1;
+    topo[1] = ts_small_config();
+    topo[1].aic_cores = 0;
+    topo[1].aiv_cores = (uint32_t)cpus;
+    topo[1].pin_cores = 1;
+    return 2;
 }
 
 /* A clean run after a broken one: 0 and exact outputs, else the broken run
@@ -100,11 +122,10 @@ static void test_the_chain_has_exactly_the_ops_this_test_breaks(void **state)
     pm_close(ctx);
 }
 
-static void test_each_chain_op_failing_as_it_executes_ends_the_run_and_the_next_works(
-    void **state)
+/* Breaks each op of the chain in turn on a device of topology `topo`. */
+static void break_each_chain_op(const struct simdev_config *topo)
 {
-    (void)state;
-    struct simpler_context *ctx = open_ctx();
+    struct simpler_context *ctx = pm_open_timed(1, topo, SCHED_TIMEOUT_MS);
     uint64_t tag = 1;
     for (size_t k = 0; k < sizeof chain / sizeof chain[0]; k++) {
         for (uint64_t nth = 1; nth <= chain[k].count; nth++) {
@@ -117,9 +138,10 @@ static void test_each_chain_op_failing_as_it_executes_ends_the_run_and_the_next_
             int rc = simpler_wait_run(ctx, h);
             assert_int_equal(simdev_fault_clear(0), 0);
             if (rc != expected_code(chain[k].kind, nth))
-                fail_msg("%s #%llu failing as it executes: wait returned %d, expected %d",
-                         simdev_op_kind_name(chain[k].kind), (unsigned long long)nth, rc,
-                         expected_code(chain[k].kind, nth));
+                fail_msg("%s #%llu failing as it executes (%u cores): wait returned %d, "
+                         "expected %d",
+                         simdev_op_kind_name(chain[k].kind), (unsigned long long)nth,
+                         topo->aic_cores + topo->aiv_cores, rc, expected_code(chain[k].kind, nth));
             assert_int_equal(simpler_finalize_run(ctx, h), 0);
             /* A failed run copies nothing back. */
             pm_run_check_untouched(&r);
@@ -128,6 +150,17 @@ static void test_each_chain_op_failing_as_it_executes_ends_the_run_and_the_next_
         }
     }
     pm_close(ctx);
+}
+
+static void test_each_chain_op_failing_as_it_executes_ends_the_run_and_the_next_works(
+    void **state)
+{
+    struct simdev_config topo[2];
+    uint32_t topologies = chain_topologies(topo);
+    for (uint32_t t = 0; t < topologies; t++) {
+        break_each_chain_op(&topo[t]);
+        ts_device_teardown(state);
+    }
 }
 
 static void test_each_host_allocation_of_a_run_failing_ends_it_and_the_next_works(void **state)
