@@ -465,6 +465,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     if (rc)
         return rc;
     uint64_t local = r->next_local++;
+    rt_ring_take_slot(r, local);
     uint64_t id = rt_task_id(ring, local);
     struct rt_slot *s = &r->slots[local & r->mask];
     struct rt_task *t = &r->tasks[local & r->mask];
@@ -713,7 +714,7 @@ void rt_orchestrator_init(struct rt_run *run)
     run->edges = 0;
     run->ring_waits = 0;
     run->tensormap_live_peak = 0;
-    rt_tensormap_reset(&run->tensormap);
+    /* The TensorMap was reset by its init (run_init). */
 }
 
 void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,

@@ -38,11 +38,33 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
     atomic_init(&r->dep_tail, 0);
     atomic_init(&r->advance_lock, 0);
     atomic_init(&r->advance_pending, 0);
-    for (uint32_t s = 0; s < r->window; s++) {
-        atomic_init(&r->slots[s].task_id, UINT64_MAX); /* matches no task */
-        atomic_init(&r->slots[s].state, RT_PENDING);
-        atomic_init(&r->slots[s].lock, 0);
-    }
+    r->slots_clean = 0;
+    rt_ring_take_slot(r, UINT64_MAX); /* slot 0: ring_advance may look at it now */
+}
+
+/* Slots cleaned at a time (64 B each): a run pays for the slots its rings
+ * use, not for their windows (4 rings of 4096 slots: 1 MiB per run). */
+#define RT_CLEAN_BATCH 64u
+
+/*
+ * The first lap of a run's ring finds its slots as an earlier run of the
+ * arena left them, and ring_advance walks the ring until a slot whose id is
+ * not the next task's: a slot not taken yet in this run must hold an id
+ * that matches no task (an earlier run's task ids are this run's too).
+ * ring_advance reads slot `local + 1` only after the task in `local` is
+ * CONSUMED, which follows its publication: cleaning before the slot
+ * before it is published orders the clean first. The rest of a slot is
+ * reset when it is taken (init_slot). `local` UINT64_MAX: before slot 0.
+ */
+void rt_ring_take_slot(struct rt_ring *r, uint64_t local)
+{
+    uint64_t next = local + 1; /* wraps to 0 for UINT64_MAX */
+    if (next < r->slots_clean || r->slots_clean >= r->window)
+        return;
+    uint64_t end = next + RT_CLEAN_BATCH < r->window ? next + RT_CLEAN_BATCH : r->window;
+    for (uint64_t s = r->slots_clean; s < end; s++)
+        atomic_store_explicit(&r->slots[s].task_id, UINT64_MAX, memory_order_relaxed);
+    r->slots_clean = end;
 }
 
 /* --------------------------------------------------------- retirement */

@@ -160,6 +160,9 @@ struct rt_ring {
      * real ones): a reservation that fits below them reads no line the
      * retiring cores write (ring.c). */
     uint64_t alive_seen, heap_tail_seen, dep_tail_seen;
+    /* First lap: slots [0, slots_clean) hold no task or a task of this
+     * run (rt_ring_take_slot); the others may hold an earlier run's. */
+    uint64_t slots_clean;
 
     /* Retirement, published by whoever holds advance_lock; own line, since
      * the orchestrator polls it while schedulers write it. */
@@ -439,6 +442,10 @@ static inline uint32_t rt_ring_of_depth(uint32_t depth)
 /* Resets ring `i` of a run laid out by `l` in the arena at `base`. */
 void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i, uint8_t *base,
                   const struct rt_layout *l);
+/* The orchestrator takes slot `local` (its next_local) of ring `r`: makes
+ * the slot after it hold no task, before the task in `local` can be
+ * published. */
+void rt_ring_take_slot(struct rt_ring *r, uint64_t local);
 
 /* True when the task `id` has retired (its slot may hold another task). */
 bool rt_task_retired(struct rt_run *run, uint64_t id);
