@@ -99,6 +99,7 @@ struct sched {
     bool has_shape[RT_SHAPES];   /* owns a unit that can run tasks of this shape */
     uint64_t backlog_since[RT_SHAPES]; /* when a step first saw RT_WAKE_BACKLOG queued; 0: not */
     uint64_t task_ns; /* running mean of a dispatch's time on a core; 0: none finished yet */
+    bool exited; /* every owned core has been rung EXIT (exit_cores) */
 };
 
 /*
@@ -679,6 +680,20 @@ static void place_released(struct sched *S, struct sched_core *c)
 /* One step: apply every owned core's condition word (placing what each
  * core's completions released), then dispatch what is queued onto what is
  * free. Caller holds the token. */
+static bool run_finished(struct rt_run *run);
+static void exit_cores(struct sched *S);
+
+/*
+ * One step: apply every core's FINs (completions, which make consumers
+ * ready), then dispatch. A step that finds the run finished (the
+ * orchestrator done, every task completed) ends the round of this
+ * scheduler's cores at once, on whichever thread runs it: the core whose
+ * FIN completed the last task sees its EXIT on return from this step, and
+ * a parked core is woken now rather than after the scheduler's own thread
+ * has woken for the end (one wake-up less on the way to the run's end;
+ * the own thread's exit_cores then finds it done). No task can be
+ * dispatched after that: none is left, and a finished run stays finished.
+ */
 static void sched_step(struct sched *S)
 {
     struct rt_run *run = S->run;
@@ -701,6 +716,8 @@ static void sched_step(struct sched *S)
         return;
     if (dispatch_all(S) && phases)
         rt_trace_phase(run, S->index, RT_PHASE_DISPATCH, phase_begin);
+    if (!S->exited && run_finished(run))
+        exit_cores(S);
 }
 
 /* True when some owned core is idle or can take a pending task. */
@@ -976,12 +993,16 @@ static void loop(struct rt_sched *R)
     }
 }
 
-/* Tells every owned core loop in this round to return. A core still
+/* Tells every owned core loop in this round to return, once per round (a
+ * step may have done it when the run finished, sched_step). A core still
  * running a kernel (a failed run) sees the exit after the kernel; a rung
  * but unacknowledged task is dropped. Cores not JOINED are never rung: they
  * left the round, or will find it left (round.c). */
 static void exit_cores(struct sched *S)
 {
+    if (S->exited)
+        return;
+    S->exited = true;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
         if (!c->joined)
