@@ -9,11 +9,11 @@
  *                 aicore_start
  *   AICore stream: wait aicore_start, launch the core loop, record
  *                  aicore_done
- *   AICPU stream: launch the AICPU program (orchestrator + schedulers),
- *                 wait aicore_done, record aicpu_done
- *   caller: wait aicpu_done, launch the status op (1 AICPU thread: returns
- *           the run's status from the result block, so the caller's stream
- *           carries a failure)
+ *   AICPU stream: launch the AICPU program (orchestrator + schedulers; it
+ *                 fails with the run's status, so the caller's stream
+ *                 carries a failed run's code), wait aicore_done, record
+ *                 aicpu_done
+ *   caller: wait aicpu_done
  * Why this shape ends every round (docs/runtime.md, "The launch chain"):
  *   - the core loop starts only after the AICPU stream reached the point
  *     just before the AICPU program: if that stream carries an error, the
@@ -141,7 +141,6 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
         return rc;
     la.request = *request;
     la.generation = ++l->generation;
-    struct rt_status_args sa = {request->result, la.generation};
 
     if ((rc = simdev_event_record(l->start, stream)))
         return rc; /* nothing enqueued yet */
@@ -161,8 +160,7 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
     }
     if ((rc = simdev_stream_wait_event(l->aicpu, l->aicore_done)) ||
         (rc = simdev_event_record_handoff(l->aicpu_done, l->aicpu)) ||
-        (rc = simdev_stream_wait_event(stream, l->aicpu_done)) ||
-        (rc = simdev_launch_aicpu(stream, rt_status_main, 1, &sa, sizeof sa)))
+        (rc = simdev_stream_wait_event(stream, l->aicpu_done)))
         goto failed;
     return 0;
 failed:

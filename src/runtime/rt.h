@@ -590,9 +590,12 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
  * orchestrates, the others schedule, the last one out writes the result
  * block. `rejected` (positive, or 0) fails the round right after the run is
  * initialised (a packet the device refused): the schedulers still meet and
- * end their cores. */
-void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
-                    int32_t rejected);
+ * end their cores. Returns, on the thread that wrote the result block, the
+ * run's status (0 or a negated code); PTO_RUNTIME_ERR_INTERNAL on a
+ * scheduler thread that never saw the run initialised (nobody writes the
+ * block then); 0 on the others. */
+int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
+                       int32_t rejected);
 
 /* Launch arguments of the kernel-mode device functions (kernel_round.c,
  * kernel_launch.c). */
@@ -623,18 +626,9 @@ extern const simdev_aicpu_fn rt_kernel_cancel_fn;
 
 /* The AICore side (simdev_aicore_fn). */
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
-/* The AICPU side (simdev_aicpu_fn). Always returns 0: the run's status
- * goes to the result block, and rt_status_main raises it on the caller's
- * stream. */
+/* The AICPU side (simdev_aicpu_fn): the run's status goes to the result
+ * block, and the launch fails with it (rt_aicpu_round), so a failed run's
+ * code reaches the caller's stream through aicpu_done. */
 int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
-
-/* Arguments of rt_status_main. */
-struct rt_status_args {
-    const struct rt_run_result *result;
-    uint64_t generation;
-};
-/* One AICPU thread on the caller's stream: returns the run's status from
- * its result block (PTO_RUNTIME_ERR_INTERNAL if the run never reported). */
-int rt_status_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
 
 #endif /* SIMPLER_RUNTIME_RT_H */

@@ -218,7 +218,9 @@ static void run_reset_shared(struct rt_run *run)
         atomic_init(&run->core_pulling[c], 0);
 }
 
-static void write_result(struct rt_run *run, struct rt_run_result *result, uint64_t generation)
+/* Writes the result block; returns the run's status (0, or a negated code). */
+static int32_t write_result(struct rt_run *run, struct rt_run_result *result,
+                            uint64_t generation)
 {
     struct rt_run_result r;
     memset(&r, 0, sizeof r);
@@ -236,6 +238,7 @@ static void write_result(struct rt_run *run, struct rt_run_result *result, uint6
     r.tensormap_live_peak = run->tensormap_live_peak;
     r.generation = generation;
     *result = r;
+    return r.status;
 }
 
 /* The cores that share the orchestrator's CPU (placement, simdev), which
@@ -305,8 +308,8 @@ static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int de
     return rt_wait_until(device, RT_WAIT_COND, run_initialised, &w, &deadline);
 }
 
-void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
-                    int32_t rejected)
+int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
+                       int32_t rejected)
 {
     struct rt_run *run = la->request.arena;
     uint32_t orchestrator = ctx->thread_count - 1;
@@ -336,18 +339,19 @@ void rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_a
         int rc = wait_init(run, la, ctx->device);
         if (rc) {
             /* The orchestrator never initialised the run: no result block
-             * is written (rt_status_main reports that), but this thread's
-             * cores must still be told to end. */
+             * is written, but this thread's cores must still be told to
+             * end. */
             rt_exit_cores_uninitialised(la, ctx->device, ctx->thread_index);
-            return;
+            return PTO_RUNTIME_ERR_INTERNAL; /* the run never reported */
         }
         rt_schedule(run, ctx->thread_index);
     }
 
     /* acq_rel: the last thread out sees every other thread's final writes */
-    if (atomic_fetch_add_explicit(&run->threads_finished, 1, memory_order_acq_rel) + 1 ==
+    if (atomic_fetch_add_explicit(&run->threads_finished, 1, memory_order_acq_rel) + 1 !=
         ctx->thread_count)
-        write_result(run, la->request.result, la->generation);
+        return 0;
+    return write_result(run, la->request.result, la->generation);
 }
 
 int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
@@ -356,18 +360,5 @@ int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t a
     if (args_size != sizeof la)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&la, args, sizeof la);
-    rt_aicpu_round(ctx, &la, 0);
-    return 0;
-}
-
-int rt_status_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
-{
-    (void)ctx;
-    struct rt_status_args sa;
-    if (args_size != sizeof sa)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&sa, args, sizeof sa);
-    if (sa.result->generation != sa.generation)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    return sa.result->status;
+    return rt_aicpu_round(ctx, &la, 0);
 }

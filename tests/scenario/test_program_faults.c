@@ -335,7 +335,7 @@ static void test_every_device_operation_fails_cleanly_and_retries(void **state)
     assert_int_equal(injected[0], 14); /* init: 5 streams, 4 events, arena + 2 x (args, result) */
     assert_int_equal(injected[1], 7);  /* register: 2 mallocs, image in, record zeroed, load, sync, record out */
     assert_int_equal(injected[2], 6);  /* prepare: 3 staging buffers, x and acc in, args in */
-    assert_int_equal(injected[3], 12); /* launch: the chain's 4 records, 4 waits, 3 launches, 1 memset */
+    assert_int_equal(injected[3], 11); /* launch: the chain's 4 records, 4 waits, 2 launches, 1 memset */
     assert_int_equal(injected[4], 2);  /* wait: the sync, the result block */
     assert_int_equal(injected[5], 5);  /* finalize: y and acc back, 3 staging frees */
     assert_int_equal(injected[6], 18); /* finalize_device: unload, 7 frees, 5 streams, 4 events */

@@ -411,11 +411,12 @@ static void test_copy_directions(void **state)
     pm_close(ctx);
 }
 
-/* Many rounds of runs launched back to back. Each run's chain ends with a
- * one-thread status op on its own stream; the next run's AICPU program may
- * take every AICPU thread first and then wait for its core loop. The device
- * must not queue that core loop behind the status op (it did once: the run
- * stalled until its scheduler's handshake timeout, -100). */
+/* Many rounds of runs launched back to back, each on its own stream. The
+ * next run's AICPU program may take every AICPU thread first and then wait
+ * for its core loop; the device must not queue that core loop behind other
+ * AICPU work (it did once, behind the one-thread status op the chain then
+ * ended with: the run stalled until its scheduler's handshake timeout,
+ * -100). */
 static void test_back_to_back_rounds_never_stall(void **state)
 {
     (void)state;

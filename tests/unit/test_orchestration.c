@@ -533,7 +533,7 @@ static void each_malformed_submit_fails_with_invalid_args_and_later_submits_do_n
             g_rc[1] != -SIMPLER_ORCH_ERR_INVALID_ARGS ||
             g_rc[2] != -SIMPLER_ORCH_ERR_INVALID_ARGS ||
             g_rc[3] != -SIMPLER_ORCH_ERR_INVALID_ARGS)
-            fail_msg("%s: run %d, submits %d %d %d, status op %d (expected -5 from the bad "
+            fail_msg("%s: run %d, submits %d %d %d, status %d (expected -5 from the bad "
                      "submit on)", name, status, g_rc[0], g_rc[1], g_rc[2], g_rc[3]);
         /* 2: the submit after the error was not a no-op */
         if (h.result.tasks_submitted != 1)
