@@ -677,15 +677,13 @@ static void place_released(struct sched *S, struct sched_core *c)
     S->released.count = 0;
 }
 
-/* One step: apply every owned core's condition word (placing what each
- * core's completions released), then dispatch what is queued onto what is
- * free. Caller holds the token. */
 static bool run_finished(struct rt_run *run);
 static void exit_cores(struct sched *S);
 
 /*
- * One step: apply every core's FINs (completions, which make consumers
- * ready), then dispatch. A step that finds the run finished (the
+ * One step: apply every owned core's condition word (placing what each
+ * core's completions released), then dispatch what is queued onto what is
+ * free. Caller holds the token. A step that finds the run finished (the
  * orchestrator done, every task completed) ends the round of this
  * scheduler's cores at once, on whichever thread runs it: the core whose
  * FIN completed the last task sees its EXIT on return from this step, and

@@ -237,9 +237,9 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     sd_tl_worker = w;
     /* Placement (place_threads): the last thread of a job of two threads
      * or more (the runtime's orchestrator) on the primary CPU, every other
-     * AICPU thread (schedulers, one-thread jobs such as a loader or a
-     * run's status) off it, so the orchestrator never queues behind them
-     * and a thread it wakes never queues behind the orchestrator. */
+     * AICPU thread (schedulers, one-thread jobs such as a loader or kernel
+     * mode's status op) off it, so the orchestrator never queues behind
+     * them and a thread it wakes never queues behind the orchestrator. */
     bool primary = false;
     if (!w->is_core && dev->primary_cpu >= 0) {
         primary = job->thread_count >= 2 && index + 1 == job->thread_count &&

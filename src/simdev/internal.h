@@ -198,11 +198,11 @@ int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried);
 
 /* ---------------------------------------------------------------- devices */
 
-/* One persistent device thread: an AICPU thread or an AICore. */
 /* Where an AICPU worker may run (place_aicpu, device.c): the CPUs it was
  * created with, only the orchestrator's CPU, or every CPU but that one. */
 enum sd_place { SD_PLACE_ANY, SD_PLACE_PRIMARY, SD_PLACE_OTHERS };
 
+/* One persistent device thread: an AICPU thread or an AICore. */
 struct sd_worker {
     struct sd_device *dev;
     pthread_t thread;

@@ -385,7 +385,8 @@ static void cpus_to_place_on(cpu_set_t *all)
         skip();
 }
 
-/* A device of two AICPU threads and one AIV core, pinned or not. */
+/* A device of `aicpu_threads` AICPU threads and one AIV core, pinned or
+ * not. */
 static void setup_one_core_and_aicpu_threads(uint32_t pin_cores, uint32_t aicpu_threads)
 {
     struct simdev_config config = ts_small_config();
@@ -396,6 +397,7 @@ static void setup_one_core_and_aicpu_threads(uint32_t pin_cores, uint32_t aicpu_
     ts_device_setup_config(&config);
 }
 
+/* The same with two AICPU threads. */
 static void setup_one_core(uint32_t pin_cores)
 {
     setup_one_core_and_aicpu_threads(pin_cores, 2);
@@ -483,8 +485,8 @@ static int last_and_other_cpus(cpu_set_t *all, cpu_set_t *others)
 /*
  * With the cores pinned one per CPU, the last thread of an AICPU job of
  * two threads (the runtime's orchestrator) runs only on the last host CPU,
- * and the other thread (a scheduler) and a job of one thread (a loader, a
- * run's status) only off it, job after job and whichever worker ran what
+ * and the other thread (a scheduler) and a job of one thread (a loader,
+ * kernel mode's status op) only off it, job after job and whichever worker ran what
  * before. Without pinning nobody is pinned.
  */
 static void a_jobs_last_aicpu_thread_runs_on_the_last_cpu_and_the_others_off_it(void **state)
