@@ -423,6 +423,15 @@ int simdev_core_parked(const struct simdev_core_regs *regs);
 int simdev_core_gives_way(const struct simdev_core_regs *regs);
 
 /*
+ * AICPU side: 1 when the core shares its CPU with the calling AICPU thread
+ * (it gives way to this thread while it is awake: placement, as above);
+ * 0 for any other core, and outside a device thread. The runtime's
+ * orchestrator lets such a core arrive before it submits: the core cannot
+ * run while the orchestrator holds their CPU.
+ */
+int simdev_core_shares_my_cpu(const struct simdev_core_regs *regs);
+
+/*
  * AICPU side: 1 while the device of the calling device thread has fewer
  * threads awake than its runnable budget (simdev_config runnable_cpus), so
  * waking a parked core would not take a CPU from a thread already working;

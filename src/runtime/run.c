@@ -262,8 +262,9 @@ static bool mates_settled(void *arg)
 
 /*
  * Before its first submit, the orchestrator sleeps until every core that
- * shares its CPU (one that gives way to it while it is awake) has arrived
- * in the round. Such a core cannot arrive while the orchestrator runs:
+ * shares its CPU (one that gives way to this thread while it is awake:
+ * an orchestrator without the place waits for none) has arrived in the
+ * round. Such a core cannot arrive while the orchestrator runs:
  * measured, the orchestrator submitted for 1-5 ms, one time slice, before
  * the kernel let the core run; the scheduler's handshake waits for every
  * core, so nothing was dispatched until then. A core that has arrived
@@ -276,7 +277,7 @@ static void let_mates_arrive(struct rt_run *run)
 {
     struct mates_wait w = {.run = run};
     for (uint32_t c = 0; c < run->core_count; c++)
-        if (simdev_core_gives_way(run->core_regs[c]))
+        if (simdev_core_shares_my_cpu(run->core_regs[c]))
             w.core[w.count++] = c;
     if (mates_settled(&w))
         return;

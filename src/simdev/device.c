@@ -214,16 +214,17 @@ static void primary_end(struct sd_device *dev)
  * a worker keeps its place from job to job, so a run's threads make no
  * affinity call (and no migration) when they run the roles they ran the
  * last time. A refused call leaves the place unknown (ANY): the next job
- * tries again. */
-static void place_aicpu(struct sd_device *dev, struct sd_worker *w, enum sd_place want)
+ * tries again. True when the worker is at `want`. */
+static bool place_aicpu(struct sd_device *dev, struct sd_worker *w, enum sd_place want)
 {
     if (w->place == want)
-        return;
+        return true;
     bool ok = want == SD_PLACE_PRIMARY
                   ? pin(w->thread, dev->primary_cpu)
                   : pthread_setaffinity_np(w->thread, sizeof dev->other_cpus,
                                            &dev->other_cpus) == 0;
     w->place = ok ? want : SD_PLACE_ANY;
+    return ok;
 }
 
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
@@ -244,7 +245,14 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     if (!w->is_core && dev->primary_cpu >= 0) {
         primary = job->thread_count >= 2 && index + 1 == job->thread_count &&
                   primary_begin(dev, w);
-        place_aicpu(dev, w, primary ? SD_PLACE_PRIMARY : SD_PLACE_OTHERS);
+        /* A refused pin gives the place back: its core must not give way
+         * to a thread that is not on its CPU. */
+        if (primary && !place_aicpu(dev, w, SD_PLACE_PRIMARY)) {
+            primary_end(dev);
+            primary = false;
+        }
+        if (!primary)
+            place_aicpu(dev, w, SD_PLACE_OTHERS);
     }
     if (w->is_core) {
         struct simdev_core_ctx ctx = {

@@ -77,6 +77,15 @@ int simdev_core_gives_way(const struct simdev_core_regs *regs)
     return sd_core_gives_way(&regs->dev->cores[regs->core_id]);
 }
 
+int simdev_core_shares_my_cpu(const struct simdev_core_regs *regs)
+{
+    if (!regs || !sd_tl_worker)
+        return 0;
+    /* acquire: pairs with the release in primary_begin (device.c) */
+    return atomic_load_explicit(&regs->dev->cores[regs->core_id].mate, memory_order_acquire) ==
+           sd_tl_worker;
+}
+
 uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs)
 {
     /* acquire: pairs with the release in simdev_core_write_cond */

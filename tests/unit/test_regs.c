@@ -416,6 +416,7 @@ static uint32_t cores_to_fill_cpus(void)
 
 struct placement_report {
     cpu_set_t affinity[2]; /* of each AICPU thread of the job, in the job */
+    int shares[2][SIMDEV_MAX_CORES]; /* simdev_core_shares_my_cpu of each core, likewise */
     atomic_int recorded;   /* set (release) once the last thread's is written */
     atomic_int hold;       /* the last thread stays awake while set */
 };
@@ -429,6 +430,12 @@ static int placement_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *ar
     memcpy(&r, args, sizeof r);
     if (sched_getaffinity(0, sizeof r->affinity[0], &r->affinity[ctx->thread_index]) != 0)
         return PTO_RUNTIME_ERR_INTERNAL;
+    struct simdev_config config;
+    if (simdev_device_get_config(ctx->device, &config) != 0)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    for (uint32_t c = 0; c < config.aic_cores + config.aiv_cores; c++)
+        r->shares[ctx->thread_index][c] =
+            simdev_core_shares_my_cpu(simdev_core_regs_get(ctx->device, c));
     if (ctx->thread_index + 1 == ctx->thread_count) {
         atomic_store_explicit(&r->recorded, 1, memory_order_release);
         while (atomic_load(&r->hold)) /* awake, counted: the host ends it */
@@ -594,9 +601,17 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
         sched_yield();
     assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, 0)), 0); /* 1: parked too */
     /* What a dispatcher is told: ringing the mate would take the awake
-     * AICPU thread's CPU; core 0 shares its CPU with nobody. */
+     * AICPU thread's CPU; core 0 shares its CPU with no orchestrator. */
     assert_int_equal(simdev_core_gives_way(mate), 1);
     assert_int_equal(simdev_core_gives_way(simdev_core_regs_get(0, 0)), 0);
+    /* What each thread of the job heard: the last thread shares its CPU
+     * with the mate alone, the other thread with no core that gives way,
+     * and the host (no device thread) with none. */
+    for (uint32_t c = 0; c < n; c++) {
+        assert_int_equal(placement.shares[1][c], c == n - 1); /* else: the wrong core */
+        assert_int_equal(placement.shares[0][c], 0); /* 1: a scheduler took the place */
+        assert_int_equal(simdev_core_shares_my_cpu(simdev_core_regs_get(0, c)), 0);
+    }
     atomic_store(&placement.hold, 0);
     assert_int_equal(simdev_stream_sync(aicpu), 0);
     assert_int_equal(simdev_core_gives_way(mate), 0); /* 1: the place outlived its job */
