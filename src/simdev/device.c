@@ -227,6 +227,27 @@ static bool place_aicpu(struct sd_device *dev, struct sd_worker *w, enum sd_plac
     return ok;
 }
 
+/* Placement of an AICPU worker for thread `index` of `job` (place_threads):
+ * the last thread of a job of two threads or more (the runtime's
+ * orchestrator) on the primary CPU, every other AICPU thread (schedulers,
+ * one-thread jobs such as a loader or kernel mode's status op) off it, so
+ * the orchestrator never queues behind them and a thread it wakes never
+ * queues behind the orchestrator. A refused pin gives the place back: its
+ * core must not give way to a thread that is not on its CPU. True when
+ * `w` took the place (primary_end at the job's end). */
+static bool take_place(struct sd_device *dev, struct sd_worker *w, const struct sd_job *job,
+                       uint32_t index)
+{
+    bool primary = job->thread_count >= 2 && index + 1 == job->thread_count &&
+                   primary_begin(dev, w);
+    if (primary && place_aicpu(dev, w, SD_PLACE_PRIMARY))
+        return true;
+    if (primary)
+        primary_end(dev);
+    place_aicpu(dev, w, SD_PLACE_OTHERS);
+    return false;
+}
+
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
 {
     struct sd_device *dev = w->dev;
@@ -236,24 +257,7 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;
-    /* Placement (place_threads): the last thread of a job of two threads
-     * or more (the runtime's orchestrator) on the primary CPU, every other
-     * AICPU thread (schedulers, one-thread jobs such as a loader or kernel
-     * mode's status op) off it, so the orchestrator never queues behind
-     * them and a thread it wakes never queues behind the orchestrator. */
-    bool primary = false;
-    if (!w->is_core && dev->primary_cpu >= 0) {
-        primary = job->thread_count >= 2 && index + 1 == job->thread_count &&
-                  primary_begin(dev, w);
-        /* A refused pin gives the place back: its core must not give way
-         * to a thread that is not on its CPU. */
-        if (primary && !place_aicpu(dev, w, SD_PLACE_PRIMARY)) {
-            primary_end(dev);
-            primary = false;
-        }
-        if (!primary)
-            place_aicpu(dev, w, SD_PLACE_OTHERS);
-    }
+    bool primary = !w->is_core && dev->primary_cpu >= 0 && take_place(dev, w, job, index);
     if (w->is_core) {
         struct simdev_core_ctx ctx = {
             .device = dev->id,

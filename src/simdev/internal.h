@@ -226,12 +226,18 @@ struct sd_worker {
     struct sd_waitword wake; /* the launcher wakes the worker here */
 };
 
+/* The AICPU thread that shares `core`'s CPU and has the place, or NULL. */
+static inline const struct sd_worker *sd_core_mate(const struct sd_worker *core)
+{
+    /* acquire: pairs with the release in primary_begin (device.c) */
+    return atomic_load_explicit(&((struct sd_worker *)core)->mate, memory_order_acquire);
+}
+
 /* True while `core` gives way to the AICPU thread sharing its CPU: that
  * thread (its mate) runs the job that has the place and is awake. */
 static inline bool sd_core_gives_way(const struct sd_worker *core)
 {
-    /* acquire: pairs with the release in primary_begin (device.c) */
-    const struct sd_worker *mate = atomic_load_explicit(&core->mate, memory_order_acquire);
+    const struct sd_worker *mate = sd_core_mate(core);
     return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
 }
 

@@ -81,9 +81,7 @@ int simdev_core_shares_my_cpu(const struct simdev_core_regs *regs)
 {
     if (!regs || !sd_tl_worker)
         return 0;
-    /* acquire: pairs with the release in primary_begin (device.c) */
-    return atomic_load_explicit(&regs->dev->cores[regs->core_id].mate, memory_order_acquire) ==
-           sd_tl_worker;
+    return sd_core_mate(&regs->dev->cores[regs->core_id]) == sd_tl_worker;
 }
 
 uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs)
