@@ -333,6 +333,19 @@ static void wire(struct rt_run *run, struct rt_slot *s, struct rt_task *t, uint3
     for (uint32_t i = 0; i < run->fanin_n; i++) {
         struct rt_slot *p = run->fanin_scratch[i];
         uint64_t pid = atomic_load_explicit(&p->task_id, memory_order_relaxed);
+        /* A producer that has completed and keeps no output in the ring
+         * heap has nothing to wait for and nothing to hold: its data is in
+         * place (acquire: pairs with the release store of COMPLETED, and
+         * the publish below passes it on to the core) and no byte of it
+         * can be reused under this task. Neither its lock nor its line is
+         * written, which is the common case of a fine-grained graph whose
+         * orchestrator runs behind the cores. (The slot is not reused
+         * before this thread reuses it, so heap_outputs is still its.) */
+        if (!p->heap_outputs &&
+            atomic_load_explicit(&p->state, memory_order_acquire) != RT_PENDING) {
+            log_edge(run, pid, id, run->fanin_sources[i]);
+            continue;
+        }
         rt_slot_lock(p);
         if (p->closed) {
             /* Consumed since discovery (explicit or TensorMap producer whose
@@ -380,7 +393,9 @@ static void init_slot(struct rt_slot *s, uint64_t id, uint32_t ring, const struc
     s->lanes = (uint8_t)ts->lanes;
     s->ring = (uint8_t)ring;
     s->sync_start = a->sync_start ? 1 : 0;
-    s->scope_depth = depth;
+    s->scope_depth = (uint16_t)depth;
+    s->heap_outputs = ts->heap_need > 0;
+    s->reserved = 0;
 }
 
 /* Copies the arguments into the payload, materialising OUTPUTs at heap

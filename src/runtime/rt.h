@@ -101,8 +101,11 @@ struct rt_slot {
     uint8_t lanes;            /* RT_LANE_* */
     uint8_t ring;
     uint8_t sync_start;
-    uint32_t scope_depth;     /* orchestrator only */
+    uint16_t scope_depth;     /* orchestrator only (< SIMPLER_SCOPE_MAX_DEPTH) */
+    uint8_t heap_outputs;     /* orchestrator only: some OUTPUT lives in the ring heap */
+    uint8_t reserved;
 };
+_Static_assert(SIMPLER_SCOPE_MAX_DEPTH <= UINT16_MAX, "rt_slot.scope_depth is 16 bits");
 
 /* Cold per-task payload: what the kernels get, and bookkeeping the
  * orchestrator writes before publishing the task. */

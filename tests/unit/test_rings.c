@@ -32,7 +32,7 @@
 
 /* ---------------------------------------------------------------- kernels */
 
-enum { K_SEED, K_ADD, K_SUM, K_COUNT, K_FILL, K_GATED_FILL, K_KERNELS };
+enum { K_SEED, K_ADD, K_SUM, K_COUNT, K_FILL, K_GATED_FILL, K_GATED_COPY, K_KERNELS };
 
 /* t0 counter (i64, INOUT), t1 out (i32); scalar s: out[k] = s + k. */
 static void kernel_seed(int64_t *args)
@@ -99,8 +99,20 @@ static void kernel_gated_fill(int64_t *args)
     kernel_fill(args);
 }
 
+/* t0 in (i32), t1 out (i32): out = in, held at the gate first. */
+static void kernel_gated_copy(int64_t *args)
+{
+    ts_gate_pass(&g_gate);
+    const int32_t *in = simpler_kernel_data(args, 0);
+    int32_t *out = simpler_kernel_data(args, 1);
+    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 1));
+    for (uint64_t k = 0; k < n; k++)
+        out[k] = in[k];
+}
+
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
     kernel_seed, kernel_add, kernel_sum, kernel_count, kernel_fill, kernel_gated_fill,
+    kernel_gated_copy,
 };
 
 /* ------------------------------------------------------- task builders */
@@ -981,6 +993,161 @@ static void read_element_of_an_output_whose_scope_ended_fails_with_invalid_args(
     assert_int_equal(result.status, -SIMPLER_ORCH_ERR_INVALID_ARGS);
 }
 
+/* ------------------------------------------- holds on completed producers */
+
+#define HOLD_ELEMS 256 /* i32: 1 KiB, a quarter of hold_config's heap */
+
+/* Windows of 8 and heaps of 4 KiB; a blocked submit gives up after 200 ms
+ * (the heap test's submit must give up: its wait can never end). */
+static struct rt_config hold_config(void)
+{
+    struct rt_config c = rth_small_config();
+    for (int i = 0; i < RT_RINGS; i++) {
+        c.task_window[i] = 8;
+        c.heap_bytes[i] = 4 * HOLD_ELEMS * sizeof(int32_t);
+    }
+    c.ring_timeout_ms = 200;
+    return c;
+}
+
+/* dst <- src, held at the gate first. */
+static int gated_copy(struct simpler_orch *rt, const struct simpler_tensor *src,
+                      const struct simpler_tensor *dst)
+{
+    struct simpler_task_args ta;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_input(&ta, src);
+    simpler_task_args_add_output_existing(&ta, dst);
+    return simpler_submit_aiv(rt, K_GATED_COPY, &ta, NULL);
+}
+
+static int32_t g_read_value;
+
+/*
+ * P fills external e (no output in the ring heap) in scope A at depth 1
+ * (ring 1, slot 0); the element read waits until P completed. C copies e
+ * to external f, held at the gate, in scope B nested in A (depth 2, ring
+ * 2). A then ends, while C still runs: P is completed and unheld unless C
+ * holds it. Seven dummies in scope D at depth 1 take ring 1's slots 1-7
+ * and then need slot 0, so P must have retired although its reader C
+ * still runs. D is open meanwhile and begins right after P, so the blocked
+ * submit waits for that one slot (a submit waits for up to a quarter of
+ * the window, never for slots of an open scope: slots_to_wait_for). The
+ * gate opens when the entry ends.
+ */
+static void completed_producer_then_gated_reader(struct simpler_orch *rt,
+                                                 const struct simpler_orch_args *args)
+{
+    const struct simpler_tensor *e = &args->tensors[0], *f = &args->tensors[1];
+    struct simpler_task_args ta;
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_output_existing(&ta, e);
+    simpler_task_args_add_scalar(&ta, 7);
+    g_rc[0] = simpler_submit_aiv(rt, K_FILL, &ta, NULL);
+    uint64_t index = 0;
+    g_rc[1] = rt->ops->read_element(rt, e, &index, &g_read_value);
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    g_rc[2] = gated_copy(rt, e, f);
+    simpler_scope_end(rt);
+    simpler_scope_end(rt);
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    simpler_task_args_init(&ta);
+    for (int i = 0; i < 8; i++)
+        g_rc[3 + i] = simpler_submit_dummy(rt, &ta, NULL);
+    simpler_scope_end(rt);
+    ts_gate_open(&g_gate);
+}
+
+static void a_completed_producer_without_heap_outputs_is_not_held_by_its_reader(void **state)
+{
+    (void)state;
+    struct rt_config config = hold_config();
+    struct rt_harness h;
+    rth_open(&h, &config, 0);
+    int32_t *e = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    int32_t *f = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    struct simpler_orch_args args = {.tensor_count = 2};
+    args.tensors[0] = rth_tensor_1d(e, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    args.tensors[1] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    rc_reset();
+    g_read_value = -1;
+    ts_gate_init(&g_gate);
+    int status = rth_run(&h, completed_producer_then_gated_reader, g_kernels, K_KERNELS, &args);
+    ts_gate_destroy(&g_gate);
+    int32_t copy[HOLD_ELEMS];
+    rth_from_dev(copy, f, sizeof copy);
+    assert_int_equal(simdev_free(e), 0);
+    assert_int_equal(simdev_free(f), 0);
+    rth_close(&h);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(g_rc[i], 0);
+    assert_int_equal(g_read_value, 7); /* else the read did not wait for P */
+    /* -RING_TIMEOUT at the eighth dummy: the gated reader held its
+     * completed producer, so P's slot could not be reused */
+    for (int i = 3; i < 11; i++)
+        assert_int_equal(g_rc[i], 0);
+    assert_int_equal(status, 0);
+    for (int k = 0; k < HOLD_ELEMS; k++)
+        assert_int_equal(copy[k], 7 + k); /* else C did not read P's data */
+}
+
+/*
+ * P fills a 1 KiB output in the ring heap (the first quarter); the element
+ * read waits until it completed; C copies that output to external f, held
+ * at the gate; then their scope ends. Three more 1 KiB outputs fill the heap;
+ * the fourth needs P's bytes, which C still reads: its submit can only
+ * wait, and gives up after the ring timeout. The gate opens when the entry
+ * ends, and C then copies what P wrote.
+ */
+static void completed_heap_producer_then_gated_reader(struct simpler_orch *rt,
+                                                      const struct simpler_orch_args *args)
+{
+    const struct simpler_tensor *f = &args->tensors[1];
+    struct simpler_task_result p;
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    g_rc[0] = fill_task(rt, K_FILL, HOLD_ELEMS, 7, &p);
+    uint64_t index = 0;
+    g_rc[1] = rt->ops->read_element(rt, &p.outputs[0], &index, &g_read_value);
+    g_rc[2] = gated_copy(rt, &p.outputs[0], f);
+    simpler_scope_end(rt);
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    for (int i = 0; i < 4; i++)
+        g_rc[3 + i] = fill_task(rt, K_FILL, HOLD_ELEMS, 1000 * (i + 1), NULL);
+    simpler_scope_end(rt);
+    ts_gate_open(&g_gate);
+}
+
+static void a_completed_producer_with_a_heap_output_is_held_until_its_reader_ends(void **state)
+{
+    (void)state;
+    struct rt_config config = hold_config();
+    struct rt_harness h;
+    rth_open(&h, &config, 0);
+    int32_t *f = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    struct simpler_orch_args args = {.tensor_count = 2};
+    args.tensors[0] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32); /* unused */
+    args.tensors[1] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    rc_reset();
+    g_read_value = -1;
+    ts_gate_init(&g_gate);
+    int status = rth_run(&h, completed_heap_producer_then_gated_reader, g_kernels, K_KERNELS,
+                         &args);
+    ts_gate_destroy(&g_gate);
+    int32_t copy[HOLD_ELEMS];
+    rth_from_dev(copy, f, sizeof copy);
+    assert_int_equal(simdev_free(f), 0);
+    rth_close(&h);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(g_rc[i], 0);
+    assert_int_equal(g_read_value, 7);
+    /* 0: the fourth output took P's heap bytes while C still read them */
+    assert_int_equal(g_rc[6], -SIMPLER_ORCH_ERR_RING_TIMEOUT);
+    assert_int_equal(status, -SIMPLER_ORCH_ERR_RING_TIMEOUT);
+    for (int k = 0; k < HOLD_ELEMS; k++)
+        assert_int_equal(copy[k], 7 + k); /* else P's bytes were overwritten under C */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1002,6 +1169,8 @@ int main(void)
         T(a_run_failing_before_its_cores_start_still_lets_them_exit),
         T(output_used_after_its_scope_ended_fails_with_invalid_args),
         T(read_element_of_an_output_whose_scope_ended_fails_with_invalid_args),
+        T(a_completed_producer_without_heap_outputs_is_not_held_by_its_reader),
+        T(a_completed_producer_with_a_heap_output_is_held_until_its_reader_ends),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
