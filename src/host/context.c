@@ -258,6 +258,7 @@ static int create_all(struct simpler_context *ctx, const struct simpler_config *
     if ((rc = rt_launcher_create(&ctx->launcher)) || (rc = simdev_stream_create(&ctx->control)) ||
         (rc = sp_dev_alloc(ctx, &ctx->arena, ctx->arena_bytes)))
         return rc;
+    ctx->arena_nonce = rt_arena_nonce(); /* a new arena: nothing in it is a run's yet */
     for (uint32_t i = 0; i < cfg->pipeline_depth; i++) {
         struct sp_slot *s = &ctx->slots[i];
         ctx->slot_count++; /* so release_all sees its partial resources */

@@ -136,6 +136,7 @@ struct simpler_context {
     simdev_stream_t control; /* loads and unloads */
     void *arena;
     size_t arena_bytes;
+    uint64_t arena_nonce;  /* program mode: rt_arena_nonce, drawn with the arena */
     struct sp_slot *slots; /* config.pipeline_depth */
     uint32_t slot_count;   /* slots whose device resources exist */
     uint32_t callable_count;

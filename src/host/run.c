@@ -289,6 +289,7 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
             .args = s->device_args,
             .arena = ctx->arena,
             .arena_bytes = ctx->arena_bytes,
+            .arena_nonce = ctx->arena_nonce,
             .result = s->device_result,
             .config = s->config,
         };

@@ -20,6 +20,14 @@ void rt_rq_init(struct rt_ready_queue *q, struct rt_rq_cell *cells, uint64_t cap
     atomic_init(&q->dequeue_pos, 0);
 }
 
+bool rt_rq_idle_over(const struct rt_ready_queue *q, const struct rt_rq_cell *cells,
+                     uint64_t capacity)
+{
+    return q->cells == cells && q->mask == capacity - 1 &&
+           atomic_load_explicit(&q->enqueue_pos, memory_order_relaxed) ==
+               atomic_load_explicit(&q->dequeue_pos, memory_order_relaxed);
+}
+
 bool rt_rq_push(struct rt_ready_queue *q, struct rt_slot *slot)
 {
     uint64_t pos = atomic_load_explicit(&q->enqueue_pos, memory_order_relaxed);

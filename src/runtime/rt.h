@@ -205,6 +205,12 @@ uint64_t rt_rq_length(struct rt_ready_queue *q);
 /* True when a pop would find a task now (the head cell is published);
  * *head is the head's position. Changes nothing. */
 bool rt_rq_peek(struct rt_ready_queue *q, uint64_t *head);
+/* True when `q` was last initialised over `cells` of `capacity` cells and
+ * is empty. Only for a queue no thread uses (between runs): a queue a run
+ * drained is consistent as it stands, every cell's sequence naming the
+ * next position that maps to it. */
+bool rt_rq_idle_over(const struct rt_ready_queue *q, const struct rt_rq_cell *cells,
+                     uint64_t capacity);
 
 /* Per-core dispatch payload (RT_CORE_QUEUE per core, chosen by
  * rt_payload_index of the dispatch id):
@@ -312,6 +318,9 @@ struct rt_run {
      * owning the most units of the shape (sync_units of them), so a task
      * that passed the submit check always fits where it is popped. */
     struct rt_ready_queue sync_ready[RT_SHAPES];
+    /* The arena_nonce of the run that last ended clean on this arena with
+     * every queue above empty; 0 while a run is on (run.c). */
+    uint64_t rq_token;
     uint32_t sync_owner[RT_SHAPES];
     uint32_t sync_units[RT_SHAPES];
 

@@ -116,6 +116,23 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     return 0;
 }
 
+uint64_t rt_arena_nonce(void)
+{
+    static _Atomic uint64_t drawn;
+    for (;;) {
+        /* splitmix64's finalizer: a bijection, so distinct counts give
+         * distinct nonces, and none of them is a small number that plain
+         * memory often holds */
+        uint64_t x = atomic_fetch_add_explicit(&drawn, 1, memory_order_relaxed) +
+                     UINT64_C(0x9E3779B97F4A7C15);
+        x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+        x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+        x ^= x >> 31;
+        if (x != 0)
+            return x;
+    }
+}
+
 int rt_arena_bytes(const struct rt_config *config, const struct simdev_config *topo,
                    size_t *bytes)
 {
@@ -155,6 +172,46 @@ static void choose_sync_owners(struct rt_run *run)
     }
 }
 
+/*
+ * True when the ready queues can be taken as the last run on this arena
+ * left them: that run ended clean with every queue empty (it wrote
+ * rq_token; end_queues) and this arena is the one it ran on (the same
+ * nonzero nonce: an arena's nonce is never another's, so neither a stale
+ * mark in recycled memory nor fresh garbage passes unless it equals a
+ * value drawn for this arena), and every queue lies where it did, with
+ * the same capacity (the layout puts each region apart from the others).
+ */
+static bool queues_reusable(const struct rt_run *run, uint64_t nonce, const uint8_t *base,
+                            const struct rt_layout *l)
+{
+    if (nonce == 0 || run->rq_token != nonce)
+        return false;
+    for (uint32_t k = 0; k < RT_SHAPES; k++)
+        if (!rt_rq_idle_over(&run->ready[k], (const struct rt_rq_cell *)(base + l->rq_cells[k]),
+                             l->rq_capacity) ||
+            !rt_rq_idle_over(&run->sync_ready[k],
+                             (const struct rt_rq_cell *)(base + l->sync_rq_cells[k]),
+                             l->rq_capacity))
+            return false;
+    return true;
+}
+
+/* At the run's end (its last AICPU thread): a clean run whose queues are
+ * all empty marks them reusable by the arena's next run. Every task has
+ * completed, so nothing pushes any more, and a pop of an empty queue
+ * changes nothing. */
+static void end_queues(struct rt_run *run, uint64_t nonce)
+{
+    if (rt_error(run))
+        return;
+    for (uint32_t k = 0; k < RT_SHAPES; k++)
+        if (!rt_rq_idle_over(&run->ready[k], run->ready[k].cells, run->ready[k].mask + 1) ||
+            !rt_rq_idle_over(&run->sync_ready[k], run->sync_ready[k].cells,
+                             run->sync_ready[k].mask + 1))
+            return;
+    run->rq_token = nonce;
+}
+
 /* Lays the run out in the arena and resets everything a run reads. Runs on
  * the orchestrator thread before the schedulers are released. */
 static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int device)
@@ -185,7 +242,9 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     rt_scheds_init(run);
     for (uint32_t i = 0; i < RT_RINGS; i++)
         rt_ring_init(&run->rings[i], &rq->config, i, base, &l);
-    for (uint32_t k = 0; k < RT_SHAPES; k++) {
+    bool reuse = queues_reusable(run, rq->arena_nonce, base, &l);
+    run->rq_token = 0; /* until this run ends clean */
+    for (uint32_t k = 0; k < RT_SHAPES && !reuse; k++) {
         rt_rq_init(&run->ready[k], (struct rt_rq_cell *)(base + l.rq_cells[k]), l.rq_capacity);
         rt_rq_init(&run->sync_ready[k], (struct rt_rq_cell *)(base + l.sync_rq_cells[k]),
                    l.rq_capacity);
@@ -352,6 +411,7 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
     if (atomic_fetch_add_explicit(&run->threads_finished, 1, memory_order_acq_rel) + 1 !=
         ctx->thread_count)
         return 0;
+    end_queues(run, la->request.arena_nonce);
     return write_result(run, la->request.result, la->generation);
 }
 

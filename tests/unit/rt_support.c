@@ -65,6 +65,7 @@ void rth_open(struct rt_harness *h, const struct rt_config *config, uint32_t edg
     assert_int_equal(simdev_device_get_config(device, &topo), 0);
     assert_int_equal(rt_arena_bytes(&h->config, &topo, &h->arena_bytes), 0);
     h->arena = rth_dev_alloc(h->arena_bytes);
+    h->arena_nonce = rt_arena_nonce();
     h->kernels_dev = rth_dev_alloc(SIMPLER_MAX_FUNC_IDS * sizeof(simpler_kernel_fn));
     h->args_dev = rth_dev_alloc(sizeof(struct simpler_orch_args));
     h->result_dev = rth_dev_alloc(sizeof(struct rt_run_result));
@@ -113,6 +114,7 @@ struct rt_run_request rth_request(const struct rt_harness *h, simpler_orch_entry
         .args = h->args_dev,
         .arena = h->arena,
         .arena_bytes = h->arena_bytes,
+        .arena_nonce = h->arena_nonce,
         .result = h->result_dev,
         .config = h->config,
     };

@@ -18,6 +18,7 @@ struct rt_harness {
     struct rt_config config;
     void *arena;
     size_t arena_bytes;
+    uint64_t arena_nonce; /* rt_arena_nonce, drawn by rth_open: runs reuse clean queues */
     simpler_kernel_fn *kernels_dev;
     struct simpler_orch_args *args_dev;
     struct rt_run_result *result_dev;

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "rt_support.h"
-#include "runtime/rt.h" /* the launch protocol, for the late-cores test only */
+#include "runtime/rt.h" /* the launch protocol (late cores), the run header (queue reuse) */
 #include "test_support.h"
 
 #define CHAIN_ELEMS 256 /* i32 elements of every chain output: 1 KiB of heap */
@@ -1148,6 +1148,94 @@ static void a_completed_producer_with_a_heap_output_is_held_until_its_reader_end
         assert_int_equal(copy[k], 7 + k); /* else P's bytes were overwritten under C */
 }
 
+/* ----------------------------------------- ready queues kept across runs */
+
+#define REUSE_DUMMIES 40
+
+/* REUSE_DUMMIES dummy tasks without arguments: each is pushed to the
+ * dummy ready queue exactly once, by its submit. */
+static void forty_dummies(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)args;
+    struct simpler_task_args ta;
+    simpler_task_args_init(&ta);
+    for (int i = 0; i < REUSE_DUMMIES; i++)
+        if (simpler_submit_dummy(rt, &ta, NULL) != 0)
+            return;
+}
+
+/* A fatal error before any submit: the run fails with its queues empty,
+ * as consistent as a clean run's. */
+static void fatal_at_once(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)args;
+    rt->ops->fatal(rt);
+}
+
+/* The run header as the last run left it in the arena. */
+static void read_header(const struct rt_harness *h, struct rt_run *run)
+{
+    rth_from_dev(run, h->arena, sizeof *run);
+}
+
+static uint64_t dummy_pushes(const struct rt_harness *h)
+{
+    struct rt_run run;
+    read_header(h, &run);
+    return atomic_load(&run.ready[RT_SHAPE_DUMMY].enqueue_pos);
+}
+
+static void clean_run_leaves_its_ready_queues_to_the_next_run_and_a_failed_one_does_not(
+    void **state)
+{
+    (void)state;
+    struct rt_config config = rth_small_config();
+    struct rt_harness h;
+    rth_open(&h, &config, 0);
+    struct rt_run run;
+
+    assert_int_equal(rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL), 0);
+    read_header(&h, &run);
+    assert_true(run.rq_token == h.arena_nonce); /* else a clean run left no mark */
+    assert_int_equal(dummy_pushes(&h), REUSE_DUMMIES);
+
+    /* 40, not 80: the second run wrote the queues' cells again */
+    assert_int_equal(rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL), 0);
+    assert_int_equal(dummy_pushes(&h), 2 * REUSE_DUMMIES);
+
+    /* A failed run leaves no mark, even with its queues empty, so the next
+     * run starts them over (a failed run may have ended mid-way) */
+    assert_int_equal(rth_run(&h, fatal_at_once, g_kernels, K_KERNELS, NULL),
+                     -SIMPLER_ORCH_ERR_EXPLICIT_FATAL);
+    read_header(&h, &run);
+    assert_true(run.rq_token == 0); /* nonzero: a failed run passed its queues on */
+    assert_int_equal(rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL), 0);
+    assert_int_equal(dummy_pushes(&h), REUSE_DUMMIES);
+
+    /* Another arena's identity (or none) never takes them as they are */
+    h.arena_nonce = rt_arena_nonce();
+    assert_int_equal(rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL), 0);
+    assert_int_equal(dummy_pushes(&h), REUSE_DUMMIES);
+    h.arena_nonce = 0;
+    assert_int_equal(rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL), 0);
+    assert_int_equal(dummy_pushes(&h), REUSE_DUMMIES);
+    read_header(&h, &run);
+    assert_true(run.rq_token == 0);
+    rth_close(&h);
+}
+
+static void arena_nonces_are_distinct_and_never_zero(void **state)
+{
+    (void)state;
+    uint64_t seen[64];
+    for (int i = 0; i < 64; i++) {
+        seen[i] = rt_arena_nonce();
+        assert_true(seen[i] != 0);
+        for (int j = 0; j < i; j++)
+            assert_true(seen[i] != seen[j]); /* equal: a stale mark could match a new arena */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1171,6 +1259,8 @@ int main(void)
         T(read_element_of_an_output_whose_scope_ended_fails_with_invalid_args),
         T(a_completed_producer_without_heap_outputs_is_not_held_by_its_reader),
         T(a_completed_producer_with_a_heap_output_is_held_until_its_reader_ends),
+        T(clean_run_leaves_its_ready_queues_to_the_next_run_and_a_failed_one_does_not),
+        T(arena_nonces_are_distinct_and_never_zero),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
