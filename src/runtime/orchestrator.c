@@ -333,16 +333,19 @@ static void wire(struct rt_run *run, struct rt_slot *s, struct rt_task *t, uint3
     for (uint32_t i = 0; i < run->fanin_n; i++) {
         struct rt_slot *p = run->fanin_scratch[i];
         uint64_t pid = atomic_load_explicit(&p->task_id, memory_order_relaxed);
-        /* A producer that has completed and keeps no output in the ring
-         * heap has nothing to wait for and nothing to hold: its data is in
-         * place (acquire: pairs with the release store of COMPLETED, and
-         * the publish below passes it on to the core) and no byte of it
-         * can be reused under this task. Neither its lock nor its line is
-         * written, which is the common case of a fine-grained graph whose
-         * orchestrator runs behind the cores. (The slot is not reused
-         * before this thread reuses it, so heap_outputs is still its.) */
-        if (!p->heap_outputs &&
-            atomic_load_explicit(&p->state, memory_order_acquire) != RT_PENDING) {
+        /* A hold keeps the producer's slot, heap bytes and dependency
+         * entries until this task ends; only its heap bytes can matter to
+         * this task (its outputs there, which this task may read), so a
+         * producer without outputs in the ring heap is not held. Once it
+         * has also completed there is nothing to wait for either: its data
+         * is in place (acquire: pairs with the release store of COMPLETED,
+         * and the publish below passes it on to the core), and neither its
+         * lock nor its line is touched, the common case of a fine-grained
+         * graph whose orchestrator runs behind the cores. (The slot is not
+         * reused before this thread reuses it, so heap_outputs is still
+         * its.) */
+        bool hold = p->heap_outputs;
+        if (!hold && atomic_load_explicit(&p->state, memory_order_acquire) != RT_PENDING) {
             log_edge(run, pid, id, run->fanin_sources[i]);
             continue;
         }
@@ -353,14 +356,20 @@ static void wire(struct rt_run *run, struct rt_slot *s, struct rt_task *t, uint3
             rt_slot_unlock(p);
             continue;
         }
-        p->fanout_count++;
+        if (hold)
+            p->fanout_count++;
         if (atomic_load_explicit(&p->state, memory_order_relaxed) != RT_COMPLETED) {
+            /* Its completion walks this entry (in this task's ring, freed
+             * only when this task retires, after that walk) and releases
+             * this task: no hold needed for that. */
             atomic_fetch_add_explicit(&s->fanin_pending, 1, memory_order_relaxed);
             p->fanout_head = rt_ring_dep_take(r, ring, s, p->fanout_head);
         }
         rt_slot_unlock(p);
-        fanin_head = rt_ring_dep_take(r, ring, p, fanin_head);
-        held++;
+        if (hold) {
+            fanin_head = rt_ring_dep_take(r, ring, p, fanin_head);
+            held++;
+        }
         log_edge(run, pid, id, run->fanin_sources[i]);
     }
     t->fanin_head = fanin_head;

@@ -32,7 +32,9 @@
 
 /* ---------------------------------------------------------------- kernels */
 
-enum { K_SEED, K_ADD, K_SUM, K_COUNT, K_FILL, K_GATED_FILL, K_GATED_COPY, K_KERNELS };
+enum {
+    K_SEED, K_ADD, K_SUM, K_COUNT, K_FILL, K_GATED_FILL, K_GATED_COPY, K_GATED2_FILL, K_KERNELS
+};
 
 /* t0 counter (i64, INOUT), t1 out (i32); scalar s: out[k] = s + k. */
 static void kernel_seed(int64_t *args)
@@ -110,9 +112,18 @@ static void kernel_gated_copy(int64_t *args)
         out[k] = in[k];
 }
 
+/* A second gate, for a producer released before its gated reader. */
+static struct ts_gate g_gate2;
+
+static void kernel_gated2_fill(int64_t *args)
+{
+    ts_gate_pass(&g_gate2);
+    kernel_fill(args);
+}
+
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
-    kernel_seed, kernel_add, kernel_sum, kernel_count, kernel_fill, kernel_gated_fill,
-    kernel_gated_copy,
+    kernel_seed, kernel_add,        kernel_sum,        kernel_count,
+    kernel_fill, kernel_gated_fill, kernel_gated_copy, kernel_gated2_fill,
 };
 
 /* ------------------------------------------------------- task builders */
@@ -1093,6 +1104,73 @@ static void a_completed_producer_without_heap_outputs_is_not_held_by_its_reader(
 }
 
 /*
+ * As above, but P is still running when C is wired: P fills e behind gate
+ * 2, C copies e to f behind gate 1 and so waits for P. Gate 2 opens, the
+ * element read waits until P completed (C then runs into gate 1); eight
+ * dummies then need P's slot, so P must have retired although C, which
+ * waited for it, still runs. Gate 1 opens when the entry ends.
+ */
+static void running_producer_then_gated_reader(struct simpler_orch *rt,
+                                               const struct simpler_orch_args *args)
+{
+    const struct simpler_tensor *e = &args->tensors[0], *f = &args->tensors[1];
+    struct simpler_task_args ta;
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_output_existing(&ta, e);
+    simpler_task_args_add_scalar(&ta, 7);
+    g_rc[0] = simpler_submit_aiv(rt, K_GATED2_FILL, &ta, NULL);
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    g_rc[1] = gated_copy(rt, e, f);
+    simpler_scope_end(rt);
+    simpler_scope_end(rt);
+    ts_gate_open(&g_gate2);
+    uint64_t index = 0;
+    g_rc[2] = rt->ops->read_element(rt, e, &index, &g_read_value);
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    simpler_task_args_init(&ta);
+    for (int i = 0; i < 8; i++)
+        g_rc[3 + i] = simpler_submit_dummy(rt, &ta, NULL);
+    simpler_scope_end(rt);
+    ts_gate_open(&g_gate);
+}
+
+static void a_running_producer_without_heap_outputs_is_not_held_by_its_reader(void **state)
+{
+    (void)state;
+    struct rt_config config = hold_config();
+    struct rt_harness h;
+    rth_open(&h, &config, 0);
+    int32_t *e = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    int32_t *f = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    struct simpler_orch_args args = {.tensor_count = 2};
+    args.tensors[0] = rth_tensor_1d(e, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    args.tensors[1] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    rc_reset();
+    g_read_value = -1;
+    ts_gate_init(&g_gate);
+    ts_gate_init(&g_gate2);
+    int status = rth_run(&h, running_producer_then_gated_reader, g_kernels, K_KERNELS, &args);
+    ts_gate_destroy(&g_gate2);
+    ts_gate_destroy(&g_gate);
+    int32_t copy[HOLD_ELEMS];
+    rth_from_dev(copy, f, sizeof copy);
+    assert_int_equal(simdev_free(e), 0);
+    assert_int_equal(simdev_free(f), 0);
+    rth_close(&h);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(g_rc[i], 0);
+    assert_int_equal(g_read_value, 7);
+    /* -RING_TIMEOUT at the eighth dummy: the reader, wired while its
+     * producer ran, held it, so P's slot could not be reused */
+    for (int i = 3; i < 11; i++)
+        assert_int_equal(g_rc[i], 0);
+    assert_int_equal(status, 0);
+    for (int k = 0; k < HOLD_ELEMS; k++)
+        assert_int_equal(copy[k], 7 + k); /* else C ran before P's data was in place */
+}
+
+/*
  * P fills a 1 KiB output in the ring heap (the first quarter); the element
  * read waits until it completed; C copies that output to external f, held
  * at the gate; then their scope ends. Three more 1 KiB outputs fill the heap;
@@ -1258,6 +1336,7 @@ int main(void)
         T(output_used_after_its_scope_ended_fails_with_invalid_args),
         T(read_element_of_an_output_whose_scope_ended_fails_with_invalid_args),
         T(a_completed_producer_without_heap_outputs_is_not_held_by_its_reader),
+        T(a_running_producer_without_heap_outputs_is_not_held_by_its_reader),
         T(a_completed_producer_with_a_heap_output_is_held_until_its_reader_ends),
         T(clean_run_leaves_its_ready_queues_to_the_next_run_and_a_failed_one_does_not),
         T(arena_nonces_are_distinct_and_never_zero),
