@@ -84,6 +84,13 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     size_t cursor = 0;
     uint64_t windows = 0;
     l.run = take(&cursor, sizeof(struct rt_run));
+    /* The round words right after the header, at an offset no config
+     * changes: the launch chain writes them (zeroes them, the core loops'
+     * and cancels' tags) before the run's own init, even for a run whose
+     * AICPU program never starts, so they must never lie over a region
+     * another config's run left for reuse (its ready queues: run_init). */
+    l.rounds_bytes = (size_t)core_count * sizeof(struct rt_core_round);
+    l.rounds = take(&cursor, l.rounds_bytes);
     for (uint32_t i = 0; i < RT_RINGS; i++) {
         l.ring_slots[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_slot));
         l.ring_tasks[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_task));
@@ -103,8 +110,6 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     }
     l.dispatch = take(&cursor, (size_t)core_count * RT_CORE_QUEUE * sizeof(struct rt_dispatch));
     l.scheds = take(&cursor, (size_t)(SIMDEV_MAX_AICPU_THREADS - 1) * rt_sched_bytes());
-    l.rounds_bytes = (size_t)core_count * sizeof(struct rt_core_round);
-    l.rounds = take(&cursor, l.rounds_bytes);
     l.scope_task_capacity = (uint32_t)windows;
     l.scope_tasks = take(&cursor, (size_t)windows * sizeof(struct rt_slot *));
     l.fanin_scratch = take(&cursor, (size_t)config->max_fanin *

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "rt_support.h"
+#include "simpler/simdev_fault.h"
 #include "runtime/rt.h" /* the launch protocol (late cores), the run header (queue reuse) */
 #include "test_support.h"
 
@@ -1302,6 +1303,76 @@ static void clean_run_leaves_its_ready_queues_to_the_next_run_and_a_failed_one_d
     rth_close(&h);
 }
 
+/* A config that differs from `base` in every size the layout reads. */
+static struct rt_config layout_variant(const struct rt_config *base, uint32_t k)
+{
+    struct rt_config c = *base;
+    for (int i = 0; i < RT_RINGS; i++) {
+        c.task_window[i] = 4u << ((k + (uint32_t)i) % 6);
+        c.heap_bytes[i] = (4096u << (k % 5)) - 64u * (uint32_t)i * k;
+        c.dep_pool[i] = 16u << ((k * 3 + (uint32_t)i) % 7);
+    }
+    c.tensormap_buckets = 64u << (k % 4);
+    c.tensormap_entries = 256u << (k % 3);
+    return c;
+}
+
+/*
+ * The launch chain writes a run's round words before the run's own init,
+ * even when its AICPU program never starts; an earlier run's ready queues
+ * are reused only if nothing wrote them since (run_init). So the round
+ * words lie at one offset for every config, and below every config's
+ * queue cells.
+ */
+static void round_words_lie_at_one_offset_below_every_configs_queues(void **state)
+{
+    (void)state;
+    struct rt_config base = rth_small_config();
+    struct rt_layout first;
+    assert_int_equal(rt_layout_compute(&base, 3, &first), 0);
+    for (uint32_t k = 0; k < 30; k++) {
+        struct rt_config c = layout_variant(&base, k);
+        struct rt_layout l;
+        assert_int_equal(rt_layout_compute(&c, 3, &l), 0);
+        /* another offset: a run of one config zeroes cells another left */
+        assert_int_equal(l.rounds, first.rounds);
+        assert_int_equal(l.rounds_bytes, first.rounds_bytes);
+        for (uint32_t q = 0; q < RT_SHAPES; q++) {
+            assert_true(l.rounds + l.rounds_bytes <= l.rq_cells[q]);
+            assert_true(l.rounds + l.rounds_bytes <= l.sync_rq_cells[q]);
+        }
+    }
+}
+
+/* A clean run, then a run of another config whose AICPU program fails as
+ * it starts (after the chain wrote its round words), then the first
+ * config again: exact, so the mark the clean run left was either still
+ * true or not taken. */
+static void a_run_whose_program_never_starts_leaves_the_next_run_working(void **state)
+{
+    (void)state;
+    struct rt_config a = rth_small_config();
+    struct rt_harness h;
+    rth_open(&h, &a, 0);
+    assert_int_equal(rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL), 0);
+    struct rt_config other = a;
+    other.heap_bytes[RT_RINGS - 1] = a.heap_bytes[RT_RINGS - 1] / 2;
+    h.config = other;
+    int device;
+    assert_int_equal(simdev_get_device(&device), 0);
+    /* the chain's second launch, in enqueue order, is the AICPU program */
+    assert_int_equal(simdev_fault_inject_exec(device, SIMDEV_OP_LAUNCH, 2, -77), 0);
+    int rc = rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL);
+    assert_int_equal(simdev_fault_clear(device), 0);
+    assert_true(rc != 0); /* 0: the fault was not injected where meant */
+    h.config = a;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(rth_run(&h, forty_dummies, g_kernels, K_KERNELS, NULL), 0);
+        assert_int_equal(h.result.tasks_completed, REUSE_DUMMIES);
+    }
+    rth_close(&h);
+}
+
 static void arena_nonces_are_distinct_and_never_zero(void **state)
 {
     (void)state;
@@ -1340,6 +1411,8 @@ int main(void)
         T(a_completed_producer_with_a_heap_output_is_held_until_its_reader_ends),
         T(clean_run_leaves_its_ready_queues_to_the_next_run_and_a_failed_one_does_not),
         T(arena_nonces_are_distinct_and_never_zero),
+        T(round_words_lie_at_one_offset_below_every_configs_queues),
+        T(a_run_whose_program_never_starts_leaves_the_next_run_working),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
