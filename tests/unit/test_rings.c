@@ -1035,34 +1035,11 @@ static int gated_copy(struct simpler_orch *rt, const struct simpler_tensor *src,
 
 static int32_t g_read_value;
 
-/*
- * P fills external e (no output in the ring heap) in scope A at depth 1
- * (ring 1, slot 0); the element read waits until P completed. C copies e
- * to external f, held at the gate, in scope B nested in A (depth 2, ring
- * 2). A then ends, while C still runs: P is completed and unheld unless C
- * holds it. Seven dummies in scope D at depth 1 take ring 1's slots 1-7
- * and then need slot 0, so P must have retired although its reader C
- * still runs. D is open meanwhile and begins right after P, so the blocked
- * submit waits for that one slot (a submit waits for up to a quarter of
- * the window, never for slots of an open scope: slots_to_wait_for). The
- * gate opens when the entry ends.
- */
-static void completed_producer_then_gated_reader(struct simpler_orch *rt,
-                                                 const struct simpler_orch_args *args)
+/* Scope D at depth 1: eight dummies take ring 1's slots 1-7 and then need
+ * slot 0, the producer's (g_rc[3..10]); then gate 1 opens. */
+static void dummies_over_the_producers_slot(struct simpler_orch *rt)
 {
-    const struct simpler_tensor *e = &args->tensors[0], *f = &args->tensors[1];
     struct simpler_task_args ta;
-    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-    simpler_task_args_init(&ta);
-    simpler_task_args_add_output_existing(&ta, e);
-    simpler_task_args_add_scalar(&ta, 7);
-    g_rc[0] = simpler_submit_aiv(rt, K_FILL, &ta, NULL);
-    uint64_t index = 0;
-    g_rc[1] = rt->ops->read_element(rt, e, &index, &g_read_value);
-    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-    g_rc[2] = gated_copy(rt, e, f);
-    simpler_scope_end(rt);
-    simpler_scope_end(rt);
     simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
     simpler_task_args_init(&ta);
     for (int i = 0; i < 8; i++)
@@ -1071,74 +1048,13 @@ static void completed_producer_then_gated_reader(struct simpler_orch *rt,
     ts_gate_open(&g_gate);
 }
 
-static void a_completed_producer_without_heap_outputs_is_not_held_by_its_reader(void **state)
-{
-    (void)state;
-    struct rt_config config = hold_config();
-    struct rt_harness h;
-    rth_open(&h, &config, 0);
-    int32_t *e = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
-    int32_t *f = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
-    struct simpler_orch_args args = {.tensor_count = 2};
-    args.tensors[0] = rth_tensor_1d(e, HOLD_ELEMS, SIMPLER_DTYPE_I32);
-    args.tensors[1] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
-    rc_reset();
-    g_read_value = -1;
-    ts_gate_init(&g_gate);
-    int status = rth_run(&h, completed_producer_then_gated_reader, g_kernels, K_KERNELS, &args);
-    ts_gate_destroy(&g_gate);
-    int32_t copy[HOLD_ELEMS];
-    rth_from_dev(copy, f, sizeof copy);
-    assert_int_equal(simdev_free(e), 0);
-    assert_int_equal(simdev_free(f), 0);
-    rth_close(&h);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(g_rc[i], 0);
-    assert_int_equal(g_read_value, 7); /* else the read did not wait for P */
-    /* -RING_TIMEOUT at the eighth dummy: the gated reader held its
-     * completed producer, so P's slot could not be reused */
-    for (int i = 3; i < 11; i++)
-        assert_int_equal(g_rc[i], 0);
-    assert_int_equal(status, 0);
-    for (int k = 0; k < HOLD_ELEMS; k++)
-        assert_int_equal(copy[k], 7 + k); /* else C did not read P's data */
-}
-
 /*
- * As above, but P is still running when C is wired: P fills e behind gate
- * 2, C copies e to f behind gate 1 and so waits for P. Gate 2 opens, the
- * element read waits until P completed (C then runs into gate 1); eight
- * dummies then need P's slot, so P must have retired although C, which
- * waited for it, still runs. Gate 1 opens when the entry ends.
+ * Runs `entry` (a producer P of external e without heap outputs, a reader
+ * C copying e to external f behind gate 1, an element read that waits for
+ * P, then dummies_over_the_producers_slot) and checks that P was not held.
  */
-static void running_producer_then_gated_reader(struct simpler_orch *rt,
-                                               const struct simpler_orch_args *args)
+static void expect_unheld_producer(simpler_orch_entry_fn entry)
 {
-    const struct simpler_tensor *e = &args->tensors[0], *f = &args->tensors[1];
-    struct simpler_task_args ta;
-    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-    simpler_task_args_init(&ta);
-    simpler_task_args_add_output_existing(&ta, e);
-    simpler_task_args_add_scalar(&ta, 7);
-    g_rc[0] = simpler_submit_aiv(rt, K_GATED2_FILL, &ta, NULL);
-    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-    g_rc[1] = gated_copy(rt, e, f);
-    simpler_scope_end(rt);
-    simpler_scope_end(rt);
-    ts_gate_open(&g_gate2);
-    uint64_t index = 0;
-    g_rc[2] = rt->ops->read_element(rt, e, &index, &g_read_value);
-    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-    simpler_task_args_init(&ta);
-    for (int i = 0; i < 8; i++)
-        g_rc[3 + i] = simpler_submit_dummy(rt, &ta, NULL);
-    simpler_scope_end(rt);
-    ts_gate_open(&g_gate);
-}
-
-static void a_running_producer_without_heap_outputs_is_not_held_by_its_reader(void **state)
-{
-    (void)state;
     struct rt_config config = hold_config();
     struct rt_harness h;
     rth_open(&h, &config, 0);
@@ -1151,7 +1067,7 @@ static void a_running_producer_without_heap_outputs_is_not_held_by_its_reader(vo
     g_read_value = -1;
     ts_gate_init(&g_gate);
     ts_gate_init(&g_gate2);
-    int status = rth_run(&h, running_producer_then_gated_reader, g_kernels, K_KERNELS, &args);
+    int status = rth_run(&h, entry, g_kernels, K_KERNELS, &args);
     ts_gate_destroy(&g_gate2);
     ts_gate_destroy(&g_gate);
     int32_t copy[HOLD_ELEMS];
@@ -1161,14 +1077,69 @@ static void a_running_producer_without_heap_outputs_is_not_held_by_its_reader(vo
     rth_close(&h);
     for (int i = 0; i < 3; i++)
         assert_int_equal(g_rc[i], 0);
-    assert_int_equal(g_read_value, 7);
-    /* -RING_TIMEOUT at the eighth dummy: the reader, wired while its
-     * producer ran, held it, so P's slot could not be reused */
+    assert_int_equal(g_read_value, 7); /* else the read did not wait for P */
+    /* -RING_TIMEOUT at the eighth dummy: the gated reader held P, so P's
+     * slot could not be reused */
     for (int i = 3; i < 11; i++)
         assert_int_equal(g_rc[i], 0);
     assert_int_equal(status, 0);
     for (int k = 0; k < HOLD_ELEMS; k++)
-        assert_int_equal(copy[k], 7 + k); /* else C ran before P's data was in place */
+        assert_int_equal(copy[k], 7 + k); /* else C read before P's data was in place */
+}
+
+/*
+ * P fills external e (no output in the ring heap) in scope A at depth 1
+ * (ring 1, slot 0). C copies e to external f, held at gate 1, in scope B
+ * nested in A (depth 2, ring 2). A then ends, while C still runs: P is
+ * unheld unless C holds it. Two forms:
+ * - completed: the element read waits until P completed, before C is
+ *   wired;
+ * - running (g_producer_running): P waits at gate 2, so C is wired while
+ *   P runs and waits for it; gate 2 then opens and the read waits for P.
+ * Then dummies_over_the_producers_slot: the eighth dummy needs P's slot,
+ * so P must have retired although C still runs. D is open meanwhile and
+ * begins right after P, so the blocked submit waits for that one slot (a
+ * submit waits for up to a quarter of the window, never for slots of an
+ * open scope: slots_to_wait_for).
+ */
+static bool g_producer_running;
+
+static void producer_then_gated_reader(struct simpler_orch *rt,
+                                       const struct simpler_orch_args *args)
+{
+    const struct simpler_tensor *e = &args->tensors[0], *f = &args->tensors[1];
+    uint64_t index = 0;
+    struct simpler_task_args ta;
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_output_existing(&ta, e);
+    simpler_task_args_add_scalar(&ta, 7);
+    g_rc[0] = simpler_submit_aiv(rt, g_producer_running ? K_GATED2_FILL : K_FILL, &ta, NULL);
+    if (!g_producer_running)
+        g_rc[2] = rt->ops->read_element(rt, e, &index, &g_read_value);
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    g_rc[1] = gated_copy(rt, e, f);
+    simpler_scope_end(rt);
+    simpler_scope_end(rt);
+    if (g_producer_running) {
+        ts_gate_open(&g_gate2);
+        g_rc[2] = rt->ops->read_element(rt, e, &index, &g_read_value);
+    }
+    dummies_over_the_producers_slot(rt);
+}
+
+static void a_completed_producer_without_heap_outputs_is_not_held_by_its_reader(void **state)
+{
+    (void)state;
+    g_producer_running = false;
+    expect_unheld_producer(producer_then_gated_reader);
+}
+
+static void a_running_producer_without_heap_outputs_is_not_held_by_its_reader(void **state)
+{
+    (void)state;
+    g_producer_running = true;
+    expect_unheld_producer(producer_then_gated_reader);
 }
 
 /*
