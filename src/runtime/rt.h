@@ -206,9 +206,9 @@ uint64_t rt_rq_length(struct rt_ready_queue *q);
  * *head is the head's position. Changes nothing. */
 bool rt_rq_peek(struct rt_ready_queue *q, uint64_t *head);
 /* True when `q` was last initialised over `cells` of `capacity` cells and
- * is empty. Only for a queue no thread uses (between runs): a queue a run
- * drained is consistent as it stands, every cell's sequence naming the
- * next position that maps to it. */
+ * is empty. Only for a queue nobody pushes to or pops from any more (at a
+ * run's end, or between runs): a queue a run drained is consistent as it
+ * stands, every cell's sequence naming the next position that maps to it. */
 bool rt_rq_idle_over(const struct rt_ready_queue *q, const struct rt_rq_cell *cells,
                      uint64_t capacity);
 
