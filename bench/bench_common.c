@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/status.h"
 
 _Noreturn void bench_check_failed(const char *program, const char *call, int rc, int line)

@@ -8,7 +8,7 @@
  *             trip between two sleeping ones, and a spinner waking a sleeper
  *             (the shape of a parked core);
  *   doorbell  an AICPU launch (1 thread) rings a core's doorbell, the core
- *             (simdev_core_wait_doorbell) echoes the value through its
+ *             (platform_wait_doorbell) echoes the value through its
  *             condition word, the AICPU side waits for the echo; with 1 core
  *             and with every core configured, and with the core parked
  *             (spin_ns = 0) to show the wake-up cost;
@@ -26,7 +26,7 @@
  * where each pair of parties ran (two spinners on one CPU cost a timeslice
  * per handoff).
  *
- * Owns only measurement: it reaches the device through simdev.h, and its
+ * Owns only measurement: it reaches the device through device.h, and its
  * device functions read nothing but their arguments and device memory (they
  * also call sched_getcpu, to report where the host placed them).
  */
@@ -44,7 +44,8 @@
 #include <unistd.h>
 
 #include "bench_common.h"
-#include "simpler/simdev.h"
+#include "platform/platform.h"
+#include "simpler/device.h"
 
 #define CACHELINE 64
 #define WAIT_TIMEOUT_NS 5000000000ull /* any single wait longer than 5 s is a hang */
@@ -572,7 +573,7 @@ struct ping_args {
     uint32_t cores_in_play; /* cores 0..n-1 are pinged in turn; the rest return at once */
     uint32_t reps;
     uint32_t rounds;        /* round trips per repetition */
-    int aicpu_parks;        /* 0: spin on the condition word; 1: simdev_cond_wait */
+    int aicpu_parks;        /* 0: spin on the condition word; 1: platform_cond_wait */
     struct ping_result *result; /* device memory */
 };
 
@@ -586,18 +587,18 @@ static int ping_core(const struct simdev_core_ctx *ctx, const void *args, size_t
         return 0;
     /* Read the doorbell before announcing readiness: the AICPU side rings only
      * after it sees "ready", so this run's first ping differs from `seen`. */
-    uint64_t seen = simdev_regs_read_doorbell(ctx->regs);
+    uint64_t seen = platform_read_doorbell(ctx->regs);
     uint64_t cpus = cpu_bit();
-    simdev_core_write_cond(ctx->regs, ping_value(a->epoch, 0));
+    platform_write_cond(ctx->regs, ping_value(a->epoch, 0));
     for (;;) {
         uint64_t value;
-        int rc = simdev_core_wait_doorbell(ctx->regs, seen, WAIT_TIMEOUT_NS, &value);
+        int rc = platform_wait_doorbell(ctx->regs, seen, WAIT_TIMEOUT_NS, &value);
         if (rc != 0)
             return rc;
         seen = value;
         if (value == ping_value(a->epoch, PING_STOP))
             break;
-        simdev_core_write_cond(ctx->regs, value);
+        platform_write_cond(ctx->regs, value);
     }
     if (ctx->core_id == 0)
         a->result->core_cpus = cpus | cpu_bit();
@@ -609,7 +610,7 @@ static int ping_core(const struct simdev_core_ctx *ctx, const void *args, size_t
 /*
  * AICPU side: waits until the core's condition word holds `want`. Spin mode
  * polls the word itself for up to AICPU_SPIN_NS (yielding every 256 polls),
- * then falls back to the park mode: simdev_cond_wait, which spins for the
+ * then falls back to the park mode: platform_cond_wait, which spins for the
  * device's spin_ns and then sleeps until some core writes its condition.
  */
 static int await_echo(int device, const struct simdev_core_regs *regs, uint64_t want, int parks)
@@ -617,7 +618,7 @@ static int await_echo(int device, const struct simdev_core_regs *regs, uint64_t 
     if (!parks) {
         uint64_t spin_end = now_ns() + AICPU_SPIN_NS;
         for (uint32_t i = 1;; i++) {
-            if (simdev_regs_read_cond(regs) == want)
+            if (platform_read_cond(regs) == want)
                 return 0;
             if ((i & 255) == 0) {
                 if (now_ns() > spin_end)
@@ -629,11 +630,11 @@ static int await_echo(int device, const struct simdev_core_regs *regs, uint64_t 
     }
     for (;;) {
         /* Read the sequence before the word: a write after this read bumps
-         * the sequence, so simdev_cond_wait cannot miss it. */
-        uint64_t seq = simdev_cond_seq(device);
-        if (simdev_regs_read_cond(regs) == want)
+         * the sequence, so platform_cond_wait cannot miss it. */
+        uint64_t seq = platform_cond_seq(device);
+        if (platform_read_cond(regs) == want)
             return 0;
-        int rc = simdev_cond_wait(device, seq, WAIT_TIMEOUT_NS);
+        int rc = platform_cond_wait(device, seq, WAIT_TIMEOUT_NS);
         if (rc != 0)
             return rc;
     }
@@ -646,7 +647,7 @@ static int ping_aicpu(const struct simdev_aicpu_ctx *ctx, const void *args, size
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct simdev_core_regs *regs[SIMDEV_MAX_CORES];
     for (uint32_t c = 0; c < a->cores_in_play; c++) {
-        regs[c] = simdev_core_regs_get(ctx->device, c);
+        regs[c] = platform_core_regs(ctx->device, c);
         if (!regs[c])
             return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     }
@@ -662,7 +663,7 @@ static int ping_aicpu(const struct simdev_aicpu_ctx *ctx, const void *args, size
         while (done < a->rounds && rc == 0 && !over_budget(t0, done)) {
             struct simdev_core_regs *core = regs[done % a->cores_in_play];
             k++;
-            simdev_regs_ring_doorbell(core, ping_value(a->epoch, k));
+            platform_ring_doorbell(core, ping_value(a->epoch, k));
             rc = await_echo(ctx->device, core, ping_value(a->epoch, k), a->aicpu_parks);
             done++;
         }
@@ -672,7 +673,7 @@ static int ping_aicpu(const struct simdev_aicpu_ctx *ctx, const void *args, size
     }
     a->result->aicpu_cpus = cpus;
     for (uint32_t c = 0; c < a->cores_in_play; c++)
-        simdev_regs_ring_doorbell(regs[c], ping_value(a->epoch, PING_STOP));
+        platform_ring_doorbell(regs[c], ping_value(a->epoch, PING_STOP));
     return rc;
 }
 
@@ -752,7 +753,7 @@ static void measure_doorbell(const struct floor *f)
     const uint32_t spin = 50000; /* the default spin budget */
     const struct ping_case cases[] = {
         {"1 core configured, both sides spin", 1, 0, 1, spin, 0, 20000},
-        {"1 core, AICPU waits in simdev_cond_wait", 1, 0, 1, spin, 1, 20000},
+        {"1 core, AICPU waits in platform_cond_wait", 1, 0, 1, spin, 1, 20000},
         {"64 cores configured, ping core 0", all_aic, all_aiv, 1, spin, 0, 20000},
         {"3 cores (1 AIC + 2 AIV), ping each in turn", 1, 2, 3, spin, 0, 5000},
         {"64 cores, ping each in turn", all_aic, all_aiv, SIMDEV_MAX_CORES, spin, 0, 2000},

@@ -59,7 +59,7 @@
  * shorter each.
  *
  * Owns only measurement. It reaches the runtime through the public API
- * alone (simpler.h; simdev.h for the framework side and the clock); its
+ * alone (simpler.h; device.h for the framework side and the clock); its
  * orchestrations and kernels are exported functions of this executable,
  * named by symbol-form callable images.
  */
@@ -73,7 +73,7 @@
 #include "bench_common.h"
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/simpler.h"
 
 #define PROGRAM "bench_kernel"

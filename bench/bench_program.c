@@ -47,7 +47,7 @@
  * variant and write JSON only with --out).
  *
  * Owns only measurement. It reaches the runtime through the public API
- * alone (simpler.h; simdev.h to configure the device and read its clock);
+ * alone (simpler.h; device.h to configure the device and read its clock);
  * its orchestrations and kernels are exported functions of this
  * executable, named by symbol-form callable images.
  */
@@ -61,7 +61,7 @@
 #include "bench_common.h"
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/simpler.h"
 
 #define PROGRAM "bench_program"

@@ -71,10 +71,10 @@
 
 #include "bench_common.h"
 #include "common/view.h"
-#include "runtime/runtime.h"
+#include "launch/launch.h"
 #include "runtime/tensormap.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 
 #define GOAL_NS 300.0    /* per-task goal the ratio column compares with */
 #define MAX_REPS 16

@@ -36,7 +36,7 @@
 #include "bench_common.h"
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/simpler.h"
 
 #define SP_BENCH_TRACE_PATH_MAX 4096

@@ -18,14 +18,14 @@
  * Everything is freed at the end; device memory in use must be 0.
  *
  * Exit status: 0 when every check passed, 1 otherwise.
- * Owns only this demonstration; it touches the device through simdev.h alone.
+ * Owns only this demonstration; it touches the device through device.h alone.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 
 #define ELEMENTS 4096       /* vector length */
 #define SCALE 3.0f          /* stream A: x *= SCALE */

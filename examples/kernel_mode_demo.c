@@ -35,7 +35,7 @@
 
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/simpler.h"
 
 #define CHECK(call)                                                                        \

@@ -26,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "launch/launch.h"
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 
 #define CHECK(call)                                                                   \
     do {                                                                              \

@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "compare.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/simpler.h"
 
 #define WORKER "bench_cmp_simpler"

@@ -1,7 +1,7 @@
 /*
  * example_host.c — packs, runs and reports an example in program mode and
  * in kernel mode (see example_host.h). Uses only the public API (simpler.h
- * and, for the framework side of kernel mode, simdev.h).
+ * and, for the framework side of kernel mode, device.h).
  */
 #include "example_host.h"
 

@@ -50,7 +50,7 @@
 
 #include "simpler/callable.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/status.h"
 #include "simpler/tensor.h"
 

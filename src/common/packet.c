@@ -11,6 +11,7 @@
 #include "common/checked.h"
 #include "common/view.h"
 #include "simpler/callable.h"
+#include "simpler/simpler.h"
 #include "simpler/status.h"
 
 /* Payload bytes (after the header) of the given counts, or false when a

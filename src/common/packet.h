@@ -31,10 +31,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "simpler/callable.h"
+#include "simpler/device_fn.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
-#include "simpler/simpler.h"
 #include "simpler/tensor.h"
+
+struct simpler_args; /* simpler.h: the host side encodes from it */
 
 #define SP_PACKET_MODE_PROGRAM 0u /* never valid in a packet: program mode has none */
 #define SP_PACKET_MODE_KERNEL 1u

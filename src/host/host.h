@@ -22,7 +22,7 @@
 #include "host/latch.h"
 #include "host/phase.h"
 #include "host/trace_host.h"
-#include "runtime/runtime.h"
+#include "launch/launch.h"
 #include "simpler/simpler.h"
 
 /* One registered callable. */

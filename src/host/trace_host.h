@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dfx/trace_export.h"
+#include "trace/trace_export.h"
 #include "runtime/runtime.h"
 #include "simpler/orchestration.h"
 

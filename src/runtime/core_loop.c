@@ -74,7 +74,7 @@ static int work_to_fetch(void *arg)
      * than take a CPU from a thread already working. Two such cores
      * cannot both leave it: each parks announced (waiters, then a fence)
      * before its last look, so the later one sees the earlier parked. */
-    return simdev_budget_fits() || !rt_fetcher_awake(f->run, f->core_type, f->core_id);
+    return platform_hint_budget_fits() || !rt_fetcher_awake(f->run, f->core_type, f->core_id);
 }
 
 /* Once the run is usable (or a dispatch came): this core's scheduler, and
@@ -126,7 +126,7 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
         }
         uint64_t timeout = RT_FETCH_RECHECK_NS;
         if (!*joined) {
-            uint64_t now = simdev_clock_ns();
+            uint64_t now = platform_clock_ns();
             if (now >= deadline) {
                 /* model: core_deadline */
                 if (rt_round_leave(round, generation, RT_ROUND_CORE))
@@ -139,9 +139,9 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
         }
         /* acquire (in simdev): pairs with the scheduler's release of the
          * doorbell after it wrote the payload */
-        int rc = fetch ? simdev_core_wait_doorbell_or(ctx->regs, last, timeout, value,
+        int rc = fetch ? platform_wait_doorbell_or(ctx->regs, last, timeout, value,
                                                       work_to_fetch, fetch)
-                       : simdev_core_wait_doorbell(ctx->regs, last, timeout, value);
+                       : platform_wait_doorbell(ctx->regs, last, timeout, value);
         if (rc == PTO_RUNTIME_ERR_TIMEOUT) {
             /* Time to look again. A queue whose head has not moved since
              * the last look is fetched from whatever the budget: nobody
@@ -180,11 +180,11 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
         (size_t)ctx->core_id * RT_CORE_QUEUE;
     struct rt_core_round *round = rt_core_rounds(run, &layout) + ctx->core_id;
     uint64_t deadline =
-        simdev_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;
+        platform_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;
 
     /* Read before arriving: a scheduler rings only once JOINED, so this is
      * the value its first dispatch id is counted from (base + 2). */
-    uint64_t last = simdev_regs_read_doorbell(ctx->regs);
+    uint64_t last = platform_read_doorbell(ctx->regs);
     uint64_t base = rt_doorbell_id(last);
     /* model: core_arrive */
     enum rt_round_arrival arrival = rt_round_arrive(round, la.generation, RT_ROUND_CORE);
@@ -193,7 +193,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     bool joined = arrival == RT_ROUND_JOINED;
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
-    simdev_core_write_cond(ctx->regs, rt_cond_fin(base + 1));
+    platform_write_cond(ctx->regs, rt_cond_fin(base + 1));
     uint32_t owner = UINT32_MAX; /* this core's scheduler, known once it fetches */
     uint64_t next = base + 2;    /* the next dispatch id to run */
     struct fetch fetch = {.kicked_head = UINT64_MAX, .recheck_head = UINT64_MAX};
@@ -231,16 +231,16 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
                 rt_trace_core_task(&la.request.config, ctx->core_id, next, trace_begin);
             /* release (in simdev): the kernel's writes and ctx.failure
              * before the scheduler's acquire of FIN */
-            simdev_core_write_cond(ctx->regs, rt_cond_fin(next));
+            platform_write_cond(ctx->regs, rt_cond_fin(next));
             next++;
             rt_sched_kick(run, owner); /* completion, and this core's next tasks */
             /* acquire (in simdev): pairs with the release of the doorbell
              * after the payloads it publishes */
-            value = simdev_regs_read_doorbell(ctx->regs);
+            value = platform_read_doorbell(ctx->regs);
         }
         last = value;
         if (rt_doorbell_is_exit(value)) {
-            simdev_core_write_cond(ctx->regs, rt_cond_fin(rt_doorbell_id(value)));
+            platform_write_cond(ctx->regs, rt_cond_fin(rt_doorbell_id(value)));
             return 0;
         }
     }

@@ -36,7 +36,7 @@ static struct rt_kernel_binding *lookup(uint64_t generation, int device)
     if (!generation)
         return NULL;
     for (uint32_t i = 0; i < RT_KERNEL_MAX_CONTEXTS; i++) {
-        /* acquire: pairs with the release in register_main, so the binding
+        /* acquire: pairs with the release in rt_kernel_register_main, so the binding
          * pointer and the binding's contents are visible */
         if (atomic_load_explicit(&registry[i].generation, memory_order_acquire) != generation)
             continue;
@@ -49,14 +49,9 @@ static struct rt_kernel_binding *lookup(uint64_t generation, int device)
     return NULL;
 }
 
-struct register_args {
-    struct rt_kernel_binding *binding;
-    uint64_t generation;
-};
-
-static int register_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+int rt_kernel_register_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
-    struct register_args ra;
+    struct rt_kernel_register_args ra;
     if (args_size != sizeof ra)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&ra, args, sizeof ra);
@@ -103,10 +98,10 @@ static void forget(uint64_t generation, const struct rt_kernel_binding *binding)
     pthread_mutex_unlock(&registry_lock);
 }
 
-static int unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+int rt_kernel_unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     (void)ctx;
-    struct register_args ra;
+    struct rt_kernel_register_args ra;
     if (args_size != sizeof ra)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&ra, args, sizeof ra);
@@ -118,24 +113,6 @@ void rt_kernel_forget_on_lost_device(uint64_t context_generation,
                                      const struct rt_kernel_binding *binding)
 {
     forget(context_generation, binding);
-}
-
-int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
-                               uint64_t generation)
-{
-    if (!stream || !binding || !generation)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct register_args ra = {binding, generation};
-    return simdev_launch_aicpu(stream, register_main, 1, &ra, sizeof ra);
-}
-
-int rt_kernel_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
-                                 uint64_t context_generation)
-{
-    if (!stream || !binding || !context_generation)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct register_args ra = {binding, context_generation};
-    return simdev_launch_aicpu(stream, unregister_main, 1, &ra, sizeof ra);
 }
 
 size_t rt_kernel_binding_bytes(uint32_t slots)
@@ -164,9 +141,9 @@ static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args
     const struct rt_kernel_binding *b = lookup(ra.context_generation, ctx->device);
     if (!b)
         return 0; /* a closed context: the program refuses the round */
-    struct simdev_config topo;
+    struct platform_topology topo;
     struct rt_layout layout;
-    if (simdev_device_get_config(ctx->device, &topo) != 0 ||
+    if (platform_topology(ctx->device, &topo) != 0 ||
         rt_layout_compute(&ra.config, topo.aic_cores + topo.aiv_cores, &layout) != 0 ||
         layout.total > b->arena_bytes)
         return 0; /* the program fails the round with BAD_CONFIG */

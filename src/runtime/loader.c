@@ -22,15 +22,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "runtime/runtime.h"
+#include "runtime/entries.h"
 #include "simpler/callable.h"
-
-struct load_args {
-    const uint8_t *image;
-    size_t bytes;
-    struct rt_callable_record *record;
-    struct simpler_run_config base; /* what the config function starts from */
-};
 
 static void fd_path(char *path, size_t size, int fd)
 {
@@ -107,11 +100,11 @@ static void *resolve(void *handle, const char *name)
  * pointer conversion; memcpy keeps -Wpedantic builds quiet about it. */
 #define SYM_TO_FN(fn, sym) memcpy(&(fn), &(sym), sizeof(fn))
 
-static int load_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+int rt_callable_load_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     (void)ctx;
     (void)args_size;
-    const struct load_args *a = args;
+    const struct rt_load_args *a = args;
     struct rt_callable_record *r = a->record;
     memset(r, 0, sizeof *r);
     if (simpler_callable_validate(a->image, a->bytes))
@@ -155,28 +148,11 @@ fail:
     return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
 }
 
-static int unload_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+int rt_callable_unload_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     (void)ctx;
     (void)args_size;
     struct rt_callable_record *r = *(struct rt_callable_record *const *)args;
     unload_record(r);
     return 0;
-}
-
-int rt_callable_load_enqueue(simdev_stream_t stream, const void *image, size_t bytes,
-                             const struct simpler_run_config *base,
-                             struct rt_callable_record *record)
-{
-    if (!stream || !image || !bytes || !base || !record)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct load_args a = {image, bytes, record, *base};
-    return simdev_launch_aicpu(stream, load_main, 1, &a, sizeof a);
-}
-
-int rt_callable_unload_enqueue(simdev_stream_t stream, struct rt_callable_record *record)
-{
-    if (!stream || !record)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    return simdev_launch_aicpu(stream, unload_main, 1, &record, sizeof record);
 }

@@ -208,7 +208,7 @@ static bool orch_wait_done(void *arg)
     uint64_t m = progress_mark(run);
     if (m != w->mark) {
         w->mark = m;
-        w->deadline = simdev_clock_ns() + w->timeout_ns;
+        w->deadline = platform_clock_ns() + w->timeout_ns;
     }
     return false;
 }
@@ -236,7 +236,7 @@ int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
     atomic_thread_fence(memory_order_seq_cst);
     struct orch_wait w = {run, ready, arg, structural, (uint64_t)timeout_ms * 1000000ull,
                           progress_mark(run), 0, 0};
-    w.deadline = simdev_clock_ns() + w.timeout_ns;
+    w.deadline = platform_clock_ns() + w.timeout_ns;
     int rc = rt_wait_until(run->device, RT_NOTIFY_ORCH, orch_wait_done, &w, &w.deadline);
     if (rc == PTO_RUNTIME_ERR_TIMEOUT)
         rc = fail(run, timeout_code);

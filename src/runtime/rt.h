@@ -19,20 +19,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/task_id.h"
+#include "platform/platform.h"
 #include "runtime/core_regs.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
 #include "runtime/runtime.h"
 #include "runtime/tensormap.h"
 #include "runtime/trace.h"
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
-#include "simpler/simdev.h"
 #include "simpler/status.h"
 
 #define RT_CACHELINE 64
 #define RT_HEAP_ALIGN 64
 
-/* Task ids: ring in the top 16 bits, the ring-local index below. */
-#define RT_LOCAL_BITS 48
 /*
  * Asks for the cache line at `p` in a state this thread may write (x86's
  * PREFETCHW; elsewhere the compiler's write prefetch). A hint only: it
@@ -53,21 +54,8 @@ static inline void rt_prefetch_write(const void *p)
 /* How many tasks ahead the orchestrator prefetches. */
 #define RT_PREFETCH_AHEAD 4u
 
-static inline uint64_t rt_task_id(uint32_t ring, uint64_t local)
-{
-    return ((uint64_t)ring << RT_LOCAL_BITS) | local;
-}
-static inline uint32_t rt_id_ring(uint64_t id) { return (uint32_t)(id >> RT_LOCAL_BITS); }
-static inline uint64_t rt_id_local(uint64_t id)
-{
-    return id & ((1ull << RT_LOCAL_BITS) - 1);
-}
 
 enum rt_task_state { RT_PENDING = 0, RT_COMPLETED = 1, RT_CONSUMED = 2 };
-
-/* Resource shape of a task: which ready queue it goes to. */
-enum rt_shape { RT_SHAPE_AIC = 0, RT_SHAPE_AIV = 1, RT_SHAPE_MIX = 2, RT_SHAPE_DUMMY = 3 };
-#define RT_SHAPES 4
 
 #define RT_LANE_AIC 1u
 #define RT_LANE_AIV0 2u
@@ -264,40 +252,6 @@ struct rt_scope {
     uint32_t begin; /* index into scope_tasks */
 };
 
-/* Launch arguments of both device functions (copied by simdev). */
-struct rt_launch_args {
-    struct rt_run_request request;
-    uint64_t generation; /* distinguishes this run's init from stale arena contents */
-    uint32_t schedulers;
-};
-
-/* Byte offsets of each region inside the arena (a pure function of the
- * config and topology: host and device compute the same). */
-struct rt_layout {
-    size_t run;
-    size_t ring_slots[RT_RINGS];
-    size_t ring_tasks[RT_RINGS];
-    size_t ring_tm[RT_RINGS];
-    size_t ring_heap[RT_RINGS];
-    size_t ring_deps[RT_RINGS];
-    size_t rq_cells[RT_SHAPES];
-    size_t sync_rq_cells[RT_SHAPES];
-    uint64_t rq_capacity;
-    size_t dispatch;     /* RT_CORE_QUEUE per core */
-    size_t scheds;       /* struct rt_sched per possible scheduler thread */
-    size_t rounds;       /* struct rt_core_round per core */
-    size_t rounds_bytes;
-    size_t scope_tasks;
-    uint32_t scope_task_capacity;
-    size_t fanin_scratch;
-    size_t tensormap;
-    size_t tensormap_bytes;
-    size_t total;
-};
-
-int rt_layout_compute(const struct rt_config *config, uint32_t core_count,
-                      struct rt_layout *out);
-
 /* One run's shared state, at the start of the arena. */
 struct rt_run {
     struct simpler_orch handle; /* first: the orchestration's view */
@@ -364,13 +318,13 @@ struct rt_run {
      * starts fetching work while idle (core_loop.c), read by a submit that
      * decides whether it must run a step (rt_sched_publish). */
     _Alignas(RT_CACHELINE) _Atomic uint32_t core_pulling[SIMDEV_MAX_CORES];
-    struct simdev_core_regs *core_regs[SIMDEV_MAX_CORES]; /* for simdev_core_parked */
+    struct simdev_core_regs *core_regs[SIMDEV_MAX_CORES]; /* for platform_hint_core_parked */
 };
 
 /* Whether a core of `type` (enum simdev_core_type), other than core
  * `except`, fetches work while idle (core_pulling) and is not parked: it is
  * running a kernel (its FIN's step will see the ready queue) or idle and
- * awake (its own wait will). A hint, like simdev_core_parked; callers pair
+ * awake (its own wait will). A hint, like platform_hint_core_parked; callers pair
  * it with the parking core's announcement and fence (see core_loop.c). */
 static inline bool rt_fetcher_awake(const struct rt_run *run, uint32_t type, uint32_t except)
 {
@@ -379,7 +333,7 @@ static inline bool rt_fetcher_awake(const struct rt_run *run, uint32_t type, uin
     for (uint32_t c = first; c < end; c++)
         /* acquire: pairs with the core loop's release of core_pulling */
         if (c != except && atomic_load_explicit(&run->core_pulling[c], memory_order_acquire) &&
-            !simdev_core_parked(run->core_regs[c]))
+            !platform_hint_core_parked(run->core_regs[c]))
             return true;
     return false;
 }
@@ -400,7 +354,7 @@ static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
 }
 
 /* Wakes the AICPU threads that wait for the run's state to change: a
- * scheduler waiting for the run's initialisation (simdev_cond_wait) and the
+ * scheduler waiting for the run's initialisation (platform_cond_wait) and the
  * schedulers' own threads (RT_NOTIFY_SCHED). Not on the per-task path: the
  * run's end, its failure, its initialisation. */
 void rt_signal(struct rt_run *run);
@@ -534,7 +488,7 @@ static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s
 
 /*
  * The runtime's bounded wait (wait.c): until done(arg) returns true (0),
- * *deadline_ns passes (PTO_RUNTIME_ERR_TIMEOUT; absolute, simdev_clock_ns)
+ * *deadline_ns passes (PTO_RUNTIME_ERR_TIMEOUT; absolute, platform_clock_ns)
  * or the device is lost (PTO_RUNTIME_ERR_DEVICE_LOST). It sleeps on `on`:
  * RT_WAIT_COND, the device's condition sequence (core condition writes,
  * rt_signal), or a notification channel (RT_NOTIFY_*). done() runs after
@@ -592,12 +546,6 @@ void rt_schedule(struct rt_run *run, uint32_t index);
  * topology alone. */
 void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index);
 
-/* One AICPU thread, enqueued by a launch whose AICPU program could not be
- * enqueued after its core loop was: settles the round of every core for
- * the schedulers that will never come (args: the round's rt_launch_args),
- * so the core loop ends now rather than at its deadline. */
-int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
-
 /* One round on the AICPU threads of a launch: the last thread
  * orchestrates, the others schedule, the last one out writes the result
  * block. `rejected` (positive, or 0) fails the round right after the run is
@@ -608,39 +556,5 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
  * block then); 0 on the others. */
 int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
                        int32_t rejected);
-
-/* Launch arguments of the kernel-mode device functions (kernel_round.c,
- * kernel_launch.c). */
-struct rt_kernel_round_args { /* round begin */
-    uint64_t context_generation;
-    struct rt_config config;
-};
-struct rt_kernel_core_args { /* the core loop */
-    uint64_t context_generation;
-    struct rt_launch_args la;
-};
-struct rt_kernel_envelope { /* the AICPU program: followed by the packet */
-    uint64_t context_generation;
-    uint64_t round_generation;
-    uint32_t schedulers;
-    uint32_t packet_bytes;
-    struct rt_config config;
-};
-struct rt_kernel_status_args {
-    uint64_t context_generation;
-    uint64_t round_generation;
-};
-extern const simdev_aicpu_fn rt_kernel_round_begin_fn;
-extern const simdev_aicore_fn rt_kernel_core_fn;
-extern const simdev_aicpu_fn rt_kernel_program_fn;
-extern const simdev_aicpu_fn rt_kernel_status_fn;
-extern const simdev_aicpu_fn rt_kernel_cancel_fn;
-
-/* The AICore side (simdev_aicore_fn). */
-int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
-/* The AICPU side (simdev_aicpu_fn): the run's status goes to the result
- * block, and the launch fails with it (rt_aicpu_round), so a failed run's
- * code reaches the caller's stream through aicpu_done. */
-int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
 
 #endif /* SIMPLER_RUNTIME_RT_H */

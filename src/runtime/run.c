@@ -121,36 +121,6 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     return 0;
 }
 
-uint64_t rt_arena_nonce(void)
-{
-    static _Atomic uint64_t drawn;
-    for (;;) {
-        /* splitmix64's finalizer: a bijection, so distinct counts give
-         * distinct nonces, and none of them is a small number that plain
-         * memory often holds */
-        uint64_t x = atomic_fetch_add_explicit(&drawn, 1, memory_order_relaxed) +
-                     UINT64_C(0x9E3779B97F4A7C15);
-        x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-        x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-        x ^= x >> 31;
-        if (x != 0)
-            return x;
-    }
-}
-
-int rt_arena_bytes(const struct rt_config *config, const struct simdev_config *topo,
-                   size_t *bytes)
-{
-    if (!config || !topo || !bytes)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_layout l;
-    int rc = rt_layout_compute(config, topo->aic_cores + topo->aiv_cores, &l);
-    if (rc)
-        return rc;
-    *bytes = l.total;
-    return 0;
-}
-
 /* For each shape, the scheduler owning the most units of it serves the
  * shape's sync-start tasks. */
 static void choose_sync_owners(struct rt_run *run)
@@ -222,9 +192,9 @@ static void end_queues(struct rt_run *run, uint64_t nonce)
 static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int device)
 {
     const struct rt_run_request *rq = &la->request;
-    struct simdev_config topo;
+    struct platform_topology topo;
     struct rt_layout l;
-    if (simdev_device_get_config(device, &topo) != 0 ||
+    if (platform_topology(device, &topo) != 0 ||
         rt_layout_compute(&rq->config, topo.aic_cores + topo.aiv_cores, &l) != 0 ||
         l.total > rq->arena_bytes)
         return SIMPLER_ORCH_ERR_BAD_CONFIG;
@@ -236,7 +206,7 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->cluster_count = topo.aic_cores < topo.aiv_cores / 2 ? topo.aic_cores : topo.aiv_cores / 2;
     run->core_count = topo.aic_cores + topo.aiv_cores;
     for (uint32_t c = 0; c < run->core_count; c++)
-        run->core_regs[c] = simdev_core_regs_get(device, c);
+        run->core_regs[c] = platform_core_regs(device, c);
     run->schedulers = la->schedulers;
     run->generation = la->generation;
     run->kernels = rq->kernels;
@@ -341,11 +311,11 @@ static void let_mates_arrive(struct rt_run *run)
 {
     struct mates_wait w = {.run = run};
     for (uint32_t c = 0; c < run->core_count; c++)
-        if (simdev_core_shares_my_cpu(run->core_regs[c]))
+        if (platform_hint_core_shares_my_cpu(run->core_regs[c]))
             w.core[w.count++] = c;
     if (mates_settled(&w))
         return;
-    uint64_t deadline = simdev_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
+    uint64_t deadline = platform_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
     (void)rt_wait_until(run->device, RT_WAIT_COND, mates_settled, &w, &deadline);
 }
 
@@ -368,7 +338,7 @@ static bool run_initialised(void *arg)
 static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int device)
 {
     uint64_t deadline =
-        simdev_clock_ns() + (uint64_t)la->request.config.sched_timeout_ms * 1000000ull;
+        platform_clock_ns() + (uint64_t)la->request.config.sched_timeout_ms * 1000000ull;
     struct init_wait w = {run, la->generation};
     return rt_wait_until(device, RT_WAIT_COND, run_initialised, &w, &deadline);
 }

@@ -162,7 +162,7 @@ static void sched_init(struct sched *S, struct rt_run *run, uint32_t index)
         c->id = id;
         c->type = id < run->aic_count ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         c->cluster = NO_CLUSTER;
-        c->regs = simdev_core_regs_get(run->device, id);
+        c->regs = platform_core_regs(run->device, id);
         slot_of_core[id] = S->core_count++;
     }
     for (uint32_t k = 0; k < run->cluster_count; k++) {
@@ -238,14 +238,14 @@ static bool hellos_done(void *arg)
 static int32_t handshake(struct sched *S)
 {
     struct rt_run *run = S->run;
-    uint64_t deadline = simdev_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
+    uint64_t deadline = platform_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
     uint32_t waiting = 0;
     bool missing = false;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
         /* No scheduler rings a core before it is JOINED, so the doorbell
          * holds what the core loop read as its base. */
-        c->next_reg = rt_first_dispatch_id(simdev_regs_read_doorbell(c->regs));
+        c->next_reg = rt_first_dispatch_id(platform_read_doorbell(c->regs));
         c->done_reg = c->next_reg;
         /* model: sched_arrive */
         enum rt_round_arrival a = rt_round_arrive(&run->rounds[c->id], run->generation,
@@ -298,7 +298,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
         atomic_fetch_add_explicit(&run->cores_running, 1, memory_order_relaxed);
         c->timed = c->busy_periods++ % RT_TIME_EVERY == 0;
         if (c->timed)
-            c->busy_since = simdev_clock_ns();
+            c->busy_since = platform_clock_ns();
     }
     c->inflight[rt_payload_index(reg)] = s;
     atomic_store_explicit(&S->dispatched,
@@ -308,7 +308,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
         rt_trace_dispatch(run, S->index, c->id, reg, s, t->kernel[lane], block, lane);
     /* release (in simdev): publishes the payload to the core's acquire of
      * the doorbell in rt_core_main */
-    simdev_regs_ring_doorbell(c->regs, reg);
+    platform_ring_doorbell(c->regs, reg);
 }
 
 /* One block (subtask), dispatch id `reg`, has finished on core `c`. */
@@ -341,7 +341,7 @@ static bool poll_core(struct sched *S, struct sched_core *c)
         return false;
     /* acquire (in simdev): pairs with the core's release of FIN, so the
      * kernels' writes and ctx.failure are visible */
-    uint64_t last = rt_cond_id(simdev_regs_read_cond(c->regs));
+    uint64_t last = rt_cond_id(platform_read_cond(c->regs));
     if (last < c->done_reg)
         return false;
     if (last >= c->next_reg)
@@ -355,12 +355,12 @@ static bool poll_core(struct sched *S, struct sched_core *c)
      * poll in RT_TIME_EVERY, so that a core kept busy for good still
      * samples (tasks that grow long must be seen to). */
     if (c->timed) {
-        uint64_t now = simdev_clock_ns();
+        uint64_t now = platform_clock_ns();
         uint64_t sample = (now - c->busy_since) / (last - c->done_reg + 1);
         S->task_ns = S->task_ns ? S->task_ns - S->task_ns / 8 + sample / 8 : sample;
         c->busy_since = now;
     } else if (++c->untimed_polls % RT_TIME_EVERY == 0) {
-        c->busy_since = simdev_clock_ns(); /* the ids after `last` are timed from here */
+        c->busy_since = platform_clock_ns(); /* the ids after `last` are timed from here */
         c->timed = true;
     }
     for (; c->done_reg <= last; c->done_reg++)
@@ -398,7 +398,7 @@ enum unit_pass {
 
 static bool core_parked(const struct sched_core *c)
 {
-    return simdev_core_parked(c->regs);
+    return platform_hint_core_parked(c->regs);
 }
 
 /* Tasks are known to be short: a mean time of a dispatch has been
@@ -434,7 +434,7 @@ static bool plain_work_only(const struct sched *S, uint32_t shape)
 static bool mate_to_spare(const struct sched *S, const struct sched_core *c, uint32_t type,
                           uint32_t shape)
 {
-    return tasks_short(S) && simdev_core_gives_way(c->regs) && plain_work_only(S, shape) &&
+    return tasks_short(S) && platform_hint_core_gives_way(c->regs) && plain_work_only(S, shape) &&
            rt_fetcher_awake(S->run, type, c->id);
 }
 
@@ -550,7 +550,7 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
 /*
  * Whether tasks of `shape` left after the awake cores took theirs should
  * wake parked cores (a wake-up costs tens of µs; an idle core parks early
- * while more device threads are awake than CPUs, simdev_core_parked): yes
+ * while more device threads are awake than CPUs, platform_hint_core_parked): yes
  * for a sync-start task (it needs its units idle at once), when no owned
  * core of the shape is busy (nobody's FIN would step for them), and when
  * RT_WAKE_BACKLOG or more have been queued for RT_WAKE_AGE_NS (the awake
@@ -571,11 +571,11 @@ static bool wake_parked(struct sched *S, uint32_t shape)
     if (backlog == 0)
         return false;
     if (backlog >= RT_WAKE_BACKLOG) {
-        uint64_t now = simdev_clock_ns();
+        uint64_t now = platform_clock_ns();
         if (S->backlog_since[shape] == 0)
             S->backlog_since[shape] = now;
         else if (now - S->backlog_since[shape] >= RT_WAKE_STALL_NS ||
-                 (now - S->backlog_since[shape] >= RT_WAKE_AGE_NS && simdev_budget_has_room()))
+                 (now - S->backlog_since[shape] >= RT_WAKE_AGE_NS && platform_hint_budget_has_room()))
             return true;
     }
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
@@ -945,11 +945,11 @@ static bool own_wait_done(void *arg)
     kick_set(run, 1u << S->index);
     if (rt_error(run) || run_finished(run))
         return true;
-    if (simdev_device_is_lost(run->device) > 0) {
+    if (platform_device_lost(run->device) > 0) {
         rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
         return true;
     }
-    uint64_t now = simdev_clock_ns();
+    uint64_t now = platform_clock_ns();
     uint64_t m = progress_mark(run, S);
     if (m != w->mark) {
         w->mark = m;
@@ -971,7 +971,7 @@ static void loop(struct rt_sched *R)
     w.timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
     w.nap_ns = w.timeout_ns / 4 ? w.timeout_ns / 4 : 1;
     w.mark = progress_mark(run, S);
-    w.last_progress = simdev_clock_ns();
+    w.last_progress = platform_clock_ns();
     w.deadline = w.last_progress + w.nap_ns;
     /* A nap's end (TIMEOUT) only means: look again. */
     int rc;
@@ -1006,15 +1006,15 @@ static void exit_cores(struct sched *S)
         if (!c->joined)
             continue;
         /* model: sched_exit */
-        simdev_regs_ring_doorbell(c->regs, rt_doorbell_exit(c->next_reg));
+        platform_ring_doorbell(c->regs, rt_doorbell_exit(c->next_reg));
     }
 }
 
 void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index)
 {
-    struct simdev_config topo;
+    struct platform_topology topo;
     struct rt_layout layout;
-    if (simdev_device_get_config(device, &topo) != 0)
+    if (platform_topology(device, &topo) != 0)
         return;
     uint32_t cores = topo.aic_cores + topo.aiv_cores;
     if (rt_layout_compute(&la->request.config, cores, &layout) != 0)
@@ -1024,15 +1024,15 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
     for (uint32_t id = 0; id < cores; id++) {
         if (rt_core_owner(topo.aic_cores, clusters, la->schedulers, id) != index)
             continue;
-        struct simdev_core_regs *regs = simdev_core_regs_get(device, id);
-        uint64_t next = rt_first_dispatch_id(simdev_regs_read_doorbell(regs));
+        struct simdev_core_regs *regs = platform_core_regs(device, id);
+        uint64_t next = rt_first_dispatch_id(platform_read_doorbell(regs));
         /* Arrive and leave at once; a core loop already waiting is JOINED
          * by the arrival (or by the failed leave) and must be told to end. */
         enum rt_round_arrival a = rt_round_arrive(&rounds[id], la->generation, RT_ROUND_SCHED);
         if (a == RT_ROUND_PARTNER_LEFT ||
             (a == RT_ROUND_WAITING && rt_round_leave(&rounds[id], la->generation, RT_ROUND_SCHED)))
             continue;
-        simdev_regs_ring_doorbell(regs, rt_doorbell_exit(next));
+        platform_ring_doorbell(regs, rt_doorbell_exit(next));
     }
 }
 

@@ -31,13 +31,13 @@ void rt_slot_unlock(struct rt_slot *s)
 
 void rt_signal(struct rt_run *run)
 {
-    simdev_cond_signal(run->device);
-    simdev_notify_signal(run->device, RT_NOTIFY_SCHED);
+    platform_cond_signal(run->device);
+    platform_notify_signal(run->device, RT_NOTIFY_SCHED);
 }
 
 void rt_signal_orch(struct rt_run *run)
 {
-    simdev_notify_signal(run->device, RT_NOTIFY_ORCH);
+    platform_notify_signal(run->device, RT_NOTIFY_ORCH);
 }
 
 void rt_slot_release(struct rt_run *run, struct rt_slot *s)

@@ -2,7 +2,7 @@
  * runtime/trace.c — the device side of the swimlane trace: the region's
  * layout and the record writers (trace.h).
  *
- * Owns: rt_trace_layout and the writers. Every writer appends to the
+ * Owns: the writers. Every writer appends to the
  * calling thread's own buffer only (single writer: plain stores; the host
  * reads the region after the round's stream work completed, which orders
  * it after every write), never waits, never allocates, and drops and
@@ -15,46 +15,6 @@
 #include "runtime/core_regs.h"
 #include "runtime/rt.h"
 #include "runtime/trace.h"
-
-static bool align64(uint64_t v, uint64_t *out)
-{
-    uint64_t s;
-    if (!sp_add_u64(v, 63, &s))
-        return false;
-    *out = s & ~(uint64_t)63;
-    return true;
-}
-
-int rt_trace_layout(uint32_t level, uint32_t core_count, uint32_t schedulers, uint64_t capacity,
-                    uint64_t edge_capacity, struct rt_trace_header *h)
-{
-    if (!h || level == 0 || level > RT_TRACE_MAX_LEVEL || core_count == 0 ||
-        core_count > SIMDEV_MAX_CORES || schedulers == 0 ||
-        schedulers >= SIMDEV_MAX_AICPU_THREADS || capacity == 0)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_trace_header l;
-    memset(&l, 0, sizeof l);
-    l.magic = RT_TRACE_MAGIC;
-    l.version = RT_TRACE_VERSION;
-    l.level = level;
-    l.core_count = core_count;
-    l.schedulers = schedulers;
-    l.buffer_count = core_count + schedulers + 1;
-    l.capacity = capacity;
-    l.edge_capacity = edge_capacity;
-    uint64_t at, bytes;
-    if (!align64(sizeof l, &l.buffers_offset) ||
-        !sp_mul_u64(l.buffer_count, sizeof(struct rt_trace_buffer), &bytes) ||
-        !sp_add_u64(l.buffers_offset, bytes, &at) || !align64(at, &l.records_offset) ||
-        !sp_mul_u64(l.buffer_count, capacity, &bytes) ||
-        !sp_mul_u64(bytes, sizeof(struct rt_trace_record), &bytes) ||
-        !sp_add_u64(l.records_offset, bytes, &at) || !align64(at, &l.edges_offset) ||
-        !sp_mul_u64(edge_capacity, sizeof(struct rt_edge), &bytes) ||
-        !sp_add_u64(l.edges_offset, bytes, &l.total_bytes) || l.total_bytes > SIZE_MAX)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    *h = l;
-    return 0;
-}
 
 void rt_trace_put(struct rt_trace_header *h, uint32_t buffer, const struct rt_trace_record *r)
 {
@@ -108,7 +68,7 @@ void rt_trace_core_task(const struct rt_config *c, uint32_t core, uint64_t reg, 
     const struct rt_trace_core_slot *slot = &h->core_slot[core][rt_payload_index(reg)];
     struct rt_trace_record r = {
         .begin = begin,
-        .end = simdev_clock_ns(),
+        .end = platform_clock_ns(),
         .task_id = slot->task_id,
         .kind = RT_TR_TASK,
         .arg = {(uint32_t)slot->func_id, slot->block, slot->lane, 0, 0},
@@ -127,7 +87,7 @@ static uint64_t emit(struct rt_run *run, uint32_t thread, uint32_t kind, uint64_
                      uint64_t begin, uint32_t a0, uint32_t a1)
 {
     struct rt_trace_header *h = run->config.trace;
-    uint64_t now = simdev_clock_ns();
+    uint64_t now = platform_clock_ns();
     struct rt_trace_record r = {
         .begin = begin ? begin : now,
         .end = now,
@@ -168,7 +128,7 @@ uint64_t rt_trace_phase(struct rt_run *run, uint32_t sched, uint32_t phase, uint
 uint64_t rt_trace_phase_if(struct rt_run *run, uint32_t sched, uint32_t phase, uint64_t begin,
                            bool happened)
 {
-    return happened ? rt_trace_phase(run, sched, phase, begin) : simdev_clock_ns();
+    return happened ? rt_trace_phase(run, sched, phase, begin) : platform_clock_ns();
 }
 
 void rt_trace_submit(struct rt_run *run, uint64_t id, const int32_t kernel[3], uint32_t depth,
@@ -176,7 +136,7 @@ void rt_trace_submit(struct rt_run *run, uint64_t id, const int32_t kernel[3], u
 {
     struct rt_trace_header *h = run->config.trace;
     struct rt_trace_record r = {
-        .end = simdev_clock_ns(),
+        .end = platform_clock_ns(),
         .task_id = id,
         .kind = RT_TR_SUBMIT,
         .arg = {(uint32_t)kernel[0], (uint32_t)kernel[1], (uint32_t)kernel[2], depth,

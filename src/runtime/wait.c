@@ -14,7 +14,7 @@
 
 static uint64_t wait_seq(int device, uint32_t on)
 {
-    return on == RT_WAIT_COND ? simdev_cond_seq(device) : simdev_notify_seq(device, on);
+    return on == RT_WAIT_COND ? platform_cond_seq(device) : platform_notify_seq(device, on);
 }
 
 int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
@@ -26,12 +26,12 @@ int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
         uint64_t seq = wait_seq(device, on);
         if (done(arg))
             return 0;
-        uint64_t now = simdev_clock_ns();
+        uint64_t now = platform_clock_ns();
         if (now >= *deadline_ns)
             return PTO_RUNTIME_ERR_TIMEOUT;
         int rc = on == RT_WAIT_COND
-                     ? simdev_cond_wait(device, seq, *deadline_ns - now)
-                     : simdev_notify_wait(device, on, seq, *deadline_ns - now);
+                     ? platform_cond_wait(device, seq, *deadline_ns - now)
+                     : platform_notify_wait(device, on, seq, *deadline_ns - now);
         if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }

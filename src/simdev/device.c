@@ -508,7 +508,7 @@ void sd_device_mark_lost(struct sd_device *dev)
     pthread_mutex_unlock(&dev->pool_lock);
     sd_wake(&dev->launch_done);
     sd_wake(&dev->cond_word);
-    for (uint32_t c = 0; c < SIMDEV_NOTIFY_CHANNELS; c++)
+    for (uint32_t c = 0; c < PLATFORM_NOTIFY_CHANNELS; c++)
         sd_wake(&dev->notify[c].word);
     for (uint32_t i = 0; i < SIMDEV_MAX_SEMS; i++)
         sd_wake(&dev->sems[i].word);

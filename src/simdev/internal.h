@@ -3,7 +3,7 @@
  *
  * Owns: the layout of devices, streams, ops, events, capture sessions and
  * graphs, shared by the files of src/simdev only. Nothing outside
- * src/simdev may include it: the rest of simpler sees simdev.h alone.
+ * src/simdev may include it: the rest of simpler sees device.h alone.
  */
 #ifndef SIMDEV_INTERNAL_H
 #define SIMDEV_INTERNAL_H
@@ -16,7 +16,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "simpler/simdev.h"
+#include "platform/platform.h"
+#include "simpler/device.h"
 #include "simpler/simdev_fault.h"
 
 #define SD_CACHELINE 64
@@ -328,13 +329,13 @@ struct sd_device {
         _Alignas(SD_CACHELINE) struct sd_waitword word;
     } sems[SIMDEV_MAX_SEMS];
 
-    /* Condition words: simdev_cond_signal bumps this; the condition
+    /* Condition words: platform_cond_signal bumps this; the condition
      * sequence is its count plus every core's cond_writes (regs.c). */
     _Alignas(SD_CACHELINE) struct sd_waitword cond_word;
     /* Notification channels (simdev_notify_*), each on its own line. */
     struct {
         _Alignas(SD_CACHELINE) struct sd_waitword word;
-    } notify[SIMDEV_NOTIFY_CHANNELS];
+    } notify[PLATFORM_NOTIFY_CHANNELS];
 
     /* Memory: sorted by base. Caller must hold mem_lock. */
     pthread_mutex_t mem_lock;

@@ -19,11 +19,10 @@
 
 #include "simdev/internal.h"
 
+/* The host's view of the device clock is the device's own. */
 uint64_t simdev_clock_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return platform_clock_ns();
 }
 
 /* One polite spin step (a CPU pause hint). */
@@ -123,7 +122,7 @@ static void count_in(struct sd_budget *b)
     tl_out = false;
 }
 
-int simdev_budget_has_room(void)
+int platform_hint_budget_has_room(void)
 {
     const struct sd_budget *b = sd_tl_budget;
     return !b || atomic_load_explicit(&b->awake, memory_order_relaxed) < b->cpus;
@@ -137,7 +136,7 @@ static bool own_cpu(void)
     return sd_tl_worker && sd_tl_worker->own_cpu;
 }
 
-int simdev_budget_fits(void)
+int platform_hint_budget_fits(void)
 {
     const struct sd_budget *b = sd_tl_budget;
     if (!b)

@@ -8,7 +8,7 @@
  * parked (park.c). The device runtime's dispatch protocol is built on these.
  *
  * A condition write wakes nobody unless a waiter registered interest (is
- * parked in simdev_cond_wait): it counts itself in the core's own
+ * parked in platform_cond_wait): it counts itself in the core's own
  * cond_writes, and the device's condition sequence is the sum of those
  * counts and the signal count, so no write touches a line shared by all
  * cores.
@@ -47,7 +47,7 @@ void sd_regs_wake_all(struct sd_device *dev)
         sd_wake(&dev->regs[i].doorbell_wait);
 }
 
-struct simdev_core_regs *simdev_core_regs_get(int device, uint32_t core)
+struct simdev_core_regs *platform_core_regs(int device, uint32_t core)
 {
     struct sd_device *dev;
     if (sd_device_acquire(device, &dev) != 0)
@@ -57,14 +57,14 @@ struct simdev_core_regs *simdev_core_regs_get(int device, uint32_t core)
     return &dev->regs[core];
 }
 
-void simdev_regs_ring_doorbell(struct simdev_core_regs *regs, uint64_t value)
+void platform_ring_doorbell(struct simdev_core_regs *regs, uint64_t value)
 {
-    /* release: pairs with the acquire in simdev_regs_read_doorbell */
+    /* release: pairs with the acquire in platform_read_doorbell */
     atomic_store_explicit(&regs->doorbell, value, memory_order_release);
     sd_wake(&regs->doorbell_wait);
 }
 
-int simdev_core_parked(const struct simdev_core_regs *regs)
+int platform_hint_core_parked(const struct simdev_core_regs *regs)
 {
     /* relaxed: a hint for placement; ringing a parked core is always
      * correct (it is woken), only slower */
@@ -72,27 +72,27 @@ int simdev_core_parked(const struct simdev_core_regs *regs)
                                 memory_order_relaxed) != 0;
 }
 
-int simdev_core_gives_way(const struct simdev_core_regs *regs)
+int platform_hint_core_gives_way(const struct simdev_core_regs *regs)
 {
     return sd_core_gives_way(&regs->dev->cores[regs->core_id]);
 }
 
-int simdev_core_shares_my_cpu(const struct simdev_core_regs *regs)
+int platform_hint_core_shares_my_cpu(const struct simdev_core_regs *regs)
 {
     if (!regs || !sd_tl_worker)
         return 0;
     return sd_core_mate(&regs->dev->cores[regs->core_id]) == sd_tl_worker;
 }
 
-uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs)
+uint64_t platform_read_cond(const struct simdev_core_regs *regs)
 {
-    /* acquire: pairs with the release in simdev_core_write_cond */
+    /* acquire: pairs with the release in platform_write_cond */
     return atomic_load_explicit(&((struct simdev_core_regs *)regs)->cond, memory_order_acquire);
 }
 
-uint64_t simdev_regs_read_doorbell(const struct simdev_core_regs *regs)
+uint64_t platform_read_doorbell(const struct simdev_core_regs *regs)
 {
-    /* acquire: pairs with the release in simdev_regs_ring_doorbell */
+    /* acquire: pairs with the release in platform_ring_doorbell */
     return atomic_load_explicit(&((struct simdev_core_regs *)regs)->doorbell,
                                 memory_order_acquire);
 }
@@ -109,7 +109,7 @@ struct doorbell_wait {
 static bool doorbell_changed(void *arg)
 {
     struct doorbell_wait *w = arg;
-    w->value = simdev_regs_read_doorbell(w->regs);
+    w->value = platform_read_doorbell(w->regs);
     if (w->value != w->last_seen)
         return true;
     if (w->also && w->also(w->also_arg)) {
@@ -124,7 +124,7 @@ static uint64_t deadline_after(uint64_t timeout_ns)
     return timeout_ns ? simdev_clock_ns() + timeout_ns : 0;
 }
 
-int simdev_core_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_seen,
+int platform_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_seen,
                                  uint64_t timeout_ns, uint64_t *value, int (*also)(void *arg),
                                  void *also_arg)
 {
@@ -135,7 +135,7 @@ int simdev_core_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_se
     struct sd_device *dev = regs->dev;
     /* An idle core gives its CPU up while more device threads are awake
      * than CPUs: its scheduler prefers cores that are not parked
-     * (simdev_core_parked), so the wake-up this costs is off the per-task
+     * (platform_hint_core_parked), so the wake-up this costs is off the per-task
      * path. */
     int rc = sd_wait_within_budget(&regs->doorbell_wait, doorbell_changed, &w,
                                    sd_spin_ns(dev, SD_WAIT_CORE), deadline_after(timeout_ns),
@@ -145,15 +145,15 @@ int simdev_core_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_se
     return rc;
 }
 
-int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
+int platform_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
                               uint64_t timeout_ns, uint64_t *value)
 {
-    return simdev_core_wait_doorbell_or(regs, last_seen, timeout_ns, value, NULL, NULL);
+    return platform_wait_doorbell_or(regs, last_seen, timeout_ns, value, NULL, NULL);
 }
 
-void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value)
+void platform_write_cond(struct simdev_core_regs *regs, uint64_t value)
 {
-    /* release: pairs with the acquire in simdev_regs_read_cond */
+    /* release: pairs with the acquire in platform_read_cond */
     atomic_store_explicit(&regs->cond, value, memory_order_release);
     /* seq_cst (a release too: the sequence's readers then see the word):
      * the count before the look at the waiters, pairing with a parked
@@ -169,8 +169,8 @@ void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value)
 /* The signal count plus every core's condition writes (32 bits, wrapping). */
 static uint32_t cond_sequence(struct sd_device *dev)
 {
-    /* acquire: pairs with the seq_cst increments in simdev_cond_signal and
-     * simdev_core_write_cond */
+    /* acquire: pairs with the seq_cst increments in platform_cond_signal and
+     * platform_write_cond */
     uint32_t seq = sd_word_wakes(&dev->cond_word);
     uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
     for (uint32_t i = 0; i < cores; i++)
@@ -178,7 +178,7 @@ static uint32_t cond_sequence(struct sd_device *dev)
     return seq;
 }
 
-uint64_t simdev_cond_seq(int device)
+uint64_t platform_cond_seq(int device)
 {
     struct sd_device *dev = sd_device_peek(device);
     /* acquire: pairs with the release of started after the registers were
@@ -199,7 +199,7 @@ static bool cond_seq_changed(void *arg)
     return cond_sequence(w->dev) != w->seen;
 }
 
-int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
+int platform_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
 {
     struct sd_device *dev;
     int rc = sd_device_acquire(device, &dev);
@@ -210,17 +210,17 @@ int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
                    deadline_after(timeout_ns), &dev->lost);
 }
 
-void simdev_cond_signal(int device)
+void platform_cond_signal(int device)
 {
     struct sd_device *dev = sd_device_peek(device);
     if (dev)
         sd_wake(&dev->cond_word);
 }
 
-uint64_t simdev_notify_seq(int device, uint32_t channel)
+uint64_t platform_notify_seq(int device, uint32_t channel)
 {
     struct sd_device *dev = sd_device_peek(device);
-    if (!dev || channel >= SIMDEV_NOTIFY_CHANNELS)
+    if (!dev || channel >= PLATFORM_NOTIFY_CHANNELS)
         return 0;
     return sd_word_wakes(&dev->notify[channel].word);
 }
@@ -236,9 +236,9 @@ static bool notify_seq_changed(void *arg)
     return sd_word_wakes(w->word) != w->seen;
 }
 
-int simdev_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns)
+int platform_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns)
 {
-    if (channel >= SIMDEV_NOTIFY_CHANNELS)
+    if (channel >= PLATFORM_NOTIFY_CHANNELS)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct sd_device *dev;
     int rc = sd_device_acquire(device, &dev);
@@ -249,9 +249,9 @@ int simdev_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t tim
                    deadline_after(timeout_ns), &dev->lost);
 }
 
-void simdev_notify_signal(int device, uint32_t channel)
+void platform_notify_signal(int device, uint32_t channel)
 {
     struct sd_device *dev = sd_device_peek(device);
-    if (dev && channel < SIMDEV_NOTIFY_CHANNELS)
+    if (dev && channel < PLATFORM_NOTIFY_CHANNELS)
         sd_wake(&dev->notify[channel].word);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/packet.h"
+#include "simpler/simpler.h"
 #include "simpler/callable.h"
 
 #define FUZZ_PACKET_TENSORS 3u

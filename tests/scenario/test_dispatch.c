@@ -8,7 +8,7 @@
  * sharing the cores, and graph shapes (fan-out/fan-in, a ping-pong
  * stencil) whose values only come out right when every dependency held.
  * Must not touch runtime internals beyond reading the documented
- * protocol constants (rt.h) and the register windows (simdev.h).
+ * protocol constants (rt.h) and the register windows (device.h).
  *
  * Kernels run on simulated core threads; they record what they saw into
  * the globals below (atomics, or under a mutex), and the test reads them
@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "rt_support.h"
+#include "launch/launch.h"
 #include "runtime/rt.h"
 #include "test_support.h"
 
@@ -1060,12 +1061,12 @@ static void orch_gate_then_one(struct simpler_orch *rt, const struct simpler_orc
  */
 static int wait_core_exit(uint32_t core)
 {
-    struct simdev_core_regs *regs = simdev_core_regs_get(0, core);
+    struct simdev_core_regs *regs = platform_core_regs(0, core);
     if (!regs)
         return 0;
-    uint64_t bell = simdev_regs_read_doorbell(regs);
+    uint64_t bell = platform_read_doorbell(regs);
     while (!(bell & RT_DOORBELL_EXIT))
-        if (simdev_core_wait_doorbell(regs, bell, TS_DEADLOCK_GUARD_MS * 1000000ull, &bell))
+        if (platform_wait_doorbell(regs, bell, TS_DEADLOCK_GUARD_MS * 1000000ull, &bell))
             return 0;
     return 1;
 }

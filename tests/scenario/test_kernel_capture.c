@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "km_support.h"
+#include "launch/launch.h"
 #include "runtime/rt.h"
 #include "simpler/kernel.h"
 

@@ -20,9 +20,10 @@
 
 #include "common/host_alloc.h"
 #include "common/packet.h"
+#include "simpler/simpler.h"
 #include "host/host.h"
 #include "pm_support.h"
-#include "runtime/runtime.h"
+#include "launch/launch.h"
 #include "simpler/simdev_fault.h"
 
 #include "km_support.h"

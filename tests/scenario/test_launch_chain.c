@@ -25,6 +25,7 @@
 
 #include <string.h>
 
+#include "platform/platform.h"
 #include "test_support.h"
 
 #define ELEMS 3072          /* divisible by the 3 cores of the fixture */
@@ -55,17 +56,17 @@ static int core_loop(const struct simdev_core_ctx *ctx, const void *args, size_t
     if (args_size != sizeof a)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&a, args, sizeof a);
-    uint64_t token = simdev_regs_read_doorbell(ctx->regs);
+    uint64_t token = platform_read_doorbell(ctx->regs);
     while (token % 2 == 0)
-        if (simdev_core_wait_doorbell(ctx->regs, token, 0, &token) != 0)
+        if (platform_wait_doorbell(ctx->regs, token, 0, &token) != 0)
             return PTO_RUNTIME_ERR_INTERNAL;
     size_t slice = ELEMS / ctx->core_count;
     for (size_t i = ctx->core_id * slice; i < (ctx->core_id + 1) * slice; i++)
         a.y[i] = a.x[i] * a.params->scale + (float)ctx->core_id;
     int status = a.params->fail ? CORE_FAILURE : 0;
-    simdev_core_write_cond(ctx->regs, token);
+    platform_write_cond(ctx->regs, token);
     while (token % 2 == 1)
-        if (simdev_core_wait_doorbell(ctx->regs, token, 0, &token) != 0)
+        if (platform_wait_doorbell(ctx->regs, token, 0, &token) != 0)
             return PTO_RUNTIME_ERR_INTERNAL;
     return status;
 }
@@ -82,22 +83,22 @@ static int aicpu_dispatch(const struct simdev_aicpu_ctx *ctx, const void *args, 
     uint32_t cores = config.aic_cores + config.aiv_cores;
     uint64_t task[SIMDEV_MAX_CORES];
     for (uint32_t c = 0; c < cores; c++) {
-        struct simdev_core_regs *regs = simdev_core_regs_get(ctx->device, c);
-        task[c] = simdev_regs_read_doorbell(regs) + 1;
-        simdev_regs_ring_doorbell(regs, task[c]);
+        struct simdev_core_regs *regs = platform_core_regs(ctx->device, c);
+        task[c] = platform_read_doorbell(regs) + 1;
+        platform_ring_doorbell(regs, task[c]);
     }
     for (uint32_t c = 0; c < cores; c++) {
-        struct simdev_core_regs *regs = simdev_core_regs_get(ctx->device, c);
+        struct simdev_core_regs *regs = platform_core_regs(ctx->device, c);
         for (;;) {
-            uint64_t seen = simdev_cond_seq(ctx->device);
-            if (simdev_regs_read_cond(regs) == task[c])
+            uint64_t seen = platform_cond_seq(ctx->device);
+            if (platform_read_cond(regs) == task[c])
                 break;
-            if (simdev_cond_wait(ctx->device, seen, 0) != 0)
+            if (platform_cond_wait(ctx->device, seen, 0) != 0)
                 return PTO_RUNTIME_ERR_INTERNAL;
         }
     }
     for (uint32_t c = 0; c < cores; c++)
-        simdev_regs_ring_doorbell(simdev_core_regs_get(ctx->device, c), task[c] + 1);
+        platform_ring_doorbell(platform_core_regs(ctx->device, c), task[c] + 1);
     return 0;
 }
 

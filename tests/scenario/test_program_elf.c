@@ -28,7 +28,7 @@
 
 #include "elf_stub.h"
 #include "pm_support.h"
-#include "runtime/runtime.h"
+#include "launch/launch.h"
 
 #define MEMFD_NAME "memfd:simpler-callable"
 

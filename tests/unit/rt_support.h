@@ -9,7 +9,7 @@
 #ifndef SIMPLER_RT_SUPPORT_H
 #define SIMPLER_RT_SUPPORT_H
 
-#include "runtime/runtime.h"
+#include "launch/launch.h"
 #include "simpler/orchestration.h"
 
 struct rt_harness {

@@ -222,7 +222,7 @@ static void a_failing_host_func_fails_its_stream_with_its_code(void **state)
 }
 
 /*
- * A positive return is outside the callback contract; simdev.h reports it as
+ * A positive return is outside the callback contract; device.h reports it as
  * PTO_RUNTIME_ERR_INTERNAL. Passing the positive value through would make
  * `if (simdev_stream_sync(s) < 0)` treat a failed stream, whose later work
  * was skipped, as success.

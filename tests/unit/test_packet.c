@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/packet.h"
+#include "simpler/simpler.h"
 #include "simpler/callable.h"
 #include "simpler/status.h"
 

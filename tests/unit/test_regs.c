@@ -5,7 +5,7 @@
  * values written are values read, a core waits for its doorbell, an AICPU
  * thread waits for condition writes through the device-wide sequence, and
  * both waits time out when nothing is written; the AICPU-to-AICPU signals
- * (simdev_cond_signal and the notification channels).
+ * (platform_cond_signal and the notification channels).
  */
 #include <sched.h>
 #include <setjmp.h>
@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "platform/platform.h"
 #include "test_support.h"
 
 /*
@@ -36,36 +37,36 @@ static void register_windows_hold_the_last_written_values(void **state)
     simdev_stream_t stream;
     assert_int_equal(simdev_stream_create(&stream), 0); /* the device is in use */
 
-    struct simdev_core_regs *r0 = simdev_core_regs_get(0, 0);
-    struct simdev_core_regs *r1 = simdev_core_regs_get(0, 1);
-    struct simdev_core_regs *r2 = simdev_core_regs_get(0, 2);
+    struct simdev_core_regs *r0 = platform_core_regs(0, 0);
+    struct simdev_core_regs *r1 = platform_core_regs(0, 1);
+    struct simdev_core_regs *r2 = platform_core_regs(0, 2);
     assert_non_null(r0);
     assert_non_null(r1);
     assert_non_null(r2);
     assert_ptr_not_equal(r0, r1); /* equal: two cores share one window */
     assert_ptr_not_equal(r1, r2);
-    assert_null(simdev_core_regs_get(0, 3)); /* the fixture has 3 cores */
-    assert_null(simdev_core_regs_get(-1, 0));
-    assert_null(simdev_core_regs_get(SIMDEV_MAX_DEVICES, 0));
+    assert_null(platform_core_regs(0, 3)); /* the fixture has 3 cores */
+    assert_null(platform_core_regs(-1, 0));
+    assert_null(platform_core_regs(SIMDEV_MAX_DEVICES, 0));
 
     /* Reading: a fresh device's registers read zero, as hardware after reset. */
-    assert_int_equal(simdev_regs_read_doorbell(r0), 0);
-    assert_int_equal(simdev_regs_read_cond(r0), 0);
+    assert_int_equal(platform_read_doorbell(r0), 0);
+    assert_int_equal(platform_read_cond(r0), 0);
 
-    simdev_regs_ring_doorbell(r0, 5);
-    assert_int_equal(simdev_regs_read_doorbell(r0), 5);
-    assert_int_equal(simdev_regs_read_doorbell(r1), 0); /* 5: windows are not independent */
+    platform_ring_doorbell(r0, 5);
+    assert_int_equal(platform_read_doorbell(r0), 5);
+    assert_int_equal(platform_read_doorbell(r1), 0); /* 5: windows are not independent */
     uint64_t value = 0;
     /* the doorbell already differs from last_seen: no waiting */
-    assert_int_equal(simdev_core_wait_doorbell(r0, 0, GUARD_NS, &value), 0);
+    assert_int_equal(platform_wait_doorbell(r0, 0, GUARD_NS, &value), 0);
     assert_int_equal(value, 5);
 
-    uint64_t seq = simdev_cond_seq(0);
-    simdev_core_write_cond(r1, 9);
-    assert_int_equal(simdev_regs_read_cond(r1), 9);
-    assert_int_equal(simdev_regs_read_cond(r0), 0);
-    assert_int_not_equal(simdev_cond_seq(0), seq); /* equal: a condition write was not counted */
-    assert_int_equal(simdev_cond_wait(0, seq, GUARD_NS), 0); /* the sequence already moved */
+    uint64_t seq = platform_cond_seq(0);
+    platform_write_cond(r1, 9);
+    assert_int_equal(platform_read_cond(r1), 9);
+    assert_int_equal(platform_read_cond(r0), 0);
+    assert_int_not_equal(platform_cond_seq(0), seq); /* equal: a condition write was not counted */
+    assert_int_equal(platform_cond_wait(0, seq, GUARD_NS), 0); /* the sequence already moved */
 
     assert_int_equal(simdev_stream_destroy(stream), 0);
 }
@@ -94,7 +95,7 @@ static int echo_core_fn(const struct simdev_core_ctx *ctx, const void *args, siz
     uint64_t last = 0;
     for (;;) {
         uint64_t value;
-        int rc = simdev_core_wait_doorbell(ctx->regs, last, GUARD_NS, &value);
+        int rc = platform_wait_doorbell(ctx->regs, last, GUARD_NS, &value);
         if (rc != 0) {
             atomic_store(&report->core_wait_status, rc);
             return rc;
@@ -105,7 +106,7 @@ static int echo_core_fn(const struct simdev_core_ctx *ctx, const void *args, siz
             atomic_fetch_add(&report->core_errors, 1);
         last = value;
         atomic_fetch_add(&report->echoes[ctx->core_id], 1);
-        simdev_core_write_cond(ctx->regs, value + 1);
+        platform_write_cond(ctx->regs, value + 1);
     }
 }
 
@@ -117,15 +118,15 @@ static int wait_echo(int device, struct simdev_core_regs *regs, uint64_t want, u
     for (;;) {
         /* read the sequence before the word, so a write between the two
          * makes the wait return at once instead of being missed */
-        uint64_t seq = simdev_cond_seq(device);
-        uint64_t value = simdev_regs_read_cond(regs);
+        uint64_t seq = platform_cond_seq(device);
+        uint64_t value = platform_read_cond(regs);
         if (value == want)
             return 0;
         if (value != before) {
             atomic_fetch_add(&report->aicpu_errors, 1);
             return PTO_RUNTIME_ERR_INTERNAL;
         }
-        int rc = simdev_cond_wait(device, seq, AICPU_GUARD_NS);
+        int rc = platform_cond_wait(device, seq, AICPU_GUARD_NS);
         if (rc != 0) {
             atomic_store(&report->aicpu_wait_status, rc);
             return rc;
@@ -141,16 +142,16 @@ static int echo_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, s
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&report, args, sizeof report);
     uint32_t core = ctx->thread_index;
-    struct simdev_core_regs *regs = simdev_core_regs_get(ctx->device, core);
+    struct simdev_core_regs *regs = platform_core_regs(ctx->device, core);
     if (regs == NULL)
         return PTO_RUNTIME_ERR_INTERNAL;
     int status = 0;
     for (uint64_t r = 1; r <= ECHO_ROUNDS && status == 0; r++) {
-        simdev_regs_ring_doorbell(regs, r);
+        platform_ring_doorbell(regs, r);
         status = wait_echo(ctx->device, regs, r + 1, r == 1 ? 0 : r, report);
     }
-    atomic_store(&report->last_echo[core], simdev_regs_read_cond(regs));
-    simdev_regs_ring_doorbell(regs, STOP); /* also on failure: the core must not hang */
+    atomic_store(&report->last_echo[core], platform_read_cond(regs));
+    platform_ring_doorbell(regs, STOP); /* also on failure: the core must not hang */
     return status;
 }
 
@@ -179,9 +180,9 @@ static void aicpu_and_core_echo_10000_round_trips_with_exact_values(void **state
     for (int c = 0; c < ECHO_CORES; c++) {
         assert_int_equal(atomic_load(&report.echoes[c]), ECHO_ROUNDS);
         assert_int_equal(atomic_load(&report.last_echo[c]), ECHO_ROUNDS + 1);
-        assert_int_equal(simdev_regs_read_cond(simdev_core_regs_get(0, (uint32_t)c)),
+        assert_int_equal(platform_read_cond(platform_core_regs(0, (uint32_t)c)),
                          ECHO_ROUNDS + 1);
-        assert_int_equal(simdev_regs_read_doorbell(simdev_core_regs_get(0, (uint32_t)c)), STOP);
+        assert_int_equal(platform_read_doorbell(platform_core_regs(0, (uint32_t)c)), STOP);
     }
     assert_int_equal(simdev_stream_destroy(cores), 0);
     assert_int_equal(simdev_stream_destroy(aicpu), 0);
@@ -213,7 +214,7 @@ static int budget_core_fn(const struct simdev_core_ctx *ctx, const void *args, s
     memcpy(&status, args, sizeof status);
     uint64_t value;
     atomic_store(&status[ctx->core_id],
-                 simdev_core_wait_doorbell(ctx->regs, simdev_regs_read_doorbell(ctx->regs), 0,
+                 platform_wait_doorbell(ctx->regs, platform_read_doorbell(ctx->regs), 0,
                                            &value));
     return 0;
 }
@@ -222,7 +223,7 @@ static uint32_t parked_cores(uint32_t cores)
 {
     uint32_t n = 0;
     for (uint32_t c = 0; c < cores; c++)
-        n += simdev_core_parked(simdev_core_regs_get(0, c)) ? 1 : 0;
+        n += platform_hint_core_parked(platform_core_regs(0, c)) ? 1 : 0;
     return n;
 }
 
@@ -249,10 +250,10 @@ static void an_idle_core_over_the_runnable_budget_parks_and_the_other_spins(void
     while (parked_cores(2) == 0)
         sched_yield();
     assert_int_equal(parked_cores(2), 1); /* 2: the budget parked both; 0 cannot be */
-    uint32_t parked = simdev_core_parked(simdev_core_regs_get(0, 0)) ? 0 : 1;
-    assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, 1 - parked)), 0);
-    simdev_regs_ring_doorbell(simdev_core_regs_get(0, parked), 7);
-    simdev_regs_ring_doorbell(simdev_core_regs_get(0, 1 - parked), 7);
+    uint32_t parked = platform_hint_core_parked(platform_core_regs(0, 0)) ? 0 : 1;
+    assert_int_equal(platform_hint_core_parked(platform_core_regs(0, 1 - parked)), 0);
+    platform_ring_doorbell(platform_core_regs(0, parked), 7);
+    platform_ring_doorbell(platform_core_regs(0, 1 - parked), 7);
     assert_int_equal(simdev_stream_sync(stream), 0);
     assert_int_equal(atomic_load(&status[0]), 0); /* 1: the core never returned */
     assert_int_equal(atomic_load(&status[1]), 0);
@@ -276,7 +277,7 @@ struct budget_poll {
 static int record_fits(void *arg)
 {
     struct budget_poll *p = arg;
-    atomic_store(&p->r->fits[p->core], simdev_budget_fits());
+    atomic_store(&p->r->fits[p->core], platform_hint_budget_fits());
     return 0;
 }
 
@@ -286,10 +287,10 @@ static int budget_report_fn(const struct simdev_core_ctx *ctx, const void *args,
     if (args_size != sizeof r)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&r, args, sizeof r);
-    atomic_store(&r->room[ctx->core_id], simdev_budget_has_room());
+    atomic_store(&r->room[ctx->core_id], platform_hint_budget_has_room());
     struct budget_poll poll = {r, ctx->core_id};
     uint64_t value;
-    return simdev_core_wait_doorbell_or(ctx->regs, simdev_regs_read_doorbell(ctx->regs), 0,
+    return platform_wait_doorbell_or(ctx->regs, platform_read_doorbell(ctx->regs), 0,
                                         &value, record_fits, &poll);
 }
 
@@ -310,8 +311,8 @@ static void budget_report_reset(struct budget_report *r)
 static void budget_room_counts_the_threads_awake_in_a_job(void **state)
 {
     (void)state;
-    assert_int_equal(simdev_budget_has_room(), 1);
-    assert_int_equal(simdev_budget_fits(), 1);
+    assert_int_equal(platform_hint_budget_has_room(), 1);
+    assert_int_equal(platform_hint_budget_fits(), 1);
     static struct budget_report report;
     struct budget_report *arg = &report;
     for (uint32_t cpus = 1; cpus <= 2; cpus++) {
@@ -327,7 +328,7 @@ static void budget_room_counts_the_threads_awake_in_a_job(void **state)
         /* Who ends this wait: the core's predicate runs as soon as it waits. */
         while (atomic_load(&report.fits[0]) == -1)
             sched_yield();
-        simdev_regs_ring_doorbell(simdev_core_regs_get(0, 0), 3);
+        platform_ring_doorbell(platform_core_regs(0, 0), 3);
         assert_int_equal(simdev_stream_sync(stream), 0);
         /* 1 with one CPU: a woken thread would take this core's CPU */
         assert_int_equal(atomic_load(&report.room[0]), cpus == 2 ? 1 : 0);
@@ -356,12 +357,12 @@ static void a_core_parked_by_the_budget_does_not_fit_and_the_spinner_does(void *
      * microsecond of both waiting; the other polls without end. */
     while (parked_cores(2) == 0)
         sched_yield();
-    uint32_t parked = simdev_core_parked(simdev_core_regs_get(0, 0)) ? 0 : 1;
+    uint32_t parked = platform_hint_core_parked(platform_core_regs(0, 0)) ? 0 : 1;
     while (atomic_load(&report.fits[1 - parked]) != 1) /* its polls go on: hang guard */
         sched_yield();
     assert_int_equal(atomic_load(&report.fits[parked]), 0); /* 1: parked yet counted awake */
-    simdev_regs_ring_doorbell(simdev_core_regs_get(0, 0), 3);
-    simdev_regs_ring_doorbell(simdev_core_regs_get(0, 1), 3);
+    platform_ring_doorbell(platform_core_regs(0, 0), 3);
+    platform_ring_doorbell(platform_core_regs(0, 1), 3);
     assert_int_equal(simdev_stream_sync(stream), 0);
     assert_int_equal(simdev_stream_destroy(stream), 0);
 }
@@ -416,7 +417,7 @@ static uint32_t cores_to_fill_cpus(void)
 
 struct placement_report {
     cpu_set_t affinity[2]; /* of each AICPU thread of the job, in the job */
-    /* simdev_core_shares_my_cpu of each core, likewise (the last
+    /* platform_hint_core_shares_my_cpu of each core, likewise (the last
      * thread's written before `recorded`) */
     int shares[2][SIMDEV_MAX_CORES];
     atomic_int recorded;   /* set (release) once the last thread's is written */
@@ -437,7 +438,7 @@ static int placement_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *ar
         return PTO_RUNTIME_ERR_INTERNAL;
     for (uint32_t c = 0; c < config.aic_cores + config.aiv_cores; c++)
         r->shares[ctx->thread_index][c] =
-            simdev_core_shares_my_cpu(simdev_core_regs_get(ctx->device, c));
+            platform_hint_core_shares_my_cpu(platform_core_regs(ctx->device, c));
     if (ctx->thread_index + 1 == ctx->thread_count) {
         atomic_store_explicit(&r->recorded, 1, memory_order_release);
         while (atomic_load(&r->hold)) /* awake, counted: the host ends it */
@@ -471,7 +472,7 @@ static void close_placement_streams(uint32_t cores_n, simdev_stream_t aicpu,
                                     simdev_stream_t cores)
 {
     for (uint32_t c = 0; c < cores_n; c++)
-        simdev_regs_ring_doorbell(simdev_core_regs_get(0, c), 3);
+        platform_ring_doorbell(platform_core_regs(0, c), 3);
     assert_int_equal(simdev_stream_sync(cores), 0);
     assert_int_equal(simdev_stream_destroy(aicpu), 0);
     assert_int_equal(simdev_stream_destroy(cores), 0);
@@ -593,19 +594,19 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
     open_placement_streams(&aicpu, &cores);
     launch_placement(&placement, aicpu, 2);
     launch_reports(&report, cores);
-    struct simdev_core_regs *mate = simdev_core_regs_get(0, n - 1);
+    struct simdev_core_regs *mate = platform_core_regs(0, n - 1);
     /* Who ends this wait: the mate rule parks core n-1 within about a
      * microsecond of its wait (else the test's hang guard). */
-    while (!simdev_core_parked(mate))
+    while (!platform_hint_core_parked(mate))
         sched_yield();
     assert_int_equal(atomic_load(&report.fits[n - 1]), 0); /* 1: the mate rule is off */
     while (atomic_load(&report.fits[0]) != 1) /* core 0 polls on: hang guard */
         sched_yield();
-    assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, 0)), 0); /* 1: parked too */
+    assert_int_equal(platform_hint_core_parked(platform_core_regs(0, 0)), 0); /* 1: parked too */
     /* What a dispatcher is told: ringing the mate would take the awake
      * AICPU thread's CPU; core 0 shares its CPU with no orchestrator. */
-    assert_int_equal(simdev_core_gives_way(mate), 1);
-    assert_int_equal(simdev_core_gives_way(simdev_core_regs_get(0, 0)), 0);
+    assert_int_equal(platform_hint_core_gives_way(mate), 1);
+    assert_int_equal(platform_hint_core_gives_way(platform_core_regs(0, 0)), 0);
     /* What the job's last thread heard: it shares its CPU with the mate
      * alone; the host (no device thread) shares one with none. Who ends
      * this wait: the last thread sets `recorded` right after it asked. */
@@ -613,11 +614,11 @@ static void the_core_sharing_the_orchestrators_cpu_gives_way_while_it_is_awake(v
         sched_yield();
     for (uint32_t c = 0; c < n; c++) {
         assert_int_equal(placement.shares[1][c], c == n - 1); /* else: the wrong core */
-        assert_int_equal(simdev_core_shares_my_cpu(simdev_core_regs_get(0, c)), 0);
+        assert_int_equal(platform_hint_core_shares_my_cpu(platform_core_regs(0, c)), 0);
     }
     atomic_store(&placement.hold, 0);
     assert_int_equal(simdev_stream_sync(aicpu), 0);
-    assert_int_equal(simdev_core_gives_way(mate), 0); /* 1: the place outlived its job */
+    assert_int_equal(platform_hint_core_gives_way(mate), 0); /* 1: the place outlived its job */
     close_placement_streams(n, aicpu, cores);
 }
 
@@ -658,13 +659,13 @@ static void a_core_alone_on_its_cpu_spins_on_over_the_device_budget(void **state
      * microsecond of its wait, and the others poll on (else the test's
      * hang guard: a core parked by the device-wide count polls no more,
      * its last answer 0). */
-    while (!simdev_core_parked(simdev_core_regs_get(0, n - 1)))
+    while (!platform_hint_core_parked(platform_core_regs(0, n - 1)))
         sched_yield();
     for (uint32_t c = 0; c + 1 < n; c++)
         while (atomic_load(&report.fits[c]) != 1)
             sched_yield();
     for (uint32_t c = 0; c + 1 < n; c++) /* 1: the device-wide count parked it */
-        assert_int_equal(simdev_core_parked(simdev_core_regs_get(0, c)), 0);
+        assert_int_equal(platform_hint_core_parked(platform_core_regs(0, c)), 0);
     atomic_store(&hold, 0);
     assert_int_equal(simdev_stream_sync(aicpu), 0);
     close_placement_streams(n, aicpu, cores);
@@ -693,19 +694,19 @@ static int also_core_fn(const struct simdev_core_ctx *ctx, const void *args, siz
     if (args_size != sizeof r)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&r, args, sizeof r);
-    uint64_t last = simdev_regs_read_doorbell(ctx->regs), value = 0;
+    uint64_t last = platform_read_doorbell(ctx->regs), value = 0;
     atomic_store(&r->status[0],
-                 simdev_core_wait_doorbell_or(ctx->regs, last, 0, &value, also_flag, r));
+                 platform_wait_doorbell_or(ctx->regs, last, 0, &value, also_flag, r));
     atomic_store(&r->value[0], value);
     atomic_store(&r->flag, 0);
-    simdev_core_write_cond(ctx->regs, 1); /* tells the host the first wait ended */
+    platform_write_cond(ctx->regs, 1); /* tells the host the first wait ended */
     atomic_store(&r->status[1],
-                 simdev_core_wait_doorbell_or(ctx->regs, last, 0, &value, also_flag, r));
+                 platform_wait_doorbell_or(ctx->regs, last, 0, &value, also_flag, r));
     atomic_store(&r->value[1], value);
     return 0;
 }
 
-/* simdev_core_wait_doorbell_or: a predicate that turns true ends the wait
+/* platform_wait_doorbell_or: a predicate that turns true ends the wait
  * with the doorbell's old value (the caller's sign that it was the
  * predicate); a ring ends it with the value rung; bad arguments change
  * nothing. */
@@ -719,14 +720,14 @@ static void core_wait_doorbell_or_ends_on_its_predicate_or_a_ring(void **state)
     static struct also_report report;
     memset(&report, 0, sizeof report);
     struct also_report *arg = &report;
-    struct simdev_core_regs *regs = simdev_core_regs_get(0, 0);
+    struct simdev_core_regs *regs = platform_core_regs(0, 0);
     uint64_t v = 5;
-    assert_int_equal(simdev_core_wait_doorbell_or(NULL, 0, 0, &v, also_flag, arg),
+    assert_int_equal(platform_wait_doorbell_or(NULL, 0, 0, &v, also_flag, arg),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
-    assert_int_equal(simdev_core_wait_doorbell_or(regs, 0, 0, NULL, also_flag, arg),
+    assert_int_equal(platform_wait_doorbell_or(regs, 0, 0, NULL, also_flag, arg),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(v, 5); /* written by a rejected call */
-    uint64_t base = simdev_regs_read_doorbell(regs);
+    uint64_t base = platform_read_doorbell(regs);
     simdev_stream_t stream;
     assert_int_equal(simdev_stream_create(&stream), 0);
     assert_int_equal(simdev_launch_aicore(stream, also_core_fn, &arg, sizeof arg), 0);
@@ -736,12 +737,12 @@ static void core_wait_doorbell_or_ends_on_its_predicate_or_a_ring(void **state)
     while (atomic_load(&report.calls) == 0)
         sched_yield();
     atomic_store(&report.flag, 1);
-    while (simdev_regs_read_cond(regs) != 1) {
-        if (simdev_core_parked(regs)) /* parked before it saw the flag */
-            simdev_regs_ring_doorbell(regs, base);
+    while (platform_read_cond(regs) != 1) {
+        if (platform_hint_core_parked(regs)) /* parked before it saw the flag */
+            platform_ring_doorbell(regs, base);
         sched_yield();
     }
-    simdev_regs_ring_doorbell(regs, base + 9);
+    platform_ring_doorbell(regs, base + 9);
     assert_int_equal(simdev_stream_sync(stream), 0);
     assert_int_equal(atomic_load(&report.status[0]), 0);
     assert_int_equal(atomic_load(&report.value[0]), base); /* base + 9: the ring came first */
@@ -765,7 +766,7 @@ static int doorbell_timeout_core_fn(const struct simdev_core_ctx *ctx, const voi
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&report, args, sizeof report);
     uint64_t value = 0xabcdef;
-    int rc = simdev_core_wait_doorbell(ctx->regs, simdev_regs_read_doorbell(ctx->regs),
+    int rc = platform_wait_doorbell(ctx->regs, platform_read_doorbell(ctx->regs),
                                        SHORT_TIMEOUT_NS, &value);
     atomic_store(&report->status[ctx->core_id], rc);
     atomic_store(&report->value_written[ctx->core_id], value != 0xabcdef);
@@ -797,7 +798,7 @@ static int cond_timeout_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void 
     if (args_size != sizeof report)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&report, args, sizeof report);
-    int rc = simdev_cond_wait(ctx->device, simdev_cond_seq(ctx->device), SHORT_TIMEOUT_NS);
+    int rc = platform_cond_wait(ctx->device, platform_cond_seq(ctx->device), SHORT_TIMEOUT_NS);
     atomic_store(&report->status[ctx->thread_index], rc);
     return 0;
 }
@@ -833,7 +834,7 @@ static int wait_forever_core_fn(const struct simdev_core_ctx *ctx, const void *a
         return 0;
     uint64_t value;
     /* nothing rings: only the loss of the device (or the guard) ends this */
-    int rc = simdev_core_wait_doorbell(ctx->regs, simdev_regs_read_doorbell(ctx->regs), GUARD_NS,
+    int rc = platform_wait_doorbell(ctx->regs, platform_read_doorbell(ctx->regs), GUARD_NS,
                                        &value);
     atomic_store(&report->core_status, rc);
     return rc;
@@ -846,7 +847,7 @@ static int wait_forever_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void 
     if (args_size != sizeof report)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&report, args, sizeof report);
-    int rc = simdev_cond_wait(ctx->device, simdev_cond_seq(ctx->device), GUARD_NS);
+    int rc = platform_cond_wait(ctx->device, platform_cond_seq(ctx->device), GUARD_NS);
     atomic_store(&report->aicpu_status, rc);
     return rc;
 }
@@ -882,41 +883,41 @@ static void register_waits_return_device_lost_when_the_watchdog_loses_the_device
 static void cond_signal_moves_the_condition_sequence_without_a_core_write(void **state)
 {
     (void)state;
-    uint64_t seq = simdev_cond_seq(0);
-    simdev_cond_signal(0);
+    uint64_t seq = platform_cond_seq(0);
+    platform_cond_signal(0);
     /* equal: the signal did not move the sequence, a sleeping scheduler
      * would never learn of new work */
-    assert_int_not_equal(simdev_cond_seq(0), seq);
-    assert_int_equal(simdev_cond_wait(0, seq, SHORT_TIMEOUT_NS), 0);
+    assert_int_not_equal(platform_cond_seq(0), seq);
+    assert_int_equal(platform_cond_wait(0, seq, SHORT_TIMEOUT_NS), 0);
 }
 
 static void notify_channels_wake_only_for_their_own_signal(void **state)
 {
     (void)state;
-    uint64_t seq0 = simdev_notify_seq(0, 0);
-    uint64_t seq1 = simdev_notify_seq(0, 1);
-    uint64_t cond = simdev_cond_seq(0);
-    simdev_notify_signal(0, 1);
-    assert_int_equal(simdev_notify_seq(0, 0), seq0); /* changed: channels share a sequence */
-    assert_int_not_equal(simdev_notify_seq(0, 1), seq1);
-    assert_int_equal(simdev_cond_seq(0), cond); /* changed: a notify wakes schedulers too */
-    assert_int_equal(simdev_notify_wait(0, 1, seq1, SHORT_TIMEOUT_NS), 0);
+    uint64_t seq0 = platform_notify_seq(0, 0);
+    uint64_t seq1 = platform_notify_seq(0, 1);
+    uint64_t cond = platform_cond_seq(0);
+    platform_notify_signal(0, 1);
+    assert_int_equal(platform_notify_seq(0, 0), seq0); /* changed: channels share a sequence */
+    assert_int_not_equal(platform_notify_seq(0, 1), seq1);
+    assert_int_equal(platform_cond_seq(0), cond); /* changed: a notify wakes schedulers too */
+    assert_int_equal(platform_notify_wait(0, 1, seq1, SHORT_TIMEOUT_NS), 0);
     /* nothing signalled channel 0: its wait ends only by timing out */
-    assert_int_equal(simdev_notify_wait(0, 0, seq0, SHORT_TIMEOUT_NS), PTO_RUNTIME_ERR_TIMEOUT);
+    assert_int_equal(platform_notify_wait(0, 0, seq0, SHORT_TIMEOUT_NS), PTO_RUNTIME_ERR_TIMEOUT);
 }
 
 static void notify_rejects_a_channel_out_of_range(void **state)
 {
     (void)state;
-    assert_int_equal(simdev_notify_wait(0, SIMDEV_NOTIFY_CHANNELS, 0, SHORT_TIMEOUT_NS),
+    assert_int_equal(platform_notify_wait(0, PLATFORM_NOTIFY_CHANNELS, 0, SHORT_TIMEOUT_NS),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
-    assert_int_equal(simdev_notify_seq(0, SIMDEV_NOTIFY_CHANNELS), 0);
-    uint64_t before[SIMDEV_NOTIFY_CHANNELS];
-    for (uint32_t c = 0; c < SIMDEV_NOTIFY_CHANNELS; c++)
-        before[c] = simdev_notify_seq(0, c);
-    simdev_notify_signal(0, SIMDEV_NOTIFY_CHANNELS); /* ignored */
-    for (uint32_t c = 0; c < SIMDEV_NOTIFY_CHANNELS; c++)
-        assert_int_equal(simdev_notify_seq(0, c), before[c]); /* moved: wrote out of range */
+    assert_int_equal(platform_notify_seq(0, PLATFORM_NOTIFY_CHANNELS), 0);
+    uint64_t before[PLATFORM_NOTIFY_CHANNELS];
+    for (uint32_t c = 0; c < PLATFORM_NOTIFY_CHANNELS; c++)
+        before[c] = platform_notify_seq(0, c);
+    platform_notify_signal(0, PLATFORM_NOTIFY_CHANNELS); /* ignored */
+    for (uint32_t c = 0; c < PLATFORM_NOTIFY_CHANNELS; c++)
+        assert_int_equal(platform_notify_seq(0, c), before[c]); /* moved: wrote out of range */
 }
 
 struct notify_waiter {
@@ -928,7 +929,7 @@ static int notify_wait_fn(const struct simdev_aicpu_ctx *ctx, const void *args, 
 {
     (void)size;
     struct notify_waiter *w = *(struct notify_waiter *const *)args;
-    int rc = simdev_notify_wait(ctx->device, 2, w->seen, GUARD_NS);
+    int rc = platform_notify_wait(ctx->device, 2, w->seen, GUARD_NS);
     atomic_store(&w->status, rc);
     return rc;
 }
@@ -937,12 +938,12 @@ static void notify_signal_wakes_a_waiting_aicpu_thread(void **state)
 {
     (void)state;
     static struct notify_waiter w;
-    w.seen = simdev_notify_seq(0, 2);
+    w.seen = platform_notify_seq(0, 2);
     atomic_store(&w.status, 1);
     struct notify_waiter *arg = &w;
     simdev_stream_t s = ts_new_stream();
     assert_int_equal(simdev_launch_aicpu(s, notify_wait_fn, 1, &arg, sizeof arg), 0);
-    simdev_notify_signal(0, 2); /* before or after the waiter parks: either way it ends */
+    platform_notify_signal(0, 2); /* before or after the waiter parks: either way it ends */
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_int_equal(atomic_load(&w.status), 0); /* TIMEOUT: the signal was lost */
     assert_int_equal(simdev_stream_destroy(s), 0);

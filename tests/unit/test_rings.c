@@ -25,6 +25,7 @@
 
 #include "rt_support.h"
 #include "simpler/simdev_fault.h"
+#include "launch/launch.h"
 #include "runtime/rt.h" /* the launch protocol (late cores), the run header (queue reuse) */
 #include "test_support.h"
 
@@ -830,8 +831,8 @@ static bool poll_until(bool (*ready)(void *), void *arg, uint32_t ms)
         if (now >= deadline)
             return false;
         uint64_t left = deadline - now;
-        uint64_t seq = simdev_cond_seq(0);
-        simdev_cond_wait(0, seq, left < 1000000ull ? left : 1000000ull);
+        uint64_t seq = platform_cond_seq(0);
+        platform_cond_wait(0, seq, left < 1000000ull ? left : 1000000ull);
     }
     return true;
 }
@@ -854,7 +855,7 @@ static bool orch_failed(void *arg)
 
 static bool exit_rung(void *regs)
 {
-    return (simdev_regs_read_doorbell(regs) & RT_DOORBELL_EXIT) != 0;
+    return (platform_read_doorbell(regs) & RT_DOORBELL_EXIT) != 0;
 }
 
 static bool stream_drained(void *stream)
@@ -895,7 +896,7 @@ static void a_run_failing_before_its_cores_start_still_lets_them_exit(void **sta
 
     assert_int_equal(simdev_launch_aicpu(cpu, rt_aicpu_main, 2, &la, sizeof la), 0);
     assert_true(poll_until(orch_failed, NULL, TS_DEADLOCK_GUARD_MS));
-    struct simdev_core_regs *core0 = simdev_core_regs_get(0, 0);
+    struct simdev_core_regs *core0 = platform_core_regs(0, 0);
     (void)poll_until(exit_rung, core0, TS_GRACE_MS);
     assert_int_equal(simdev_launch_aicore(cores, rt_core_main, &la, sizeof la), 0);
 
@@ -904,8 +905,8 @@ static void a_run_failing_before_its_cores_start_still_lets_them_exit(void **sta
         /* Rescue: every core loop still waits for a doorbell that changed
          * before it started; ring a fresh exit so the device can be reset. */
         for (uint32_t c = 0; c < 3; c++) {
-            struct simdev_core_regs *regs = simdev_core_regs_get(0, c);
-            simdev_regs_ring_doorbell(regs, (simdev_regs_read_doorbell(regs) + 1) |
+            struct simdev_core_regs *regs = platform_core_regs(0, c);
+            platform_ring_doorbell(regs, (platform_read_doorbell(regs) + 1) |
                                                 RT_DOORBELL_EXIT);
         }
     }

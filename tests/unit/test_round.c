@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "launch/launch.h"
 #include "runtime/rt.h"
 
 #define GEN 0x1234500ull

@@ -20,6 +20,7 @@
 
 #include "common/host_alloc.h"
 #include "rt_support.h"
+#include "launch/launch.h"
 #include "runtime/rt.h"
 #include "test_support.h"
 
@@ -188,9 +189,9 @@ static bool poll_for(bool (*done)(void *), void *arg, uint64_t ms)
 static void rescue_cores(void)
 {
     for (uint32_t c = 0; c < 3; c++) {
-        struct simdev_core_regs *regs = simdev_core_regs_get(0, c);
-        simdev_regs_ring_doorbell(regs,
-                                  (simdev_regs_read_doorbell(regs) + 1) | RT_DOORBELL_EXIT);
+        struct simdev_core_regs *regs = platform_core_regs(0, c);
+        platform_ring_doorbell(regs,
+                                  (platform_read_doorbell(regs) + 1) | RT_DOORBELL_EXIT);
     }
 }
 

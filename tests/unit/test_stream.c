@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "platform/platform.h"
 #include "test_support.h"
 
 #define FIFO_OPS 1000
@@ -446,7 +447,7 @@ static int observe_aicore_fn(const struct simdev_core_ctx *ctx, const void *args
         enum simdev_core_type expected = ctx->core_id < obs->aic ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         if (ctx->core_type != expected)
             atomic_fetch_add(&obs->wrong_type, 1);
-        if (ctx->regs == NULL || ctx->regs != simdev_core_regs_get(0, ctx->core_id))
+        if (ctx->regs == NULL || ctx->regs != platform_core_regs(0, ctx->core_id))
             atomic_fetch_add(&obs->wrong_regs, 1);
     }
     ts_gate_pass(&obs->gate);

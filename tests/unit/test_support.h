@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "simpler/simdev.h"
+#include "simpler/device.h"
 #include "simpler/simdev_fault.h"
 
 /* Resets device 0 and configures it with a small topology (2 AICPU threads,

@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "launch/launch.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
 
 /* Attempts of each op once a launch is committed. */
 #define COMMIT_TRIES 3

@@ -1,5 +1,5 @@
 /*
- * dfx/trace_export.c — the model of one traced run and its writers
+ * trace/trace_export.c — the model of one traced run and its writers
  * (trace_export.h).
  *
  * Owns: checking a collected region before reading it, joining its records
@@ -18,8 +18,9 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "dfx/trace_export.h"
-#include "runtime/rt.h"
+#include "trace/trace_export.h"
+#include "common/task_id.h"
+#include "common/trace_format.h"
 #include "simpler/callable.h"
 #include "simpler/status.h"
 

@@ -1,11 +1,13 @@
 /*
- * simpler/simdev.h — the device: an accelerator simulated by host threads.
+ * simpler/device.h — the host-facing device API (simulated by simdev).
  *
  * Owns: the public device API that every layer above the device uses, in the
  * role CUDA's or CANN's runtime plays for a framework: device selection,
  * topology, device memory, streams, events, launches, stream capture and
- * graphs, and the per-core register windows the device runtime dispatches
- * through. Code above this header never learns that the device is simulated:
+ * graphs. What a device function receives is in device_fn.h; what code
+ * running on the device calls (register windows, waits, the clock) is not
+ * here but in the runtime's platform interface (src/platform/platform.h),
+ * which host code never includes. Code above this header never learns that the device is simulated:
  * it never dereferences device pointers, and every asynchronous operation
  * returns before the work runs.
  *
@@ -18,12 +20,13 @@
  *
  * See docs/device.md for the model.
  */
-#ifndef SIMPLER_SIMDEV_H
-#define SIMPLER_SIMDEV_H
+#ifndef SIMPLER_DEVICE_H
+#define SIMPLER_DEVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "simpler/device_fn.h"
 #include "simpler/status.h"
 
 #ifdef __cplusplus
@@ -32,9 +35,6 @@ extern "C" {
 
 /* ---------------------------------------------------------------- devices */
 
-#define SIMDEV_MAX_DEVICES 8
-#define SIMDEV_MAX_AICPU_THREADS 16
-#define SIMDEV_MAX_CORES 64
 
 /*
  * Topology and limits of one device. Fixed when the device is first used.
@@ -187,49 +187,10 @@ int simdev_memcpy_async(void *dst, const void *src, size_t bytes, enum simdev_co
                         simdev_stream_t stream);
 int simdev_memset_async(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream);
 
-/* ---------------------------------------------------- device-side contexts */
+/* ------------------------------------------------------------ launches */
 
-enum simdev_core_type { SIMDEV_CORE_AIC = 0, SIMDEV_CORE_AIV = 1 };
-
-struct simdev_core_regs; /* one core's register window */
-
-struct simdev_aicpu_ctx {
-    int device;
-    uint32_t thread_index; /* 0..thread_count-1 */
-    uint32_t thread_count; /* as launched */
-};
-
-struct simdev_core_ctx {
-    int device;
-    uint32_t core_id;             /* AIC cores are 0..aic_count-1, AIV after */
-    enum simdev_core_type core_type;
-    uint32_t core_count;          /* aic_count + aiv_count */
-    uint32_t aic_count;
-    uint32_t aiv_count;
-    struct simdev_core_regs *regs; /* this core's register window */
-};
-
-/*
- * A device function returns 0 or a negative status; a negative status fails
- * the op and the stream (a positive return, outside this contract, fails it
- * with PTO_RUNTIME_ERR_INTERNAL). `args` points to the launch's own copy of the
- * argument bytes (args_size of them; NULL when 0), shared read-only by every
- * thread of the launch.
- */
-typedef int (*simdev_aicpu_fn)(const struct simdev_aicpu_ctx *ctx, const void *args,
-                               size_t args_size);
-typedef int (*simdev_aicore_fn)(const struct simdev_core_ctx *ctx, const void *args,
-                                size_t args_size);
 typedef int (*simdev_host_fn)(void *user_data);
 
-/* The largest launch argument block: room for a kernel-mode invocation
- * packet at the largest argument counts (src/common/packet.h, 8752 bytes)
- * plus its envelope. Arguments are copied into an op sized to them, so the
- * bound costs nothing below it. */
-#define SIMDEV_MAX_LAUNCH_ARGS 16384
-/* The copy a device function receives starts at a multiple of this, so
- * argument blocks made of 64-bit words and descriptors can be read in place. */
-#define SIMDEV_LAUNCH_ARGS_ALIGN 8
 
 /*
  * Enqueues `fn` to run on `thread_count` AICPU threads at once (1..the
@@ -381,134 +342,6 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph);
 int simdev_graph_launch(simdev_graph_exec_t exec, simdev_stream_t stream);
 int simdev_graph_exec_destroy(simdev_graph_exec_t exec);
 
-/* ------------------------------------------------------ register windows */
-
-/*
- * Each AICore has a register window: a doorbell word written by the AICPU
- * side and a condition word written by the core. Writes are release stores,
- * reads acquire loads; a write wakes the other side if it is parked. The
- * device runtime's dispatch protocol is built on these. Both words are 0
- * when the device starts (first use, or after a reset) and keep their
- * values across launches, so a protocol carries its own sequence numbers.
- */
-
-/* The window of `core` on `device` (valid until the device is reset). */
-struct simdev_core_regs *simdev_core_regs_get(int device, uint32_t core);
-
-/* AICPU side: publish `value` in the core's doorbell (release; pairs with
- * the acquire in simdev_core_wait_doorbell) and wake the core if parked. */
-void simdev_regs_ring_doorbell(struct simdev_core_regs *regs, uint64_t value);
-
-/* Acquire load of the core's condition word. */
-uint64_t simdev_regs_read_cond(const struct simdev_core_regs *regs);
-
-/*
- * AICPU side: 1 while the core's thread is parked waiting for its
- * doorbell (a hint, like a core's power state: it may change at once).
- * Ringing a parked core is correct but costs a wake-up (tens of µs on a
- * host with few CPUs); an idle core parks early when more device threads
- * are awake than the host has CPUs, so a dispatcher with a choice prefers
- * cores that are not parked.
- */
-int simdev_core_parked(const struct simdev_core_regs *regs);
-
-/*
- * AICPU side: 1 while the core gives way to an AICPU thread of its device
- * that shares its CPU and is awake (placement: when the cores fill every
- * CPU, the last core shares its CPU with a job's last AICPU thread, the
- * runtime's orchestrator). Ringing such a core, parked, wakes a thread
- * that takes the CPU from that AICPU thread; a dispatcher with another
- * way to run the work leaves it parked. A hint, like simdev_core_parked.
- */
-int simdev_core_gives_way(const struct simdev_core_regs *regs);
-
-/*
- * AICPU side: 1 when the core shares its CPU with the calling AICPU thread
- * (it gives way to this thread while it is awake: placement, as above);
- * 0 for any other core, and outside a device thread. The runtime's
- * orchestrator lets such a core arrive before it submits: the core cannot
- * run while the orchestrator holds their CPU.
- */
-int simdev_core_shares_my_cpu(const struct simdev_core_regs *regs);
-
-/*
- * AICPU side: 1 while the device of the calling device thread has fewer
- * threads awake than its runnable budget (simdev_config runnable_cpus), so
- * waking a parked core would not take a CPU from a thread already working;
- * 1 outside a device thread. A hint, like simdev_core_parked.
- */
-int simdev_budget_has_room(void);
-
-/*
- * Device thread side: 1 while the calling thread, awake, fits its device's
- * runnable budget: at most runnable_cpus threads awake, counting itself
- * (a thread that a wait has taken out of the count, to park, needs a place
- * free); 1 outside a device thread. For the predicate of a core's
- * simdev_core_wait_doorbell_or, which runs in the wait: a core over the
- * budget leaves work nobody handed it to cores that fit.
- */
-int simdev_budget_fits(void);
-
-/* Core side: acquire load of the doorbell. */
-uint64_t simdev_regs_read_doorbell(const struct simdev_core_regs *regs);
-
-/*
- * Core side: waits until the doorbell differs from `last_seen`, spinning for
- * the device's spin_ns and then parking. Writes the new value to *value.
- * TIMEOUT after `timeout_ns` (0 = wait forever); DEVICE_LOST if the device
- * is lost while waiting.
- */
-int simdev_core_wait_doorbell(struct simdev_core_regs *regs, uint64_t last_seen,
-                              uint64_t timeout_ns, uint64_t *value);
-
-/*
- * Core side: simdev_core_wait_doorbell that also ends when also(also_arg)
- * returns nonzero (polled with the doorbell while the core spins, and once
- * more before it parks; a parked core is woken by a ring only). Then it
- * returns 0 with *value = last_seen; a doorbell that moved wins. `also`
- * must not block; also_arg is borrowed for the call. For a core that
- * fetches work itself while it idles (simdev_budget_fits tells it whether
- * it may).
- */
-int simdev_core_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_seen,
-                                 uint64_t timeout_ns, uint64_t *value, int (*also)(void *arg),
-                                 void *also_arg);
-
-/* Core side: publish `value` in the condition word (release; pairs with the
- * acquire in simdev_regs_read_cond / simdev_cond_wait) and wake a parked
- * AICPU waiter. */
-void simdev_core_write_cond(struct simdev_core_regs *regs, uint64_t value);
-
-/*
- * AICPU side: every condition write on the device bumps a device-wide
- * sequence (a 32-bit sum of counters that wrap: compare it only for
- * equality).
- * simdev_cond_seq reads it; simdev_cond_wait waits (spin, then park) until
- * it differs from `seen`, so a scheduler can watch many cores at once. TIMEOUT after timeout_ns (0 = forever); DEVICE_LOST as above.
- */
-uint64_t simdev_cond_seq(int device);
-int simdev_cond_wait(int device, uint64_t seen, uint64_t timeout_ns);
-
-/* AICPU side: bumps the device-wide condition sequence without a core
- * write, waking every simdev_cond_wait (one AICPU thread telling another
- * that it has new work, like a hardware send-event). */
-void simdev_cond_signal(int device);
-
-/*
- * Notification channels: per device, SIMDEV_NOTIFY_CHANNELS sequences that
- * AICPU threads signal and wait on, so one thread can wake another for one
- * reason only (the device-wide condition sequence above wakes on every core
- * write). simdev_notify_seq reads a channel's sequence (31 bits, wrapping:
- * compare for equality); simdev_notify_wait waits (spin, then park) until
- * it differs from `seen` — TIMEOUT after timeout_ns (0 = forever),
- * DEVICE_LOST, INVALID_ARGUMENT for a bad channel; simdev_notify_signal
- * bumps it (release) and wakes its waiters.
- */
-#define SIMDEV_NOTIFY_CHANNELS 8
-uint64_t simdev_notify_seq(int device, uint32_t channel);
-int simdev_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns);
-void simdev_notify_signal(int device, uint32_t channel);
-
 /* Monotonic device clock in nanoseconds. */
 uint64_t simdev_clock_ns(void);
 
@@ -516,4 +349,4 @@ uint64_t simdev_clock_ns(void);
 }
 #endif
 
-#endif /* SIMPLER_SIMDEV_H */
+#endif /* SIMPLER_DEVICE_H */

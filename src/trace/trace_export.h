@@ -1,5 +1,5 @@
 /*
- * dfx/trace_export.h — turns a collected trace region into files: Chrome
+ * trace/trace_export.h — turns a collected trace region into files: Chrome
  * trace event JSON (ui.perfetto.dev, chrome://tracing), the dependency
  * graph as JSON and as Graphviz DOT.
  *
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "runtime/trace.h"
+#include "common/trace_format.h"
 #include "simpler/orchestration.h"
 
 /* Host spans of a program-mode run, in pipeline order. */

@@ -32,7 +32,9 @@
 #include <string.h>
 
 #include "common/host_alloc.h"
-#include "runtime/rt.h"
+#include "launch/launch.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
 
 struct rt_launcher {
     simdev_stream_t aicpu;
@@ -145,7 +147,7 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
     if ((rc = simdev_event_record(l->start, stream)))
         return rc; /* nothing enqueued yet */
     if ((rc = simdev_stream_wait_event(l->aicpu, l->start)) ||
-        (rc = simdev_memset_async(rt_core_rounds(request->arena, &layout), 0,
+        (rc = simdev_memset_async((uint8_t *)request->arena + layout.rounds, 0,
                                   layout.rounds_bytes, l->aicpu)) ||
         (rc = simdev_event_record(l->aicore_start, l->aicpu)) ||
         (rc = simdev_stream_wait_event(l->aicore, l->aicore_start)) ||

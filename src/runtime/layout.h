@@ -1,0 +1,49 @@
+/*
+ * runtime/layout.h — where one run's state lies in its arena.
+ *
+ * Owns: the task shapes (which ready queue a task goes to) and the byte
+ * offset of every region of a run's arena, a pure function of the run
+ * config and the core count, so that the host side (which sizes and
+ * allocates the arena) and the device side (which lays the run out in it)
+ * compute the same.
+ */
+#ifndef SIMPLER_RUNTIME_LAYOUT_H
+#define SIMPLER_RUNTIME_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/runtime.h"
+
+/* Resource shape of a task: which ready queue it goes to. */
+enum rt_shape { RT_SHAPE_AIC = 0, RT_SHAPE_AIV = 1, RT_SHAPE_MIX = 2, RT_SHAPE_DUMMY = 3 };
+#define RT_SHAPES 4
+
+/* Byte offsets of each region inside the arena (a pure function of the
+ * config and topology: host and device compute the same). */
+struct rt_layout {
+    size_t run;
+    size_t ring_slots[RT_RINGS];
+    size_t ring_tasks[RT_RINGS];
+    size_t ring_tm[RT_RINGS];
+    size_t ring_heap[RT_RINGS];
+    size_t ring_deps[RT_RINGS];
+    size_t rq_cells[RT_SHAPES];
+    size_t sync_rq_cells[RT_SHAPES];
+    uint64_t rq_capacity;
+    size_t dispatch;     /* RT_CORE_QUEUE per core */
+    size_t scheds;       /* struct rt_sched per possible scheduler thread */
+    size_t rounds;       /* struct rt_core_round per core */
+    size_t rounds_bytes;
+    size_t scope_tasks;
+    uint32_t scope_task_capacity;
+    size_t fanin_scratch;
+    size_t tensormap;
+    size_t tensormap_bytes;
+    size_t total;
+};
+
+int rt_layout_compute(const struct rt_config *config, uint32_t core_count,
+                      struct rt_layout *out);
+
+#endif /* SIMPLER_RUNTIME_LAYOUT_H */

@@ -1,0 +1,38 @@
+/*
+ * simdev/platform.c — the simulated device's answers to the platform
+ * interface's topology, health and clock (src/platform/platform.h).
+ *
+ * Owns: only these adapters; the register windows, waits and hints of the
+ * same interface live with their state (regs.c, park.c).
+ */
+#include <time.h>
+
+#include "simdev/internal.h"
+
+int platform_topology(int device, struct platform_topology *out)
+{
+    struct simdev_config config;
+    if (!out)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = simdev_device_get_config(device, &config);
+    if (rc)
+        return rc;
+    *out = (struct platform_topology){
+        .aicpu_threads = config.aicpu_threads,
+        .aic_cores = config.aic_cores,
+        .aiv_cores = config.aiv_cores,
+    };
+    return 0;
+}
+
+int platform_device_lost(int device)
+{
+    return simdev_device_is_lost(device);
+}
+
+uint64_t platform_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
