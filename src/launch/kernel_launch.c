@@ -1,5 +1,5 @@
 /*
- * runtime/kernel_launch.c — putting one kernel-mode round on the device.
+ * launch/kernel_launch.c — putting one kernel-mode round on the device.
  *
  * Owns: rt_kernel_launch, the enqueue of one round's chain on the caller's
  * stream and the context's two streams, and the table of the only device

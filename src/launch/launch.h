@@ -58,6 +58,12 @@ uint64_t rt_launcher_generation(const struct rt_launcher *launcher);
 int rt_run_enqueue(struct rt_launcher *launcher, simdev_stream_t stream,
                    const struct rt_run_request *request);
 
+/* Waits until `stream` has drained, even if a sync fails on the way (a
+ * failed sync waits for nothing): nothing of a failed enqueue may outlive
+ * the call that made it. Returns the last sync's code (0: drained clean;
+ * the stream's error, cleared; DEVICE_LOST). */
+int rt_stream_drain(simdev_stream_t stream);
+
 /* ------------------------------------------------------ callable loading */
 
 /*

@@ -1,5 +1,5 @@
 /*
- * runtime/launch.c — putting one run on a device stream (host side).
+ * launch/program_launch.c — putting one run on a device stream (host side).
  *
  * Owns: rt_launcher (the AICPU stream, the AICore stream and the events
  * that join them to the caller's stream) and rt_run_enqueue, which checks a
@@ -120,15 +120,6 @@ uint64_t rt_launcher_generation(const struct rt_launcher *l)
     return l->generation;
 }
 
-/* Waits until `s` has drained even if a sync fails on the way (a failed
- * sync waits for nothing): nothing of a failed enqueue may outlive it. */
-static void drain(simdev_stream_t s)
-{
-    /* On a lost device the query says DEVICE_LOST, which ends the loop. */
-    while (simdev_stream_sync(s) != 0 && simdev_stream_query(s) == PTO_RUNTIME_ERR_NOT_READY)
-        ;
-}
-
 int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
                    const struct rt_run_request *request)
 {
@@ -168,7 +159,7 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
 failed:
     /* Part of the chain is on the launcher's streams: let it drain so
      * nothing of this run outlives the failed call, then report. */
-    drain(l->aicpu);
-    drain(l->aicore);
+    rt_stream_drain(l->aicpu);
+    rt_stream_drain(l->aicore);
     return rc;
 }
