@@ -106,10 +106,12 @@ struct rt_kernel_target {
 };
 
 /*
- * The only device operations a kernel-mode launch may use: enqueue-only
- * calls. The launch allocates nothing, synchronises nothing and queries
- * nothing, and this table is how that is enforced: kernel_launch.c calls
- * the device only through it.
+ * The only device operations a launch of either mode may use to enqueue
+ * its chain: enqueue-only calls. The chain allocates nothing, synchronises
+ * nothing and queries nothing, and this table is how that is enforced:
+ * chain.c calls the device only through it (program mode's failure policy
+ * drains the launcher's streams afterwards, outside the chain).
+ * rt_kernel_simdev_ops is simdev's; tests inject faults through their own.
  */
 struct rt_kernel_launch_ops {
     int (*record)(simdev_event_t event, simdev_stream_t stream);
@@ -121,13 +123,16 @@ struct rt_kernel_launch_ops {
                          size_t args_size);
     int (*gate_acquire)(simdev_stream_t stream, simdev_sem_t gate);
     int (*gate_release)(simdev_stream_t stream, simdev_sem_t gate);
+    int (*memset_async)(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream);
 };
 extern const struct rt_kernel_launch_ops rt_kernel_simdev_ops;
 
-/* The context's streams, the events of the chain and the round gate: a
- * one-unit device semaphore every round of the context holds from before
- * its round begin until after its status op (docs/kernel-mode.md, "Round
- * gate"; model/round_gate.pml). */
+/* The launch chain's streams and events, and the round gate: a one-unit
+ * device semaphore every kernel-mode round of the context holds from
+ * before its round begin until after its status op (docs/kernel-mode.md,
+ * "Round gate"; model/round_gate.pml). A kernel-mode context fills one
+ * (host/kernel.c); a program-mode launcher has its own, without gate or
+ * serial tail (program mode holds no gate and records no tail). */
 struct rt_kernel_chain {
     simdev_stream_t aicpu, aicore;
     simdev_event_t start, aicore_start, aicore_done, aicpu_done, serial_tail;
