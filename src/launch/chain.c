@@ -9,9 +9,9 @@
  * synchronises). The chain must not allocate, synchronise, query a stream
  * or an event, or look at capture state (a kernel-mode round may be
  * captured into the caller's graph: everything it does must be an op of
- * that graph), and calls the device only through the ops table. What a mode launches and
- * what it does about a failed step are its own (program_launch.c,
- * kernel_launch.c).
+ * that graph), and calls the device only through the ops table. What a
+ * mode launches and what it does about a failed step are its own
+ * (program_launch.c, kernel_launch.c).
  *
  * Why this shape ends every round (docs/runtime.md, "Why every round
  * ends"), whichever op fails, is skipped or never starts:

@@ -5,8 +5,9 @@
  * (its device functions and argument blocks, whether it holds the round
  * gate and records a serial tail, how often a committed step is tried),
  * and rt_chain_enqueue. What to do about a step that could not be
- * enqueued is the caller's: program_launch.c drains, kernel_launch.c
- * refuses or retries (their failure policies).
+ * enqueued is the caller's (its failure policy): program_launch.c drains,
+ * kernel_launch.c refuses the round before its commit and reports a lost
+ * gate unit after it.
  */
 #ifndef SIMPLER_LAUNCH_CHAIN_H
 #define SIMPLER_LAUNCH_CHAIN_H

@@ -15,7 +15,6 @@
 
 #include "launch/chain.h"
 #include "runtime/entries.h"
-#include "runtime/layout.h"
 
 /* Attempts of each op once a launch is committed. */
 #define COMMIT_TRIES 3
