@@ -1,31 +1,111 @@
 /*
- * runtime/kernel_launch.c — putting one kernel-mode round on the device.
+ * launch/kernel_launch.c — putting one kernel-mode round on the device.
  *
- * Owns: rt_kernel_launch, the enqueue of one round's chain on the caller's
- * stream and the context's two streams, and the table of the only device
- * operations it may use. Must not allocate, synchronise, query a stream or
- * an event, or look at capture state: a launch may be captured into the
- * caller's graph, and everything it does must be an op of that graph.
+ * Owns: rt_kernel_launch, kernel mode's caller of the launch chain
+ * (chain.c): the round's device functions and argument blocks (round
+ * begin, core loop, program with the packet, status op), its gate and
+ * serial tail, and kernel mode's failure policy (refuse before commit,
+ * retry after it, report a lost gate unit). Must not allocate,
+ * synchronise, query a stream or an event, or look at capture state: a
+ * launch may be captured into the caller's graph, and everything it does
+ * must be an op of that graph.
  */
 #include <stdbool.h>
 #include <string.h>
 
-#include "launch/launch.h"
+#include "launch/chain.h"
 #include "runtime/entries.h"
-#include "runtime/layout.h"
 
 /* Attempts of each op once a launch is committed. */
 #define COMMIT_TRIES 3
 
-const struct rt_kernel_launch_ops rt_kernel_simdev_ops = {
-    .record = simdev_event_record,
-    .record_handoff = simdev_event_record_handoff,
-    .wait = simdev_stream_wait_event,
-    .launch_aicpu = simdev_launch_aicpu,
-    .launch_aicore = simdev_launch_aicore,
-    .gate_acquire = simdev_stream_sem_acquire,
-    .gate_release = simdev_stream_sem_release,
+/* The argument blocks of one round's launches. Launch arguments are copied
+ * by the device at enqueue: these live on the launch's stack for the call
+ * only. */
+struct kernel_round_blocks {
+    struct rt_kernel_round_args begin;
+    struct rt_kernel_core_args core;
+    unsigned char program[SIMDEV_MAX_LAUNCH_ARGS]; /* the envelope, then the packet */
+    size_t program_bytes;
+    struct rt_kernel_status_args status;
 };
+
+/* Fills the argument blocks of the round `round_generation` of `target`. */
+static void blocks_fill(struct kernel_round_blocks *b, const struct rt_kernel_target *target,
+                        const struct rt_config *config, uint64_t round_generation,
+                        const void *packet, size_t packet_bytes)
+{
+    b->begin = (struct rt_kernel_round_args){target->context_generation, *config};
+    memset(&b->core, 0, sizeof b->core);
+    b->core.context_generation = target->context_generation;
+    b->core.la.request.arena = target->arena;
+    b->core.la.request.arena_bytes = target->arena_bytes;
+    b->core.la.request.config = *config;
+    b->core.la.generation = round_generation;
+    b->core.la.schedulers = target->schedulers;
+    struct rt_kernel_envelope env = {
+        .context_generation = target->context_generation,
+        .round_generation = round_generation,
+        .schedulers = target->schedulers,
+        .packet_bytes = (uint32_t)packet_bytes,
+        .config = *config,
+    };
+    memcpy(b->program, &env, sizeof env);
+    memcpy(b->program + sizeof env, packet, packet_bytes);
+    b->program_bytes = sizeof env + packet_bytes;
+    b->status = (struct rt_kernel_status_args){target->context_generation, round_generation};
+}
+
+/* What a kernel-mode round puts on the chain: gated, with a serial tail,
+ * each committed step tried COMMIT_TRIES times. */
+static struct rt_chain_round kernel_round(const struct kernel_round_blocks *b,
+                                          uint32_t schedulers)
+{
+    return (struct rt_chain_round){
+        .begin = {rt_kernel_round_begin_fn, 1, &b->begin, sizeof b->begin},
+        .core = {rt_kernel_core_fn, &b->core, sizeof b->core},
+        .program = {rt_kernel_program_fn, schedulers + 1, b->program, b->program_bytes},
+        .status = {rt_kernel_status_fn, 1, &b->status, sizeof b->status},
+        .cancel_fn = rt_kernel_cancel_fn,
+        .gated = true,
+        .serial_tail = true,
+        .commit_tries = COMMIT_TRIES,
+    };
+}
+
+/*
+ * Closes off a round refused at `failed` (before its program; the chain
+ * has cancelled a core loop already enqueued): the AICPU stream behind the
+ * core loop's end, the gate given back, both streams handed off clean.
+ * Best effort, each once except the release: a further failure leaves the
+ * core loop to its deadline (runtime/round.c) and an error the caller's
+ * stream handed over on the context's streams until their next hand-off.
+ */
+static void refuse(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
+                   enum rt_chain_step failed, bool *gate_lost)
+{
+    bool aicore_done = rt_chain_passed(failed, RT_CHAIN_AICORE_DONE);
+    if (rt_chain_passed(failed, RT_CHAIN_AICORE_WAIT_START) && !aicore_done)
+        aicore_done = ops->record_handoff(chain->aicore_done, chain->aicore) == 0;
+    if (!rt_chain_passed(failed, RT_CHAIN_AICPU_WAIT_START))
+        return;
+    /* Whether the AICPU stream is behind the core loop's end (or no core
+     * loop was enqueued). */
+    bool core_over = !rt_chain_passed(failed, RT_CHAIN_CORE_LOOP);
+    if (aicore_done && ops->wait(chain->aicpu, chain->aicore_done) == 0)
+        core_over = true;
+    /* model: round_gate.pml, ReleaseGate (refused round). Retried as a
+     * committed step is: a unit never given back would hold every later
+     * round of the context, eager or replayed, at its acquire. But a
+     * release not behind the core loop's end could let the next round
+     * begin under it, so then the unit is kept for good instead. */
+    bool released = !rt_chain_passed(failed, RT_CHAIN_GATE_ACQUIRE);
+    for (int attempt = 0; !released && core_over && attempt < COMMIT_TRIES; attempt++)
+        released = ops->gate_release(chain->aicpu, chain->gate) == 0;
+    if (!released && gate_lost)
+        *gate_lost = true;
+    ops->record_handoff(chain->aicpu_done, chain->aicpu);
+}
 
 int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_target *target,
@@ -37,128 +117,24 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
     if (!ops || !chain || !caller || !target || !config || !packet ||
         packet_bytes > SIMDEV_MAX_LAUNCH_ARGS - sizeof(struct rt_kernel_envelope))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-
-    /* Launch arguments are copied by the device at enqueue: these live on
-     * this stack for the call only. */
-    struct rt_kernel_round_args begin = {target->context_generation, *config};
-    struct rt_kernel_core_args core;
-    memset(&core, 0, sizeof core);
-    core.context_generation = target->context_generation;
-    core.la.request.arena = target->arena;
-    core.la.request.arena_bytes = target->arena_bytes;
-    core.la.request.config = *config;
-    core.la.generation = round_generation;
-    core.la.schedulers = target->schedulers;
-    unsigned char program[SIMDEV_MAX_LAUNCH_ARGS];
-    struct rt_kernel_envelope env = {
-        .context_generation = target->context_generation,
-        .round_generation = round_generation,
-        .schedulers = target->schedulers,
-        .packet_bytes = (uint32_t)packet_bytes,
-        .config = *config,
-    };
-    memcpy(program, &env, sizeof env);
-    memcpy(program + sizeof env, packet, packet_bytes);
-    struct rt_kernel_status_args status = {target->context_generation, round_generation};
-
+    struct kernel_round_blocks blocks;
+    blocks_fill(&blocks, target, config, round_generation, packet, packet_bytes);
+    struct rt_chain_round round = kernel_round(&blocks, target->schedulers);
+    enum rt_chain_step failed;
+    int rc = rt_chain_enqueue(ops, chain, caller, &round, &failed);
     /* Until the program is enqueued the launch can still be refused whole:
      * on a failure, what is already enqueued is closed off so that it ends
      * at once, ordered before the next round, and leaves no error on the
      * context's streams; the round never runs. Once the program is
-     * enqueued the round will run, so the rest of the chain is enqueued
-     * whatever it takes (each op retried, COMMIT_TRIES in all). */
-    struct undo {
-        bool aicpu, gate, aicore, core, aicore_done;
-    } u = {false, false, false, false, false};
-    int rc;
-    if ((rc = ops->record(chain->start, caller)))
-        return rc; /* nothing enqueued yet */
-    if ((rc = ops->wait(chain->aicpu, chain->start)))
-        goto refuse;
-    u.aicpu = true;
-    /* model: round_gate.pml, AcquireGate */
-    if ((rc = ops->gate_acquire(chain->aicpu, chain->gate)))
-        goto refuse;
-    u.gate = true;
-    if ((rc = ops->launch_aicpu(chain->aicpu, rt_kernel_round_begin_fn, 1, &begin, sizeof begin)) ||
-        (rc = ops->record(chain->aicore_start, chain->aicpu)) ||
-        (rc = ops->wait(chain->aicore, chain->aicore_start)))
-        goto refuse;
-    u.aicore = true;
-    if ((rc = ops->launch_aicore(chain->aicore, rt_kernel_core_fn, &core, sizeof core)))
-        goto refuse;
-    u.core = true;
-    if ((rc = ops->record_handoff(chain->aicore_done, chain->aicore)))
-        goto refuse;
-    u.aicore_done = true;
-    if ((rc = ops->launch_aicpu(chain->aicpu, rt_kernel_program_fn, target->schedulers + 1,
-                                program, sizeof env + packet_bytes)))
-        goto refuse;
-
-    /* Committed. */
-    for (int step = 0; step < 6; step++) {
-        for (int attempt = 0; attempt < COMMIT_TRIES; attempt++) {
-            switch (step) {
-            case 0: /* the next round's AICPU half waits for this core loop */
-                rc = ops->wait(chain->aicpu, chain->aicore_done);
-                break;
-            case 1:
-                rc = ops->launch_aicpu(chain->aicpu, rt_kernel_status_fn, 1, &status,
-                                       sizeof status);
-                break;
-            case 2: /* model: round_gate.pml, ReleaseGate — after the status op
-                     * read the result block, after the core loop ended */
-                rc = ops->gate_release(chain->aicpu, chain->gate);
-                break;
-            case 3: /* the round's error leaves the context's stream here */
-                rc = ops->record_handoff(chain->aicpu_done, chain->aicpu);
-                break;
-            case 4: /* the caller's later work waits for the round */
-                rc = ops->wait(caller, chain->aicpu_done);
-                break;
-            default:
-                rc = ops->record(chain->serial_tail, caller);
-                break;
-            }
-            if (!rc)
-                break;
-        }
-        if (rc) {
-            /* Up to the release, a step that is never enqueued means the
-             * release is not either (it must come after it): the unit
-             * stays with this round for good. */
-            if (step <= 2 && gate_lost)
-                *gate_lost = true;
-            return rc; /* the round runs; what follows it on `caller` is not ordered after it */
-        }
-    }
-    return 0;
-
-refuse:
-    /* Best effort, each once: a further failure leaves the core loop to its
-     * deadline (round.c) and an error the caller's stream handed over on
-     * the context's streams until their next hand-off. */
-    if (u.core)
-        ops->launch_aicpu(chain->aicpu, rt_kernel_cancel_fn, 1, &core, sizeof core);
-    if (u.aicore && !u.aicore_done)
-        u.aicore_done = ops->record_handoff(chain->aicore_done, chain->aicore) == 0;
-    if (u.aicpu) {
-        /* Whether the AICPU stream is behind the core loop's end (or no
-         * core loop was enqueued). */
-        bool core_over = !u.core;
-        if (u.aicore_done && ops->wait(chain->aicpu, chain->aicore_done) == 0)
-            core_over = true;
-        /* model: round_gate.pml, ReleaseGate (refused round). Retried as a
-         * committed step is: a unit never given back would hold every later
-         * round of the context, eager or replayed, at its acquire. But a
-         * release not behind the core loop's end could let the next round
-         * begin under it, so then the unit is kept for good instead. */
-        bool released = !u.gate;
-        for (int attempt = 0; !released && core_over && attempt < COMMIT_TRIES; attempt++)
-            released = ops->gate_release(chain->aicpu, chain->gate) == 0;
-        if (!released && gate_lost)
-            *gate_lost = true;
-        ops->record_handoff(chain->aicpu_done, chain->aicpu);
-    }
+     * enqueued the round will run, so the chain enqueued the rest of it
+     * whatever it took (each op retried, COMMIT_TRIES in all). */
+    if (rc && failed <= RT_CHAIN_PROGRAM)
+        refuse(ops, chain, failed, gate_lost); /* nothing to close if the start failed */
+    /* Up to the release, a committed step that is never enqueued means the
+     * release is not either (it must come after it): the unit stays with
+     * this round for good. Later, the round runs; what follows it on
+     * `caller` is not ordered after it. */
+    else if (rc && failed <= RT_CHAIN_GATE_RELEASE && gate_lost)
+        *gate_lost = true;
     return rc;
 }

@@ -2,10 +2,12 @@
  * launch/launch.h — the host side of the runtime: putting runtime work on
  * device streams.
  *
- * Owns: sizing a run's arena, the launcher of program-mode runs, the
- * enqueue of the callable loader and of the kernel-mode registry ops, and
- * the kernel-mode round's launch with the table of the only device
- * operations it may use. Runs on the host; reaches the device through
+ * Owns: sizing a run's arena; the launch chain's streams, events and
+ * gate, the table of the only device operations a chain may use, and the
+ * drain of a stream after a failed enqueue; the two callers of the chain
+ * (program mode's launcher and rt_run_enqueue, kernel mode's
+ * rt_kernel_launch); the enqueue of the callable loader and of the
+ * kernel-mode registry ops. Runs on the host; reaches the device through
  * include/simpler/device.h only, and the device-side runtime through the
  * entry points of runtime/entries.h.
  */
@@ -29,7 +31,54 @@ int rt_arena_bytes(const struct rt_config *config, const struct simdev_config *t
  * never matches a new arena's). Thread-safe. */
 uint64_t rt_arena_nonce(void);
 
-/* The streams and events that carry runs to the device. */
+/* ------------------------------------------------------ the launch chain */
+
+/*
+ * The only device operations a launch of either mode may use to enqueue
+ * its chain: enqueue-only calls. The chain allocates nothing, synchronises
+ * nothing and queries nothing, and this table is how that is enforced:
+ * chain.c calls the device only through it (program mode's failure policy
+ * drains the launcher's streams afterwards, outside the chain).
+ * rt_kernel_simdev_ops is simdev's; tests inject faults through their own.
+ * (Its name, like rt_kernel_chain's, is from when only kernel mode used
+ * it.)
+ */
+struct rt_kernel_launch_ops {
+    int (*record)(simdev_event_t event, simdev_stream_t stream);
+    int (*record_handoff)(simdev_event_t event, simdev_stream_t stream);
+    int (*wait)(simdev_stream_t stream, simdev_event_t event);
+    int (*launch_aicpu)(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t thread_count,
+                        const void *args, size_t args_size);
+    int (*launch_aicore)(simdev_stream_t stream, simdev_aicore_fn fn, const void *args,
+                         size_t args_size);
+    int (*gate_acquire)(simdev_stream_t stream, simdev_sem_t gate);
+    int (*gate_release)(simdev_stream_t stream, simdev_sem_t gate);
+    int (*memset_async)(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream);
+};
+extern const struct rt_kernel_launch_ops rt_kernel_simdev_ops;
+
+/* The launch chain's streams and events, and the round gate: a one-unit
+ * device semaphore every kernel-mode round of the context holds from
+ * before its round begin until after its status op (docs/kernel-mode.md,
+ * "Round gate"; model/round_gate.pml). A kernel-mode context fills one
+ * (host/kernel.c); a program-mode launcher has its own, without gate or
+ * serial tail (program mode holds no gate and records no tail). */
+struct rt_kernel_chain {
+    simdev_stream_t aicpu, aicore;
+    simdev_event_t start, aicore_start, aicore_done, aicpu_done, serial_tail;
+    simdev_sem_t gate;
+};
+
+/* Waits until `stream` has drained, even if a sync fails on the way (a
+ * failed sync waits for nothing): nothing of a failed enqueue may outlive
+ * the call that made it. Returns the last sync's code (0: drained clean;
+ * the stream's error, cleared; DEVICE_LOST). */
+int rt_stream_drain(simdev_stream_t stream);
+
+/* ---------------------------------------------------------- program mode */
+
+/* The launch chain of program-mode runs: its streams and events, and the
+ * generation of its last run. */
 struct rt_launcher;
 
 /* Creates a launcher on the current device. 0 or a simdev error. */
@@ -97,35 +146,6 @@ struct rt_kernel_target {
     void *arena;
     size_t arena_bytes;
     uint32_t schedulers;
-};
-
-/*
- * The only device operations a kernel-mode launch may use: enqueue-only
- * calls. The launch allocates nothing, synchronises nothing and queries
- * nothing, and this table is how that is enforced: kernel_launch.c calls
- * the device only through it.
- */
-struct rt_kernel_launch_ops {
-    int (*record)(simdev_event_t event, simdev_stream_t stream);
-    int (*record_handoff)(simdev_event_t event, simdev_stream_t stream);
-    int (*wait)(simdev_stream_t stream, simdev_event_t event);
-    int (*launch_aicpu)(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t thread_count,
-                        const void *args, size_t args_size);
-    int (*launch_aicore)(simdev_stream_t stream, simdev_aicore_fn fn, const void *args,
-                         size_t args_size);
-    int (*gate_acquire)(simdev_stream_t stream, simdev_sem_t gate);
-    int (*gate_release)(simdev_stream_t stream, simdev_sem_t gate);
-};
-extern const struct rt_kernel_launch_ops rt_kernel_simdev_ops;
-
-/* The context's streams, the events of the chain and the round gate: a
- * one-unit device semaphore every round of the context holds from before
- * its round begin until after its status op (docs/kernel-mode.md, "Round
- * gate"; model/round_gate.pml). */
-struct rt_kernel_chain {
-    simdev_stream_t aicpu, aicore;
-    simdev_event_t start, aicore_start, aicore_done, aicpu_done, serial_tail;
-    simdev_sem_t gate;
 };
 
 /*

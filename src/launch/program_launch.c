@@ -1,12 +1,13 @@
 /*
- * runtime/launch.c — putting one run on a device stream (host side).
+ * launch/program_launch.c — putting one run on a device stream (host side).
  *
- * Owns: rt_launcher (the AICPU stream, the AICore stream and the events
- * that join them to the caller's stream) and rt_run_enqueue, which checks a
- * run request and enqueues this chain:
+ * Owns: rt_launcher (the launch chain's streams and events for program
+ * mode: no gate, no serial tail) and rt_run_enqueue, program mode's caller
+ * of the launch chain (chain.c): it checks a run request and enqueues one
+ * round of this chain:
  *   caller: record start
- *   AICPU stream: wait start, zero the round region (round.c), record
- *                 aicore_start
+ *   AICPU stream: wait start, zero the rendezvous region (runtime/round.c),
+ *                 record aicore_start
  *   AICore stream: wait aicore_start, launch the core loop, record
  *                  aicore_done
  *   AICPU stream: launch the AICPU program (orchestrator + schedulers; it
@@ -14,35 +15,20 @@
  *                 carries a failed run's code), wait aicore_done, record
  *                 aicpu_done
  *   caller: wait aicpu_done
- * Why this shape ends every round (docs/runtime.md, "The launch chain"):
- *   - the core loop starts only after the AICPU stream reached the point
- *     just before the AICPU program: if that stream carries an error, the
- *     core loop inherits it and is skipped along with the program;
- *   - if only one half runs (its partner's launch failed as it executed),
- *     the round rendezvous (round.c) ends it within sched_timeout_ms;
- *   - a wait always waits (simdev), so aicpu_done comes after both halves
- *     ended even on a stream that carries an error, and the next round's
- *     halves never start before this round's ended;
- *   - aicore_done and aicpu_done are hand-off records: a round's error on
- *     a launcher stream goes into the round's events (and so to the
- *     caller's stream) and ends there, so the next round starts on clean
- *     launcher streams without anybody synchronising them.
+ * Why this shape ends every round: chain.c. Program mode's failure policy:
+ * a step that cannot be enqueued ends the call, and whatever part of the
+ * chain is on the launcher's streams is drained before it returns.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/host_alloc.h"
-#include "launch/launch.h"
+#include "launch/chain.h"
 #include "runtime/entries.h"
 #include "runtime/layout.h"
 
 struct rt_launcher {
-    simdev_stream_t aicpu;
-    simdev_stream_t aicore;
-    simdev_event_t start;
-    simdev_event_t aicore_start;
-    simdev_event_t aicore_done;
-    simdev_event_t aicpu_done;
+    struct rt_kernel_chain chain; /* gate and serial_tail NULL: a run holds no gate */
     uint64_t generation;
 };
 
@@ -50,18 +36,19 @@ int rt_launcher_destroy(struct rt_launcher *l)
 {
     if (!l)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_kernel_chain *c = &l->chain;
     int rc = 0, r;
-    if (l->aicpu_done && (r = simdev_event_destroy(l->aicpu_done)) && !rc)
+    if (c->aicpu_done && (r = simdev_event_destroy(c->aicpu_done)) && !rc)
         rc = r;
-    if (l->aicore_done && (r = simdev_event_destroy(l->aicore_done)) && !rc)
+    if (c->aicore_done && (r = simdev_event_destroy(c->aicore_done)) && !rc)
         rc = r;
-    if (l->aicore_start && (r = simdev_event_destroy(l->aicore_start)) && !rc)
+    if (c->aicore_start && (r = simdev_event_destroy(c->aicore_start)) && !rc)
         rc = r;
-    if (l->start && (r = simdev_event_destroy(l->start)) && !rc)
+    if (c->start && (r = simdev_event_destroy(c->start)) && !rc)
         rc = r;
-    if (l->aicore && (r = simdev_stream_destroy(l->aicore)) && !rc)
+    if (c->aicore && (r = simdev_stream_destroy(c->aicore)) && !rc)
         rc = r;
-    if (l->aicpu && (r = simdev_stream_destroy(l->aicpu)) && !rc)
+    if (c->aicpu && (r = simdev_stream_destroy(c->aicpu)) && !rc)
         rc = r;
     free(l);
     return rc;
@@ -74,11 +61,12 @@ int rt_launcher_create(struct rt_launcher **out)
     struct rt_launcher *l = sp_host_calloc(1, sizeof *l);
     if (!l)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    struct rt_kernel_chain *c = &l->chain;
     int rc;
-    if ((rc = simdev_stream_create(&l->aicpu)) || (rc = simdev_stream_create(&l->aicore)) ||
-        (rc = simdev_event_create(&l->start)) || (rc = simdev_event_create(&l->aicore_start)) ||
-        (rc = simdev_event_create(&l->aicore_done)) ||
-        (rc = simdev_event_create(&l->aicpu_done))) {
+    if ((rc = simdev_stream_create(&c->aicpu)) || (rc = simdev_stream_create(&c->aicore)) ||
+        (rc = simdev_event_create(&c->start)) || (rc = simdev_event_create(&c->aicore_start)) ||
+        (rc = simdev_event_create(&c->aicore_done)) ||
+        (rc = simdev_event_create(&c->aicpu_done))) {
         rt_launcher_destroy(l);
         return rc;
     }
@@ -120,17 +108,25 @@ uint64_t rt_launcher_generation(const struct rt_launcher *l)
     return l->generation;
 }
 
-/* Waits until `s` has drained even if a sync fails on the way (a failed
- * sync waits for nothing): nothing of a failed enqueue may outlive it. */
-static void drain(simdev_stream_t s)
+/* What a run puts on the chain: the rendezvous region zeroed before it,
+ * no round begin and no status op (the program's own launch fails with
+ * the run's status), no gate, no serial tail, no retries. */
+static struct rt_chain_round program_round(const struct rt_launch_args *la,
+                                           const struct rt_layout *layout)
 {
-    /* On a lost device the query says DEVICE_LOST, which ends the loop. */
-    while (simdev_stream_sync(s) != 0 && simdev_stream_query(s) == PTO_RUNTIME_ERR_NOT_READY)
-        ;
+    return (struct rt_chain_round){
+        .rendezvous = (uint8_t *)la->request.arena + layout->rounds,
+        .rendezvous_bytes = layout->rounds_bytes,
+        .core = {rt_core_main, la, sizeof *la},
+        .program = {rt_aicpu_main, la->schedulers + 1, la, sizeof *la},
+        .cancel_fn = rt_round_cancel_main,
+        .commit_tries = 1,
+    };
 }
 
-int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
-                   const struct rt_run_request *request)
+/* rt_run_enqueue through `ops`. */
+static int run_enqueue(const struct rt_kernel_launch_ops *ops, struct rt_launcher *l,
+                       simdev_stream_t stream, const struct rt_run_request *request)
 {
     if (!l || !stream || !request)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
@@ -143,32 +139,20 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
         return rc;
     la.request = *request;
     la.generation = ++l->generation;
-
-    if ((rc = simdev_event_record(l->start, stream)))
-        return rc; /* nothing enqueued yet */
-    if ((rc = simdev_stream_wait_event(l->aicpu, l->start)) ||
-        (rc = simdev_memset_async((uint8_t *)request->arena + layout.rounds, 0,
-                                  layout.rounds_bytes, l->aicpu)) ||
-        (rc = simdev_event_record(l->aicore_start, l->aicpu)) ||
-        (rc = simdev_stream_wait_event(l->aicore, l->aicore_start)) ||
-        (rc = simdev_launch_aicore(l->aicore, rt_core_main, &la, sizeof la)))
-        goto failed;
-    if ((rc = simdev_event_record_handoff(l->aicore_done, l->aicore)) ||
-        (rc = simdev_launch_aicpu(l->aicpu, rt_aicpu_main, la.schedulers + 1, &la, sizeof la))) {
-        /* The core loop is enqueued, its program never will be: end its
-         * round now rather than at the core loop's deadline. */
-        simdev_launch_aicpu(l->aicpu, rt_round_cancel_main, 1, &la, sizeof la);
-        goto failed;
-    }
-    if ((rc = simdev_stream_wait_event(l->aicpu, l->aicore_done)) ||
-        (rc = simdev_event_record_handoff(l->aicpu_done, l->aicpu)) ||
-        (rc = simdev_stream_wait_event(stream, l->aicpu_done)))
-        goto failed;
-    return 0;
-failed:
+    struct rt_chain_round round = program_round(&la, &layout);
+    enum rt_chain_step failed;
+    rc = rt_chain_enqueue(ops, &l->chain, stream, &round, &failed);
+    if (!rc || failed == RT_CHAIN_START)
+        return rc; /* enqueued, or nothing enqueued yet */
     /* Part of the chain is on the launcher's streams: let it drain so
      * nothing of this run outlives the failed call, then report. */
-    drain(l->aicpu);
-    drain(l->aicore);
+    rt_stream_drain(l->chain.aicpu);
+    rt_stream_drain(l->chain.aicore);
     return rc;
+}
+
+int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
+                   const struct rt_run_request *request)
+{
+    return run_enqueue(&rt_kernel_simdev_ops, l, stream, request);
 }
