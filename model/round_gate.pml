@@ -14,7 +14,7 @@
  *   - The gate (src/simdev/sem.c): a FIFO semaphore of one unit; an
  *     acquire takes a ticket and holds once `granted` passes it. Acquire
  *     and release execute whatever error the lane carries.
- *   - The AICPU lane (src/runtime/kernel_launch.c's chain): AcquireGate,
+ *   - The AICPU lane (src/launch/chain.c, called by src/launch/kernel_launch.c): AcquireGate,
  *     RoundBegin, record aicore_start, Program, WaitAicoreDone, StatusOp,
  *     ReleaseGate. The AICore lane: wait aicore_start, CoreLoop, record
  *     aicore_done.

@@ -3,7 +3,7 @@
  * rehearsed on simdev alone.
  *
  * Owns: a device-level scenario in the shape DESIGN.md section 7 plans for
- * kernel mode (src/runtime/kernel_launch.c): caller stream ->
+ * kernel mode (src/launch/kernel_launch.c and src/launch/chain.c): caller stream ->
  * AICPU stream -> AICore stream -> AICPU stream -> caller stream, joined by
  * events, with an AICPU function that dispatches work to every core through
  * the register windows while the AICore launch runs a core loop. Both device
