@@ -16,7 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simdev/internal.h"
+#include "simdev/capture.h"
+#include "simdev/device.h"
+#include "simdev/event.h"
+#include "simdev/fault.h"
+#include "simdev/graph.h"
+#include "simdev/op.h"
+#include "simdev/stream.h"
 
 static pthread_mutex_t g_capture_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sd_capture *g_live; /* open sessions, all devices */

@@ -14,7 +14,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "simdev/internal.h"
+#include "simdev/capture.h"
+#include "simdev/config.h"
+#include "simdev/device.h"
+#include "simdev/event.h"
+#include "simdev/fault.h"
+#include "simdev/graph.h"
+#include "simdev/launch.h"
+#include "simdev/memory.h"
+#include "simdev/op.h"
+#include "simdev/park.h"
+#include "simdev/placement.h"
+#include "simdev/regs.h"
+#include "simdev/sem.h"
+#include "simdev/stream.h"
+#include "simdev/worker.h"
 
 static struct sd_device g_devices[SIMDEV_MAX_DEVICES];
 static pthread_once_t g_devices_once = PTHREAD_ONCE_INIT;
@@ -26,9 +40,9 @@ static void devices_init(void)
         struct sd_device *dev = &g_devices[i];
         dev->id = i;
         pthread_mutex_init(&dev->lock, NULL);
-        pthread_mutex_init(&dev->pool_lock, NULL);
-        pthread_cond_init(&dev->pool_cond, NULL);
-        pthread_mutex_init(&dev->mem_lock, NULL);
+        pthread_mutex_init(&dev->launch.pool_lock, NULL);
+        pthread_cond_init(&dev->launch.pool_cond, NULL);
+        sd_memory_init(dev);
     }
 }
 
@@ -175,7 +189,7 @@ static bool worker_has_job(void *arg)
     struct sd_worker *w = arg;
     /* acquire: pairs with the release store of the job in launch_assign */
     return atomic_load_explicit(&w->job, memory_order_acquire) != NULL ||
-           atomic_load_explicit(&w->dev->stopping, memory_order_acquire);
+           atomic_load_explicit(&w->dev->workers.stopping, memory_order_acquire);
 }
 
 /* True when the thread now runs only on `cpu`. */
@@ -195,19 +209,21 @@ static bool pin(pthread_t thread, int cpu)
 static bool primary_begin(struct sd_device *dev, struct sd_worker *w)
 {
     struct sd_worker *none = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&dev->primary_owner, &none, w,
+    if (!atomic_compare_exchange_strong_explicit(&dev->placement.primary_owner, &none, w,
                                                  memory_order_acq_rel, memory_order_relaxed))
         return false;
-    if (dev->primary_mate >= 0)
-        atomic_store_explicit(&dev->cores[dev->primary_mate].mate, w, memory_order_release);
+    if (dev->placement.primary_mate >= 0)
+        atomic_store_explicit(&dev->workers.cores[dev->placement.primary_mate].placement.mate, w,
+                              memory_order_release);
     return true;
 }
 
 static void primary_end(struct sd_device *dev)
 {
-    if (dev->primary_mate >= 0)
-        atomic_store_explicit(&dev->cores[dev->primary_mate].mate, NULL, memory_order_relaxed);
-    atomic_store_explicit(&dev->primary_owner, NULL, memory_order_release);
+    if (dev->placement.primary_mate >= 0)
+        atomic_store_explicit(&dev->workers.cores[dev->placement.primary_mate].placement.mate,
+                              NULL, memory_order_relaxed);
+    atomic_store_explicit(&dev->placement.primary_owner, NULL, memory_order_release);
 }
 
 /* Moves the calling AICPU worker to `want` unless it is there already:
@@ -217,13 +233,13 @@ static void primary_end(struct sd_device *dev)
  * tries again. True when the worker is at `want`. */
 static bool place_aicpu(struct sd_device *dev, struct sd_worker *w, enum sd_place want)
 {
-    if (w->place == want)
+    if (w->placement.place == want)
         return true;
     bool ok = want == SD_PLACE_PRIMARY
-                  ? pin(w->thread, dev->primary_cpu)
-                  : pthread_setaffinity_np(w->thread, sizeof dev->other_cpus,
-                                           &dev->other_cpus) == 0;
-    w->place = ok ? want : SD_PLACE_ANY;
+                  ? pin(w->thread, dev->placement.primary_cpu)
+                  : pthread_setaffinity_np(w->thread, sizeof dev->placement.other_cpus,
+                                           &dev->placement.other_cpus) == 0;
+    w->placement.place = ok ? want : SD_PLACE_ANY;
     return ok;
 }
 
@@ -257,7 +273,8 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;
-    bool primary = !w->is_core && dev->primary_cpu >= 0 && take_place(dev, w, job, index);
+    bool primary =
+        !w->is_core && dev->placement.primary_cpu >= 0 && take_place(dev, w, job, index);
     if (w->is_core) {
         struct simdev_core_ctx ctx = {
             .device = dev->id,
@@ -266,7 +283,7 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
             .core_count = dev->config.aic_cores + dev->config.aiv_cores,
             .aic_count = dev->config.aic_cores,
             .aiv_count = dev->config.aiv_cores,
-            .regs = &dev->regs[w->index],
+            .regs = &dev->regs.windows[w->index],
         };
         status = job->aicore_fn(&ctx, job->args_copy, job->args_size);
     } else {
@@ -292,7 +309,7 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     /* acq_rel: the last finisher's release publishes every thread's status
      * write; pairs with the acquire in job_done. */
     if (atomic_fetch_sub_explicit(&job->remaining, 1, memory_order_acq_rel) == 1)
-        sd_wake(&dev->launch_done); /* never touch the job after the decrement */
+        sd_wake(&dev->launch.done); /* never touch the job after the decrement */
 }
 
 static void *worker_main(void *arg)
@@ -310,7 +327,7 @@ static void *worker_main(void *arg)
         /* acquire: pairs with the release store in launch_assign */
         struct sd_job *job = atomic_exchange_explicit(&w->job, NULL, memory_order_acquire);
         if (!job) {
-            if (atomic_load_explicit(&w->dev->stopping, memory_order_acquire))
+            if (atomic_load_explicit(&w->dev->workers.stopping, memory_order_acquire))
                 break;
             continue;
         }
@@ -374,30 +391,30 @@ static uint32_t host_cpus(cpu_set_t *set, int *cpus, uint32_t max)
 static void place_threads(struct sd_device *dev, uint32_t ncores)
 {
     int cpus[SIMDEV_MAX_CORES + 1];
-    uint32_t n = host_cpus(&dev->all_cpus, cpus, SIMDEV_MAX_CORES + 1);
+    uint32_t n = host_cpus(&dev->placement.all_cpus, cpus, SIMDEV_MAX_CORES + 1);
     bool cores_fit = n > 0 && ncores <= n;
     /* An unreadable affinity: no budget (every waiter spins its time). */
     dev->budget.cpus = dev->config.runnable_cpus ? dev->config.runnable_cpus
                        : n > 0                   ? n
                                                  : UINT32_MAX;
-    dev->primary_cpu = -1;
-    dev->primary_mate = -1;
-    atomic_store_explicit(&dev->primary_owner, NULL, memory_order_relaxed);
+    dev->placement.primary_cpu = -1;
+    dev->placement.primary_mate = -1;
+    atomic_store_explicit(&dev->placement.primary_owner, NULL, memory_order_relaxed);
     if (!cores_fit || !dev->config.pin_cores)
         return;
     bool pinned[SIMDEV_MAX_CORES];
     for (uint32_t i = 0; i < ncores; i++)
-        pinned[i] = pin(dev->cores[i].thread, cpus[i]);
+        pinned[i] = pin(dev->workers.cores[i].thread, cpus[i]);
     if (n < 2)
         return; /* one CPU: everybody shares it */
     /* A budget set below the CPUs (runnable_cpus) binds every thread; a
      * refused affinity leaves the core where the OS puts it. */
     for (uint32_t i = 0; i < ncores && dev->budget.cpus >= n; i++)
-        dev->cores[i].own_cpu = pinned[i];
-    dev->primary_cpu = cpus[n - 1];
-    dev->primary_mate = ncores == n ? (int)ncores - 1 : -1;
-    dev->other_cpus = dev->all_cpus;
-    CPU_CLR(dev->primary_cpu, &dev->other_cpus);
+        dev->workers.cores[i].placement.own_cpu = pinned[i];
+    dev->placement.primary_cpu = cpus[n - 1];
+    dev->placement.primary_mate = ncores == n ? (int)ncores - 1 : -1;
+    dev->placement.other_cpus = dev->placement.all_cpus;
+    CPU_CLR(dev->placement.primary_cpu, &dev->placement.other_cpus);
 }
 
 static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint32_t count,
@@ -435,30 +452,30 @@ static int device_start(struct sd_device *dev)
     int rc = sd_regs_create(dev);
     if (rc != 0)
         return rc;
-    atomic_store(&dev->stopping, 0);
+    atomic_store(&dev->workers.stopping, 0);
     atomic_store(&dev->lost, 0);
     atomic_store(&dev->budget.awake, 0);
-    dev->aicpu_free = dev->config.aicpu_threads;
-    memset(dev->aicpu_busy, 0, sizeof(dev->aicpu_busy));
-    dev->cores_busy = false;
-    dev->next_ticket[0] = dev->serving_ticket[0] = 0;
-    dev->next_ticket[1] = dev->serving_ticket[1] = 0;
+    dev->launch.aicpu_free = dev->config.aicpu_threads;
+    memset(dev->launch.aicpu_busy, 0, sizeof(dev->launch.aicpu_busy));
+    dev->launch.cores_busy = false;
+    dev->launch.next_ticket[0] = dev->launch.serving_ticket[0] = 0;
+    dev->launch.next_ticket[1] = dev->launch.serving_ticket[1] = 0;
 
-    int made = start_workers(dev, dev->aicpu, dev->config.aicpu_threads, false);
+    int made = start_workers(dev, dev->workers.aicpu, dev->config.aicpu_threads, false);
     if (made == 0) {
-        int made_cores = start_workers(dev, dev->cores, ncores, true);
+        int made_cores = start_workers(dev, dev->workers.cores, ncores, true);
         if (made_cores == 0) {
             place_threads(dev, ncores);
             /* release: pairs with the acquire in sd_device_acquire */
             atomic_store_explicit(&dev->started, true, memory_order_release);
             return 0;
         }
-        atomic_store(&dev->stopping, 1);
-        stop_workers(dev, dev->cores, (uint32_t)made_cores - 1);
+        atomic_store(&dev->workers.stopping, 1);
+        stop_workers(dev, dev->workers.cores, (uint32_t)made_cores - 1);
         made = (int)dev->config.aicpu_threads + 1;
     }
-    atomic_store(&dev->stopping, 1);
-    stop_workers(dev, dev->aicpu, (uint32_t)made - 1);
+    atomic_store(&dev->workers.stopping, 1);
+    stop_workers(dev, dev->workers.aicpu, (uint32_t)made - 1);
     sd_regs_destroy(dev);
     return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
 }
@@ -503,15 +520,11 @@ void sd_device_mark_lost(struct sd_device *dev)
         return;
     fprintf(stderr, "simdev: device %d lost: a device function exceeded the %u ms watchdog\n",
             dev->id, dev->config.watchdog_ms);
-    pthread_mutex_lock(&dev->pool_lock);
-    pthread_cond_broadcast(&dev->pool_cond);
-    pthread_mutex_unlock(&dev->pool_lock);
-    sd_wake(&dev->launch_done);
-    sd_wake(&dev->cond_word);
-    for (uint32_t c = 0; c < PLATFORM_NOTIFY_CHANNELS; c++)
-        sd_wake(&dev->notify[c].word);
-    for (uint32_t i = 0; i < SIMDEV_MAX_SEMS; i++)
-        sd_wake(&dev->sems[i].word);
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    sd_wake(&dev->launch.done);
+    sd_sem_wake_all(dev);
     sd_regs_wake_all(dev);
 }
 
@@ -521,67 +534,68 @@ void sd_device_mark_lost(struct sd_device *dev)
 static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
                                struct sd_worker **workers)
 {
-    pthread_mutex_lock(&dev->pool_lock);
+    pthread_mutex_lock(&dev->launch.pool_lock);
     uint32_t queue = on_cores ? 1 : 0;
-    uint64_t ticket = dev->next_ticket[queue]++;
+    uint64_t ticket = dev->launch.next_ticket[queue]++;
     for (;;) {
         if (sd_device_lost(dev)) {
             /* Let later tickets see the loss too. */
-            if (dev->serving_ticket[queue] == ticket)
-                dev->serving_ticket[queue]++;
-            pthread_cond_broadcast(&dev->pool_cond);
-            pthread_mutex_unlock(&dev->pool_lock);
+            if (dev->launch.serving_ticket[queue] == ticket)
+                dev->launch.serving_ticket[queue]++;
+            pthread_cond_broadcast(&dev->launch.pool_cond);
+            pthread_mutex_unlock(&dev->launch.pool_lock);
             return PTO_RUNTIME_ERR_DEVICE_LOST;
         }
-        bool available = on_cores ? !dev->cores_busy : dev->aicpu_free >= job->thread_count;
-        if (dev->serving_ticket[queue] == ticket && available)
+        bool available = on_cores ? !dev->launch.cores_busy
+                                  : dev->launch.aicpu_free >= job->thread_count;
+        if (dev->launch.serving_ticket[queue] == ticket && available)
             break;
-        pthread_cond_wait(&dev->pool_cond, &dev->pool_lock);
+        pthread_cond_wait(&dev->launch.pool_cond, &dev->launch.pool_lock);
     }
     if (on_cores) {
-        dev->cores_busy = true;
+        dev->launch.cores_busy = true;
         for (uint32_t i = 0; i < job->thread_count; i++)
-            workers[i] = &dev->cores[i];
+            workers[i] = &dev->workers.cores[i];
     } else {
         uint32_t taken = 0;
         uint32_t *indices = (uint32_t *)((unsigned char *)job + sizeof(*job));
         for (uint32_t i = 0; i < dev->config.aicpu_threads && taken < job->thread_count; i++) {
-            if (!dev->aicpu_busy[i]) {
-                dev->aicpu_busy[i] = true;
+            if (!dev->launch.aicpu_busy[i]) {
+                dev->launch.aicpu_busy[i] = true;
                 indices[i] = taken;
-                workers[taken++] = &dev->aicpu[i];
+                workers[taken++] = &dev->workers.aicpu[i];
             }
         }
-        dev->aicpu_free -= job->thread_count;
+        dev->launch.aicpu_free -= job->thread_count;
     }
-    dev->serving_ticket[queue]++;
-    pthread_cond_broadcast(&dev->pool_cond);
-    pthread_mutex_unlock(&dev->pool_lock);
+    dev->launch.serving_ticket[queue]++;
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
     return 0;
 }
 
 static void launch_return_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
                                   struct sd_worker **workers)
 {
-    pthread_mutex_lock(&dev->pool_lock);
+    pthread_mutex_lock(&dev->launch.pool_lock);
     if (on_cores) {
-        dev->cores_busy = false;
+        dev->launch.cores_busy = false;
     } else {
         for (uint32_t i = 0; i < job->thread_count; i++)
-            dev->aicpu_busy[workers[i]->index] = false;
-        dev->aicpu_free += job->thread_count;
+            dev->launch.aicpu_busy[workers[i]->index] = false;
+        dev->launch.aicpu_free += job->thread_count;
     }
-    pthread_cond_broadcast(&dev->pool_cond);
-    pthread_mutex_unlock(&dev->pool_lock);
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
 }
 
 /* The job is still referenced by hung device threads: keep it until reset. */
 static void launch_abandon(struct sd_device *dev, struct sd_job *job)
 {
-    pthread_mutex_lock(&dev->pool_lock);
-    job->next_abandoned = dev->abandoned;
-    dev->abandoned = job;
-    pthread_mutex_unlock(&dev->pool_lock);
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    job->next_abandoned = dev->launch.abandoned;
+    dev->launch.abandoned = job;
+    pthread_mutex_unlock(&dev->launch.pool_lock);
 }
 
 int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op)
@@ -623,7 +637,7 @@ int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op)
     uint64_t deadline = 0;
     if (dev->config.watchdog_ms)
         deadline = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
-    rc = sd_wait(&dev->launch_done, job_done, job, sd_spin_ns(dev, SD_WAIT_IDLE), deadline,
+    rc = sd_wait(&dev->launch.done, job_done, job, sd_spin_ns(dev, SD_WAIT_IDLE), deadline,
                  &dev->lost);
     if (rc == 0) {
         launch_return_threads(dev, job, on_cores, workers);
@@ -683,13 +697,13 @@ int simdev_device_reset(int device)
     }
 
     pthread_mutex_lock(&dev->lock);
-    atomic_store_explicit(&dev->stopping, 1, memory_order_release);
-    stop_workers(dev, dev->aicpu, dev->config.aicpu_threads);
-    stop_workers(dev, dev->cores, dev->config.aic_cores + dev->config.aiv_cores);
-    while (dev->abandoned) {
-        struct sd_job *next = dev->abandoned->next_abandoned;
-        free(dev->abandoned);
-        dev->abandoned = next;
+    atomic_store_explicit(&dev->workers.stopping, 1, memory_order_release);
+    stop_workers(dev, dev->workers.aicpu, dev->config.aicpu_threads);
+    stop_workers(dev, dev->workers.cores, dev->config.aic_cores + dev->config.aiv_cores);
+    while (dev->launch.abandoned) {
+        struct sd_job *next = dev->launch.abandoned->next_abandoned;
+        free(dev->launch.abandoned);
+        dev->launch.abandoned = next;
     }
     sd_memory_release_all(dev);
     sd_regs_destroy(dev);

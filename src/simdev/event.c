@@ -10,7 +10,12 @@
  */
 #include <stdlib.h>
 
-#include "simdev/internal.h"
+#include "simdev/capture.h"
+#include "simdev/device.h"
+#include "simdev/event.h"
+#include "simdev/fault.h"
+#include "simdev/op.h"
+#include "simdev/stream.h"
 
 struct sd_event_record *sd_record_new(void)
 {

@@ -5,7 +5,8 @@
  * (simdev_fault.h). The enqueue paths call sd_fault_check after their
  * argument and state checks and sd_count after the op was performed.
  */
-#include "simdev/internal.h"
+#include "simdev/device.h"
+#include "simdev/fault.h"
 
 /* Host faults are process-wide: host allocations are not tied to a device. */
 static _Atomic int64_t g_host_countdown;
@@ -42,9 +43,9 @@ int simdev_fault_inject(int device, enum simdev_op_kind kind, uint64_t nth, int 
     if (!dev || (int)kind < 0 || kind >= SIMDEV_OP_KIND_COUNT || nth == 0 || nth > INT64_MAX ||
         code >= 0)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    atomic_store_explicit(&dev->fault_code[kind], code, memory_order_relaxed);
+    atomic_store_explicit(&dev->fault.code[kind], code, memory_order_relaxed);
     /* release: the code above is visible to whoever decrements to zero */
-    atomic_store_explicit(&dev->fault_countdown[kind], (int64_t)nth, memory_order_release);
+    atomic_store_explicit(&dev->fault.countdown[kind], (int64_t)nth, memory_order_release);
     return 0;
 }
 
@@ -55,9 +56,9 @@ int simdev_fault_inject_exec(int device, enum simdev_op_kind kind, uint64_t nth,
                        kind == SIMDEV_OP_RECORD || kind == SIMDEV_OP_WAIT;
     if (!dev || !queued_kind || nth == 0 || nth > INT64_MAX || code >= 0)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    atomic_store_explicit(&dev->exec_fault_code[kind], code, memory_order_relaxed);
+    atomic_store_explicit(&dev->fault.exec_code[kind], code, memory_order_relaxed);
     /* release: the code above is visible to whoever takes the fault */
-    atomic_store_explicit(&dev->exec_fault_countdown[kind], (int64_t)nth, memory_order_release);
+    atomic_store_explicit(&dev->fault.exec_countdown[kind], (int64_t)nth, memory_order_release);
     return 0;
 }
 
@@ -67,8 +68,8 @@ int simdev_fault_clear(int device)
     if (!dev)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     for (int k = 0; k < SIMDEV_OP_KIND_COUNT; k++) {
-        atomic_store_explicit(&dev->fault_countdown[k], 0, memory_order_relaxed);
-        atomic_store_explicit(&dev->exec_fault_countdown[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&dev->fault.countdown[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&dev->fault.exec_countdown[k], 0, memory_order_relaxed);
     }
     atomic_store_explicit(&g_host_countdown, 0, memory_order_relaxed);
     return 0;
@@ -79,7 +80,7 @@ int simdev_op_count(int device, enum simdev_op_kind kind, uint64_t *count)
     struct sd_device *dev = sd_device_peek(device);
     if (!dev || !count || (int)kind < 0 || kind >= SIMDEV_OP_KIND_COUNT)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    *count = atomic_load_explicit(&dev->performed[kind], memory_order_relaxed);
+    *count = atomic_load_explicit(&dev->fault.performed[kind], memory_order_relaxed);
     return 0;
 }
 
@@ -89,7 +90,7 @@ int simdev_op_counts_reset(int device)
     if (!dev)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     for (int k = 0; k < SIMDEV_OP_KIND_COUNT; k++)
-        atomic_store_explicit(&dev->performed[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&dev->fault.performed[k], 0, memory_order_relaxed);
     return 0;
 }
 
@@ -131,6 +132,11 @@ bool sd_host_fault(void)
     return countdown_fires(&g_host_countdown);
 }
 
+void sd_count(struct sd_device *dev, enum simdev_op_kind kind)
+{
+    atomic_fetch_add_explicit(&dev->fault.performed[kind], 1, memory_order_relaxed);
+}
+
 void sd_fault_reset(struct sd_device *dev)
 {
     simdev_fault_clear(dev->id);
@@ -141,16 +147,16 @@ int sd_fault_check(struct sd_device *dev, enum simdev_op_kind kind)
 {
     /* acquire (in the swap): pairs with the release in simdev_fault_inject,
      * so the code read below is the one armed with this countdown */
-    if (!countdown_fires(&dev->fault_countdown[kind]))
+    if (!countdown_fires(&dev->fault.countdown[kind]))
         return 0;
-    return atomic_load_explicit(&dev->fault_code[kind], memory_order_relaxed);
+    return atomic_load_explicit(&dev->fault.code[kind], memory_order_relaxed);
 }
 
 int sd_fault_exec_take(struct sd_device *dev, enum simdev_op_kind kind)
 {
     /* acquire (in the swap): pairs with the release in
      * simdev_fault_inject_exec */
-    if (!countdown_fires(&dev->exec_fault_countdown[kind]))
+    if (!countdown_fires(&dev->fault.exec_countdown[kind]))
         return 0;
-    return atomic_load_explicit(&dev->exec_fault_code[kind], memory_order_relaxed);
+    return atomic_load_explicit(&dev->fault.exec_code[kind], memory_order_relaxed);
 }

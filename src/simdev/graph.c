@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simdev/internal.h"
+#include "simdev/capture.h"
+#include "simdev/device.h"
+#include "simdev/fault.h"
+#include "simdev/graph.h"
+#include "simdev/op.h"
+#include "simdev/park.h"
+#include "simdev/stream.h"
 
 struct lane_helper {
     struct simdev_graph_exec *exec;

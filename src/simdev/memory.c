@@ -14,18 +14,26 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "simdev/internal.h"
+#include "simdev/capture.h"
+#include "simdev/device.h"
+#include "simdev/fault.h"
+#include "simdev/memory.h"
 
 #define SD_MEM_ALIGN 64
 
-/* Index of the first allocation whose base is > addr. Caller must hold
- * mem_lock. */
-static size_t alloc_upper_bound(const struct sd_device *dev, uintptr_t addr)
+void sd_memory_init(struct sd_device *dev)
 {
-    size_t lo = 0, hi = dev->alloc_count;
+    pthread_mutex_init(&dev->mem.lock, NULL);
+}
+
+/* Index of the first allocation whose base is > addr. Caller must hold
+ * dev->mem.lock. */
+static size_t alloc_upper_bound(const struct sd_mem_state *mem, uintptr_t addr)
+{
+    size_t lo = 0, hi = mem->alloc_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (dev->allocs[mid].base <= addr)
+        if (mem->allocs[mid].base <= addr)
             lo = mid + 1;
         else
             hi = mid;
@@ -33,13 +41,13 @@ static size_t alloc_upper_bound(const struct sd_device *dev, uintptr_t addr)
     return lo;
 }
 
-/* Caller must hold mem_lock. */
-static int range_inside_locked(const struct sd_device *dev, uintptr_t addr, size_t bytes)
+/* Caller must hold dev->mem.lock. */
+static int range_inside_locked(const struct sd_mem_state *mem, uintptr_t addr, size_t bytes)
 {
-    size_t i = alloc_upper_bound(dev, addr);
+    size_t i = alloc_upper_bound(mem, addr);
     if (i == 0)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    const struct sd_alloc *a = &dev->allocs[i - 1];
+    const struct sd_alloc *a = &mem->allocs[i - 1];
     if (addr - a->base > a->bytes || bytes > a->bytes - (addr - a->base))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     return 0;
@@ -49,9 +57,10 @@ int sd_memory_check_range(struct sd_device *dev, const void *ptr, size_t bytes)
 {
     if (!ptr)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&dev->mem_lock);
-    int rc = range_inside_locked(dev, (uintptr_t)ptr, bytes);
-    pthread_mutex_unlock(&dev->mem_lock);
+    struct sd_mem_state *mem = &dev->mem;
+    pthread_mutex_lock(&mem->lock);
+    int rc = range_inside_locked(mem, (uintptr_t)ptr, bytes);
+    pthread_mutex_unlock(&mem->lock);
     return rc;
 }
 
@@ -125,58 +134,59 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
     if (rc != 0)
         return rc;
 
-    pthread_mutex_lock(&dev->mem_lock);
+    struct sd_mem_state *mem = &dev->mem;
+    pthread_mutex_lock(&mem->lock);
     /* The second test keeps the 64-byte rounding below from wrapping. */
-    if (bytes > dev->config.memory_bytes - dev->in_use || bytes > SIZE_MAX - (SD_MEM_ALIGN - 1)) {
-        pthread_mutex_unlock(&dev->mem_lock);
+    if (bytes > dev->config.memory_bytes - mem->in_use || bytes > SIZE_MAX - (SD_MEM_ALIGN - 1)) {
+        pthread_mutex_unlock(&mem->lock);
         return PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY;
     }
-    if (dev->alloc_count == dev->alloc_cap) {
-        size_t cap = dev->alloc_cap ? dev->alloc_cap * 2 : 64;
-        struct sd_alloc *grown = sd_realloc(dev->allocs, cap * sizeof(*grown));
+    if (mem->alloc_count == mem->alloc_cap) {
+        size_t cap = mem->alloc_cap ? mem->alloc_cap * 2 : 64;
+        struct sd_alloc *grown = sd_realloc(mem->allocs, cap * sizeof(*grown));
         if (!grown) {
-            pthread_mutex_unlock(&dev->mem_lock);
+            pthread_mutex_unlock(&mem->lock);
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         }
-        dev->allocs = grown;
-        dev->alloc_cap = cap;
+        mem->allocs = grown;
+        mem->alloc_cap = cap;
     }
     size_t rounded = (bytes + SD_MEM_ALIGN - 1) & ~(size_t)(SD_MEM_ALIGN - 1);
-    void *mem = sd_aligned_alloc(SD_MEM_ALIGN, rounded);
-    if (!mem) {
-        pthread_mutex_unlock(&dev->mem_lock);
+    void *block = sd_aligned_alloc(SD_MEM_ALIGN, rounded);
+    if (!block) {
+        pthread_mutex_unlock(&mem->lock);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
     /* Before the block is listed: once it is, a reset may free it. */
-    commit_pages(mem, rounded);
-    size_t at = alloc_upper_bound(dev, (uintptr_t)mem);
-    memmove(&dev->allocs[at + 1], &dev->allocs[at], (dev->alloc_count - at) * sizeof(*dev->allocs));
-    dev->allocs[at] = (struct sd_alloc){.base = (uintptr_t)mem, .bytes = bytes, .owner = owner};
-    dev->alloc_count++;
-    dev->in_use += bytes;
-    dev->owner_in_use[owner] += bytes;
-    if (dev->in_use > dev->high_water)
-        dev->high_water = dev->in_use;
-    pthread_mutex_unlock(&dev->mem_lock);
+    commit_pages(block, rounded);
+    size_t at = alloc_upper_bound(mem, (uintptr_t)block);
+    memmove(&mem->allocs[at + 1], &mem->allocs[at], (mem->alloc_count - at) * sizeof(*mem->allocs));
+    mem->allocs[at] = (struct sd_alloc){.base = (uintptr_t)block, .bytes = bytes, .owner = owner};
+    mem->alloc_count++;
+    mem->in_use += bytes;
+    mem->owner_in_use[owner] += bytes;
+    if (mem->in_use > mem->high_water)
+        mem->high_water = mem->in_use;
+    pthread_mutex_unlock(&mem->lock);
     sd_count(dev, SIMDEV_OP_MALLOC);
-    *dev_ptr = mem;
+    *dev_ptr = block;
     return 0;
 }
 
-/* Keeps a block freed after a loss until the reset (see sd_device
- * graveyard). Caller holds dev->mem_lock. False when no room could be made:
+/* Keeps a block freed after a loss until the reset (see sd_mem_state
+ * graveyard). Caller holds dev->mem.lock. False when no room could be made:
  * then the block is freed at once, as before a loss. */
-static bool bury(struct sd_device *dev, void *block)
+static bool bury(struct sd_mem_state *mem, void *block)
 {
-    if (dev->graveyard_count == dev->graveyard_cap) {
-        size_t cap = dev->graveyard_cap ? 2 * dev->graveyard_cap : 16;
-        void **grown = realloc(dev->graveyard, cap * sizeof *grown);
+    if (mem->graveyard_count == mem->graveyard_cap) {
+        size_t cap = mem->graveyard_cap ? 2 * mem->graveyard_cap : 16;
+        void **grown = realloc(mem->graveyard, cap * sizeof *grown);
         if (!grown)
             return false;
-        dev->graveyard = grown;
-        dev->graveyard_cap = cap;
+        mem->graveyard = grown;
+        mem->graveyard_cap = cap;
     }
-    dev->graveyard[dev->graveyard_count++] = block;
+    mem->graveyard[mem->graveyard_count++] = block;
     return true;
 }
 
@@ -189,27 +199,28 @@ int simdev_free(void *dev_ptr)
     int id;
     simdev_get_device(&id);
     struct sd_device *dev = sd_device_peek(id);
-    pthread_mutex_lock(&dev->mem_lock);
-    size_t i = alloc_upper_bound(dev, (uintptr_t)dev_ptr);
-    if (i == 0 || dev->allocs[i - 1].base != (uintptr_t)dev_ptr) {
-        pthread_mutex_unlock(&dev->mem_lock);
+    struct sd_mem_state *mem = &dev->mem;
+    pthread_mutex_lock(&mem->lock);
+    size_t i = alloc_upper_bound(mem, (uintptr_t)dev_ptr);
+    if (i == 0 || mem->allocs[i - 1].base != (uintptr_t)dev_ptr) {
+        pthread_mutex_unlock(&mem->lock);
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     }
     int rc = sd_fault_check(dev, SIMDEV_OP_FREE);
     if (rc != 0) {
-        pthread_mutex_unlock(&dev->mem_lock);
+        pthread_mutex_unlock(&mem->lock);
         return rc;
     }
-    dev->in_use -= dev->allocs[i - 1].bytes;
-    dev->owner_in_use[dev->allocs[i - 1].owner] -= dev->allocs[i - 1].bytes;
-    memmove(&dev->allocs[i - 1], &dev->allocs[i], (dev->alloc_count - i) * sizeof(*dev->allocs));
-    dev->alloc_count--;
-    if (sd_device_lost(dev) && bury(dev, dev_ptr)) {
-        pthread_mutex_unlock(&dev->mem_lock);
+    mem->in_use -= mem->allocs[i - 1].bytes;
+    mem->owner_in_use[mem->allocs[i - 1].owner] -= mem->allocs[i - 1].bytes;
+    memmove(&mem->allocs[i - 1], &mem->allocs[i], (mem->alloc_count - i) * sizeof(*mem->allocs));
+    mem->alloc_count--;
+    if (sd_device_lost(dev) && bury(mem, dev_ptr)) {
+        pthread_mutex_unlock(&mem->lock);
         sd_count(dev, SIMDEV_OP_FREE);
         return 0;
     }
-    pthread_mutex_unlock(&dev->mem_lock);
+    pthread_mutex_unlock(&mem->lock);
     free(dev_ptr);
     sd_count(dev, SIMDEV_OP_FREE);
     return 0;
@@ -222,12 +233,13 @@ int simdev_mem_get_info(int device, struct simdev_mem_info *out)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct simdev_config config;
     simdev_device_get_config(device, &config);
-    pthread_mutex_lock(&dev->mem_lock);
+    struct sd_mem_state *mem = &dev->mem;
+    pthread_mutex_lock(&mem->lock);
     out->capacity = config.memory_bytes;
-    out->in_use = dev->in_use;
-    out->high_water = dev->high_water;
-    out->allocations = dev->alloc_count;
-    pthread_mutex_unlock(&dev->mem_lock);
+    out->in_use = mem->in_use;
+    out->high_water = mem->high_water;
+    out->allocations = mem->alloc_count;
+    pthread_mutex_unlock(&mem->lock);
     return 0;
 }
 
@@ -236,28 +248,30 @@ int simdev_mem_owner_in_use(int device, uint32_t owner, uint64_t *bytes)
     struct sd_device *dev = sd_device_peek(device);
     if (!dev || !bytes || owner >= SIMDEV_MAX_MEM_OWNERS)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&dev->mem_lock);
-    *bytes = dev->owner_in_use[owner];
-    pthread_mutex_unlock(&dev->mem_lock);
+    struct sd_mem_state *mem = &dev->mem;
+    pthread_mutex_lock(&mem->lock);
+    *bytes = mem->owner_in_use[owner];
+    pthread_mutex_unlock(&mem->lock);
     return 0;
 }
 
 void sd_memory_release_all(struct sd_device *dev)
 {
-    pthread_mutex_lock(&dev->mem_lock);
-    for (size_t i = 0; i < dev->alloc_count; i++)
-        free((void *)dev->allocs[i].base);
-    free(dev->allocs);
-    dev->allocs = NULL;
-    dev->alloc_count = dev->alloc_cap = 0;
-    for (size_t i = 0; i < dev->graveyard_count; i++)
-        free(dev->graveyard[i]);
-    free(dev->graveyard);
-    dev->graveyard = NULL;
-    dev->graveyard_count = dev->graveyard_cap = 0;
-    dev->in_use = dev->high_water = 0;
-    memset(dev->owner_in_use, 0, sizeof(dev->owner_in_use));
-    pthread_mutex_unlock(&dev->mem_lock);
+    struct sd_mem_state *mem = &dev->mem;
+    pthread_mutex_lock(&mem->lock);
+    for (size_t i = 0; i < mem->alloc_count; i++)
+        free((void *)mem->allocs[i].base);
+    free(mem->allocs);
+    mem->allocs = NULL;
+    mem->alloc_count = mem->alloc_cap = 0;
+    for (size_t i = 0; i < mem->graveyard_count; i++)
+        free(mem->graveyard[i]);
+    free(mem->graveyard);
+    mem->graveyard = NULL;
+    mem->graveyard_count = mem->graveyard_cap = 0;
+    mem->in_use = mem->high_water = 0;
+    memset(mem->owner_in_use, 0, sizeof(mem->owner_in_use));
+    pthread_mutex_unlock(&mem->lock);
 }
 
 int simdev_memcpy(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind)

@@ -8,7 +8,7 @@
  * cores on two host CPUs. How long each role spins is the caller's choice
  * (sd_spin_ns, device.c).
  * Must not touch device state: it knows only the word it is given and the
- * calling thread's runnable budget (sd_tl_budget, internal.h).
+ * calling thread's runnable budget (sd_tl_budget, park.h).
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "simdev/internal.h"
+#include "platform/platform.h"
+#include "simdev/park.h"
+#include "simdev/worker.h"
+#include "simpler/device.h"
 
 /* The host's view of the device clock is the device's own. */
 uint64_t simdev_clock_ns(void)
@@ -133,7 +136,7 @@ int platform_hint_budget_has_room(void)
  * not run on, and its parking would leave its own CPU idle. */
 static bool own_cpu(void)
 {
-    return sd_tl_worker && sd_tl_worker->own_cpu;
+    return sd_tl_worker && sd_tl_worker->placement.own_cpu;
 }
 
 int platform_hint_budget_fits(void)

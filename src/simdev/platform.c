@@ -7,7 +7,8 @@
  */
 #include <time.h>
 
-#include "simdev/internal.h"
+#include "platform/platform.h"
+#include "simpler/device.h"
 
 int platform_topology(int device, struct platform_topology *out)
 {

@@ -16,7 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simdev/internal.h"
+#include "platform/platform.h"
+#include "simdev/config.h"
+#include "simdev/device.h"
+#include "simdev/fault.h"
+#include "simdev/park.h"
+#include "simdev/regs.h"
+#include "simdev/worker.h"
 
 int sd_regs_create(struct sd_device *dev)
 {
@@ -29,22 +35,25 @@ int sd_regs_create(struct sd_device *dev)
         regs[i].dev = dev;
         regs[i].core_id = i;
     }
-    dev->regs = regs;
+    dev->regs.windows = regs;
     return 0;
 }
 
 void sd_regs_destroy(struct sd_device *dev)
 {
-    free(dev->regs);
-    dev->regs = NULL;
+    free(dev->regs.windows);
+    dev->regs.windows = NULL;
 }
 
 void sd_regs_wake_all(struct sd_device *dev)
 {
-    if (!dev->regs)
+    sd_wake(&dev->regs.cond_word);
+    for (uint32_t c = 0; c < PLATFORM_NOTIFY_CHANNELS; c++)
+        sd_wake(&dev->regs.notify[c].word);
+    if (!dev->regs.windows)
         return;
     for (uint32_t i = 0; i < SIMDEV_MAX_CORES; i++)
-        sd_wake(&dev->regs[i].doorbell_wait);
+        sd_wake(&dev->regs.windows[i].doorbell_wait);
 }
 
 struct simdev_core_regs *platform_core_regs(int device, uint32_t core)
@@ -54,7 +63,7 @@ struct simdev_core_regs *platform_core_regs(int device, uint32_t core)
         return NULL;
     if (core >= dev->config.aic_cores + dev->config.aiv_cores)
         return NULL;
-    return &dev->regs[core];
+    return &dev->regs.windows[core];
 }
 
 void platform_ring_doorbell(struct simdev_core_regs *regs, uint64_t value)
@@ -74,14 +83,14 @@ int platform_hint_core_parked(const struct simdev_core_regs *regs)
 
 int platform_hint_core_gives_way(const struct simdev_core_regs *regs)
 {
-    return sd_core_gives_way(&regs->dev->cores[regs->core_id]);
+    return sd_core_gives_way(&regs->dev->workers.cores[regs->core_id]);
 }
 
 int platform_hint_core_shares_my_cpu(const struct simdev_core_regs *regs)
 {
     if (!regs || !sd_tl_worker)
         return 0;
-    return sd_core_mate(&regs->dev->cores[regs->core_id]) == sd_tl_worker;
+    return sd_core_mate(&regs->dev->workers.cores[regs->core_id]) == sd_tl_worker;
 }
 
 uint64_t platform_read_cond(const struct simdev_core_regs *regs)
@@ -162,8 +171,8 @@ void platform_write_cond(struct simdev_core_regs *regs, uint64_t value)
      * this write. */
     atomic_fetch_add_explicit(&regs->cond_writes, 1, memory_order_seq_cst);
     struct sd_device *dev = regs->dev;
-    if (atomic_load_explicit(&dev->cond_word.waiters, memory_order_seq_cst))
-        sd_wake(&dev->cond_word);
+    if (atomic_load_explicit(&dev->regs.cond_word.waiters, memory_order_seq_cst))
+        sd_wake(&dev->regs.cond_word);
 }
 
 /* The signal count plus every core's condition writes (32 bits, wrapping). */
@@ -171,10 +180,10 @@ static uint32_t cond_sequence(struct sd_device *dev)
 {
     /* acquire: pairs with the seq_cst increments in platform_cond_signal and
      * platform_write_cond */
-    uint32_t seq = sd_word_wakes(&dev->cond_word);
+    uint32_t seq = sd_word_wakes(&dev->regs.cond_word);
     uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
     for (uint32_t i = 0; i < cores; i++)
-        seq += atomic_load_explicit(&dev->regs[i].cond_writes, memory_order_acquire);
+        seq += atomic_load_explicit(&dev->regs.windows[i].cond_writes, memory_order_acquire);
     return seq;
 }
 
@@ -184,7 +193,7 @@ uint64_t platform_cond_seq(int device)
     /* acquire: pairs with the release of started after the registers were
      * created (device.c); a device not started has no condition writes */
     if (!dev || !atomic_load_explicit(&dev->started, memory_order_acquire))
-        return dev ? sd_word_wakes(&dev->cond_word) : 0;
+        return dev ? sd_word_wakes(&dev->regs.cond_word) : 0;
     return cond_sequence(dev);
 }
 
@@ -206,7 +215,7 @@ int platform_cond_wait(int device, uint64_t seen, uint64_t timeout_ns)
     if (rc != 0)
         return rc;
     struct cond_wait w = {.dev = dev, .seen = (uint32_t)seen};
-    return sd_wait(&dev->cond_word, cond_seq_changed, &w, sd_spin_ns(dev, SD_WAIT_AICPU),
+    return sd_wait(&dev->regs.cond_word, cond_seq_changed, &w, sd_spin_ns(dev, SD_WAIT_AICPU),
                    deadline_after(timeout_ns), &dev->lost);
 }
 
@@ -214,7 +223,7 @@ void platform_cond_signal(int device)
 {
     struct sd_device *dev = sd_device_peek(device);
     if (dev)
-        sd_wake(&dev->cond_word);
+        sd_wake(&dev->regs.cond_word);
 }
 
 uint64_t platform_notify_seq(int device, uint32_t channel)
@@ -222,7 +231,7 @@ uint64_t platform_notify_seq(int device, uint32_t channel)
     struct sd_device *dev = sd_device_peek(device);
     if (!dev || channel >= PLATFORM_NOTIFY_CHANNELS)
         return 0;
-    return sd_word_wakes(&dev->notify[channel].word);
+    return sd_word_wakes(&dev->regs.notify[channel].word);
 }
 
 struct notify_wait {
@@ -244,7 +253,7 @@ int platform_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t t
     int rc = sd_device_acquire(device, &dev);
     if (rc != 0)
         return rc;
-    struct notify_wait w = {.word = &dev->notify[channel].word, .seen = (uint32_t)seen};
+    struct notify_wait w = {.word = &dev->regs.notify[channel].word, .seen = (uint32_t)seen};
     return sd_wait(w.word, notify_seq_changed, &w, sd_spin_ns(dev, SD_WAIT_AICPU),
                    deadline_after(timeout_ns), &dev->lost);
 }
@@ -253,5 +262,5 @@ void platform_notify_signal(int device, uint32_t channel)
 {
     struct sd_device *dev = sd_device_peek(device);
     if (dev && channel < PLATFORM_NOTIFY_CHANNELS)
-        sd_wake(&dev->notify[channel].word);
+        sd_wake(&dev->regs.notify[channel].word);
 }

@@ -18,7 +18,11 @@
  * only. A slot's memory lives as long as its device, so a stale handle is
  * always safe to check.
  */
-#include "simdev/internal.h"
+#include "simdev/device.h"
+#include "simdev/fault.h"
+#include "simdev/op.h"
+#include "simdev/park.h"
+#include "simdev/sem.h"
 
 #define SEM_SLOT(h) ((uint32_t)(((h) >> 32) & 0xffffu))
 #define SEM_GEN(h) ((uint32_t)(h))
@@ -116,6 +120,12 @@ void sd_sem_kill_all(struct sd_device *dev)
         if (dev->sems[i].live)
             kill_slot(&dev->sems[i]);
     pthread_mutex_unlock(&dev->lock);
+}
+
+void sd_sem_wake_all(struct sd_device *dev)
+{
+    for (uint32_t i = 0; i < SIMDEV_MAX_SEMS; i++)
+        sd_wake(&dev->sems[i].word);
 }
 
 int simdev_sem_info(simdev_sem_t sem, struct simdev_sem_info *out)

@@ -1,0 +1,30 @@
+/*
+ * simdev/config.h — a device's configuration and what follows from it
+ * (device.c).
+ *
+ * Owns: the default topology, its environment overrides and range check,
+ * and how long each role of waiter spins. Must not start anything: the
+ * configuration is read when the device starts (device.c).
+ */
+#ifndef SIMDEV_CONFIG_H
+#define SIMDEV_CONFIG_H
+
+#include <stdint.h>
+
+#include "simpler/device.h"
+
+struct sd_device;
+
+/* How long a waiter of each role spins before it parks. A
+ * core waiting for its doorbell spins the configured spin_ns, cut short
+ * by the runnable budget (sd_wait_within_budget): spinning only pays
+ * while the thread that ends the wait is running elsewhere, and a spinner
+ * over the budget would take that thread's CPU. An
+ * AICPU thread (waiting for cores or another AICPU thread) and an idle
+ * worker or launcher spin SD_SHORT_SPIN_NS: no per-task handoff goes
+ * through their waits. */
+#define SD_SHORT_SPIN_NS 3000
+enum sd_wait_role { SD_WAIT_CORE, SD_WAIT_AICPU, SD_WAIT_IDLE };
+uint64_t sd_spin_ns(const struct sd_device *dev, enum sd_wait_role role);
+
+#endif /* SIMDEV_CONFIG_H */

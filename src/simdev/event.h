@@ -1,0 +1,53 @@
+/*
+ * simdev/event.h — events and their records (event.c).
+ *
+ * Owns: the layout of an event and of each of its records, and the
+ * reference counting and completion of records that streams and captures
+ * share. Must not know how a record is reached: the stream executor
+ * completes it, a capture marks it an edge.
+ */
+#ifndef SIMDEV_EVENT_H
+#define SIMDEV_EVENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sd_capture;
+struct sd_device;
+
+/*
+ * One record of an event: completed by the stream that reached it, carrying
+ * that stream's error. Reference-counted: the event and every op that
+ * completes or waits for it hold one.
+ */
+struct sd_event_record {
+    _Atomic uint32_t refs;
+    _Atomic int done;
+    int status; /* written before done is released */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct sd_capture *capture; /* non-NULL: recorded inside this capture */
+    size_t *capture_tail;       /* the recording stream's tail at that point */
+    size_t capture_tail_count;
+};
+
+struct simdev_event {
+    struct sd_device *dev;
+    struct simdev_event *next_in_device; /* caller must hold dev->lock */
+    pthread_mutex_t lock;
+    struct sd_event_record *latest; /* guarded by lock; NULL = never recorded */
+};
+
+struct sd_event_record *sd_record_new(void);
+void sd_record_ref(struct sd_event_record *record);
+void sd_record_unref(struct sd_event_record *record);
+void sd_record_complete(struct sd_event_record *record, int status);
+/* Blocks until complete; returns its status. */
+int sd_record_wait(struct sd_event_record *record);
+void sd_event_teardown(struct simdev_event *event);
+/* Replaces the event's latest record, taking the caller's reference. */
+void sd_event_set_latest(struct simdev_event *event, struct sd_event_record *record);
+
+#endif /* SIMDEV_EVENT_H */

@@ -1,0 +1,65 @@
+/*
+ * simdev/launch.h — gang-scheduled launches on a device's threads
+ * (device.c).
+ *
+ * Owns: the job a launch hands its workers, the pool of free workers with
+ * its ticket queues, the word launchers wait on for their job's end, the
+ * watchdog that loses a device, and the jobs hung threads still hold. Must
+ * not run device functions itself: workers do (worker.h).
+ */
+#ifndef SIMDEV_LAUNCH_H
+#define SIMDEV_LAUNCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simdev/park.h"
+#include "simpler/device.h"
+
+struct sd_device;
+struct sd_op;
+
+/* One execution of an AICPU or AICore launch, shared with its workers. */
+struct sd_job {
+    struct sd_job *next_abandoned;
+    simdev_aicpu_fn aicpu_fn; /* exactly one of the two is set */
+    simdev_aicore_fn aicore_fn;
+    void *args_copy; /* the job's own copy of the argument bytes */
+    size_t args_size;
+    uint32_t thread_count;
+    _Atomic uint32_t remaining;
+    _Atomic int status;
+};
+
+/* A device's launch state. */
+struct sd_launch_state {
+    /* Gang scheduling of launches: a launch takes all the threads it needs at
+     * once, in ticket order, so two launches never deadlock on a partial
+     * set. AICPU threads and AICore cores are separate resources with a
+     * ticket queue each (index: 0 AICPU, 1 cores), as on a real device: a
+     * core launch never waits behind an AICPU launch (which may itself be
+     * waiting for those cores to start). Caller must hold pool_lock for the
+     * fields below. */
+    pthread_mutex_t pool_lock;
+    pthread_cond_t pool_cond;
+    bool aicpu_busy[SIMDEV_MAX_AICPU_THREADS];
+    uint32_t aicpu_free;
+    bool cores_busy;
+    uint64_t next_ticket[2];
+    uint64_t serving_ticket[2];
+    struct sd_job *abandoned; /* jobs whose threads hung; freed at reset */
+
+    /* Launch completions: the last thread of a job wakes its launcher here.
+     * The word lives in the device, not the job, because the launcher frees
+     * the job as soon as it sees the job done, possibly before the waker has
+     * returned from sd_wake. */
+    _Alignas(SD_CACHELINE) struct sd_waitword done;
+};
+
+/* Runs a launch op on the device's threads. */
+int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op);
+
+#endif /* SIMDEV_LAUNCH_H */

@@ -1,0 +1,86 @@
+/*
+ * simdev/op.c — stream operations: allocation, copies, and running one.
+ *
+ * Owns: the life of an op (op.h) and the dispatch of a launch, copy,
+ * memset, host or semaphore op to what runs it. Must not touch a stream's
+ * queue or its carried error: the executor (stream.c) and graph replay
+ * (graph.c) call sd_op_run_after with theirs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev/device.h"
+#include "simdev/event.h"
+#include "simdev/fault.h"
+#include "simdev/graph.h"
+#include "simdev/launch.h"
+#include "simdev/op.h"
+#include "simdev/sem.h"
+
+struct sd_op *sd_op_new(enum sd_op_type type, const void *args, size_t args_size)
+{
+    struct sd_op *op = sd_malloc(sizeof(*op) + args_size);
+    if (!op)
+        return NULL;
+    memset(op, 0, sizeof(*op));
+    op->type = type;
+    op->args_size = args_size;
+    if (args_size)
+        memcpy(op->args, args, args_size);
+    return op;
+}
+
+struct sd_op *sd_op_clone(const struct sd_op *op)
+{
+    struct sd_op *copy = sd_malloc(sizeof(*op) + op->args_size);
+    if (!copy)
+        return NULL;
+    memcpy(copy, op, sizeof(*op) + op->args_size);
+    copy->next = NULL;
+    copy->exec_fault = 0; /* a test's execution fault belongs to the one queued op */
+    return copy;
+}
+
+void sd_op_free(struct sd_op *op)
+{
+    if (!op)
+        return;
+    if ((op->type == SD_OP_RECORD || op->type == SD_OP_WAIT) && op->u.record)
+        sd_record_unref(op->u.record);
+    if (op->type == SD_OP_GRAPH)
+        sd_graph_exec_unref(op->u.graph);
+    free(op);
+}
+
+int sd_op_run(struct sd_device *dev, struct sd_op *op)
+{
+    if (sd_device_lost(dev))
+        return PTO_RUNTIME_ERR_DEVICE_LOST;
+    switch (op->type) {
+    case SD_OP_AICPU:
+    case SD_OP_AICORE:
+        return sd_device_run_launch(dev, op);
+    case SD_OP_COPY:
+        memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+        return 0;
+    case SD_OP_MEMSET:
+        memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
+        return 0;
+    case SD_OP_HOST_FN:
+        return sd_status_from_return(op->u.host.fn(op->u.host.user_data));
+    case SD_OP_SEM_ACQUIRE:
+    case SD_OP_SEM_RELEASE:
+        return sd_sem_run(dev, op);
+    default:
+        return PTO_RUNTIME_ERR_INTERNAL;
+    }
+}
+
+int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried)
+{
+    if (op->type == SD_OP_SEM_ACQUIRE || op->type == SD_OP_SEM_RELEASE) {
+        int own = sd_sem_run(dev, op);
+        return carried ? carried : own;
+    }
+    return carried ? carried : sd_op_run(dev, op);
+}

@@ -1,0 +1,98 @@
+/*
+ * simdev/op.h — one stream operation, as queued and as replayed (op.c).
+ *
+ * Owns: the op representation (launch, copy, memset, host callback,
+ * record, wait, graph launch, semaphore), its allocation and copies, and
+ * the one rule by which an op runs after its predecessor's status. Must not
+ * know queues: streams (stream.c) and graph lanes (graph.c) order the ops.
+ */
+#ifndef SIMDEV_OP_H
+#define SIMDEV_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "simpler/device.h"
+
+enum sd_op_type {
+    SD_OP_AICPU,
+    SD_OP_AICORE,
+    SD_OP_COPY,
+    SD_OP_MEMSET,
+    SD_OP_HOST_FN,
+    SD_OP_RECORD,
+    SD_OP_WAIT,
+    SD_OP_GRAPH,
+    SD_OP_SEM_ACQUIRE,
+    SD_OP_SEM_RELEASE,
+};
+
+struct sd_device;
+struct sd_event_record;
+struct simdev_graph_exec;
+
+/* One stream operation. Launch argument bytes are stored inline after it. */
+struct sd_op {
+    struct sd_op *next;
+    enum sd_op_type type;
+    union {
+        struct {
+            simdev_aicpu_fn fn;
+            uint32_t thread_count;
+        } aicpu;
+        struct {
+            simdev_aicore_fn fn;
+        } aicore;
+        struct {
+            void *dst;
+            const void *src;
+            size_t bytes;
+        } copy;
+        struct {
+            void *dst;
+            int value;
+            size_t bytes;
+        } memset;
+        struct {
+            simdev_host_fn fn;
+            void *user_data;
+        } host;
+        struct sd_event_record *record; /* RECORD: completes it; WAIT: waits for it (NULL: no-op) */
+        struct simdev_graph_exec *graph;
+        simdev_sem_t sem;
+    } u;
+    int exec_fault; /* test-only: nonzero = fail with this code when executed */
+    bool handoff;   /* RECORD: the stream's error goes to the event, the stream is clean after */
+    size_t args_size;
+    unsigned char args[];
+};
+
+/* Allocates an op with room for args_size argument bytes, copied from args. */
+struct sd_op *sd_op_new(enum sd_op_type type, const void *args, size_t args_size);
+/* A deep copy of a launch/copy/memset/host op (graph instantiation). */
+struct sd_op *sd_op_clone(const struct sd_op *op);
+/* Frees an op and drops the references it holds. */
+void sd_op_free(struct sd_op *op);
+
+/*
+ * Runs a launch, copy, memset or host op to completion on the calling
+ * thread and returns its status. Launches block until every device thread
+ * of the launch has returned or the watchdog fires (which loses the device).
+ */
+int sd_op_run(struct sd_device *dev, struct sd_op *op);
+/* Runs `op` after a predecessor left `carried` (0: none) and returns the
+ * status after it: an op after a failure is skipped with that failure,
+ * except a semaphore op, which is synchronisation and always executes
+ * (keeping the carried failure). The one rule of the stream executor and of
+ * graph replay. */
+int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried);
+
+/* A device function's or host callback's return as an op status: 0 and
+ * negative codes pass through; a positive return (outside the contract) is
+ * reported as PTO_RUNTIME_ERR_INTERNAL so it still fails the stream. */
+static inline int sd_status_from_return(int value)
+{
+    return value > 0 ? PTO_RUNTIME_ERR_INTERNAL : value;
+}
+
+#endif /* SIMDEV_OP_H */

@@ -1,0 +1,86 @@
+/*
+ * simdev/park.h — spin-then-park waiting for device threads (park.c).
+ *
+ * Owns: the wait word every simdev wait parks on, the runnable budget waits
+ * count against, and sd_wait / sd_wake. Must not know any device state: a
+ * wait knows only its word, its predicate and the calling thread's budget.
+ */
+#ifndef SIMDEV_PARK_H
+#define SIMDEV_PARK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The host's cache line: shared hot fields of simdev sit on their own. */
+#define SD_CACHELINE 64
+
+struct sd_worker;
+
+/*
+ * A wait word: a waiter spins on its predicate for a bounded time, then
+ * parks on `seq` with a futex. A waker changes the predicate's state, then
+ * calls sd_wake. `seq` holds the count of wakes (shifted left one bit) and,
+ * in bit 0, the sleeper bit: a waiter sets it before it sleeps, and the
+ * first waker to see it clears it and makes the one futex syscall that
+ * wakes every sleeper; wakers after it, until a waiter sleeps again, make
+ * none (model/park_wake.pml). Readers of the count use sd_word_wakes.
+ * `waiters` counts the threads parking or parked (a hint for placement,
+ * and the half of Dekker pairs whose other half is the caller's).
+ */
+struct sd_waitword {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t waiters;
+};
+
+/* The word's count of wakes (mod 2^31), without the sleeper bit. */
+static inline uint32_t sd_word_wakes(struct sd_waitword *word)
+{
+    /* acquire: pairs with the increment in sd_wake */
+    return atomic_load_explicit(&word->seq, memory_order_acquire) >> 1;
+}
+
+typedef bool (*sd_ready_fn)(void *arg);
+
+/*
+ * The runnable budget of a device (the engine rule: never more runnable
+ * device threads than host CPUs). `awake` counts the device threads that
+ * run a job (a launch's AICPU threads, its cores) and are not parked: a
+ * thread in a job parks uncounted (sd_wait decrements before the futex and
+ * counts itself again after it). A waiter that may give its CPU up (a core
+ * idle on its doorbell) leaves its spin early while more threads are awake
+ * than `cpus`, taking itself out of the count with one compare-and-swap,
+ * so exactly the excess parks and the others keep spinning.
+ */
+struct sd_budget {
+    _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
+    uint32_t cpus; /* the host CPUs this process may use (device start) */
+};
+
+/* Runs on every device thread while it runs a job (worker.c sets it around
+ * the job): the budget its waits count against, or NULL. */
+extern _Thread_local struct sd_budget *sd_tl_budget;
+/* The device thread running the job (set with sd_tl_budget), or NULL. */
+extern _Thread_local struct sd_worker *sd_tl_worker;
+
+/* Bumps the sequence and wakes every parked waiter. */
+void sd_wake(struct sd_waitword *word);
+
+/*
+ * Waits until ready(arg) is true: spins for spin_ns (never yielding), then
+ * parks. Returns 0,
+ * PTO_RUNTIME_ERR_TIMEOUT once deadline_ns (absolute, simdev_clock_ns; 0 =
+ * none) passes, or PTO_RUNTIME_ERR_DEVICE_LOST when *lost becomes nonzero
+ * (lost may be NULL). Whoever sets *lost must sd_wake the word afterwards.
+ */
+int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
+            uint64_t deadline_ns, _Atomic int *lost);
+
+/* sd_wait whose spin also ends, and the thread parks, while the calling
+ * thread's budget (sd_tl_budget) has more threads awake than CPUs. For
+ * waiters whose wake-up is off the per-task path when it matters: a core
+ * idle on its doorbell, whose scheduler prefers cores that are awake. */
+int sd_wait_within_budget(struct sd_waitword *word, sd_ready_fn ready, void *arg,
+                          uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost);
+
+#endif /* SIMDEV_PARK_H */

@@ -1,0 +1,50 @@
+/*
+ * simdev/placement.h — where a device's threads run on the host's CPUs
+ * (device.c).
+ *
+ * Owns: the CPU each core is pinned to, the primary CPU of a job's last
+ * AICPU thread (the runtime's orchestrator) and the core that shares it,
+ * and what each worker keeps of its own place. Best effort: a refused
+ * affinity leaves a thread where the OS put it. Must not run jobs or
+ * touch a device's launches.
+ */
+#ifndef SIMDEV_PLACEMENT_H
+#define SIMDEV_PLACEMENT_H
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+struct sd_worker;
+
+/* Where an AICPU worker may run (place_aicpu, device.c): the CPUs it was
+ * created with, only the orchestrator's CPU, or every CPU but that one. */
+enum sd_place { SD_PLACE_ANY, SD_PLACE_PRIMARY, SD_PLACE_OTHERS };
+
+/* What placement keeps on each device thread. */
+struct sd_worker_placement {
+    /* For the core that shares its CPU with the AICPU thread running a
+     * job's last thread, that thread while it does (its `awake` says
+     * whether it runs the job and is not parked); else NULL. */
+    _Atomic(struct sd_worker *) mate;
+    /* A core pinned to a CPU that no other core of its device uses. Its
+     * CPU is its own but for `mate`, so the budget's device-wide count
+     * never parks it early (park.c). */
+    bool own_cpu;
+    /* The place of an AICPU worker, kept from job to job and changed only
+     * by the worker's own thread. */
+    enum sd_place place;
+};
+
+/* A device's placement, set when its threads start (place_threads). */
+struct sd_placement {
+    /* The CPU a job's last AICPU thread runs on and the core sharing that
+     * CPU, or -1 each. */
+    int primary_cpu;
+    int primary_mate;
+    _Atomic(struct sd_worker *) primary_owner; /* the thread that has the place, or NULL */
+    cpu_set_t all_cpus;    /* the process's CPUs */
+    cpu_set_t other_cpus;  /* all_cpus but primary_cpu (when that is set) */
+};
+
+#endif /* SIMDEV_PLACEMENT_H */

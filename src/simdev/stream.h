@@ -1,0 +1,56 @@
+/*
+ * simdev/stream.h — streams: FIFO op queues run asynchronously to the host
+ * (stream.c).
+ *
+ * Owns: the layout of a stream (its queue, executor thread, carried error
+ * and capture lane) and the two ways an op gets onto it. Must not decide
+ * capture: capture.c does, through the stream's capture fields.
+ */
+#ifndef SIMDEV_STREAM_H
+#define SIMDEV_STREAM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sd_capture;
+struct sd_device;
+struct sd_op;
+
+struct simdev_stream {
+    struct sd_device *dev;
+    struct simdev_stream *next_in_device; /* caller must hold dev->lock */
+    pthread_t executor;
+
+    pthread_mutex_t lock; /* guards every field below */
+    pthread_cond_t work_cond; /* executor waits for ops */
+    pthread_cond_t idle_cond; /* sync waits for progress */
+    struct sd_op *head;
+    struct sd_op *tail;
+    uint64_t enqueued;
+    uint64_t completed;
+    int carried_status; /* error the stream carries; skips later ops */
+    bool stopping;
+
+    /* Capture (capture.c); guarded by the global capture lock. The pointer
+     * is atomic so the enqueue fast path can see "not capturing" lock-free. */
+    _Atomic(struct sd_capture *) capture;
+    uint32_t capture_lane;
+    size_t *capture_tail; /* node ids the next captured op depends on */
+    size_t capture_tail_count;
+    size_t capture_tail_cap;
+};
+
+/* Enqueues a launch, copy, memset, host or graph op on the stream, or
+ * records it into the stream's capture. Takes ownership of `op` on
+ * success. */
+int sd_stream_submit(struct simdev_stream *stream, struct sd_op *op);
+/* Queues an op for the executor; returns 1 (and takes nothing) when the
+ * stream is capturing, so the caller goes back to its capture path. */
+int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op);
+/* Destroys a stream during device reset (no capture check). */
+void sd_stream_teardown(struct simdev_stream *stream);
+
+#endif /* SIMDEV_STREAM_H */

@@ -1,0 +1,61 @@
+/*
+ * simdev/worker.h — a device's persistent threads: its AICPU threads and
+ * its AICores (device.c).
+ *
+ * Owns: each worker's thread, its mailbox for jobs and its awake flag, and
+ * the per-device set of workers. A worker runs the jobs launches hand it
+ * (launch.h); where it runs is placement's (placement.h). Must not choose
+ * which worker runs a job: the launch does.
+ */
+#ifndef SIMDEV_WORKER_H
+#define SIMDEV_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "simdev/park.h"
+#include "simdev/placement.h"
+#include "simpler/device_fn.h"
+
+struct sd_device;
+struct sd_job;
+
+/* One persistent device thread: an AICPU thread or an AICore. */
+struct sd_worker {
+    struct sd_device *dev;
+    pthread_t thread;
+    bool is_core;
+    uint32_t index; /* AICPU thread index or core id */
+    struct sd_worker_placement placement;
+    _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
+    /* Set by the launcher, taken (swapped back to NULL) by the worker. */
+    _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;
+    struct sd_waitword wake; /* the launcher wakes the worker here */
+};
+
+/* A device's workers. */
+struct sd_workers {
+    struct sd_worker aicpu[SIMDEV_MAX_AICPU_THREADS];
+    struct sd_worker cores[SIMDEV_MAX_CORES];
+    _Atomic int stopping; /* set before the workers are woken to exit */
+};
+
+/* The AICPU thread that shares `core`'s CPU and has the place, or NULL. */
+static inline const struct sd_worker *sd_core_mate(const struct sd_worker *core)
+{
+    /* acquire: pairs with the release in primary_begin (device.c) */
+    return atomic_load_explicit(&((struct sd_worker *)core)->placement.mate,
+                                memory_order_acquire);
+}
+
+/* True while `core` gives way to the AICPU thread sharing its CPU: that
+ * thread (its mate) runs the job that has the place and is awake. */
+static inline bool sd_core_gives_way(const struct sd_worker *core)
+{
+    const struct sd_worker *mate = sd_core_mate(core);
+    return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
+}
+
+#endif /* SIMDEV_WORKER_H */
