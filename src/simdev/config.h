@@ -1,6 +1,6 @@
 /*
  * simdev/config.h — a device's configuration and what follows from it
- * (device.c).
+ * (config.c).
  *
  * Owns: the default topology, its environment overrides and range check,
  * and how long each role of waiter spins. Must not start anything: the
@@ -14,6 +14,10 @@
 #include "simpler/device.h"
 
 struct sd_device;
+
+/* Fixes the configuration the device starts with: the one configured, else
+ * the environment's (or the default). Caller must hold dev->lock. */
+void sd_config_settle(struct sd_device *dev);
 
 /* How long a waiter of each role spins before it parks. A
  * core waiting for its doorbell spins the configured spin_ns, cut short

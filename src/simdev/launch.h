@@ -1,6 +1,6 @@
 /*
  * simdev/launch.h — gang-scheduled launches on a device's threads
- * (device.c).
+ * (launch.c).
  *
  * Owns: the job a launch hands its workers, the pool of free workers with
  * its ticket queues, the word launchers wait on for their job's end, the
@@ -34,6 +34,13 @@ struct sd_job {
     _Atomic int status;
 };
 
+/* The AICPU index table after a job (launch_take_threads fills it):
+ * AICPU worker i runs thread indices[i] of the job. */
+static inline uint32_t *sd_job_indices(struct sd_job *job)
+{
+    return (uint32_t *)((unsigned char *)job + sizeof(*job));
+}
+
 /* A device's launch state. */
 struct sd_launch_state {
     /* Gang scheduling of launches: a launch takes all the threads it needs at
@@ -59,7 +66,24 @@ struct sd_launch_state {
     _Alignas(SD_CACHELINE) struct sd_waitword done;
 };
 
-/* Runs a launch op on the device's threads. */
-int sd_device_run_launch(struct sd_device *dev, const struct sd_op *op);
+/* Runs a launch op on the device's threads and returns its status (the
+ * first failing thread's); DEVICE_LOST when the device was or became lost
+ * (the watchdog fired). Blocks until every thread of the job returned. */
+int sd_launch_run(struct sd_device *dev, const struct sd_op *op);
+
+/* Called by each worker of a job as its device function returns: records
+ * a failing `status` (the first wins) and, from the last worker, wakes the
+ * launcher. The worker must not touch the job afterwards. */
+void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status);
+
+/* Initialises the pool's lock and condition (once, with the device table). */
+void sd_launch_init(struct sd_device *dev);
+/* Every worker free, both ticket queues empty (device start). */
+void sd_launch_reset(struct sd_device *dev);
+/* Wakes every launch waiting for threads or for its job (the device was
+ * lost). */
+void sd_launch_wake_all(struct sd_device *dev);
+/* Frees the jobs hung threads held (reset, once every worker stopped). */
+void sd_launch_free_abandoned(struct sd_device *dev);
 
 #endif /* SIMDEV_LAUNCH_H */

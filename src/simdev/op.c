@@ -59,7 +59,7 @@ int sd_op_run(struct sd_device *dev, struct sd_op *op)
     switch (op->type) {
     case SD_OP_AICPU:
     case SD_OP_AICORE:
-        return sd_device_run_launch(dev, op);
+        return sd_launch_run(dev, op);
     case SD_OP_COPY:
         memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
         return 0;

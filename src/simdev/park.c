@@ -6,7 +6,7 @@
  * to a spinning thread costs ~0.1-0.6 us, a futex wake-up 10-40 us), then
  * sleeps on a futex, so an idle device uses no CPU even with many simulated
  * cores on two host CPUs. How long each role spins is the caller's choice
- * (sd_spin_ns, device.c).
+ * (sd_spin_ns, config.c).
  * Must not touch device state: it knows only the word it is given and the
  * calling thread's runnable budget (sd_tl_budget, park.h).
  */
@@ -131,7 +131,7 @@ int platform_hint_budget_has_room(void)
     return !b || atomic_load_explicit(&b->awake, memory_order_relaxed) < b->cpus;
 }
 
-/* True for a core alone on its CPU (placement, device.c): when more
+/* True for a core alone on its CPU (placement.c): when more
  * threads are awake than CPUs, the excess is elsewhere, on a CPU it does
  * not run on, and its parking would leave its own CPU idle. */
 static bool own_cpu(void)
@@ -186,7 +186,7 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
      * that a handoff between running threads would wait out, and on a host
      * with more device threads than CPUs a yield-spinner keeps taking a
      * CPU from the threads doing the work. The budget is the caller's
-     * (per role: sd_spin_ns in device.c); after it, park. Every 32 polls
+     * (per role: sd_spin_ns in config.c); after it, park. Every 32 polls
      * (about a microsecond) look at the clock, and (yield_to_budget) at the
      * device's runnable budget: a waiter over it parks at once. The spin's
      * end is set at the first look (a wait that ends sooner, the common

@@ -1,6 +1,6 @@
 /*
  * simdev/placement.h — where a device's threads run on the host's CPUs
- * (device.c).
+ * (placement.c).
  *
  * Owns: the CPU each core is pinned to, the primary CPU of a job's last
  * AICPU thread (the runtime's orchestrator) and the core that shares it,
@@ -14,10 +14,13 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
+struct sd_device;
+struct sd_job;
 struct sd_worker;
 
-/* Where an AICPU worker may run (place_aicpu, device.c): the CPUs it was
+/* Where an AICPU worker may run (place_aicpu, placement.c): the CPUs it was
  * created with, only the orchestrator's CPU, or every CPU but that one. */
 enum sd_place { SD_PLACE_ANY, SD_PLACE_PRIMARY, SD_PLACE_OTHERS };
 
@@ -36,7 +39,7 @@ struct sd_worker_placement {
     enum sd_place place;
 };
 
-/* A device's placement, set when its threads start (place_threads). */
+/* A device's placement, set when its threads start (sd_place_threads). */
 struct sd_placement {
     /* The CPU a job's last AICPU thread runs on and the core sharing that
      * CPU, or -1 each. */
@@ -46,5 +49,16 @@ struct sd_placement {
     cpu_set_t all_cpus;    /* the process's CPUs */
     cpu_set_t other_cpus;  /* all_cpus but primary_cpu (when that is set) */
 };
+
+/* Pins the device's `ncores` started cores and chooses the primary CPU,
+ * and sets the runnable budget's count of CPUs. Device start, before any
+ * job runs. */
+void sd_place_threads(struct sd_device *dev, uint32_t ncores);
+/* Places the calling AICPU worker `w` for thread `index` of `job`; true
+ * when it took the primary place, which it gives back with
+ * sd_place_primary_end when the job's function returns. */
+bool sd_place_take(struct sd_device *dev, struct sd_worker *w, const struct sd_job *job,
+                   uint32_t index);
+void sd_place_primary_end(struct sd_device *dev);
 
 #endif /* SIMDEV_PLACEMENT_H */

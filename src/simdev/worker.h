@@ -1,6 +1,6 @@
 /*
  * simdev/worker.h — a device's persistent threads: its AICPU threads and
- * its AICores (device.c).
+ * its AICores (worker.c).
  *
  * Owns: each worker's thread, its mailbox for jobs and its awake flag, and
  * the per-device set of workers. A worker runs the jobs launches hand it
@@ -45,7 +45,7 @@ struct sd_workers {
 /* The AICPU thread that shares `core`'s CPU and has the place, or NULL. */
 static inline const struct sd_worker *sd_core_mate(const struct sd_worker *core)
 {
-    /* acquire: pairs with the release in primary_begin (device.c) */
+    /* acquire: pairs with the release in primary_begin (placement.c) */
     return atomic_load_explicit(&((struct sd_worker *)core)->placement.mate,
                                 memory_order_acquire);
 }
@@ -57,5 +57,13 @@ static inline bool sd_core_gives_way(const struct sd_worker *core)
     const struct sd_worker *mate = sd_core_mate(core);
     return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
 }
+
+/* Starts the device's AICPU threads and cores (device start; the workers'
+ * memory is zeroed first). 0, or OUT_OF_HOST_MEMORY with every thread it
+ * started stopped again. */
+int sd_workers_start(struct sd_device *dev);
+/* Stops and joins every worker (reset): blocks until every device function
+ * still running has returned. */
+void sd_workers_stop(struct sd_device *dev);
 
 #endif /* SIMDEV_WORKER_H */

@@ -1,0 +1,221 @@
+/*
+ * simdev/launch.c — gang-scheduled launches on a device's threads.
+ *
+ * Owns: a launch from its op to its status: the job with its own copy of
+ * the arguments, the workers it takes from the pool (all at once, in
+ * ticket order), handing the job out, the wait for its end under the
+ * watchdog, and the jobs hung threads keep until reset. Must not run a
+ * device function (worker.c does) or place a thread (placement.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "simdev/config.h"
+#include "simdev/device.h"
+#include "simdev/fault.h"
+#include "simdev/launch.h"
+#include "simdev/op.h"
+#include "simdev/park.h"
+#include "simdev/worker.h"
+
+void sd_launch_init(struct sd_device *dev)
+{
+    pthread_mutex_init(&dev->launch.pool_lock, NULL);
+    pthread_cond_init(&dev->launch.pool_cond, NULL);
+}
+
+void sd_launch_reset(struct sd_device *dev)
+{
+    dev->launch.aicpu_free = dev->config.aicpu_threads;
+    memset(dev->launch.aicpu_busy, 0, sizeof(dev->launch.aicpu_busy));
+    dev->launch.cores_busy = false;
+    dev->launch.next_ticket[0] = dev->launch.serving_ticket[0] = 0;
+    dev->launch.next_ticket[1] = dev->launch.serving_ticket[1] = 0;
+}
+
+void sd_launch_wake_all(struct sd_device *dev)
+{
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    sd_wake(&dev->launch.done);
+}
+
+void sd_launch_free_abandoned(struct sd_device *dev)
+{
+    while (dev->launch.abandoned) {
+        struct sd_job *next = dev->launch.abandoned->next_abandoned;
+        free(dev->launch.abandoned);
+        dev->launch.abandoned = next;
+    }
+}
+
+void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status)
+{
+    if (status != 0) {
+        int expected = 0;
+        atomic_compare_exchange_strong_explicit(&job->status, &expected, status,
+                                                memory_order_relaxed, memory_order_relaxed);
+    }
+    /* acq_rel: the last finisher's release publishes every thread's status
+     * write; pairs with the acquire in job_done. */
+    if (atomic_fetch_sub_explicit(&job->remaining, 1, memory_order_acq_rel) == 1)
+        sd_wake(&dev->launch.done); /* never touch the job after the decrement */
+}
+
+static bool job_done(void *arg)
+{
+    struct sd_job *job = arg;
+    /* acquire: pairs with the last finisher's acq_rel in sd_job_finish */
+    return atomic_load_explicit(&job->remaining, memory_order_acquire) == 0;
+}
+
+/* A job for launch `op` on `count` threads, or NULL when out of host
+ * memory. The job carries its own copy of the args (a hung launch must not
+ * read memory its op's owner frees) and the AICPU index table. */
+static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
+{
+    size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
+    _Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
+                       SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t) % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
+                   "the args copy after the job and its index table keeps its promised alignment");
+    struct sd_job *job = sd_calloc(1, sizeof(*job) + index_bytes + op->args_size);
+    if (!job)
+        return NULL;
+    if (op->type == SD_OP_AICORE)
+        job->aicore_fn = op->u.aicore.fn;
+    else
+        job->aicpu_fn = op->u.aicpu.fn;
+    job->args_size = op->args_size;
+    job->thread_count = count;
+    atomic_init(&job->remaining, count);
+    if (op->args_size) {
+        job->args_copy = (unsigned char *)job + sizeof(*job) + index_bytes;
+        memcpy(job->args_copy, op->args, op->args_size);
+    }
+    return job;
+}
+
+/* Takes the threads the launch needs, in ticket order among launches of
+ * the same resource (AICPU threads or cores). Returns 0 or DEVICE_LOST.
+ * Fills workers[] with the chosen workers. */
+static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
+                               struct sd_worker **workers)
+{
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    uint32_t queue = on_cores ? 1 : 0;
+    uint64_t ticket = dev->launch.next_ticket[queue]++;
+    for (;;) {
+        if (sd_device_lost(dev)) {
+            /* Let later tickets see the loss too. */
+            if (dev->launch.serving_ticket[queue] == ticket)
+                dev->launch.serving_ticket[queue]++;
+            pthread_cond_broadcast(&dev->launch.pool_cond);
+            pthread_mutex_unlock(&dev->launch.pool_lock);
+            return PTO_RUNTIME_ERR_DEVICE_LOST;
+        }
+        bool available = on_cores ? !dev->launch.cores_busy
+                                  : dev->launch.aicpu_free >= job->thread_count;
+        if (dev->launch.serving_ticket[queue] == ticket && available)
+            break;
+        pthread_cond_wait(&dev->launch.pool_cond, &dev->launch.pool_lock);
+    }
+    if (on_cores) {
+        dev->launch.cores_busy = true;
+        for (uint32_t i = 0; i < job->thread_count; i++)
+            workers[i] = &dev->workers.cores[i];
+    } else {
+        uint32_t taken = 0;
+        uint32_t *indices = sd_job_indices(job);
+        for (uint32_t i = 0; i < dev->config.aicpu_threads && taken < job->thread_count; i++) {
+            if (!dev->launch.aicpu_busy[i]) {
+                dev->launch.aicpu_busy[i] = true;
+                indices[i] = taken;
+                workers[taken++] = &dev->workers.aicpu[i];
+            }
+        }
+        dev->launch.aicpu_free -= job->thread_count;
+    }
+    dev->launch.serving_ticket[queue]++;
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    return 0;
+}
+
+/* Gives the job's threads back to the pool and wakes the launches waiting
+ * for them. */
+static void launch_return_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
+                                  struct sd_worker **workers)
+{
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    if (on_cores) {
+        dev->launch.cores_busy = false;
+    } else {
+        for (uint32_t i = 0; i < job->thread_count; i++)
+            dev->launch.aicpu_busy[workers[i]->index] = false;
+        dev->launch.aicpu_free += job->thread_count;
+    }
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+}
+
+/* The job is still referenced by hung device threads: keep it until reset. */
+static void launch_abandon(struct sd_device *dev, struct sd_job *job)
+{
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    job->next_abandoned = dev->launch.abandoned;
+    dev->launch.abandoned = job;
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+}
+
+/* Gives the job to each of the `count` workers it took and wakes them. */
+static void job_hand_out(struct sd_job *job, struct sd_worker **workers, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        /* release: publishes the job; pairs with the acquire in worker_has_job
+         * (worker.c) */
+        atomic_store_explicit(&workers[i]->job, job, memory_order_release);
+        sd_wake(&workers[i]->wake);
+    }
+}
+
+/* Waits for the job's end under the watchdog: 0, TIMEOUT (the watchdog
+ * fired) or DEVICE_LOST. Ended by the job's last finisher (sd_job_finish),
+ * or by whoever loses the device (sd_device_mark_lost wakes the word). */
+static int job_wait(struct sd_device *dev, struct sd_job *job)
+{
+    uint64_t deadline = 0;
+    if (dev->config.watchdog_ms)
+        deadline = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
+    return sd_wait(&dev->launch.done, job_done, job, sd_spin_ns(dev, SD_WAIT_IDLE), deadline,
+                   &dev->lost);
+}
+
+int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
+{
+    bool on_cores = op->type == SD_OP_AICORE;
+    uint32_t count = on_cores ? dev->config.aic_cores + dev->config.aiv_cores
+                              : op->u.aicpu.thread_count;
+    struct sd_job *job = job_new(op, count);
+    if (!job)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    struct sd_worker *workers[SIMDEV_MAX_CORES];
+    int rc = launch_take_threads(dev, job, on_cores, workers);
+    if (rc != 0) {
+        free(job);
+        return rc;
+    }
+    job_hand_out(job, workers, count);
+    rc = job_wait(dev, job);
+    if (rc == 0) {
+        launch_return_threads(dev, job, on_cores, workers);
+        int status = atomic_load_explicit(&job->status, memory_order_relaxed);
+        free(job);
+        return status;
+    }
+    if (rc == PTO_RUNTIME_ERR_TIMEOUT)
+        sd_device_mark_lost(dev);
+    /* Hung threads still reference the job (never the op): keep it. */
+    launch_abandon(dev, job);
+    return PTO_RUNTIME_ERR_DEVICE_LOST;
+}

@@ -1,0 +1,154 @@
+/*
+ * simdev/worker.c — a device's persistent threads: its AICPU threads and
+ * its AICores.
+ *
+ * Owns: starting and stopping a device's workers, each worker's loop (wait
+ * for a job, run its device function, report) and the runnable budget's
+ * count of the threads in a job. Must not choose which workers run a job
+ * (launch.c) or where they run (placement.c).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "simdev/config.h"
+#include "simdev/device.h"
+#include "simdev/fault.h"
+#include "simdev/launch.h"
+#include "simdev/op.h"
+#include "simdev/park.h"
+#include "simdev/placement.h"
+#include "simdev/worker.h"
+
+static bool worker_has_job(void *arg)
+{
+    struct sd_worker *w = arg;
+    /* acquire: pairs with the release store of the job in job_hand_out
+     * (launch.c) */
+    return atomic_load_explicit(&w->job, memory_order_acquire) != NULL ||
+           atomic_load_explicit(&w->dev->workers.stopping, memory_order_acquire);
+}
+
+/* Calls the job's AICore function as core `w`; returns what it returned. */
+static int call_aicore(struct sd_worker *w, const struct sd_job *job)
+{
+    struct sd_device *dev = w->dev;
+    struct simdev_core_ctx ctx = {
+        .device = dev->id,
+        .core_id = w->index,
+        .core_type = w->index < dev->config.aic_cores ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV,
+        .core_count = dev->config.aic_cores + dev->config.aiv_cores,
+        .aic_count = dev->config.aic_cores,
+        .aiv_count = dev->config.aiv_cores,
+        .regs = &dev->regs.windows[w->index],
+    };
+    return job->aicore_fn(&ctx, job->args_copy, job->args_size);
+}
+
+/* Calls the job's AICPU function as its thread `index`; returns what it
+ * returned. */
+static int call_aicpu(struct sd_worker *w, const struct sd_job *job, uint32_t index)
+{
+    struct simdev_aicpu_ctx ctx = {
+        .device = w->dev->id,
+        .thread_index = index,
+        .thread_count = job->thread_count,
+    };
+    return job->aicpu_fn(&ctx, job->args_copy, job->args_size);
+}
+
+static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
+{
+    struct sd_device *dev = w->dev;
+    /* Counted awake for the job's length, but while parked (park.c). */
+    atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+    atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
+    sd_tl_budget = &dev->budget;
+    sd_tl_worker = w;
+    bool primary = !w->is_core && sd_place_take(dev, w, job, index);
+    int status = w->is_core ? call_aicore(w, job) : call_aicpu(w, job, index);
+    if (primary)
+        sd_place_primary_end(dev);
+    sd_tl_budget = NULL;
+    sd_tl_worker = NULL;
+    atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+    sd_job_finish(dev, job, sd_status_from_return(status));
+}
+
+static void *worker_main(void *arg)
+{
+    struct sd_worker *w = arg;
+    /* A name per role for profilers and debuggers (perf sched, top -H,
+     * gdb): "simdev0 core1", "simdev0 aicpu2". At most 15 characters are
+     * kept; a failure only loses the name. */
+    char name[16];
+    snprintf(name, sizeof name, "simdev%d %s%u", w->dev->id, w->is_core ? "core" : "aicpu",
+             w->index);
+    (void)pthread_setname_np(pthread_self(), name);
+    for (;;) {
+        sd_wait(&w->wake, worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0, NULL);
+        /* acquire: pairs with the release store in job_hand_out (launch.c) */
+        struct sd_job *job = atomic_exchange_explicit(&w->job, NULL, memory_order_acquire);
+        if (!job) {
+            if (atomic_load_explicit(&w->dev->workers.stopping, memory_order_acquire))
+                break;
+            continue;
+        }
+        /* AICPU workers find their thread index in the job's index table. */
+        uint32_t index = w->is_core ? 0 : sd_job_indices(job)[w->index];
+        run_job(w, job, index);
+    }
+    return NULL;
+}
+
+/* Starts `count` workers of one kind; 0, or 1 + the number started before
+ * a thread could not be created. */
+static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint32_t count,
+                         bool is_core)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        struct sd_worker *w = &workers[i];
+        memset(w, 0, sizeof(*w));
+        w->dev = dev;
+        w->is_core = is_core;
+        w->index = i;
+        if (sd_thread_create(&w->thread, worker_main, w) != 0)
+            return (int)i + 1; /* 1-based count of threads to keep */
+    }
+    return 0;
+}
+
+/* Wakes `count` workers to see `stopping` and joins them. */
+static void stop_workers(struct sd_worker *workers, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        sd_wake(&workers[i].wake);
+    for (uint32_t i = 0; i < count; i++)
+        pthread_join(workers[i].thread, NULL);
+}
+
+int sd_workers_start(struct sd_device *dev)
+{
+    uint32_t ncores = dev->config.aic_cores + dev->config.aiv_cores;
+    atomic_store(&dev->workers.stopping, 0);
+    int made = start_workers(dev, dev->workers.aicpu, dev->config.aicpu_threads, false);
+    if (made == 0) {
+        int made_cores = start_workers(dev, dev->workers.cores, ncores, true);
+        if (made_cores == 0)
+            return 0;
+        atomic_store(&dev->workers.stopping, 1);
+        stop_workers(dev->workers.cores, (uint32_t)made_cores - 1);
+        made = (int)dev->config.aicpu_threads + 1;
+    }
+    atomic_store(&dev->workers.stopping, 1);
+    stop_workers(dev->workers.aicpu, (uint32_t)made - 1);
+    return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+}
+
+void sd_workers_stop(struct sd_device *dev)
+{
+    atomic_store_explicit(&dev->workers.stopping, 1, memory_order_release);
+    stop_workers(dev->workers.aicpu, dev->config.aicpu_threads);
+    stop_workers(dev->workers.cores, dev->config.aic_cores + dev->config.aiv_cores);
+}
