@@ -111,13 +111,16 @@ static void mark_out(void)
     tl_out = true;
 }
 
-static void count_out(struct sd_budget *b)
+/* Takes this thread out of its budget's awake count (it parks, or its CPU
+ * is taken). */
+static void budget_leave(struct sd_budget *b)
 {
     mark_out();
     atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
 }
 
-static void count_in(struct sd_budget *b)
+/* Counts this thread awake in its budget again (its wait is over). */
+static void budget_rejoin(struct sd_budget *b)
 {
     atomic_fetch_add_explicit(&b->awake, 1, memory_order_relaxed);
     if (sd_tl_worker)
@@ -159,7 +162,7 @@ int platform_hint_budget_fits(void)
 static bool budget_leave_if_over(struct sd_budget *b)
 {
     if (mate_awake()) { /* its CPU is taken */
-        count_out(b);
+        budget_leave(b);
         return true;
     }
     if (own_cpu())
@@ -218,7 +221,7 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     /* Park phase: a thread in a job parks uncounted (sd_wait counts it
      * again on the way out). */
     if (budget && !tl_out)
-        count_out(budget);
+        budget_leave(budget);
     for (;;) {
         atomic_fetch_add_explicit(&word->waiters, 1, memory_order_seq_cst);
         /* seq_cst fence: the announcement before every look of the last
@@ -250,7 +253,7 @@ static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, 
     /* A thread outside a job (no budget) is not counted. */
     int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost, yield_to_budget);
     if (tl_out)
-        count_in(sd_tl_budget);
+        budget_rejoin(sd_tl_budget);
     /* Losing the device wakes every waiter, and may itself make a predicate
      * true (it bumps the sequences waiters watch): a loss always wins. */
     if (rc == 0 && lost && atomic_load_explicit(lost, memory_order_acquire))

@@ -32,7 +32,7 @@
 
 /* The slot `sem` names on `dev` (live or not), or NULL for a handle that
  * cannot be the device's. */
-static struct sd_sem *slot_of(struct sd_device *dev, simdev_sem_t sem)
+static struct sd_sem *handle_slot(struct sd_device *dev, simdev_sem_t sem)
 {
     if (!sem || SEM_DEVICE(sem) != dev->id || SEM_SLOT(sem) >= SIMDEV_MAX_SEMS)
         return NULL;
@@ -40,7 +40,7 @@ static struct sd_sem *slot_of(struct sd_device *dev, simdev_sem_t sem)
 }
 
 /* Whether `sem` names the semaphore now in its slot. */
-static bool is_live(const struct sd_sem *s, simdev_sem_t sem)
+static bool handle_is_current(const struct sd_sem *s, simdev_sem_t sem)
 {
     /* acquire: pairs with the release stores of create */
     return WORD_GEN(atomic_load_explicit(&s->tickets, memory_order_acquire)) == SEM_GEN(sem);
@@ -96,14 +96,14 @@ static void kill_slot(struct sd_sem *s)
 int simdev_sem_destroy(simdev_sem_t sem)
 {
     struct sd_device *dev = sem ? sd_device_peek(SEM_DEVICE(sem)) : NULL;
-    struct sd_sem *s = dev ? slot_of(dev, sem) : NULL;
+    struct sd_sem *s = dev ? handle_slot(dev, sem) : NULL;
     if (!s)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     int rc = sd_fault_check(dev, SIMDEV_OP_SEM_DESTROY);
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&dev->lock);
-    bool live = s->live && is_live(s, sem);
+    bool live = s->live && handle_is_current(s, sem);
     if (live)
         kill_slot(s);
     pthread_mutex_unlock(&dev->lock);
@@ -131,7 +131,7 @@ void sd_sem_wake_all(struct sd_device *dev)
 int simdev_sem_info(simdev_sem_t sem, struct simdev_sem_info *out)
 {
     struct sd_device *dev = sem ? sd_device_peek(SEM_DEVICE(sem)) : NULL;
-    struct sd_sem *s = dev ? slot_of(dev, sem) : NULL;
+    struct sd_sem *s = dev ? handle_slot(dev, sem) : NULL;
     if (!s || !out)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     uint64_t tickets = atomic_load_explicit(&s->tickets, memory_order_acquire);
@@ -178,7 +178,7 @@ static bool ticket_granted(void *arg)
  * checked, and the wait for `granted`) and ReleaseGate (granted++) */
 int sd_sem_run(struct sd_device *dev, const struct sd_op *op)
 {
-    struct sd_sem *s = slot_of(dev, op->u.sem);
+    struct sd_sem *s = handle_slot(dev, op->u.sem);
     uint32_t gen = SEM_GEN(op->u.sem), count;
     int stale = sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : PTO_RUNTIME_ERR_INVALID_STATE;
     if (op->type == SD_OP_SEM_RELEASE) {
