@@ -26,12 +26,17 @@ void rt_slot_lock(struct rt_slot *s)
     }
 }
 
+/* True while somebody holds the lock of `s` (for the unlock's check). */
+static inline bool slot_locked(const struct rt_slot *s)
+{
+    return atomic_load_explicit(&s->lock, memory_order_relaxed) == 1;
+}
+
 void rt_slot_unlock(struct rt_slot *s)
 {
     /* Every change of a lock field (here, wiring, completion) ends here,
      * with the lock still held: the holder owns what rt_slot_check reads. */
-    RT_ASSERT_INVARIANT(atomic_load_explicit(&s->lock, memory_order_relaxed) == 1 &&
-                        rt_slot_check(s));
+    RT_ASSERT_INVARIANT(slot_locked(s) && rt_slot_check(s));
     atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
