@@ -1,11 +1,14 @@
 /*
  * host/phase.c — the kernel-mode context's phase machine (see phase.h).
  *
- * Owns: the phase word and the two error slots. Must not touch the device
- * or allocate; must not decide what a phase means for the work around it
- * (the context does).
+ * Owns: the phase word and the two error slots, and their invariant
+ * checks (asserted at every change where NDEBUG is not defined: the Debug
+ * and sanitizer builds). Must not touch the device or allocate; must not
+ * decide what a phase means for the work around it (the context does).
  */
 #include "host/phase.h"
+
+#include <assert.h>
 
 #include "simpler/status.h"
 
@@ -16,12 +19,25 @@ static enum sp_phase_kind phase_get(const struct sp_phase *phase)
     return (enum sp_phase_kind)atomic_load_explicit(&phase->kind, memory_order_relaxed);
 }
 
-/* Caller holds the context's mutex. Release: a lock-free reader that sees
- * the new phase (acquire in sp_phase_current) also sees what the context
- * wrote before the transition. */
+/* Caller holds the context's mutex. The one writer: moves to `kind` with
+ * the error slots `runtime_error` and `teardown_error`, a step the
+ * machine must allow (asserted). The slots first, then the phase word.
+ * Release: a lock-free reader that sees the new phase (acquire in
+ * sp_phase_current) also sees what the context wrote before the
+ * transition. */
+static void phase_write(struct sp_phase *phase, enum sp_phase_kind kind, int runtime_error,
+                        int teardown_error)
+{
+    assert(sp_phase_step_allowed(phase, kind, runtime_error, teardown_error));
+    phase->runtime_error = runtime_error;
+    phase->teardown_error = teardown_error;
+    atomic_store_explicit(&phase->kind, (uint32_t)kind, memory_order_release);
+}
+
+/* Caller holds the context's mutex. Moves to `kind`, both slots kept. */
 static void phase_set(struct sp_phase *phase, enum sp_phase_kind kind)
 {
-    atomic_store_explicit(&phase->kind, (uint32_t)kind, memory_order_release);
+    phase_write(phase, kind, phase->runtime_error, phase->teardown_error);
 }
 
 static bool is_live(enum sp_phase_kind kind)
@@ -39,11 +55,11 @@ static int move(struct sp_phase *phase, enum sp_phase_kind from, enum sp_phase_k
     return 0;
 }
 
-/* Keeps the first failure: a slot once set is never overwritten. */
-static void keep_first(int *slot, int status)
+/* Keeps the first failure: the value of a slot holding `slot` after
+ * `status` failed; a slot once set is never overwritten. */
+static int first_failure(int slot, int status)
 {
-    if (*slot == 0)
-        *slot = status;
+    return slot != 0 ? slot : status;
 }
 
 void sp_phase_setup(struct sp_phase *phase)
@@ -51,6 +67,7 @@ void sp_phase_setup(struct sp_phase *phase)
     atomic_init(&phase->kind, SP_PHASE_NEW);
     phase->runtime_error = 0;
     phase->teardown_error = 0;
+    assert(sp_phase_check(phase));
 }
 
 int sp_phase_init_begin(struct sp_phase *phase)
@@ -69,10 +86,12 @@ int sp_phase_init_failed(struct sp_phase *phase, int rollback_status)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (phase_get(phase) != SP_PHASE_INITIALIZING)
         return PTO_RUNTIME_ERR_INVALID_STATE;
-    if (rollback_status != 0)
-        keep_first(&phase->teardown_error, rollback_status);
     /* NEW: nothing of this init survives; CLOSING: close finishes the rest. */
-    phase_set(phase, rollback_status == 0 ? SP_PHASE_NEW : SP_PHASE_CLOSING);
+    if (rollback_status == 0)
+        phase_set(phase, SP_PHASE_NEW);
+    else
+        phase_write(phase, SP_PHASE_CLOSING, phase->runtime_error,
+                    first_failure(phase->teardown_error, rollback_status));
     return 0;
 }
 
@@ -95,8 +114,8 @@ int sp_phase_poison(struct sp_phase *phase, int cause)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (!is_live(phase_get(phase)))
         return PTO_RUNTIME_ERR_INVALID_STATE;
-    keep_first(&phase->runtime_error, cause);
-    phase_set(phase, SP_PHASE_POISONED);
+    phase_write(phase, SP_PHASE_POISONED, first_failure(phase->runtime_error, cause),
+                phase->teardown_error);
     return 0;
 }
 
@@ -126,7 +145,10 @@ int sp_phase_close_step_failed(struct sp_phase *phase, int status)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (phase_get(phase) != SP_PHASE_CLOSING)
         return PTO_RUNTIME_ERR_INVALID_STATE;
-    keep_first(&phase->teardown_error, status);
+    /* The phase word stays as it is: only the teardown slot moves. */
+    int teardown = first_failure(phase->teardown_error, status);
+    assert(sp_phase_step_allowed(phase, SP_PHASE_CLOSING, phase->runtime_error, teardown));
+    phase->teardown_error = teardown;
     return 0;
 }
 
@@ -137,7 +159,7 @@ int sp_phase_close_done(struct sp_phase *phase)
 
 enum sp_phase_kind sp_phase_current(const struct sp_phase *phase)
 {
-    /* Pairs with the release store in phase_set. */
+    /* Pairs with the release store in phase_write. */
     return (enum sp_phase_kind)atomic_load_explicit(&phase->kind, memory_order_acquire);
 }
 
@@ -175,4 +197,79 @@ int sp_phase_runtime_error(const struct sp_phase *phase)
 int sp_phase_teardown_error(const struct sp_phase *phase)
 {
     return phase->teardown_error;
+}
+
+/* ------------------------------------------------------------ invariants */
+
+/*
+ * The slots against the phase: a slot holds 0 or a failure code (every
+ * writer checks its argument is negative first). The runtime slot is set
+ * only by poison, which leads from a live phase to POISONED, and is kept
+ * through close: POISONED has it, CLOSING and CLOSED may. The teardown
+ * slot is set only by a failed rollback (to CLOSING) or a failed close
+ * step (in CLOSING): only CLOSING and CLOSED may have it. A phase before
+ * those (NEW comes only from setup or a clean rollback of an init begun
+ * in NEW) has neither.
+ */
+static bool slots_agree(enum sp_phase_kind kind, int runtime_error, int teardown_error)
+{
+    if (runtime_error > 0 || teardown_error > 0)
+        return false;
+    switch (kind) {
+    case SP_PHASE_NEW:
+    case SP_PHASE_INITIALIZING:
+    case SP_PHASE_COLLECTING:
+    case SP_PHASE_READY_ENQUEUED:
+        return runtime_error == 0 && teardown_error == 0;
+    case SP_PHASE_POISONED:
+        return runtime_error != 0 && teardown_error == 0;
+    case SP_PHASE_CLOSING:
+    case SP_PHASE_CLOSED:
+        return true;
+    }
+    return false; /* not a phase */
+}
+
+bool sp_phase_check(const struct sp_phase *phase)
+{
+    return slots_agree(phase_get(phase), phase->runtime_error, phase->teardown_error);
+}
+
+/* The table in phase.h, one row per (from, to); a call that changes
+ * nothing (close_begin in CLOSING or CLOSED) is a step to itself. */
+static bool transition_allowed(enum sp_phase_kind from, enum sp_phase_kind to)
+{
+    switch (from) {
+    case SP_PHASE_NEW:
+        return to == SP_PHASE_INITIALIZING || to == SP_PHASE_CLOSED;
+    case SP_PHASE_INITIALIZING:
+        return to == SP_PHASE_COLLECTING || to == SP_PHASE_NEW || to == SP_PHASE_CLOSING;
+    case SP_PHASE_COLLECTING:
+    case SP_PHASE_READY_ENQUEUED:
+        return to == SP_PHASE_READY_ENQUEUED || to == SP_PHASE_POISONED ||
+               to == SP_PHASE_CLOSING;
+    case SP_PHASE_POISONED:
+        return to == SP_PHASE_CLOSING;
+    case SP_PHASE_CLOSING:
+        return to == SP_PHASE_CLOSING || to == SP_PHASE_CLOSED;
+    case SP_PHASE_CLOSED:
+        return to == SP_PHASE_CLOSED;
+    }
+    return false;
+}
+
+/* A first-failure slot is latched: it keeps its value once set, and may
+ * only go from empty to a failure. */
+static bool latched(int before, int after)
+{
+    return after == before || (before == 0 && after < 0);
+}
+
+bool sp_phase_step_allowed(const struct sp_phase *phase, enum sp_phase_kind to,
+                           int runtime_error, int teardown_error)
+{
+    return sp_phase_check(phase) && transition_allowed(phase_get(phase), to) &&
+           latched(phase->runtime_error, runtime_error) &&
+           latched(phase->teardown_error, teardown_error) &&
+           slots_agree(to, runtime_error, teardown_error);
 }

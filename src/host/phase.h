@@ -2,7 +2,7 @@
  * host/phase.h — the kernel-mode context's phase machine.
  *
  * Owns: the phase word of one kernel-mode context and its two error slots
- * (DESIGN.md section 7). Must not touch the device, allocate, or know what
+ * (DESIGN.md section 7), and their invariant checks. Must not touch the device, allocate, or know what
  * a teardown step releases: the context does the work and reports each
  * step here.
  *
@@ -139,5 +139,22 @@ int sp_phase_runtime_error(const struct sp_phase *phase);
  * reached CLOSED released everything, whatever failed on the way (the
  * retry that finished returns 0). Caller holds the context's mutex. */
 int sp_phase_teardown_error(const struct sp_phase *phase);
+
+/* Invariants, asserted by every change where NDEBUG is not defined (the
+ * Debug and sanitizer builds; the normal build defines NDEBUG and checks
+ * nothing). Caller holds the context's mutex (the slots are plain data). */
+
+/* True when the phase is one of enum sp_phase_kind's and its slots agree
+ * with it: each slot 0 or a failure code; the runtime slot set in
+ * POISONED and possibly in CLOSING and CLOSED, the teardown slot possibly
+ * in CLOSING and CLOSED, neither anywhere else. */
+bool sp_phase_check(const struct sp_phase *phase);
+
+/* True when moving `phase` (consistent) to `to` with the slots
+ * `runtime_error` and `teardown_error` is a step the table above allows:
+ * a row's (from, to), each slot latched (unchanged, or from 0 to a
+ * failure: the first failure is kept), and the result consistent. */
+bool sp_phase_step_allowed(const struct sp_phase *phase, enum sp_phase_kind to,
+                           int runtime_error, int teardown_error);
 
 #endif /* SIMPLER_HOST_PHASE_H */

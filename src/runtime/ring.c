@@ -9,9 +9,11 @@
  * rt_orch_block_for, naming what it waits for (orch_wait_target), and a
  * retirement or completion signals it only when that is what it waits for.
  * The heads are the orchestrator's alone (no atomics); the tails are
- * published by the holder of advance_lock. Must not decide when a task is
+ * published by the holder of advance_lock. The invariant checks of a ring
+ * (runtime/invariants.h) live here too. Must not decide when a task is
  * consumed (task.c) or what a submit needs (orchestrator.c).
  */
+#include "runtime/invariants.h"
 #include "runtime/rt.h"
 
 static int fail(struct rt_run *run, int32_t code)
@@ -40,6 +42,7 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
     atomic_init(&r->advance_pending, 0);
     r->slots_clean = 0;
     rt_ring_take_slot(r, UINT64_MAX); /* slot 0: ring_advance may look at it now */
+    RT_ASSERT_INVARIANT(rt_ring_check(r));
 }
 
 /* Slots cleaned at a time (64 B each): a run pays for the slots its rings
@@ -59,12 +62,14 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
 void rt_ring_take_slot(struct rt_ring *r, uint64_t local)
 {
     uint64_t next = local + 1; /* wraps to 0 for UINT64_MAX */
-    if (next < r->slots_clean || r->slots_clean >= r->window)
-        return;
-    uint64_t end = next + RT_CLEAN_BATCH < r->window ? next + RT_CLEAN_BATCH : r->window;
-    for (uint64_t s = r->slots_clean; s < end; s++)
-        atomic_store_explicit(&r->slots[s].task_id, UINT64_MAX, memory_order_relaxed);
-    r->slots_clean = end;
+    RT_ASSERT_INVARIANT(next == r->next_local); /* the slot the orchestrator just counted */
+    if (next >= r->slots_clean && r->slots_clean < r->window) {
+        uint64_t end = next + RT_CLEAN_BATCH < r->window ? next + RT_CLEAN_BATCH : r->window;
+        for (uint64_t s = r->slots_clean; s < end; s++)
+            atomic_store_explicit(&r->slots[s].task_id, UINT64_MAX, memory_order_relaxed);
+        r->slots_clean = end;
+    }
+    RT_ASSERT_INVARIANT(rt_ring_check(r));
 }
 
 /* --------------------------------------------------------- retirement */
@@ -139,6 +144,7 @@ void rt_ring_advance(struct rt_run *run, uint32_t ring_index)
             alive++;
         }
         if (alive != start) {
+            RT_ASSERT_INVARIANT(rt_ring_check_retirement(r, alive, heap_tail, dep_tail));
             atomic_store_explicit(&r->heap_tail, heap_tail, memory_order_release);
             atomic_store_explicit(&r->dep_tail, dep_tail, memory_order_release);
             /* release: pairs with the acquire loads of last_alive by the
@@ -299,6 +305,7 @@ static bool slot_free(struct rt_run *run, void *arg)
         return true;
     /* acquire: pairs with the release of last_alive in ring_advance */
     r->alive_seen = atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    RT_ASSERT_INVARIANT(rt_ring_check(r));
     return r->window - (r->next_local - r->alive_seen) >= q->want;
 }
 
@@ -371,6 +378,7 @@ static bool heap_fits(struct rt_run *run, void *arg)
         r->heap_floor = r->heap_head;
     }
     r->heap_tail_seen = atomic_load_explicit(&r->heap_tail, memory_order_acquire);
+    RT_ASSERT_INVARIANT(rt_ring_check(r)); /* after the rebase and the new tail */
     return heap_room(r, r->heap_tail_seen, q->heap_need, &q->heap_pos);
 }
 
@@ -396,6 +404,7 @@ static bool deps_fit(struct rt_run *run, void *arg)
     if (r->dep_head + q->need - r->dep_tail_seen <= r->dep_capacity)
         return true;
     r->dep_tail_seen = atomic_load_explicit(&r->dep_tail, memory_order_acquire);
+    RT_ASSERT_INVARIANT(rt_ring_check(r));
     return r->dep_head + q->need - r->dep_tail_seen <= r->dep_capacity;
 }
 
@@ -417,6 +426,7 @@ uint64_t rt_ring_dep_take(struct rt_ring *r, uint32_t ring, struct rt_slot *slot
     struct rt_dep *d = &r->deps[pos % r->dep_capacity];
     d->slot = slot;
     d->next = next;
+    RT_ASSERT_INVARIANT(rt_ring_check(r)); /* within what rt_ring_reserve_deps reserved */
     return rt_task_id(ring, pos) + 1;
 }
 
@@ -450,6 +460,7 @@ int rt_ring_reserve_task(struct rt_run *run, uint32_t ring, uint64_t heap_need,
             return rc;
     }
     *heap_pos = q.heap_pos;
+    RT_ASSERT_INVARIANT(rt_ring_check(r));
     return 0;
 }
 
@@ -467,5 +478,104 @@ int rt_ring_reserve_deps(struct rt_run *run, uint32_t ring, uint64_t need)
         if (rc)
             return rc;
     }
+    RT_ASSERT_INVARIANT(rt_ring_check(r));
     return 0;
+}
+
+/* ------------------------------------------------------------ invariants */
+
+/* What rt_ring_init set from a checked config (rt_config_check) and
+ * nobody writes after: a power-of-two window with its mask, a heap of
+ * whole RT_HEAP_ALIGN units, a pool that holds an entry, every region
+ * placed. Any thread may read it. */
+static bool geometry_ok(const struct rt_ring *r)
+{
+    return r->window != 0 && (r->window & r->mask) == 0 && r->mask == r->window - 1 &&
+           r->heap_bytes >= RT_HEAP_ALIGN && r->heap_bytes % RT_HEAP_ALIGN == 0 &&
+           r->dep_capacity != 0 && r->slots && r->tasks && r->tm && r->heap && r->deps;
+}
+
+/*
+ * The task window: alive_seen <= last_alive <= next_local, and
+ * next_local - alive_seen <= window. alive_seen is a value this thread
+ * read of last_alive, which only grows; a retirer stops at the first slot
+ * that does not hold the next task's id, and only a submit writes an id,
+ * of a slot below next_local (this thread's); a submit takes a slot only
+ * once slot_free saw one free below alive_seen.
+ */
+static bool window_ok(const struct rt_ring *r)
+{
+    uint64_t alive = atomic_load_explicit(&r->last_alive, memory_order_acquire);
+    return r->alive_seen <= alive && alive <= r->next_local &&
+           r->next_local - r->alive_seen <= r->window;
+}
+
+/*
+ * The heap: heap_floor <= heap_head, both whole RT_HEAP_ALIGN units;
+ * heap_tail_seen <= heap_tail <= heap_head; and the bytes in use, from
+ * max(heap_tail_seen, heap_floor) up to heap_head, fit in heap_bytes.
+ * heap_head only grows: by outputs rounded up to RT_HEAP_ALIGN, a skip
+ * to the next lap, or a rebase of an empty ring to a lap boundary (the
+ * floor, then equal to the head); a tail is a retired task's heap_end, a
+ * value heap_head once had; heap_room admitted every reservation against
+ * the tail it saw, and a newer tail only frees more.
+ */
+static bool heap_ok(const struct rt_ring *r)
+{
+    uint64_t tail = atomic_load_explicit(&r->heap_tail, memory_order_acquire);
+    uint64_t used_from = r->heap_tail_seen > r->heap_floor ? r->heap_tail_seen : r->heap_floor;
+    return r->heap_floor <= r->heap_head && r->heap_head % RT_HEAP_ALIGN == 0 &&
+           r->heap_floor % RT_HEAP_ALIGN == 0 && r->heap_tail_seen <= tail &&
+           tail <= r->heap_head && r->heap_head - used_from <= r->heap_bytes;
+}
+
+/* The dependency pool: dep_tail_seen <= dep_tail <= dep_head and
+ * dep_head - dep_tail_seen <= dep_capacity. A tail is a retired task's
+ * dep_end, a value dep_head once had; a submit takes at most the entries
+ * rt_ring_reserve_deps saw room for below dep_tail_seen. */
+static bool deps_ok(const struct rt_ring *r)
+{
+    uint64_t tail = atomic_load_explicit(&r->dep_tail, memory_order_acquire);
+    return r->dep_tail_seen <= tail && tail <= r->dep_head &&
+           r->dep_head - r->dep_tail_seen <= r->dep_capacity;
+}
+
+/* The first lap: min(next_local + 1, window) <= slots_clean <= window,
+ * and every slot in [next_local, slots_clean) holds no id (UINT64_MAX).
+ * rt_ring_take_slot cleans ahead of each slot taken, and only a submit
+ * writes an id, into the slot it takes (below next_local). */
+static bool first_lap_ok(const struct rt_ring *r)
+{
+    uint64_t need = r->next_local < r->window ? r->next_local + 1 : r->window;
+    if (r->slots_clean > r->window || r->slots_clean < need)
+        return false;
+    for (uint64_t s = r->next_local; s < r->slots_clean; s++)
+        if (atomic_load_explicit(&r->slots[s].task_id, memory_order_relaxed) != UINT64_MAX)
+            return false;
+    return true;
+}
+
+bool rt_ring_check(const struct rt_ring *r)
+{
+    return geometry_ok(r) && window_ok(r) && heap_ok(r) && deps_ok(r) && first_lap_ok(r);
+}
+
+/*
+ * Before a retirement's stores (the caller holds advance_lock, so the
+ * tails it reads are the last it or an earlier holder published): the
+ * oldest live task moves forward, by at most a window (the slots of
+ * [old, old + window) are distinct, and the one after them would need a
+ * new task in the slot of `old`, which the orchestrator takes only once
+ * this store has freed it); the heap and dependency tails do not move
+ * back (a later task's heap_end and dep_end are never below an earlier
+ * one's: heap_head and dep_head only grow).
+ */
+bool rt_ring_check_retirement(const struct rt_ring *r, uint64_t alive, uint64_t heap_tail,
+                              uint64_t dep_tail)
+{
+    uint64_t old = atomic_load_explicit(&r->last_alive, memory_order_relaxed);
+    return atomic_load_explicit(&r->advance_lock, memory_order_relaxed) == 1 && alive > old &&
+           alive - old <= r->window &&
+           heap_tail >= atomic_load_explicit(&r->heap_tail, memory_order_relaxed) &&
+           dep_tail >= atomic_load_explicit(&r->dep_tail, memory_order_relaxed);
 }
