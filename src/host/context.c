@@ -11,7 +11,13 @@
 #include <string.h>
 
 #include "common/host_alloc.h"
-#include "host/host.h"
+#include "host/context.h"
+#include "host/device_binding.h"
+#include "host/kernel_mode.h"
+#include "host/program.h"
+#include "host/residency.h"
+#include "host/run_args.h"
+#include "host/run_slot.h"
 
 void (*sp_test_staging_free_hook)(void *device, size_t bytes);
 
@@ -161,7 +167,7 @@ int sp_drain(simdev_stream_t stream)
     return rc;
 }
 
-int sp_ready(struct simpler_context *ctx)
+int sp_program_ready(struct simpler_context *ctx)
 {
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
     if (rc)
@@ -204,7 +210,7 @@ static int release_all(struct simpler_context *ctx)
     }
     while (ctx->slot_count > 0) {
         struct sp_slot *s = &ctx->slots[ctx->slot_count - 1];
-        if ((rc = sp_free_staging(ctx, s))) /* left by a prepare whose undo failed */
+        if ((rc = sp_staging_free(ctx, s))) /* left by a prepare whose undo failed */
             return rc;
         if (s->device_result) {
             if ((rc = sp_dev_free(ctx, s->device_result, sizeof *s->device_result)))
@@ -468,7 +474,7 @@ int simpler_register_callable(struct simpler_context *ctx, int32_t callable_id, 
         simpler_callable_validate(image, bytes))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
-    int rc = sp_ready(ctx);
+    int rc = sp_program_ready(ctx);
     if (rc)
         goto out;
     if (ctx->callables[callable_id]) {
@@ -508,7 +514,7 @@ out:
 /* Caller holds ctx->lock. */
 static int unregister_locked(struct simpler_context *ctx, int32_t callable_id)
 {
-    int rc = sp_ready(ctx);
+    int rc = sp_program_ready(ctx);
     struct sp_callable *c = ctx->callables[callable_id];
     if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
         rc = 0; /* unloading host-side state still works on a lost device */

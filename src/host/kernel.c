@@ -22,7 +22,10 @@
 #include "common/host_alloc.h"
 #include "common/packet.h"
 #include "common/view.h"
-#include "host/host.h"
+#include "host/context.h"
+#include "host/device_binding.h"
+#include "host/kernel_mode.h"
+#include "host/residency.h"
 
 /* Context generations picked when the caller passes 0, and every round's
  * generation: distinct within the process, so a round never takes a result

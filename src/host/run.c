@@ -15,7 +15,12 @@
 #include <string.h>
 
 #include "common/view.h"
-#include "host/host.h"
+#include "host/context.h"
+#include "host/device_binding.h"
+#include "host/program.h"
+#include "host/residency.h"
+#include "host/run_args.h"
+#include "host/run_slot.h"
 
 #define NO_STAGING 0xffu /* tensor_staging[]: a device tensor, passed through */
 
@@ -98,7 +103,7 @@ static struct sp_slot *find_slot(struct simpler_context *ctx, simpler_run_t run)
     return NULL;
 }
 
-int sp_free_staging(struct simpler_context *ctx, struct sp_slot *s)
+int sp_staging_free(struct simpler_context *ctx, struct sp_slot *s)
 {
     for (uint32_t j = 0; j < s->staging_count; j++) {
         struct sp_staging *st = &s->staging[j];
@@ -192,7 +197,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     struct sp_callable *c;
     struct sp_slot *s = NULL;
     size_t need;
-    if ((rc = sp_ready(ctx)))
+    if ((rc = sp_program_ready(ctx)))
         goto out;
     if (!(c = ctx->callables[callable_id])) {
         rc = PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
@@ -232,7 +237,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     if (args->scalar_count)
         memcpy(s->snapshot.scalars, args->scalars, args->scalar_count * sizeof *args->scalars);
     /* Staging a prepare before could not free (its undo failed) goes now. */
-    if ((rc = sp_free_staging(ctx, s)))
+    if ((rc = sp_staging_free(ctx, s)))
         goto out;
     s->staging_count = 0;
     const struct simpler_run_config *pub = config ? config : &c->config;
@@ -244,8 +249,8 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
         /* Undo: a free that fails is tried once more; what still cannot be
          * freed stays recorded in the slot, for the next prepare on it or
          * finalize_device. The staging's code is the answer. */
-        if (sp_free_staging(ctx, s))
-            sp_free_staging(ctx, s);
+        if (sp_staging_free(ctx, s))
+            sp_staging_free(ctx, s);
         if (sp_trace_run_release(ctx, s))
             sp_trace_run_release(ctx, s);
         goto out;
@@ -273,7 +278,7 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
     struct sp_slot *s = NULL;
-    int rc = sp_ready(ctx);
+    int rc = sp_program_ready(ctx);
     if (!rc && (!(s = find_slot(ctx, run)) || s->state != SP_SLOT_PREPARED))
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
     /* After a failed launch the kernels may have run on the staged buffers:
@@ -520,7 +525,7 @@ static int copy_back(const struct sp_slot *s)
  * and knows the run is over on the device. */
 static int release_slot(struct simpler_context *ctx, struct sp_slot *s)
 {
-    int rc = sp_free_staging(ctx, s);
+    int rc = sp_staging_free(ctx, s);
     if (!rc)
         rc = sp_trace_run_release(ctx, s);
     if (rc)
