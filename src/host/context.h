@@ -4,8 +4,14 @@
  *
  * Owns: the context's layout (the common part, the program-mode half, the
  * kernel-mode half as struct sp_kernel from kernel_mode.h), the counters,
- * and the init arguments both identities check. Declares nothing about what
- * either identity does: program.h and kernel_mode.h do. Not public API.
+ * the identity ops table, and the init arguments both identities check.
+ * Not public API.
+ *
+ * Direction: the identities' files (program.c, kernel_mode.c and what they
+ * use) call context.c; context.c never calls them by name. The two entry
+ * points every context has but whose work depends on the identity
+ * (simpler_finalize_device, simpler_destroy_device_context) dispatch through
+ * ctx->identity_ops, which the identity's init sets.
  *
  * Locking: ctx->lock guards every field below that is not marked
  * otherwise. It is held across synchronous copies (which wait for nothing)
@@ -40,9 +46,23 @@ struct sp_counters {
     uint64_t callables_unloaded;
 };
 
+/* What the identity a context latched does for the entry points every
+ * context has. The identity's init sets ctx->identity_ops, under ctx->lock,
+ * as soon as it holds the latch, and never changes it (nothing unlatches);
+ * NULL before: nothing was created. */
+struct sp_identity_ops {
+    /* simpler_finalize_device's work. Caller holds ctx->lock. */
+    int (*finalize)(struct simpler_context *ctx);
+    /* simpler_destroy_device_context's check: 0 when ctx may be freed (what
+     * a failed init left behind released first), INVALID_STATE while it
+     * holds what only a finalize may release. Caller holds ctx->lock. */
+    int (*before_destroy)(struct simpler_context *ctx);
+};
+
 struct simpler_context {
     /* ---- every context */
     struct sp_latch latch; /* read without the lock */
+    const struct sp_identity_ops *identity_ops; /* NULL until the latch holds */
     pthread_mutex_t lock;
     bool initialized;
     int device;

@@ -248,6 +248,47 @@ out:
     return rc;
 }
 
+/* The kernel half of simpler_finalize_device. Caller holds ctx->lock. */
+static int kernel_finalize(struct simpler_context *ctx)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    if (sp_phase_current(&k->phase) == SP_PHASE_NEW)
+        return PTO_RUNTIME_ERR_INVALID_STATE; /* never initialised: it may still be */
+    int rc = sp_phase_close_begin(&k->phase);
+    if (rc)
+        return rc; /* an init is under way */
+    if (sp_phase_current(&k->phase) == SP_PHASE_CLOSED)
+        return ctx->initialized ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+    /* The context's own streams may hold rounds: make this thread's current
+     * device the context's for the teardown, then give the caller's back. */
+    int previous;
+    if ((rc = simdev_get_device(&previous)) || (rc = simdev_set_device(ctx->device)))
+        return rc;
+    if ((rc = kernel_release(ctx))) {
+        sp_phase_close_step_failed(&k->phase, rc);
+    } else {
+        sp_phase_close_done(&k->phase);
+        ctx->initialized = false;
+        ctx->committed = 0;
+    }
+    simdev_set_device(previous);
+    return rc;
+}
+
+/* The kernel half of simpler_destroy_device_context: only a context that
+ * never initialised or closed completely; one with leftovers of a failed
+ * close keeps them for a retry. Caller holds ctx->lock. */
+static int kernel_before_destroy(struct simpler_context *ctx)
+{
+    enum sp_phase_kind phase = sp_phase_current(&ctx->kernel.phase);
+    return phase == SP_PHASE_NEW || phase == SP_PHASE_CLOSED ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+}
+
+static const struct sp_identity_ops kernel_ops = {
+    .finalize = kernel_finalize,
+    .before_destroy = kernel_before_destroy,
+};
+
 int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
                              const struct simpler_config *config, uint64_t context_generation)
 {
@@ -272,6 +313,7 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
         sp_device_release(ctx, device_id);
         goto out;
     }
+    ctx->identity_ops = &kernel_ops;
     struct sp_kernel *k = &ctx->kernel;
     sp_phase_init_begin(&k->phase);
     k->claimed = true;
@@ -290,32 +332,6 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
     ctx->initialized = true;
 out:
     pthread_mutex_unlock(&ctx->lock);
-    return rc;
-}
-
-int sp_kernel_finalize(struct simpler_context *ctx)
-{
-    struct sp_kernel *k = &ctx->kernel;
-    if (sp_phase_current(&k->phase) == SP_PHASE_NEW)
-        return PTO_RUNTIME_ERR_INVALID_STATE; /* never initialised: it may still be */
-    int rc = sp_phase_close_begin(&k->phase);
-    if (rc)
-        return rc; /* an init is under way */
-    if (sp_phase_current(&k->phase) == SP_PHASE_CLOSED)
-        return ctx->initialized ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
-    /* The context's own streams may hold rounds: make this thread's current
-     * device the context's for the teardown, then give the caller's back. */
-    int previous;
-    if ((rc = simdev_get_device(&previous)) || (rc = simdev_set_device(ctx->device)))
-        return rc;
-    if ((rc = kernel_release(ctx))) {
-        sp_phase_close_step_failed(&k->phase, rc);
-    } else {
-        sp_phase_close_done(&k->phase);
-        ctx->initialized = false;
-        ctx->committed = 0;
-    }
-    simdev_set_device(previous);
     return rc;
 }
 

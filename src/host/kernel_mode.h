@@ -48,9 +48,6 @@ struct sp_kernel {
     uint64_t callables_resolved;
 };
 
-/* The kernel half of simpler_finalize_device. Caller holds ctx->lock. */
-int sp_kernel_finalize(struct simpler_context *ctx);
-
 /* ------------------------------------------------------------ for tests */
 
 /* Test-only: the device operations the context's launches use (NULL: the

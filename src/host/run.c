@@ -22,6 +22,8 @@
 #include "host/run_args.h"
 #include "host/run_slot.h"
 
+void (*sp_test_staging_free_hook)(void *device, size_t bytes);
+
 #define NO_STAGING 0xffu /* tensor_staging[]: a device tensor, passed through */
 
 static bool is_output(uint8_t dir)
