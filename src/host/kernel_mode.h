@@ -3,9 +3,10 @@
  * borrows the caller's device and stream.
  *
  * Owns: struct sp_kernel (embedded in struct simpler_context as
- * ctx->kernel) and what other host files and tests ask of kernel mode. The
- * entry points themselves are public (simpler.h). Must not be included for
- * program-mode work: nothing here applies to a program context.
+ * ctx->kernel), and what kernel_mode_launch.c and tests ask of the
+ * kernel-mode context (kernel_mode.c). The entry points themselves are
+ * public (simpler.h). Must not be included for program-mode work: nothing
+ * here applies to a program context.
  */
 #ifndef SIMPLER_HOST_KERNEL_MODE_H
 #define SIMPLER_HOST_KERNEL_MODE_H
@@ -47,6 +48,15 @@ struct sp_kernel {
     uint64_t packets_encoded;
     uint64_t callables_resolved;
 };
+
+/* A kernel context that accepts work now: latched KERNEL, accepting in its
+ * phase (a launch when `launch`, else a prepare), on the calling thread's
+ * current device, device not lost (a lost one poisons the phase). 0,
+ * INVALID_STATE, the poison cause or DEVICE_LOST. Caller holds ctx->lock. */
+int sp_kernel_ready(struct simpler_context *ctx, bool launch);
+
+/* A context or round generation: distinct within the process, never 0. */
+uint64_t sp_kernel_fresh_generation(void);
 
 /* ------------------------------------------------------------ for tests */
 

@@ -16,7 +16,6 @@
 #include "host/device_binding.h"
 #include "host/program.h"
 #include "host/residency.h"
-#include "host/run_args.h"
 #include "host/run_slot.h"
 
 /*
@@ -34,27 +33,8 @@ static int release_all(struct simpler_context *ctx)
         if (ctx->callables[id] && (rc = unregister_locked(ctx, (int32_t)id)))
             return rc;
     }
-    while (ctx->slot_count > 0) {
-        struct sp_slot *s = &ctx->slots[ctx->slot_count - 1];
-        if ((rc = sp_staging_free(ctx, s))) /* left by a prepare whose undo failed */
-            return rc;
-        if (s->device_result) {
-            if ((rc = sp_dev_free(ctx, s->device_result, sizeof *s->device_result)))
-                return rc;
-            s->device_result = NULL;
-        }
-        if (s->device_args) {
-            if ((rc = sp_dev_free(ctx, s->device_args, sizeof *s->device_args)))
-                return rc;
-            s->device_args = NULL;
-        }
-        if (s->stream) {
-            if ((rc = simdev_stream_destroy(s->stream)))
-                return rc;
-            s->stream = NULL;
-        }
-        ctx->slot_count--;
-    }
+    if ((rc = sp_slots_release(ctx)))
+        return rc;
     free(ctx->slots);
     ctx->slots = NULL;
     if (ctx->arena) {
@@ -76,6 +56,8 @@ static int release_all(struct simpler_context *ctx)
     return 0;
 }
 
+/* Creates what a program context holds: the launcher, the control stream,
+ * the arena and the pipeline's slots. On failure release_all undoes it. */
 static int create_all(struct simpler_context *ctx, const struct simpler_config *cfg,
                       const struct simdev_config *topo)
 {
@@ -91,15 +73,7 @@ static int create_all(struct simpler_context *ctx, const struct simpler_config *
         (rc = sp_dev_alloc(ctx, &ctx->arena, ctx->arena_bytes)))
         return rc;
     ctx->arena_nonce = rt_arena_nonce(); /* a new arena: nothing in it is a run's yet */
-    for (uint32_t i = 0; i < cfg->pipeline_depth; i++) {
-        struct sp_slot *s = &ctx->slots[i];
-        ctx->slot_count++; /* so release_all sees its partial resources */
-        if ((rc = simdev_stream_create(&s->stream)) ||
-            (rc = sp_dev_alloc(ctx, (void **)&s->device_args, sizeof *s->device_args)) ||
-            (rc = sp_dev_alloc(ctx, (void **)&s->device_result, sizeof *s->device_result)))
-            return rc;
-    }
-    return 0;
+    return sp_slots_create(ctx, cfg->pipeline_depth);
 }
 
 /* What a failed init could not release (its cleanup failed too) is released
@@ -233,27 +207,9 @@ int simpler_register_callable(struct simpler_context *ctx, int32_t callable_id, 
         rc = PTO_RUNTIME_ERR_CALLABLE_COUNT_EXCEEDED;
         goto out;
     }
-    if (bytes > ctx->config.callable_bytes - ctx->callable_bytes) {
-        rc = PTO_RUNTIME_ERR_CALLABLE_BYTES_EXCEEDED;
-        goto out;
-    }
-    struct sp_callable *c = sp_host_calloc(1, sizeof *c);
-    if (!c) {
-        rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-        goto out;
-    }
-    struct simpler_callable_header h;
-    memcpy(&h, image, sizeof h);
-    c->id = callable_id;
-    c->image_bytes = bytes;
-    sp_callable_read_signature(c, &h);
-    if ((rc = sp_callable_load(ctx, c, image))) {
-        free(c);
-        goto out;
-    }
-    ctx->callables[callable_id] = c;
-    ctx->callable_count++;
-    ctx->callable_bytes += bytes;
+    struct sp_callable *c;
+    if (!(rc = sp_callable_create(ctx, callable_id, image, bytes, &c)))
+        sp_residency_add(ctx, c);
 out:
     pthread_mutex_unlock(&ctx->lock);
     return rc;
@@ -272,13 +228,9 @@ static int unregister_locked(struct simpler_context *ctx, int32_t callable_id)
         return PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
     if (c->runs && (rc = sp_stranded_only(ctx, c)))
         return rc; /* an unfinalized run nobody gave up on uses it */
-    if ((rc = sp_release_stranded(ctx, c)) || (rc = sp_callable_release(ctx, c)))
+    if ((rc = sp_release_stranded(ctx, c)))
         return rc;
-    ctx->callable_bytes -= c->image_bytes;
-    ctx->callable_count--;
-    ctx->callables[callable_id] = NULL;
-    free(c);
-    return 0;
+    return sp_residency_remove(ctx, c);
 }
 
 int simpler_unregister_callable(struct simpler_context *ctx, int32_t callable_id)

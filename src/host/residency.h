@@ -2,9 +2,10 @@
  * host/residency.h — callables resident on a context's device.
  *
  * Owns: the host record of a callable (struct sp_callable), loading its
- * image on the device through the control stream and unloading it. Must
- * not decide who may register what (program.c, kernel_mode.c do) nor touch
- * runs. Caller holds ctx->lock throughout.
+ * image on the device through the control stream and unloading it, and the
+ * context's registry (ctx->callables, by id). Must not decide who may
+ * register what (program.c, kernel_mode.c do) nor touch runs. Caller holds
+ * ctx->lock throughout.
  */
 #ifndef SIMPLER_HOST_RESIDENCY_H
 #define SIMPLER_HOST_RESIDENCY_H
@@ -36,14 +37,24 @@ struct sp_callable {
     uint64_t slot_generation; /* kernel mode: its binding slot's (0: not launchable) */
 };
 
-/* Reads the signature of a valid image into `c`. */
-void sp_callable_read_signature(struct sp_callable *c, const struct simpler_callable_header *h);
+/* A new callable `id` of the valid `image` (`bytes` long), loaded on the
+ * device through the control stream: 0 with *out set (not yet in the
+ * registry), or CALLABLE_BYTES_EXCEEDED (more than the context's
+ * callable_bytes left), OUT_OF_HOST_MEMORY or the load's code, holding
+ * nothing. */
+int sp_callable_create(struct simpler_context *ctx, int32_t id, const void *image, size_t bytes,
+                       struct sp_callable **out);
 
-/* Uploads and loads `image` (c->image_bytes long) on the control stream;
- * on failure holds nothing of it. */
-int sp_callable_load(struct simpler_context *ctx, struct sp_callable *c, const void *image);
-
-/* Unloads and frees its device side; on failure keeps what it still holds. */
+/* Unloads and frees its device side; on failure keeps what it still holds
+ * (a retry does what is left). The host record stays. */
 int sp_callable_release(struct simpler_context *ctx, struct sp_callable *c);
+
+/* Enters `c` in the context's registry under c->id, counted against
+ * max_callables and callable_bytes. */
+void sp_residency_add(struct simpler_context *ctx, struct sp_callable *c);
+
+/* Releases `c` (sp_callable_release), takes it out of the registry and
+ * frees it. On failure `c` stays registered, holding what it still holds. */
+int sp_residency_remove(struct simpler_context *ctx, struct sp_callable *c);
 
 #endif /* SIMPLER_HOST_RESIDENCY_H */

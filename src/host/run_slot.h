@@ -2,9 +2,11 @@
  * host/run_slot.h — a pipeline slot: the device resources of one
  * unfinalized program-mode run.
  *
- * Owns: struct sp_slot and the release of stranded runs (runs whose
- * finalize failed on a device operation). Caller holds ctx->lock
- * throughout.
+ * Owns: struct sp_slot, each slot's device resources, finding a slot,
+ * taking a free one for a prepared run and releasing it once the run is
+ * over, and the release of stranded runs (runs whose finalize failed on a
+ * device operation). Must not stage, launch or wait for a run. Caller holds
+ * ctx->lock throughout.
  */
 #ifndef SIMPLER_HOST_RUN_SLOT_H
 #define SIMPLER_HOST_RUN_SLOT_H
@@ -54,6 +56,40 @@ struct sp_slot {
     struct rt_run_result result; /* read back when the run completed */
     struct sp_trace_run *trace;  /* the run's trace (trace_host.c); NULL: not traced */
 };
+
+/* Creates the device resources (stream, device args, result block) of the
+ * first `depth` slots of ctx->slots, counting each in ctx->slot_count as
+ * it starts, so that on failure sp_slots_release frees what exists. */
+int sp_slots_create(struct simpler_context *ctx, uint32_t depth);
+
+/* Frees every slot's resources (and staging a failed undo left), last slot
+ * first, nulling each handle once freed: a failure returns its code and
+ * leaves the rest, ctx->slot_count saying what is left, for a retry. */
+int sp_slots_release(struct simpler_context *ctx);
+
+/* The slot holding `run`, or NULL. */
+struct sp_slot *sp_slot_find(struct simpler_context *ctx, simpler_run_t run);
+
+/* A free slot, or NULL: every slot holds an unfinalized run. */
+struct sp_slot *sp_slot_find_free(struct simpler_context *ctx);
+
+/* Takes the free slot `slot` for a run of `callable` with `config`, its
+ * args already staged: the run gets the next handle (returned), the slot
+ * becomes PREPARED with a clean status, and the callable counts the run. */
+simpler_run_t sp_slot_acquire(struct simpler_context *ctx, struct sp_slot *slot,
+                              struct sp_callable *callable, const struct rt_config *config);
+
+/* Frees the run's staging and trace, then its slot and its hold on the
+ * callable; the handle is invalid afterwards. A failed free returns its
+ * code with the slot still held (the staging already freed stays freed).
+ * The caller knows the run is over on the device. */
+int sp_slot_release(struct simpler_context *ctx, struct sp_slot *slot);
+
+/* After a sync of the run's stream returned `rc`: 0 when the stream is now
+ * drained and clean (a nonzero `rc` was the carried error, now cleared),
+ * else `rc` — the sync itself failed and nothing was waited for or cleared.
+ * A lost device counts as drained: nothing more will run. */
+int sp_slot_synced(struct simpler_context *ctx, struct sp_slot *slot, int rc);
 
 /* 0 when every unfinalized run of `callable` (NULL: of any callable) is
  * stranded and no thread is waiting for it; INVALID_STATE otherwise.

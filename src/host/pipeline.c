@@ -1,12 +1,14 @@
 /*
- * host/run.c — the program-mode run pipeline.
+ * host/pipeline.c — the program-mode run pipeline: a run's way through its
+ * slot, from prepare to finalize.
  *
  * Owns: prepare (check the args against the callable, snapshot them into
- * the slot, stage host tensors into device buffers the run owns), launch
- * (enqueue on the device behind every earlier launch), poll/wait (this
- * run's status, from this run's own stream), finalize (copy outputs back,
- * free the staging, release the slot exactly once) and simpler_run.
- * Must not create or destroy context-wide resources: context.c owns them.
+ * a free slot, stage host tensors into device buffers the run owns),
+ * launch (enqueue on the device behind every earlier launch), poll/wait
+ * (this run's status, from this run's own stream), finalize (copy outputs
+ * back, free the staging, release the slot exactly once) and simpler_run.
+ * Its interface is simpler.h's run functions. Must not create or destroy
+ * context-wide resources: program.c owns them.
  *
  * Ordering: every run's chain goes through the context's one launcher, whose
  * streams execute runs in launch order; each slot's own stream joins the
@@ -14,171 +16,12 @@
  */
 #include <string.h>
 
-#include "common/view.h"
 #include "host/context.h"
-#include "host/device_binding.h"
 #include "host/program.h"
 #include "host/residency.h"
 #include "host/run_args.h"
 #include "host/run_slot.h"
-
-void (*sp_test_staging_free_hook)(void *device, size_t bytes);
-
-#define NO_STAGING 0xffu /* tensor_staging[]: a device tensor, passed through */
-
-static bool is_output(uint8_t dir)
-{
-    return dir == SIMPLER_DIR_OUT || dir == SIMPLER_DIR_INOUT;
-}
-
-static bool is_input(uint8_t dir)
-{
-    return dir == SIMPLER_DIR_IN || dir == SIMPLER_DIR_INOUT;
-}
-
-/* Bounds on a run argument's shape: a broadcast (stride 0) view may name
- * more elements than its buffer holds, but not without limit. */
-#define MAX_ARG_ELEMENTS (UINT64_C(1) << 48)
-
-/*
- * True when `t` is a run argument prepare accepts: a descriptor as the
- * tensor.h constructors make it (no producer: a run's arguments are
- * external, so SIMPLER_TASK_ID_NONE; reserved zero; no unknown flag) over
- * a real buffer (non-NULL address, the buffer not wrapping the address
- * space, a valid address space), whose view lies inside the buffer
- * (sp_view_inside) and names at most MAX_ARG_ELEMENTS elements. On success
- * [*lo, *hi) is the byte range the view touches.
- */
-static bool arg_valid(const struct simpler_tensor *t, uint64_t *lo, uint64_t *hi)
-{
-    uint64_t end, numel;
-    struct sp_view_extent e;
-    if (!t->addr || t->address_space > SIMPLER_MEM_DEVICE ||
-        !sp_add_u64(t->addr, t->buffer_bytes, &end) ||
-        t->producer_task_id != SIMPLER_TASK_ID_NONE || t->reserved != 0 ||
-        (t->flags & ~SIMPLER_TENSOR_MANUAL_DEP) != 0)
-        return false;
-    if (!sp_view_numel(t, &numel) || numel > MAX_ARG_ELEMENTS || !sp_view_inside(t, &e))
-        return false;
-    *lo = (uint64_t)e.first_byte;
-    *hi = (uint64_t)e.last_byte + 1;
-    return true;
-}
-
-/* Structural checks of a run's args (before any state). */
-static int check_args(const struct simpler_args *args)
-{
-    if (args->tensor_count > SIMPLER_ORCH_MAX_TENSORS ||
-        args->scalar_count > SIMPLER_ORCH_MAX_SCALARS ||
-        (args->tensor_count && !args->tensors) || (args->scalar_count && !args->scalars))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < args->tensor_count; i++) {
-        const struct simpler_tensor *t = &args->tensors[i];
-        uint64_t lo, hi;
-        if (!arg_valid(t, &lo, &hi))
-            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        if (t->address_space != SIMPLER_MEM_HOST)
-            continue;
-        /* Host buffers are staged one device buffer each: two tensors must
-         * name the same buffer exactly or not overlap at all, else the
-         * staged copies could not alias the way the host bytes do. */
-        for (uint32_t j = 0; j < i; j++) {
-            const struct simpler_tensor *u = &args->tensors[j];
-            if (u->address_space != SIMPLER_MEM_HOST ||
-                (u->addr == t->addr && u->buffer_bytes == t->buffer_bytes))
-                continue;
-            if (t->addr < u->addr + u->buffer_bytes && u->addr < t->addr + t->buffer_bytes)
-                return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        }
-    }
-    return 0;
-}
-
-/* The slot holding `run`, or NULL. Caller holds ctx->lock. */
-static struct sp_slot *find_slot(struct simpler_context *ctx, simpler_run_t run)
-{
-    if (!run)
-        return NULL;
-    for (uint32_t i = 0; i < ctx->slot_count; i++)
-        if (ctx->slots[i].state != SP_SLOT_FREE && ctx->slots[i].run == run)
-            return &ctx->slots[i];
-    return NULL;
-}
-
-int sp_staging_free(struct simpler_context *ctx, struct sp_slot *s)
-{
-    for (uint32_t j = 0; j < s->staging_count; j++) {
-        struct sp_staging *st = &s->staging[j];
-        if (!st->device)
-            continue;
-        if (sp_test_staging_free_hook)
-            sp_test_staging_free_hook(st->device, st->bytes);
-        int rc = sp_dev_free(ctx, st->device, st->bytes);
-        if (rc)
-            return rc;
-        st->device = NULL;
-        ctx->counters.staging_frees++;
-    }
-    return 0;
-}
-
-/* Gives every host buffer of the snapshot a device buffer and rewrites the
- * device view of the args to use them. Caller holds ctx->lock; on failure
- * the caller frees what was allocated. */
-static int alloc_staging(struct simpler_context *ctx, struct sp_slot *s)
-{
-    const struct simpler_orch_args *a = &s->snapshot;
-    s->staged_args = *a;
-    for (uint32_t i = 0; i < a->tensor_count; i++) {
-        const struct simpler_tensor *t = &a->tensors[i];
-        s->tensor_staging[i] = NO_STAGING;
-        if (t->address_space != SIMPLER_MEM_HOST)
-            continue;
-        uint32_t j = 0;
-        while (j < s->staging_count &&
-               !(s->staging[j].host_addr == t->addr && s->staging[j].bytes == t->buffer_bytes))
-            j++;
-        if (j == s->staging_count) {
-            struct sp_staging *st = &s->staging[j];
-            st->host_addr = t->addr;
-            st->bytes = t->buffer_bytes;
-            int rc = sp_dev_alloc(ctx, &st->device, st->bytes);
-            if (rc)
-                return rc;
-            s->staging_count++;
-            ctx->counters.staging_allocs++;
-        }
-        s->tensor_staging[i] = (uint8_t)j;
-        s->staged_args.tensors[i].addr = (uint64_t)(uintptr_t)s->staging[j].device;
-        s->staged_args.tensors[i].address_space = SIMPLER_MEM_DEVICE;
-    }
-    return 0;
-}
-
-/* Copies in, per staged buffer, the bytes its IN and INOUT views span (OUT
- * views are never copied in), then uploads the device view of the args.
- * Caller holds ctx->lock. */
-static int copy_inputs(struct sp_slot *s, const struct sp_callable *c)
-{
-    const struct simpler_orch_args *a = &s->snapshot;
-    int rc;
-    for (uint32_t j = 0; j < s->staging_count; j++) {
-        uint64_t lo = UINT64_MAX, hi = 0, vlo = 0, vhi = 0;
-        for (uint32_t i = 0; i < a->tensor_count; i++) {
-            if (s->tensor_staging[i] != j || !is_input(c->tensor_directions[i]))
-                continue;
-            arg_valid(&a->tensors[i], &vlo, &vhi); /* true: prepare checked it */
-            lo = vlo < lo ? vlo : lo;
-            hi = vhi > hi ? vhi : hi;
-        }
-        if (lo < hi && (rc = simdev_memcpy((uint8_t *)s->staging[j].device + lo,
-                                           (const uint8_t *)(uintptr_t)s->staging[j].host_addr + lo,
-                                           hi - lo, SIMDEV_COPY_HOST_TO_DEVICE)))
-            return rc;
-    }
-    return simdev_memcpy(s->device_args, &s->staged_args, sizeof s->staged_args,
-                         SIMDEV_COPY_HOST_TO_DEVICE);
-}
+#include "host/trace_host.h"
 
 int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t callable_id,
                         const struct simpler_args *args, const struct simpler_run_config *config)
@@ -186,7 +29,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     if (!ctx || !run || !args || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     uint64_t prepare_begin = simdev_clock_ns(); /* the host span, if the run traces */
-    int rc = check_args(args);
+    int rc = sp_run_args_check(args);
     struct rt_config rtc;
     if (!rc && config) {
         rt_config_from_public(config, &rtc);
@@ -223,21 +66,11 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
         rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* bigger than the context's run capacity */
         goto out;
     }
-    for (uint32_t i = 0; i < ctx->slot_count && !s; i++)
-        if (ctx->slots[i].state == SP_SLOT_FREE)
-            s = &ctx->slots[i];
-    if (!s) {
+    if (!(s = sp_slot_find_free(ctx))) {
         rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* every slot holds an unfinalized run */
         goto out;
     }
-    /* The owned snapshot: nothing of the caller's containers is kept. */
-    memset(&s->snapshot, 0, sizeof s->snapshot);
-    s->snapshot.tensor_count = args->tensor_count;
-    s->snapshot.scalar_count = args->scalar_count;
-    if (args->tensor_count)
-        memcpy(s->snapshot.tensors, args->tensors, args->tensor_count * sizeof *args->tensors);
-    if (args->scalar_count)
-        memcpy(s->snapshot.scalars, args->scalars, args->scalar_count * sizeof *args->scalars);
+    sp_run_args_snapshot(s, args);
     /* Staging a prepare before could not free (its undo failed) goes now. */
     if ((rc = sp_staging_free(ctx, s)))
         goto out;
@@ -247,7 +80,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
                                 &rtc)))
         goto out;
     uint64_t stage_begin = sp_trace_now(s);
-    if ((rc = alloc_staging(ctx, s)) || (rc = copy_inputs(s, c))) {
+    if ((rc = sp_staging_alloc(ctx, s)) || (rc = sp_staging_copy_in(s, c))) {
         /* Undo: a free that fails is tried once more; what still cannot be
          * freed stays recorded in the slot, for the next prepare on it or
          * finalize_device. The staging's code is the answer. */
@@ -258,17 +91,8 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
         goto out;
     }
     sp_trace_span(s, SP_SPAN_STAGE, stage_begin);
-    s->config = rtc;
-    s->callable = c;
-    s->run = ctx->next_run++;
-    s->state = SP_SLOT_PREPARED;
-    s->waiting = s->completed = s->copied_back = s->restage = s->stranded = false;
-    s->status = 0;
-    memset(&s->result, 0, sizeof s->result);
-    c->runs++;
-    ctx->counters.slots_acquired++;
+    *run = sp_slot_acquire(ctx, s, c, &rtc);
     sp_trace_span(s, SP_SPAN_PREPARE, prepare_begin);
-    *run = s->run;
 out:
     pthread_mutex_unlock(&ctx->lock);
     return rc;
@@ -281,11 +105,11 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
     pthread_mutex_lock(&ctx->lock);
     struct sp_slot *s = NULL;
     int rc = sp_program_ready(ctx);
-    if (!rc && (!(s = find_slot(ctx, run)) || s->state != SP_SLOT_PREPARED))
+    if (!rc && (!(s = sp_slot_find(ctx, run)) || s->state != SP_SLOT_PREPARED))
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
     /* After a failed launch the kernels may have run on the staged buffers:
      * stage the inputs again from the host. */
-    if (!rc && s->restage && !(rc = copy_inputs(s, s->callable)))
+    if (!rc && s->restage && !(rc = sp_staging_copy_in(s, s->callable)))
         s->restage = false;
     if (!rc) {
         uint64_t launch_begin = sp_trace_now(s);
@@ -348,21 +172,10 @@ static int latch_status(struct simpler_context *ctx, struct sp_slot *s, int carr
     return 0;
 }
 
-/* After a sync of the run's stream returned `rc`: 0 when the stream is now
- * drained and clean (a nonzero `rc` was the carried error, now cleared),
- * else `rc` — the sync itself failed and nothing was waited for or cleared.
- * A lost device counts as drained: nothing more will run. */
-static int synced(struct simpler_context *ctx, struct sp_slot *s, int rc)
-{
-    if (!rc || simdev_device_is_lost(ctx->device) || simdev_stream_query(s->stream) == 0)
-        return 0;
-    return rc;
-}
-
 /* Syncs the run's stream; *carried is what the sync returned. 0 when the
- * stream is now drained and clean, else the sync's own failure (synced).
- * The stream's state just before the sync settles the one case synced
- * cannot tell: a stream already drained and clean carries nothing, so a
+ * stream is now drained and clean, else the sync's own failure
+ * (sp_slot_synced). The stream's state just before the sync settles the one
+ * case sp_slot_synced cannot tell: a stream already drained and clean carries nothing, so a
  * failed sync of it failed by itself — even though the stream reads clean
  * afterwards (a run that ended before the wait began, then a failed sync,
  * must not take the sync's code as its status). */
@@ -373,7 +186,7 @@ static int sync_run_stream(struct simpler_context *ctx, struct sp_slot *s, int *
     *carried = rc;
     if (rc && before == 0 && !simdev_device_is_lost(ctx->device))
         return rc;
-    return synced(ctx, s, rc);
+    return sp_slot_synced(ctx, s, rc);
 }
 
 /* Waits, without the lock, until the launched run in *slot completes, and
@@ -392,7 +205,7 @@ static int await(struct simpler_context *ctx, simpler_run_t run, struct sp_slot 
             ctx->sleepers++; /* finalize_device waits for none, refuses instead */
             pthread_cond_wait(&ctx->waiters_done, &ctx->lock);
             ctx->sleepers--;
-            if (!(s = *slot = find_slot(ctx, run)) || s->state != SP_SLOT_LAUNCHED)
+            if (!(s = *slot = sp_slot_find(ctx, run)) || s->state != SP_SLOT_LAUNCHED)
                 return PTO_RUNTIME_ERR_INVALID_STATE;
             continue;
         }
@@ -417,7 +230,7 @@ static struct sp_slot *launched_slot(struct simpler_context *ctx, simpler_run_t 
 {
     struct sp_slot *s = NULL;
     *rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
-    if (!*rc && (!ctx->initialized || !(s = find_slot(ctx, run)) || s->state != SP_SLOT_LAUNCHED))
+    if (!*rc && (!ctx->initialized || !(s = sp_slot_find(ctx, run)) || s->state != SP_SLOT_LAUNCHED))
         *rc = PTO_RUNTIME_ERR_INVALID_STATE;
     if (!*rc)
         *rc = simdev_set_device(ctx->device);
@@ -435,7 +248,7 @@ int simpler_poll_run(struct simpler_context *ctx, simpler_run_t run)
         int carried = s->waiting ? PTO_RUNTIME_ERR_NOT_READY : simdev_stream_query(s->stream);
         if (carried == PTO_RUNTIME_ERR_NOT_READY)
             rc = PTO_RUNTIME_ERR_NOT_READY;
-        else if (!(rc = carried ? synced(ctx, s, simdev_stream_sync(s->stream)) : 0))
+        else if (!(rc = carried ? sp_slot_synced(ctx, s, simdev_stream_sync(s->stream)) : 0))
             rc = latch_status(ctx, s, carried);
     }
     if (s && s->completed)
@@ -478,70 +291,6 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
     return rc;
 }
 
-/* Copies the elements of host view `t` from its staging buffer back to the
- * host, one contiguous run at a time (never the bytes between them). */
-static int copy_view_back(const struct simpler_tensor *t, const uint8_t *device, uint32_t dim,
-                          int64_t offset)
-{
-    size_t esize = simpler_dtype_size(t->dtype);
-    uint8_t *host = (uint8_t *)(uintptr_t)t->addr;
-    int rc = 0;
-    if (dim >= t->ndims || dim >= SIMPLER_TENSOR_MAX_DIMS)
-        return PTO_RUNTIME_ERR_INTERNAL; /* prepare checked ndims: never reached */
-    if (dim == 0 && simpler_tensor_is_contiguous(t))
-        return simdev_memcpy(host + t->start_offset * esize, device + t->start_offset * esize,
-                             simpler_tensor_numel(t) * esize, SIMDEV_COPY_DEVICE_TO_HOST);
-    if (dim == 0)
-        offset = (int64_t)t->start_offset;
-    if (dim + 1 == t->ndims && t->stride[dim] == 1)
-        return simdev_memcpy(host + offset * (int64_t)esize, device + offset * (int64_t)esize,
-                             t->shape[dim] * esize, SIMDEV_COPY_DEVICE_TO_HOST);
-    for (uint64_t i = 0; i < t->shape[dim] && !rc; i++) {
-        int64_t at = offset + (int64_t)i * t->stride[dim];
-        if (dim + 1 == t->ndims)
-            rc = simdev_memcpy(host + at * (int64_t)esize, device + at * (int64_t)esize, esize,
-                               SIMDEV_COPY_DEVICE_TO_HOST);
-        else
-            rc = copy_view_back(t, device, dim + 1, at);
-    }
-    return rc;
-}
-
-static int copy_back(const struct sp_slot *s)
-{
-    const uint8_t *dirs = s->callable->tensor_directions;
-    for (uint32_t i = 0; i < s->snapshot.tensor_count; i++) {
-        if (s->tensor_staging[i] == NO_STAGING || !is_output(dirs[i]))
-            continue;
-        int rc = copy_view_back(&s->snapshot.tensors[i], s->staging[s->tensor_staging[i]].device,
-                                0, 0);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* Frees the run's staging, then its slot and its hold on the callable; the
- * handle is invalid afterwards. A failed free returns its code with the slot
- * still held (the staging already freed stays freed). Caller holds ctx->lock
- * and knows the run is over on the device. */
-static int release_slot(struct simpler_context *ctx, struct sp_slot *s)
-{
-    int rc = sp_staging_free(ctx, s);
-    if (!rc)
-        rc = sp_trace_run_release(ctx, s);
-    if (rc)
-        return rc;
-    s->callable->runs--;
-    s->callable = NULL;
-    s->state = SP_SLOT_FREE;
-    s->run = 0;
-    s->staging_count = 0;
-    s->stranded = false;
-    ctx->counters.slots_released++;
-    return 0;
-}
-
 int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
 {
     if (!ctx || !run)
@@ -549,7 +298,7 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
     pthread_mutex_lock(&ctx->lock);
     struct sp_slot *s = NULL;
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
-    if (!rc && (!ctx->initialized || !(s = find_slot(ctx, run))))
+    if (!rc && (!ctx->initialized || !(s = sp_slot_find(ctx, run))))
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
     if (!rc)
         rc = simdev_set_device(ctx->device);
@@ -571,7 +320,7 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
             goto failed; /* not known to be over: nothing may be released */
         if (s->status == 0 && !s->copied_back) {
             uint64_t copy_begin = sp_trace_now(s);
-            rc = copy_back(s);
+            rc = sp_staging_copy_back(s);
             if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
                 goto failed; /* outputs not delivered yet: a retry copies again */
             s->copied_back = true;
@@ -580,7 +329,7 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
         sp_trace_span(s, SP_SPAN_FINALIZE, finalize_begin);
         sp_trace_run_write(ctx, s); /* failed runs too */
     }
-    if (!(rc = release_slot(ctx, s)))
+    if (!(rc = sp_slot_release(ctx, s)))
         goto out;
 failed:
     /* A device operation failed: the run keeps its slot, and a retry does
@@ -631,52 +380,4 @@ int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct s
         *info = known;
     rc = finalize_own_run(ctx, run);
     return status ? status : rc;
-}
-
-/* True when the slot holds a run of `callable` (NULL: of any callable). */
-static bool holds_run_of(const struct sp_slot *s, const struct sp_callable *callable)
-{
-    return s->state != SP_SLOT_FREE && (!callable || s->callable == callable);
-}
-
-int sp_stranded_only(struct simpler_context *ctx, const struct sp_callable *callable)
-{
-    for (uint32_t i = 0; i < ctx->slot_count; i++) {
-        const struct sp_slot *s = &ctx->slots[i];
-        if (holds_run_of(s, callable) && (!s->stranded || s->waiting))
-            return PTO_RUNTIME_ERR_INVALID_STATE;
-    }
-    return 0;
-}
-
-int sp_release_stranded(struct simpler_context *ctx, const struct sp_callable *callable)
-{
-    for (uint32_t i = 0; i < ctx->slot_count; i++) {
-        struct sp_slot *s = &ctx->slots[i];
-        if (!holds_run_of(s, callable) || !s->stranded)
-            continue;
-        /* The finalize that failed may not have seen the run end (its wait
-         * or a failed launch's drain failed): what is left of it on the
-         * device must be over, and its stream clean for the slot's next
-         * run, before its staging goes. No other thread waits for it
-         * (sp_stranded_only), so the wait holds the lock. */
-        bool unfinished = s->restage || (s->state == SP_SLOT_LAUNCHED && !s->completed);
-        int rc;
-        if ((unfinished && (rc = synced(ctx, s, simdev_stream_sync(s->stream)))) ||
-            (rc = release_slot(ctx, s)))
-            return rc;
-        ctx->stranded_released++;
-    }
-    return 0;
-}
-
-int sp_test_run_snapshot(struct simpler_context *ctx, simpler_run_t run,
-                         struct simpler_orch_args *out)
-{
-    pthread_mutex_lock(&ctx->lock);
-    struct sp_slot *s = find_slot(ctx, run);
-    if (s)
-        *out = s->snapshot;
-    pthread_mutex_unlock(&ctx->lock);
-    return s ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
 }

@@ -1,31 +1,29 @@
 /*
- * host/kernel.c — kernel-mode contexts: a context that borrows the
+ * host/kernel_mode.c — kernel-mode contexts: a context that borrows the
  * caller's device and stream.
  *
- * Owns: simpler_kernel_mode_supported / _init / _prepare_callable /
- * _launch and the kernel half of simpler_finalize_device: the phase
- * machine's transitions, the context's own streams, events, arenas and
- * device binding, callable residency (ids minted, never reused), and the
- * encoding of each launch into an invocation packet. Must not touch what
- * the caller owns: the caller's device is never reset, the caller's streams
+ * Owns: simpler_kernel_mode_supported / _init / _prepare_callable and the
+ * kernel half of simpler_finalize_device and simpler_destroy_device_context
+ * (through the identity ops, context.h): the phase machine's transitions,
+ * the context's own streams, events, arenas and device binding, callable
+ * residency (ids minted, never reused), the ready check and the
+ * generations launches use (kernel_mode_launch.c). Must not touch what the
+ * caller owns: the caller's device is never reset, the caller's streams
  * are only enqueued on (never synchronised, queried or destroyed), and the
  * caller's tensors are never read or written by host code here.
  *
- * Locking: ctx->lock guards everything; launch holds it only while it
- * enqueues (no device wait), so launches from several threads serialise
- * their chains and never interleave them. prepare and finalize wait for the
+ * Locking: ctx->lock guards everything. prepare and finalize wait for the
  * context's own control stream while holding it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/host_alloc.h"
-#include "common/packet.h"
-#include "common/view.h"
 #include "host/context.h"
 #include "host/device_binding.h"
 #include "host/kernel_mode.h"
 #include "host/residency.h"
+#include "host/trace_host.h"
 
 /* Context generations picked when the caller passes 0, and every round's
  * generation: distinct within the process, so a round never takes a result
@@ -34,7 +32,7 @@
  * is live. */
 static _Atomic uint64_t next_generation;
 
-static uint64_t fresh_generation(void)
+uint64_t sp_kernel_fresh_generation(void)
 {
     uint64_t expected = 0;
     atomic_compare_exchange_strong(&next_generation, &expected, simdev_clock_ns() << 8);
@@ -53,10 +51,7 @@ static int on_own_device(const struct simpler_context *ctx)
     return current == ctx->device ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
 }
 
-/* A kernel context that accepts work now: latched KERNEL, accepting in its
- * phase, on the calling thread's current device, device not lost. Caller
- * holds ctx->lock. */
-static int kernel_ready(struct simpler_context *ctx, bool launch)
+int sp_kernel_ready(struct simpler_context *ctx, bool launch)
 {
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_KERNEL);
     if (rc)
@@ -144,12 +139,8 @@ static int kernel_release(struct simpler_context *ctx)
         struct sp_callable *c = ctx->callables[id];
         if (!c)
             continue;
-        if ((rc = sp_callable_release(ctx, c)))
+        if ((rc = sp_residency_remove(ctx, c)))
             return rc;
-        ctx->callable_bytes -= c->image_bytes;
-        ctx->callable_count--;
-        ctx->callables[id] = NULL;
-        free(c);
     }
     if ((rc = sp_trace_kernel_release(ctx)))
         return rc;
@@ -317,7 +308,7 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
     struct sp_kernel *k = &ctx->kernel;
     sp_phase_init_begin(&k->phase);
     k->claimed = true;
-    k->generation = context_generation ? context_generation : fresh_generation();
+    k->generation = context_generation ? context_generation : sp_kernel_fresh_generation();
     ctx->device = device_id;
     ctx->topo = topo;
     ctx->config = cfg;
@@ -364,7 +355,7 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
 {
     pthread_mutex_lock(&ctx->lock);
     struct sp_kernel *k = &ctx->kernel;
-    int rc = kernel_ready(ctx, false);
+    int rc = sp_kernel_ready(ctx, false);
     struct sp_callable *c = NULL;
     if (rc)
         goto out;
@@ -372,21 +363,10 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
         rc = PTO_RUNTIME_ERR_CALLABLE_COUNT_EXCEEDED; /* ids are never reused */
         goto out;
     }
-    if (bytes > ctx->config.callable_bytes - ctx->callable_bytes) {
-        rc = PTO_RUNTIME_ERR_CALLABLE_BYTES_EXCEEDED;
+    if ((rc = sp_callable_create(ctx, k->next_id, image, bytes, &c)))
         goto out;
-    }
-    if (!(c = sp_host_calloc(1, sizeof *c))) {
-        rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-        goto out;
-    }
     struct simpler_callable_header h;
     memcpy(&h, image, sizeof h);
-    c->id = k->next_id;
-    c->image_bytes = bytes;
-    sp_callable_read_signature(c, &h);
-    if ((rc = sp_callable_load(ctx, c, image)))
-        goto out;
     /* A config function may ask for more than the context committed. */
     struct rt_config run;
     size_t need;
@@ -407,9 +387,7 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
                             SIMDEV_COPY_HOST_TO_DEVICE)))
         goto unload;
     c->slot_generation = slot.generation;
-    ctx->callables[c->id] = c;
-    ctx->callable_count++;
-    ctx->callable_bytes += bytes;
+    sp_residency_add(ctx, c);
     *callable_id = k->next_id++;
     k->callables_resolved++;
     c = NULL;
@@ -420,9 +398,7 @@ unload:
         c = NULL;
     } else {
         /* Keep it (unused, invisible to launches) so finalize releases it. */
-        ctx->callables[c->id] = c;
-        ctx->callable_count++;
-        ctx->callable_bytes += bytes;
+        sp_residency_add(ctx, c);
         k->next_id++;
         c = NULL;
     }
@@ -430,89 +406,6 @@ out:
     free(c);
     pthread_mutex_unlock(&ctx->lock);
     return rc;
-}
-
-/* ------------------------------------------------------------- launch */
-
-/* The structural checks of a launch's args against the callable: counts,
- * and every tensor a device tensor whose view lies inside its buffer. */
-static int check_launch_args(const struct sp_callable *c, const struct simpler_args *args)
-{
-    if (args->tensor_count != c->tensor_count || args->scalar_count != c->scalar_count ||
-        (args->tensor_count && !args->tensors) || (args->scalar_count && !args->scalars))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < args->tensor_count; i++) {
-        const struct simpler_tensor *t = &args->tensors[i];
-        if (t->address_space != SIMPLER_MEM_DEVICE || !t->addr || !sp_view_inside(t, NULL))
-            return PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* no staging on this path */
-    }
-    return 0;
-}
-
-int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
-                               const struct simpler_args *args, simdev_stream_t caller_stream)
-{
-    if (!ctx || !args || !caller_stream || callable_id < 0 ||
-        callable_id >= SIMPLER_MAX_CALLABLE_IDS || args->tensor_count > SIMPLER_ORCH_MAX_TENSORS ||
-        args->scalar_count > SIMPLER_ORCH_MAX_SCALARS)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    struct sp_kernel *k = &ctx->kernel;
-    int rc = kernel_ready(ctx, true);
-    const struct sp_callable *c = rc ? NULL : ctx->callables[callable_id];
-    if (!rc && (!c || !c->slot_generation))
-        rc = PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
-    if (!rc)
-        rc = check_launch_args(c, args);
-    unsigned char packet[SP_PACKET_MAX_BYTES];
-    size_t packet_bytes = 0;
-    if (!rc)
-        rc = sp_packet_encode(packet, sizeof packet, callable_id, k->generation,
-                              c->slot_generation, args, &packet_bytes);
-    if (!rc) {
-        struct rt_config config;
-        rt_config_from_public(&c->config, &config);
-        sp_trace_kernel_attach(ctx, callable_id, &config);
-        struct rt_kernel_target target = {k->generation, ctx->arena, ctx->arena_bytes,
-                                          k->schedulers};
-        /* A launch on a capturing caller stream goes through the capture
-         * streams (the same events and gate): the capture pulls those in,
-         * and the eager streams stay out of it. The query neither waits nor
-         * changes anything. */
-        struct rt_kernel_chain chain = k->chain;
-        int capturing = 0;
-        if (!simdev_stream_is_capturing(caller_stream, &capturing) && capturing) {
-            chain.aicpu = k->capture_aicpu;
-            chain.aicore = k->capture_aicore;
-        }
-        k->packets_encoded++;
-        k->next_round = fresh_generation();
-        bool gate_lost = false;
-        rc = rt_kernel_launch(k->launch_ops ? k->launch_ops : &rt_kernel_simdev_ops, &chain,
-                              caller_stream, &target, &config, k->next_round, packet,
-                              packet_bytes, &gate_lost);
-        if (!rc)
-            sp_phase_launch_enqueued(&k->phase);
-        /* A captured chain that failed to record loses no unit (nothing
-         * of it runs, and the capture cannot end joined without it); an
-         * eager one that did keeps the unit for good. */
-        if (gate_lost && !capturing) {
-            /* No later round could ever start: refuse them now, and close
-             * without waiting for a unit that never comes back. */
-            k->gate_lost = true;
-            sp_phase_poison(&k->phase, rc);
-        }
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    return rc;
-}
-
-void sp_test_kernel_set_launch_ops(struct simpler_context *ctx,
-                                   const struct rt_kernel_launch_ops *ops)
-{
-    pthread_mutex_lock(&ctx->lock);
-    ctx->kernel.launch_ops = ops;
-    pthread_mutex_unlock(&ctx->lock);
 }
 
 void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,
