@@ -3,8 +3,11 @@
  *
  * Owns: context creation and destruction, simpler_finalize_device (both
  * dispatched through ctx->identity_ops), the config checks both inits
- * share, and the test accessors of the common part. Must not call program-mode or kernel-mode code
- * by name: those files call this one (context.h says the direction).
+ * share, and the test accessors of the common part. Must not call
+ * program-mode or kernel-mode code by name: those files call this one
+ * (context.h says the direction). Creation fills every field's starting
+ * value, the identity halves' too (the kernel phase starts NEW, run
+ * handles count from 1), since no identity is known yet.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -84,24 +84,193 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx)
 
 /* ---------------------------------------------------------- lifecycle */
 
-/* Releases what a kernel context holds, in reverse order of creation,
- * nulling each handle once released: a failure returns its code and leaves
- * the rest for a retry. The context's streams are drained first, so no
- * round of it is running. Caller holds ctx->lock; the device is current. */
-static int kernel_release(struct simpler_context *ctx)
+/*
+ * What a kernel context holds, created by kernel_create one step at a time
+ * and released by kernel_release in the reverse order, one helper per step:
+ *
+ *   create                  release
+ *   (init: sp_device_claim) release_claim
+ *   size_resources          -           (nothing created: sizes, a host image)
+ *   create_streams          release_streams
+ *   create_events           release_events
+ *   create_memory           release_memory
+ *   sp_trace_kernel_create  sp_trace_kernel_release
+ *   create_registration     release_registration
+ *   create_gate             release_gate
+ *   -                       quiesce_streams (first: no round of it runs on)
+ *   (prepare: callables)    release_callables (after the registration,
+ *                           whose binding names their records)
+ *
+ * Every release step nulls each handle once released and stops at the
+ * first failure, so a retry does what is left. Caller holds ctx->lock
+ * throughout; release runs with the context's device current.
+ */
+
+#define OWN_STREAMS 5
+#define OWN_EVENTS 5
+#define OWN_MEMORY 4
+
+/* The context's own streams, in creation order. */
+static void own_streams(struct simpler_context *ctx, simdev_stream_t *out[OWN_STREAMS])
 {
     struct sp_kernel *k = &ctx->kernel;
+    simdev_stream_t *streams[OWN_STREAMS] = {&ctx->control, &k->chain.aicpu, &k->chain.aicore,
+                                             &k->capture_aicpu, &k->capture_aicore};
+    memcpy(out, streams, sizeof streams);
+}
+
+/* The chain's events, in creation order. */
+static void own_events(struct simpler_context *ctx, simdev_event_t *out[OWN_EVENTS])
+{
+    struct sp_kernel *k = &ctx->kernel;
+    simdev_event_t *events[OWN_EVENTS] = {&k->chain.start, &k->chain.aicore_start,
+                                          &k->chain.aicore_done, &k->chain.aicpu_done,
+                                          &k->chain.serial_tail};
+    memcpy(out, events, sizeof events);
+}
+
+/* The context's device memory and each block's size, in creation order. */
+static void own_memory(struct simpler_context *ctx, void **out[OWN_MEMORY],
+                       size_t bytes[OWN_MEMORY])
+{
+    struct sp_kernel *k = &ctx->kernel;
+    void **memory[OWN_MEMORY] = {&ctx->arena, (void **)&k->result, (void **)&k->args,
+                                 (void **)&k->binding};
+    size_t sizes[OWN_MEMORY] = {ctx->arena_bytes, sizeof *k->result, sizeof *k->args,
+                                k->binding_bytes};
+    memcpy(out, memory, sizeof memory);
+    memcpy(bytes, sizes, sizeof sizes);
+}
+
+/* ------------------------------------------------------------- creating */
+
+/* Sizes the arena and the binding, and allocates the binding's host image
+ * (*image, the caller frees it): nothing on the device yet. */
+static int size_resources(struct simpler_context *ctx, struct rt_kernel_binding **image)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    struct rt_config capacity;
+    rt_config_from_public(&ctx->config.run_capacity, &capacity);
+    int rc = rt_arena_bytes(&capacity, &ctx->topo, &ctx->arena_bytes);
+    if (rc)
+        return rc;
+    k->binding_bytes = rt_kernel_binding_bytes(ctx->config.max_callables);
+    if (!k->binding_bytes)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (!(*image = sp_host_calloc(1, k->binding_bytes)))
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    return 0;
+}
+
+/* The control stream, the chain's AICPU and AICore streams, their capture
+ * twins. */
+static int create_streams(struct simpler_context *ctx)
+{
+    simdev_stream_t *streams[OWN_STREAMS];
+    own_streams(ctx, streams);
+    int rc = 0;
+    for (int i = 0; i < OWN_STREAMS && !rc; i++)
+        rc = simdev_stream_create(streams[i]);
+    return rc;
+}
+
+/* The chain's events. */
+static int create_events(struct simpler_context *ctx)
+{
+    simdev_event_t *events[OWN_EVENTS];
+    own_events(ctx, events);
+    int rc = 0;
+    for (int i = 0; i < OWN_EVENTS && !rc; i++)
+        rc = simdev_event_create(events[i]);
+    return rc;
+}
+
+/* The arena, the round's result block and arguments, the binding. */
+static int create_memory(struct simpler_context *ctx)
+{
+    void **memory[OWN_MEMORY];
+    size_t bytes[OWN_MEMORY];
+    own_memory(ctx, memory, bytes);
+    int rc = 0;
+    for (int i = 0; i < OWN_MEMORY && !rc; i++)
+        rc = sp_dev_alloc(ctx, memory[i], bytes[i]);
+    return rc;
+}
+
+/* Writes the zeroed result block and the binding (from `image`), and
+ * registers the binding with the device registry (waiting on the control
+ * stream). */
+static int create_registration(struct simpler_context *ctx, struct rt_kernel_binding *image)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    image->context_generation = k->generation;
+    image->device = ctx->device;
+    image->arena = ctx->arena;
+    image->arena_bytes = ctx->arena_bytes;
+    image->result = k->result;
+    image->args = k->args;
+    image->slot_count = ctx->config.max_callables;
+    /* The result block starts zeroed: no round's generation is 0. */
+    static const struct rt_run_result empty_result;
     int rc;
-    /* On a lost device nothing runs any more: there is nothing to drain and
-     * no op can unregister the binding, so it is forgotten directly; what is
-     * left is host-side, and destroy and free calls still work. */
-    bool lost = simdev_device_is_lost(ctx->device) > 0;
-    simdev_stream_t own[5] = {k->chain.aicpu, k->chain.aicore, k->capture_aicpu,
-                              k->capture_aicore, ctx->control};
-    for (int i = 0; i < 5 && !lost; i++) {
+    if ((rc = simdev_memcpy(k->result, &empty_result, sizeof empty_result,
+                            SIMDEV_COPY_HOST_TO_DEVICE)) ||
+        (rc = simdev_memcpy(k->binding, image, k->binding_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
+        (rc = rt_kernel_register_enqueue(ctx->control, k->binding, k->generation)))
+        return rc;
+    if ((rc = simdev_stream_sync(ctx->control)))
+        sp_drain(ctx->control);
+    /* On a failed sync the op may have run and failed (nothing registered),
+     * or the sync itself failed with the op registered: unregistering is
+     * harmless either way. */
+    k->registered = true;
+    return rc;
+}
+
+/* The round gate: one unit, held by a round from its start to its end.
+ * Created last so that its release, which must come first (it is what
+ * stops replays of captured rounds), mirrors it. */
+static int create_gate(struct simpler_context *ctx)
+{
+    return simdev_sem_create(&ctx->kernel.chain.gate, 1);
+}
+
+/* Creates what a kernel context holds (the table above), sized before
+ * anything is created. On failure kernel_release undoes it. */
+static int kernel_create(struct simpler_context *ctx)
+{
+    struct rt_kernel_binding *image = NULL;
+    int rc = size_resources(ctx, &image);
+    if (!rc && !(rc = create_streams(ctx)) && !(rc = create_events(ctx)) &&
+        !(rc = create_memory(ctx)) && !(rc = sp_trace_kernel_create(ctx)) &&
+        !(rc = create_registration(ctx, image)))
+        rc = create_gate(ctx);
+    free(image);
+    return rc;
+}
+
+/* ------------------------------------------------------------ releasing */
+
+/* Waits for what the context's own streams hold, so no round of it is
+ * running; only a lost device (nothing to wait for) stops it. */
+static int quiesce_streams(struct simpler_context *ctx, bool lost)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    simdev_stream_t own[OWN_STREAMS] = {k->chain.aicpu, k->chain.aicore, k->capture_aicpu,
+                                        k->capture_aicore, ctx->control};
+    int rc;
+    for (int i = 0; i < OWN_STREAMS && !lost; i++) {
         if (own[i] && (rc = sp_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
+    return 0;
+}
+
+/* Takes the round gate and destroys it. */
+static int release_gate(struct simpler_context *ctx, bool lost)
+{
+    struct sp_kernel *k = &ctx->kernel;
+    int rc;
     /* Graphs captured from this context may be replaying on streams the
      * context does not own. Taking the gate waits for the round that holds
      * it (rounds queued behind stay queued); destroying it then makes every
@@ -123,11 +292,20 @@ static int kernel_release(struct simpler_context *ctx)
         k->chain.gate = 0;
         k->gate_held = false;
     }
+    return 0;
+}
+
+/* Unregisters the binding (on a lost device no op can: it is forgotten
+ * directly). */
+static int release_registration(struct simpler_context *ctx, bool lost)
+{
+    struct sp_kernel *k = &ctx->kernel;
     if (lost && k->registered) {
         rt_kernel_forget_on_lost_device(k->generation, k->binding);
         k->registered = false;
     }
     if (k->registered) {
+        int rc;
         if ((rc = rt_kernel_unregister_enqueue(ctx->control, k->binding, k->generation)) ||
             (rc = simdev_stream_sync(ctx->control))) {
             sp_drain(ctx->control);
@@ -135,108 +313,89 @@ static int kernel_release(struct simpler_context *ctx)
         }
         k->registered = false;
     }
+    return 0;
+}
+
+/* Unloads and frees every callable prepare made. */
+static int release_callables(struct simpler_context *ctx)
+{
     for (uint32_t id = 0; id < SIMPLER_MAX_CALLABLE_IDS && ctx->callable_count; id++) {
         struct sp_callable *c = ctx->callables[id];
-        if (!c)
-            continue;
-        if ((rc = sp_residency_remove(ctx, c)))
+        int rc;
+        if (c && (rc = sp_residency_remove(ctx, c)))
             return rc;
-    }
-    if ((rc = sp_trace_kernel_release(ctx)))
-        return rc;
-    void **mem[4] = {(void **)&k->binding, (void **)&k->args, (void **)&k->result, &ctx->arena};
-    size_t bytes[4] = {k->binding_bytes, sizeof *k->args, sizeof *k->result, ctx->arena_bytes};
-    for (int i = 0; i < 4; i++) {
-        if (*mem[i]) {
-            if ((rc = sp_dev_free(ctx, *mem[i], bytes[i])))
-                return rc;
-            *mem[i] = NULL;
-        }
-    }
-    simdev_event_t *events[5] = {&k->chain.serial_tail, &k->chain.aicpu_done,
-                                 &k->chain.aicore_done, &k->chain.aicore_start, &k->chain.start};
-    for (int i = 0; i < 5; i++) {
-        if (*events[i]) {
-            if ((rc = simdev_event_destroy(*events[i])))
-                return rc;
-            *events[i] = NULL;
-        }
-    }
-    simdev_stream_t *streams[5] = {&k->capture_aicore, &k->capture_aicpu, &k->chain.aicore,
-                                   &k->chain.aicpu, &ctx->control};
-    for (int i = 0; i < 5; i++) {
-        if (*streams[i]) {
-            if ((rc = simdev_stream_destroy(*streams[i])))
-                return rc;
-            *streams[i] = NULL;
-        }
-    }
-    if (k->claimed) {
-        sp_device_release(ctx, ctx->device);
-        k->claimed = false;
     }
     return 0;
 }
 
-/* Creates what a kernel context holds, sized before anything is created.
- * Caller holds ctx->lock; on failure kernel_release undoes it. */
-static int kernel_create(struct simpler_context *ctx)
+/* Frees the device memory, last created first. */
+static int release_memory(struct simpler_context *ctx)
 {
-    struct sp_kernel *k = &ctx->kernel;
-    struct rt_config capacity;
-    rt_config_from_public(&ctx->config.run_capacity, &capacity);
-    int rc = rt_arena_bytes(&capacity, &ctx->topo, &ctx->arena_bytes);
-    if (rc)
-        return rc;
-    k->binding_bytes = rt_kernel_binding_bytes(ctx->config.max_callables);
-    if (!k->binding_bytes)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_kernel_binding *image = sp_host_calloc(1, k->binding_bytes);
-    if (!image)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    if ((rc = simdev_stream_create(&ctx->control)) ||
-        (rc = simdev_stream_create(&k->chain.aicpu)) ||
-        (rc = simdev_stream_create(&k->chain.aicore)) ||
-        (rc = simdev_stream_create(&k->capture_aicpu)) ||
-        (rc = simdev_stream_create(&k->capture_aicore)) ||
-        (rc = simdev_sem_create(&k->chain.gate, 1)) ||
-        (rc = simdev_event_create(&k->chain.start)) ||
-        (rc = simdev_event_create(&k->chain.aicore_start)) ||
-        (rc = simdev_event_create(&k->chain.aicore_done)) ||
-        (rc = simdev_event_create(&k->chain.aicpu_done)) ||
-        (rc = simdev_event_create(&k->chain.serial_tail)) ||
-        (rc = sp_dev_alloc(ctx, &ctx->arena, ctx->arena_bytes)) ||
-        (rc = sp_dev_alloc(ctx, (void **)&k->result, sizeof *k->result)) ||
-        (rc = sp_dev_alloc(ctx, (void **)&k->args, sizeof *k->args)) ||
-        (rc = sp_dev_alloc(ctx, (void **)&k->binding, k->binding_bytes)) ||
-        (rc = sp_trace_kernel_create(ctx)))
-        goto out;
-    image->context_generation = k->generation;
-    image->device = ctx->device;
-    image->arena = ctx->arena;
-    image->arena_bytes = ctx->arena_bytes;
-    image->result = k->result;
-    image->args = k->args;
-    image->slot_count = ctx->config.max_callables;
-    /* The result block starts zeroed: no round's generation is 0. */
-    static const struct rt_run_result empty_result;
-    if ((rc = simdev_memcpy(k->result, &empty_result, sizeof empty_result,
-                            SIMDEV_COPY_HOST_TO_DEVICE)) ||
-        (rc = simdev_memcpy(k->binding, image, k->binding_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
-        (rc = rt_kernel_register_enqueue(ctx->control, k->binding, k->generation)))
-        goto out;
-    if ((rc = simdev_stream_sync(ctx->control))) {
-        sp_drain(ctx->control);
-        /* The op may have run and failed (nothing registered), or the sync
-         * itself failed with the op registered: unregistering is harmless
-         * either way. */
-        k->registered = true;
-        goto out;
+    void **memory[OWN_MEMORY];
+    size_t bytes[OWN_MEMORY];
+    own_memory(ctx, memory, bytes);
+    for (int i = OWN_MEMORY - 1; i >= 0; i--) {
+        int rc;
+        if (*memory[i] && (rc = sp_dev_free(ctx, *memory[i], bytes[i])))
+            return rc;
+        *memory[i] = NULL;
     }
-    k->registered = true;
-out:
-    free(image);
-    return rc;
+    return 0;
+}
+
+/* Destroys the chain's events, last created first. */
+static int release_events(struct simpler_context *ctx)
+{
+    simdev_event_t *events[OWN_EVENTS];
+    own_events(ctx, events);
+    for (int i = OWN_EVENTS - 1; i >= 0; i--) {
+        int rc;
+        if (*events[i] && (rc = simdev_event_destroy(*events[i])))
+            return rc;
+        *events[i] = NULL;
+    }
+    return 0;
+}
+
+/* Destroys the context's own streams, last created first. */
+static int release_streams(struct simpler_context *ctx)
+{
+    simdev_stream_t *streams[OWN_STREAMS];
+    own_streams(ctx, streams);
+    for (int i = OWN_STREAMS - 1; i >= 0; i--) {
+        int rc;
+        if (*streams[i] && (rc = simdev_stream_destroy(*streams[i])))
+            return rc;
+        *streams[i] = NULL;
+    }
+    return 0;
+}
+
+/* Gives the device back (init claimed it). */
+static void release_claim(struct simpler_context *ctx)
+{
+    if (ctx->kernel.claimed) {
+        sp_device_release(ctx, ctx->device);
+        ctx->kernel.claimed = false;
+    }
+}
+
+/* Releases what a kernel context holds (the table above), in reverse order
+ * of creation. */
+static int kernel_release(struct simpler_context *ctx)
+{
+    /* On a lost device nothing runs any more: there is nothing to drain and
+     * no op can unregister the binding, so it is forgotten directly; what is
+     * left is host-side, and destroy and free calls still work. */
+    bool lost = simdev_device_is_lost(ctx->device) > 0;
+    int rc;
+    if ((rc = quiesce_streams(ctx, lost)) || (rc = release_gate(ctx, lost)) ||
+        (rc = release_registration(ctx, lost)) || (rc = release_callables(ctx)) ||
+        (rc = sp_trace_kernel_release(ctx)) || (rc = release_memory(ctx)) ||
+        (rc = release_events(ctx)) || (rc = release_streams(ctx)))
+        return rc;
+    release_claim(ctx);
+    return 0;
 }
 
 /* The kernel half of simpler_finalize_device. Caller holds ctx->lock. */

@@ -23,62 +23,74 @@
 #include "host/run_slot.h"
 #include "host/trace_host.h"
 
-int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t callable_id,
-                        const struct simpler_args *args, const struct simpler_run_config *config)
+/* The checks of a prepare before any state: the args' structure and, when
+ * given, the run config (into *rtc). 0 or INVALID_ARGUMENT. */
+static int check_prepare(const struct simpler_args *args, const struct simpler_run_config *config,
+                         struct rt_config *rtc)
 {
-    if (!ctx || !run || !args || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    uint64_t prepare_begin = simdev_clock_ns(); /* the host span, if the run traces */
     int rc = sp_run_args_check(args);
-    struct rt_config rtc;
     if (!rc && config) {
-        rt_config_from_public(config, &rtc);
-        if (!(rc = rt_config_check(&rtc)))
+        rt_config_from_public(config, rtc);
+        if (!(rc = rt_config_check(rtc)))
             rc = sp_trace_config_check(config);
     }
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&ctx->lock);
-    struct sp_callable *c;
-    struct sp_slot *s = NULL;
+    return rc;
+}
+
+/* The resident callable `callable_id` into *out, when `args` match its
+ * signature: CALLABLE_NOT_RESIDENT or INVALID_ARGUMENT otherwise. Caller
+ * holds ctx->lock. */
+static int resolve_callable(struct simpler_context *ctx, int32_t callable_id,
+                            const struct simpler_args *args, struct sp_callable **out)
+{
+    struct sp_callable *c = ctx->callables[callable_id];
+    if (!c)
+        return PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
+    if (args->tensor_count != c->tensor_count || args->scalar_count != c->scalar_count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* does not match the signature */
+    *out = c;
+    return 0;
+}
+
+/* The run's config: `config`'s (already in *rtc) or, when NULL, the
+ * callable's, checked against the context, with its scheduler threads in
+ * *schedulers. INVALID_ARGUMENT (more schedulers than the device has, or
+ * what a config function left), CAPACITY_EXCEEDED (bigger than the
+ * context's run capacity) or rt_arena_bytes's code. Caller holds ctx->lock. */
+static int fit_run_config(struct simpler_context *ctx, const struct sp_callable *c,
+                          const struct simpler_run_config *config, struct rt_config *rtc,
+                          uint32_t *schedulers)
+{
     size_t need;
-    if ((rc = sp_program_ready(ctx)))
-        goto out;
-    if (!(c = ctx->callables[callable_id])) {
-        rc = PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
-        goto out;
-    }
-    if (args->tensor_count != c->tensor_count || args->scalar_count != c->scalar_count) {
-        rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* does not match the signature */
-        goto out;
-    }
+    int rc;
     if (!config)
-        rt_config_from_public(&c->config, &rtc);
-    uint32_t schedulers = rtc.scheduler_threads ? rtc.scheduler_threads
-                                                : ctx->topo.aicpu_threads - 1;
-    if (schedulers + 1 > ctx->topo.aicpu_threads || (rc = rt_config_check(&rtc))) {
-        rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        goto out;
-    }
-    if ((rc = rt_arena_bytes(&rtc, &ctx->topo, &need)))
-        goto out;
-    if (need > ctx->arena_bytes) {
-        rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* bigger than the context's run capacity */
-        goto out;
-    }
-    if (!(s = sp_slot_find_free(ctx))) {
-        rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* every slot holds an unfinalized run */
-        goto out;
-    }
+        rt_config_from_public(&c->config, rtc);
+    *schedulers = rtc->scheduler_threads ? rtc->scheduler_threads : ctx->topo.aicpu_threads - 1;
+    if (*schedulers + 1 > ctx->topo.aicpu_threads || rt_config_check(rtc))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if ((rc = rt_arena_bytes(rtc, &ctx->topo, &need)))
+        return rc;
+    return need > ctx->arena_bytes ? PTO_RUNTIME_ERR_CAPACITY_EXCEEDED : 0;
+}
+
+/* Fills the free slot `s` for a run of `c` with `args`: the owned
+ * snapshot, the run's trace (at the level of `pub`, the run's public
+ * config) attached to *rtc, and the args staged and copied in. On failure
+ * undoes what it did; what cannot be freed stays recorded in the slot.
+ * Caller holds ctx->lock. */
+static int stage_run(struct simpler_context *ctx, struct sp_slot *s, const struct sp_callable *c,
+                     const struct simpler_args *args, const struct simpler_run_config *pub,
+                     uint32_t schedulers, struct rt_config *rtc)
+{
     sp_run_args_snapshot(s, args);
     /* Staging a prepare before could not free (its undo failed) goes now. */
-    if ((rc = sp_staging_free(ctx, s)))
-        goto out;
+    int rc = sp_staging_free(ctx, s);
+    if (rc)
+        return rc;
     s->staging_count = 0;
-    const struct simpler_run_config *pub = config ? config : &c->config;
     if ((rc = sp_trace_run_open(ctx, s, sp_trace_level(ctx, pub), schedulers, pub->trace_records,
-                                &rtc)))
-        goto out;
+                                rtc)))
+        return rc;
     uint64_t stage_begin = sp_trace_now(s);
     if ((rc = sp_staging_alloc(ctx, s)) || (rc = sp_staging_copy_in(s, c))) {
         /* Undo: a free that fails is tried once more; what still cannot be
@@ -88,12 +100,33 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
             sp_staging_free(ctx, s);
         if (sp_trace_run_release(ctx, s))
             sp_trace_run_release(ctx, s);
-        goto out;
+        return rc;
     }
     sp_trace_span(s, SP_SPAN_STAGE, stage_begin);
-    *run = sp_slot_acquire(ctx, s, c, &rtc);
-    sp_trace_span(s, SP_SPAN_PREPARE, prepare_begin);
-out:
+    return 0;
+}
+
+int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t callable_id,
+                        const struct simpler_args *args, const struct simpler_run_config *config)
+{
+    if (!ctx || !run || !args || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    uint64_t prepare_begin = simdev_clock_ns(); /* the host span, if the run traces */
+    struct rt_config rtc;
+    int rc = check_prepare(args, config, &rtc);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_callable *c;
+    struct sp_slot *s;
+    uint32_t schedulers;
+    if (!(rc = sp_program_ready(ctx)) && !(rc = resolve_callable(ctx, callable_id, args, &c)) &&
+        !(rc = fit_run_config(ctx, c, config, &rtc, &schedulers)) &&
+        !(rc = sp_slot_find_free(ctx, &s)) &&
+        !(rc = stage_run(ctx, s, c, args, config ? config : &c->config, schedulers, &rtc))) {
+        *run = sp_slot_acquire(ctx, s, c, &rtc);
+        sp_trace_span(s, SP_SPAN_PREPARE, prepare_begin);
+    }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }

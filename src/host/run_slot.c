@@ -72,12 +72,15 @@ struct sp_slot *sp_slot_find(struct simpler_context *ctx, simpler_run_t run)
     return NULL;
 }
 
-struct sp_slot *sp_slot_find_free(struct simpler_context *ctx)
+int sp_slot_find_free(struct simpler_context *ctx, struct sp_slot **out)
 {
-    for (uint32_t i = 0; i < ctx->slot_count; i++)
-        if (ctx->slots[i].state == SP_SLOT_FREE)
-            return &ctx->slots[i];
-    return NULL;
+    for (uint32_t i = 0; i < ctx->slot_count; i++) {
+        if (ctx->slots[i].state == SP_SLOT_FREE) {
+            *out = &ctx->slots[i];
+            return 0;
+        }
+    }
+    return PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* every slot holds an unfinalized run */
 }
 
 simpler_run_t sp_slot_acquire(struct simpler_context *ctx, struct sp_slot *s,

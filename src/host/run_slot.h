@@ -70,8 +70,9 @@ int sp_slots_release(struct simpler_context *ctx);
 /* The slot holding `run`, or NULL. */
 struct sp_slot *sp_slot_find(struct simpler_context *ctx, simpler_run_t run);
 
-/* A free slot, or NULL: every slot holds an unfinalized run. */
-struct sp_slot *sp_slot_find_free(struct simpler_context *ctx);
+/* A free slot into *out, or CAPACITY_EXCEEDED: every slot holds an
+ * unfinalized run. */
+int sp_slot_find_free(struct simpler_context *ctx, struct sp_slot **out);
 
 /* Takes the free slot `slot` for a run of `callable` with `config`, its
  * args already staged: the run gets the next handle (returned), the slot
