@@ -3,8 +3,8 @@
  * borrows the caller's device and stream.
  *
  * Owns: struct sp_kernel (embedded in struct simpler_context as
- * ctx->kernel), and what kernel_mode_launch.c and tests ask of the
- * kernel-mode context (kernel_mode.c). The entry points themselves are
+ * ctx->kernel), and what kernel_mode_callable.c, kernel_mode_launch.c and
+ * tests ask of the kernel-mode context (kernel_mode.c). The entry points themselves are
  * public (simpler.h). Must not be included for program-mode work: nothing
  * here applies to a program context.
  */
