@@ -7,11 +7,13 @@
  * the identity ops table, and the init arguments both identities check.
  * Not public API.
  *
- * Direction: the identities' files (program.c, kernel_mode.c and what they
- * use) call context.c; context.c never calls them by name. The two entry
- * points every context has but whose work depends on the identity
- * (simpler_finalize_device, simpler_destroy_device_context) dispatch through
- * ctx->identity_ops, which the identity's init sets.
+ * Direction: calls go one way. The identities' files (program.c and the
+ * run pipeline; kernel_mode*.c) call context.c and the modules both share
+ * (device_binding.c, residency.c, trace_host.c); context.c calls only the
+ * leaf modules (latch, phase, trace_host) and never an identity's code by
+ * name. The two entry points every context has but whose work depends on
+ * the identity (simpler_finalize_device, simpler_destroy_device_context)
+ * dispatch through ctx->identity_ops, which the identity's init sets.
  *
  * Locking: ctx->lock guards every field below that is not marked
  * otherwise. It is held across synchronous copies (which wait for nothing)

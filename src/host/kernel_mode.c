@@ -86,20 +86,22 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx)
 
 /*
  * What a kernel context holds, created by kernel_create one step at a time
- * and released by kernel_release in the reverse order, one helper per step:
+ * (read the left column down) and released by kernel_release in the
+ * reverse order (read the right column up), one helper per step:
  *
  *   create                  release
  *   (init: sp_device_claim) release_claim
- *   size_resources          -           (nothing created: sizes, a host image)
+ *   size_resources          -  (nothing to release: sizes, a host image)
  *   create_streams          release_streams
  *   create_events           release_events
  *   create_memory           release_memory
  *   sp_trace_kernel_create  sp_trace_kernel_release
+ *   -  (prepare makes them) release_callables: after the registration,
+ *                           whose binding names their records
  *   create_registration     release_registration
  *   create_gate             release_gate
- *   -                       quiesce_streams (first: no round of it runs on)
- *   (prepare: callables)    release_callables (after the registration,
- *                           whose binding names their records)
+ *   -                       quiesce_streams: first, so that no round of
+ *                           the context runs any more
  *
  * Every release step nulls each handle once released and stops at the
  * first failure, so a retry does what is left. Caller holds ctx->lock
