@@ -40,7 +40,9 @@ static void phase_set(struct sp_phase *phase, enum sp_phase_kind kind)
     phase_write(phase, kind, phase->runtime_error, phase->teardown_error);
 }
 
-static bool is_live(enum sp_phase_kind kind)
+/* True in the two phases that accept work (a prepare, a launch): the
+ * context is initialised and neither poisoned nor closing. */
+static bool accepts_work(enum sp_phase_kind kind)
 {
     return kind == SP_PHASE_COLLECTING || kind == SP_PHASE_READY_ENQUEUED;
 }
@@ -97,12 +99,12 @@ int sp_phase_init_failed(struct sp_phase *phase, int rollback_status)
 
 int sp_phase_prepare_allowed(const struct sp_phase *phase)
 {
-    return is_live(phase_get(phase)) ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+    return accepts_work(phase_get(phase)) ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
 }
 
 int sp_phase_launch_enqueued(struct sp_phase *phase)
 {
-    if (!is_live(phase_get(phase)))
+    if (!accepts_work(phase_get(phase)))
         return PTO_RUNTIME_ERR_INVALID_STATE;
     phase_set(phase, SP_PHASE_READY_ENQUEUED);
     return 0;
@@ -112,7 +114,7 @@ int sp_phase_poison(struct sp_phase *phase, int cause)
 {
     if (cause >= 0)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (!is_live(phase_get(phase)))
+    if (!accepts_work(phase_get(phase)))
         return PTO_RUNTIME_ERR_INVALID_STATE;
     phase_write(phase, SP_PHASE_POISONED, first_failure(phase->runtime_error, cause),
                 phase->teardown_error);
@@ -165,7 +167,7 @@ enum sp_phase_kind sp_phase_current(const struct sp_phase *phase)
 
 bool sp_phase_accepts_launch(const struct sp_phase *phase)
 {
-    return is_live(sp_phase_current(phase));
+    return accepts_work(sp_phase_current(phase));
 }
 
 const char *sp_phase_name(enum sp_phase_kind kind)

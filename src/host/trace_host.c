@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "common/host_alloc.h"
-#include "host/host.h"
+#include "host/context.h"
+#include "host/device_binding.h"
+#include "host/residency.h"
+#include "host/run_slot.h"
 #include "host/trace_host.h"
 
 /* ------------------------------------------------------------- settings */

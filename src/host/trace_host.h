@@ -6,8 +6,9 @@
  * run's region and spans (struct sp_trace_run, held by its slot), a kernel
  * context's region (committed once at init), and writing the files after a
  * run. At level 0 nothing here allocates or copies anything: the hooks
- * return at once. Called by run.c, context.c and kernel.c with ctx->lock
- * held (stated per function).
+ * return at once. Called by the program-mode pipeline (pipeline.c,
+ * run_slot.c), context.c and kernel_mode.c, with ctx->lock held (stated
+ * per function).
  */
 #ifndef SIMPLER_HOST_TRACE_HOST_H
 #define SIMPLER_HOST_TRACE_HOST_H

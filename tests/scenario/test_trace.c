@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "common/host_alloc.h"
-#include "host/host.h"
+#include "host/context.h"
 #include "pm_support.h"
 #include "runtime/trace.h"
 #include "simpler/simdev_fault.h"

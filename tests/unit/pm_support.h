@@ -14,7 +14,10 @@
 
 #include <stdatomic.h>
 
-#include "host/host.h"
+#include "host/context.h"
+#include "host/residency.h"
+#include "host/run_args.h"
+#include "host/run_slot.h"
 #include "simpler/simpler.h"
 #include "test_support.h"
 

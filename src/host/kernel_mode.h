@@ -1,0 +1,72 @@
+/*
+ * host/kernel_mode.h — the kernel-mode half of a context: a context that
+ * borrows the caller's device and stream.
+ *
+ * Owns: struct sp_kernel (embedded in struct simpler_context as
+ * ctx->kernel), and what kernel_mode_callable.c, kernel_mode_launch.c and
+ * tests ask of the kernel-mode context (kernel_mode.c). The entry points themselves are
+ * public (simpler.h). Must not be included for program-mode work: nothing
+ * here applies to a program context.
+ */
+#ifndef SIMPLER_HOST_KERNEL_MODE_H
+#define SIMPLER_HOST_KERNEL_MODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/phase.h"
+#include "launch/launch.h"
+#include "simpler/device.h"
+#include "simpler/orchestration.h"
+
+struct simpler_context;
+
+/* The kernel-mode half of a context; zero in a program context. */
+struct sp_kernel {
+    struct sp_phase phase;
+    uint64_t generation;               /* the context generation, in every packet */
+    uint32_t schedulers;               /* scheduler threads of every round */
+    bool claimed;                      /* holds its device (sp_device_claim) */
+    bool registered;                   /* the device registry knows the binding */
+    struct rt_kernel_chain chain;      /* the context's AICPU and AICore streams, the events */
+    /* The streams that carry a launch made on a capturing caller stream:
+     * captured work never lands on the eager streams, so an eager launch
+     * from another thread during a capture stays eager. */
+    simdev_stream_t capture_aicpu, capture_aicore;
+    bool gate_held; /* finalize took the round gate (and has not destroyed it yet) */
+    bool gate_lost; /* a round kept the gate's unit for good: poisoned, close does not take it */
+    const struct rt_kernel_launch_ops *launch_ops; /* rt_kernel_simdev_ops; tests may swap it */
+    struct rt_run_result *result;      /* device: the round's result block */
+    struct simpler_orch_args *args;    /* device: the round's decoded arguments */
+    struct rt_kernel_binding *binding; /* device: what the device may follow */
+    size_t binding_bytes;
+    int32_t next_id;                   /* the next callable id minted */
+    uint64_t next_slot_generation;
+    uint64_t next_round;               /* the last round's generation */
+    /* Host-side preparation work, for tests: a replayed graph adds none. */
+    uint64_t packets_encoded;
+    uint64_t callables_resolved;
+};
+
+/* A kernel context that accepts work now: latched KERNEL, accepting in its
+ * phase (a launch when `launch`, else a prepare), on the calling thread's
+ * current device, device not lost (a lost one poisons the phase). 0,
+ * INVALID_STATE, the poison cause or DEVICE_LOST. Caller holds ctx->lock. */
+int sp_kernel_ready(struct simpler_context *ctx, bool launch);
+
+/* A context or round generation: distinct within the process, never 0. */
+uint64_t sp_kernel_fresh_generation(void);
+
+/* ------------------------------------------------------------ for tests */
+
+/* Test-only: the device operations the context's launches use (NULL: the
+ * simdev ones), for failures the fault injector cannot arm. */
+void sp_test_kernel_set_launch_ops(struct simpler_context *ctx,
+                                   const struct rt_kernel_launch_ops *ops);
+
+/* Host-side preparation work of a kernel context so far. */
+void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,
+                             uint64_t *callables_resolved);
+
+#endif /* SIMPLER_HOST_KERNEL_MODE_H */
