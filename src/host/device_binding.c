@@ -86,13 +86,3 @@ int sp_dev_free(struct simpler_context *ctx, void *ptr, size_t bytes)
         ctx->committed -= bytes;
     return rc;
 }
-
-int sp_drain(simdev_stream_t stream)
-{
-    int rc;
-    do
-        rc = simdev_stream_sync(stream);
-    while (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST &&
-           simdev_stream_query(stream) == PTO_RUNTIME_ERR_NOT_READY);
-    return rc;
-}

@@ -38,10 +38,4 @@ int sp_device_usable(int device_id, const struct simpler_config *cfg, struct sim
 int sp_dev_alloc(struct simpler_context *ctx, void **out, size_t bytes);
 int sp_dev_free(struct simpler_context *ctx, void *ptr, size_t bytes);
 
-/* Waits until `stream` has drained even if a sync fails on the way (a
- * failed sync waits for nothing), so that undoing a call never frees what
- * enqueued work still uses. Returns the stream's carried status (cleared),
- * or DEVICE_LOST. */
-int sp_drain(simdev_stream_t stream);
-
 #endif /* SIMPLER_HOST_DEVICE_BINDING_H */

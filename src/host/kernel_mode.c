@@ -21,6 +21,7 @@
 #include "common/host_alloc.h"
 #include "host/context.h"
 #include "host/device_binding.h"
+#include "launch/launch.h"
 #include "host/kernel_mode.h"
 #include "host/residency.h"
 #include "host/trace_host.h"
@@ -221,7 +222,7 @@ static int create_registration(struct simpler_context *ctx, struct rt_kernel_bin
         (rc = rt_kernel_register_enqueue(ctx->control, k->binding, k->generation)))
         return rc;
     if ((rc = simdev_stream_sync(ctx->control)))
-        sp_drain(ctx->control);
+        rt_stream_drain(ctx->control);
     /* On a failed sync the op may have run and failed (nothing registered),
      * or the sync itself failed with the op registered: unregistering is
      * harmless either way. */
@@ -262,7 +263,7 @@ static int quiesce_streams(struct simpler_context *ctx, bool lost)
                                         k->capture_aicore, ctx->control};
     int rc;
     for (int i = 0; i < OWN_STREAMS && !lost; i++) {
-        if (own[i] && (rc = sp_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+        if (own[i] && (rc = rt_stream_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
     return 0;
@@ -284,7 +285,7 @@ static int release_gate(struct simpler_context *ctx, bool lost)
             return rc;
         k->gate_held = true; /* once it executes: a sem op runs whatever the stream carries */
         if ((rc = simdev_stream_sync(ctx->control))) {
-            sp_drain(ctx->control);
+            rt_stream_drain(ctx->control);
             return rc;
         }
     }
@@ -310,7 +311,7 @@ static int release_registration(struct simpler_context *ctx, bool lost)
         int rc;
         if ((rc = rt_kernel_unregister_enqueue(ctx->control, k->binding, k->generation)) ||
             (rc = simdev_stream_sync(ctx->control))) {
-            sp_drain(ctx->control);
+            rt_stream_drain(ctx->control);
             return rc;
         }
         k->registered = false;

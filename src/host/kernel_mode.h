@@ -29,14 +29,14 @@ struct sp_kernel {
     uint32_t schedulers;               /* scheduler threads of every round */
     bool claimed;                      /* holds its device (sp_device_claim) */
     bool registered;                   /* the device registry knows the binding */
-    struct rt_kernel_chain chain;      /* the context's AICPU and AICore streams, the events */
+    struct rt_launch_chain chain;      /* the context's AICPU and AICore streams, the events */
     /* The streams that carry a launch made on a capturing caller stream:
      * captured work never lands on the eager streams, so an eager launch
      * from another thread during a capture stays eager. */
     simdev_stream_t capture_aicpu, capture_aicore;
     bool gate_held; /* finalize took the round gate (and has not destroyed it yet) */
     bool gate_lost; /* a round kept the gate's unit for good: poisoned, close does not take it */
-    const struct rt_kernel_launch_ops *launch_ops; /* rt_kernel_simdev_ops; tests may swap it */
+    const struct rt_launch_ops *launch_ops; /* rt_launch_simdev_ops; tests may swap it */
     struct rt_run_result *result;      /* device: the round's result block */
     struct simpler_orch_args *args;    /* device: the round's decoded arguments */
     struct rt_kernel_binding *binding; /* device: what the device may follow */
@@ -63,7 +63,7 @@ uint64_t sp_kernel_fresh_generation(void);
 /* Test-only: the device operations the context's launches use (NULL: the
  * simdev ones), for failures the fault injector cannot arm. */
 void sp_test_kernel_set_launch_ops(struct simpler_context *ctx,
-                                   const struct rt_kernel_launch_ops *ops);
+                                   const struct rt_launch_ops *ops);
 
 /* Host-side preparation work of a kernel context so far. */
 void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,

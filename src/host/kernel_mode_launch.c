@@ -66,7 +66,7 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
          * streams (the same events and gate): the capture pulls those in,
          * and the eager streams stay out of it. The query neither waits nor
          * changes anything. */
-        struct rt_kernel_chain chain = k->chain;
+        struct rt_launch_chain chain = k->chain;
         int capturing = 0;
         if (!simdev_stream_is_capturing(caller_stream, &capturing) && capturing) {
             chain.aicpu = k->capture_aicpu;
@@ -75,7 +75,7 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
         k->packets_encoded++;
         k->next_round = sp_kernel_fresh_generation();
         bool gate_lost = false;
-        rc = rt_kernel_launch(k->launch_ops ? k->launch_ops : &rt_kernel_simdev_ops, &chain,
+        rc = rt_kernel_launch(k->launch_ops ? k->launch_ops : &rt_launch_simdev_ops, &chain,
                               caller_stream, &target, &config, k->next_round, packet,
                               packet_bytes, &gate_lost);
         if (!rc)
@@ -95,7 +95,7 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
 }
 
 void sp_test_kernel_set_launch_ops(struct simpler_context *ctx,
-                                   const struct rt_kernel_launch_ops *ops)
+                                   const struct rt_launch_ops *ops)
 {
     pthread_mutex_lock(&ctx->lock);
     ctx->kernel.launch_ops = ops;

@@ -14,6 +14,7 @@
 #include "common/host_alloc.h"
 #include "host/context.h"
 #include "host/device_binding.h"
+#include "launch/launch.h"
 
 /* Reads the signature into the host record (the image is valid). */
 static void read_signature(struct sp_callable *c, const struct simpler_callable_header *h)
@@ -55,7 +56,7 @@ static int load(struct simpler_context *ctx, struct sp_callable *c, const void *
          * zeroed the record), or the sync itself failed and the loader may
          * still be running, or have finished either way. Let it finish, then
          * unload: on a zeroed record that does nothing. */
-        sp_drain(ctx->control);
+        rt_stream_drain(ctx->control);
         if (!simdev_device_is_lost(ctx->device)) {
             c->loaded = true;
             ctx->counters.callables_loaded++;
@@ -89,7 +90,7 @@ int sp_callable_release(struct simpler_context *ctx, struct sp_callable *c)
         c->loaded = false;
         ctx->counters.callables_unloaded++;
         if (!rc && (rc = simdev_stream_sync(ctx->control))) {
-            sp_drain(ctx->control); /* a failed sync waited for nothing */
+            rt_stream_drain(ctx->control); /* a failed sync waited for nothing */
             if (rc != PTO_RUNTIME_ERR_DEVICE_LOST)
                 return rc; /* the unload has run: a retry only frees */
         }

@@ -31,7 +31,7 @@
  */
 #include "launch/chain.h"
 
-const struct rt_kernel_launch_ops rt_kernel_simdev_ops = {
+const struct rt_launch_ops rt_launch_simdev_ops = {
     .record = simdev_event_record,
     .record_handoff = simdev_event_record_handoff,
     .wait = simdev_stream_wait_event,
@@ -44,8 +44,8 @@ const struct rt_kernel_launch_ops rt_kernel_simdev_ops = {
 
 /* One rt_chain_enqueue call's operands. */
 struct chain_call {
-    const struct rt_kernel_launch_ops *ops;
-    const struct rt_kernel_chain *chain;
+    const struct rt_launch_ops *ops;
+    const struct rt_launch_chain *chain;
     simdev_stream_t caller;
     const struct rt_chain_round *round;
 };
@@ -79,8 +79,8 @@ static int launch_aicpu(const struct chain_call *c, const struct rt_chain_aicpu 
 /* Enqueues `step`'s op, once. */
 static int enqueue_step(const struct chain_call *c, enum rt_chain_step step)
 {
-    const struct rt_kernel_launch_ops *ops = c->ops;
-    const struct rt_kernel_chain *ch = c->chain;
+    const struct rt_launch_ops *ops = c->ops;
+    const struct rt_launch_chain *ch = c->chain;
     const struct rt_chain_round *r = c->round;
     switch (step) {
     case RT_CHAIN_START:
@@ -137,7 +137,7 @@ static int enqueue_tried(const struct chain_call *c, enum rt_chain_step step, in
     return rc;
 }
 
-int rt_chain_enqueue(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
+int rt_chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_chain_round *round,
                      enum rt_chain_step *failed)
 {

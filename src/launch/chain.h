@@ -90,7 +90,7 @@ struct rt_chain_round {
  * effort, once) before it returns: closing off the rest is the caller's.
  * Enqueues only; the caller serialises enqueues on one chain.
  */
-int rt_chain_enqueue(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
+int rt_chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_chain_round *round,
                      enum rt_chain_step *failed);
 

@@ -81,7 +81,7 @@ static struct rt_chain_round kernel_round(const struct kernel_round_blocks *b,
  * core loop to its deadline (runtime/round.c) and an error the caller's
  * stream handed over on the context's streams until their next hand-off.
  */
-static void refuse(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
+static void refuse(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                    enum rt_chain_step failed, bool *gate_lost)
 {
     bool aicore_done = rt_chain_passed(failed, RT_CHAIN_AICORE_DONE);
@@ -107,7 +107,7 @@ static void refuse(const struct rt_kernel_launch_ops *ops, const struct rt_kerne
     ops->record_handoff(chain->aicpu_done, chain->aicpu);
 }
 
-int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
+int rt_kernel_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_target *target,
                      const struct rt_config *config, uint64_t round_generation,
                      const void *packet, size_t packet_bytes, bool *gate_lost)

@@ -39,11 +39,9 @@ uint64_t rt_arena_nonce(void);
  * nothing and queries nothing, and this table is how that is enforced:
  * chain.c calls the device only through it (program mode's failure policy
  * drains the launcher's streams afterwards, outside the chain).
- * rt_kernel_simdev_ops is simdev's; tests inject faults through their own.
- * (Its name, like rt_kernel_chain's, is from when only kernel mode used
- * it.)
+ * rt_launch_simdev_ops is simdev's; tests inject faults through their own.
  */
-struct rt_kernel_launch_ops {
+struct rt_launch_ops {
     int (*record)(simdev_event_t event, simdev_stream_t stream);
     int (*record_handoff)(simdev_event_t event, simdev_stream_t stream);
     int (*wait)(simdev_stream_t stream, simdev_event_t event);
@@ -55,15 +53,15 @@ struct rt_kernel_launch_ops {
     int (*gate_release)(simdev_stream_t stream, simdev_sem_t gate);
     int (*memset_async)(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream);
 };
-extern const struct rt_kernel_launch_ops rt_kernel_simdev_ops;
+extern const struct rt_launch_ops rt_launch_simdev_ops;
 
 /* The launch chain's streams and events, and the round gate: a one-unit
  * device semaphore every kernel-mode round of the context holds from
  * before its round begin until after its status op (docs/kernel-mode.md,
  * "Round gate"; model/round_gate.pml). A kernel-mode context fills one
- * (host/kernel.c); a program-mode launcher has its own, without gate or
+ * (host/kernel_mode.c); a program-mode launcher has its own, without gate or
  * serial tail (program mode holds no gate and records no tail). */
-struct rt_kernel_chain {
+struct rt_launch_chain {
     simdev_stream_t aicpu, aicore;
     simdev_event_t start, aicore_start, aicore_done, aicpu_done, serial_tail;
     simdev_sem_t gate;
@@ -176,7 +174,7 @@ struct rt_kernel_target {
  * accept no further round on the chain and close it without taking the
  * gate (destroying it ends every acquire waiting for it).
  */
-int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_kernel_chain *chain,
+int rt_kernel_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_target *target,
                      const struct rt_config *config, uint64_t round_generation,
                      const void *packet, size_t packet_bytes, bool *gate_lost);

@@ -28,7 +28,7 @@
 #include "runtime/layout.h"
 
 struct rt_launcher {
-    struct rt_kernel_chain chain; /* gate and serial_tail NULL: a run holds no gate */
+    struct rt_launch_chain chain; /* gate and serial_tail NULL: a run holds no gate */
     uint64_t generation;
 };
 
@@ -36,7 +36,7 @@ int rt_launcher_destroy(struct rt_launcher *l)
 {
     if (!l)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_kernel_chain *c = &l->chain;
+    struct rt_launch_chain *c = &l->chain;
     int rc = 0, r;
     if (c->aicpu_done && (r = simdev_event_destroy(c->aicpu_done)) && !rc)
         rc = r;
@@ -61,7 +61,7 @@ int rt_launcher_create(struct rt_launcher **out)
     struct rt_launcher *l = sp_host_calloc(1, sizeof *l);
     if (!l)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    struct rt_kernel_chain *c = &l->chain;
+    struct rt_launch_chain *c = &l->chain;
     int rc;
     if ((rc = simdev_stream_create(&c->aicpu)) || (rc = simdev_stream_create(&c->aicore)) ||
         (rc = simdev_event_create(&c->start)) || (rc = simdev_event_create(&c->aicore_start)) ||
@@ -125,7 +125,7 @@ static struct rt_chain_round program_round(const struct rt_launch_args *la,
 }
 
 /* rt_run_enqueue through `ops`. */
-static int run_enqueue(const struct rt_kernel_launch_ops *ops, struct rt_launcher *l,
+static int run_enqueue(const struct rt_launch_ops *ops, struct rt_launcher *l,
                        simdev_stream_t stream, const struct rt_run_request *request)
 {
     if (!l || !stream || !request)
@@ -154,5 +154,5 @@ static int run_enqueue(const struct rt_kernel_launch_ops *ops, struct rt_launche
 int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
                    const struct rt_run_request *request)
 {
-    return run_enqueue(&rt_kernel_simdev_ops, l, stream, request);
+    return run_enqueue(&rt_launch_simdev_ops, l, stream, request);
 }

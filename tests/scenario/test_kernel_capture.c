@@ -709,9 +709,9 @@ static int lossy_release(simdev_stream_t stream, simdev_sem_t gate)
 }
 
 static void use_lossy_ops(struct simpler_context *ctx, enum lost_step step,
-                          struct rt_kernel_launch_ops *ops)
+                          struct rt_launch_ops *ops)
 {
-    *ops = rt_kernel_simdev_ops;
+    *ops = rt_launch_simdev_ops;
     ops->wait = lossy_wait;
     ops->launch_aicpu = lossy_launch_aicpu;
     ops->gate_release = lossy_release;
@@ -736,7 +736,7 @@ static void test_a_gate_unit_never_given_back_poisons_and_close_ends_waiting_rep
         simdev_graph_t graph;
         simdev_graph_exec_t exec = capture_pm(ctx, rs, &rb, 2.0f, 0.5f, &graph);
 
-        struct rt_kernel_launch_ops ops;
+        struct rt_launch_ops ops;
         use_lossy_ops(ctx, (enum lost_step)step, &ops);
         struct km_args a;
         km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
@@ -775,7 +775,7 @@ static void test_a_captured_launch_that_fails_to_record_loses_no_unit(void **sta
     struct km_bufs b;
     km_opening(&ctx, &s, &b, km_open(), KM_N, 0.0f);
     simdev_stream_t cs = ts_new_stream();
-    struct rt_kernel_launch_ops ops;
+    struct rt_launch_ops ops;
     use_lossy_ops(ctx, FAIL_RELEASE, &ops);
     struct km_args a;
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);

@@ -253,7 +253,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                                       ctx->callables[0]->slot_generation, &a.args, &bytes),
                      0);
     struct rt_kernel_target bogus = {stale, (void *)(uintptr_t)0x10, 1 << 20, k->schedulers};
-    assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &bogus, &config,
+    assert_int_equal(rt_kernel_launch(&rt_launch_simdev_ops, &k->chain, s, &bogus, &config,
                                       ++k->next_round, packet, bytes, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
@@ -263,7 +263,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                                       ctx->callables[0]->slot_generation + 1, &a.args, &bytes),
                      0);
     struct rt_kernel_target live = {k->generation, ctx->arena, ctx->arena_bytes, k->schedulers};
-    assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &live, &config,
+    assert_int_equal(rt_kernel_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
                                       ++k->next_round, packet, bytes, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
@@ -272,7 +272,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     assert_int_equal(sp_packet_encode(packet, sizeof packet, 0, k->generation,
                                       ctx->callables[0]->slot_generation, &a.args, &bytes),
                      0);
-    assert_int_equal(rt_kernel_launch(&rt_kernel_simdev_ops, &k->chain, s, &live, &config,
+    assert_int_equal(rt_kernel_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
                                       ++k->next_round, packet, bytes - 8, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_BAD_PACKET);

@@ -19,7 +19,7 @@
  *     on device 1 tries to free device 0's leftovers on device 1, fails, and
  *     leaves the context impossible to initialise there or to destroy.
  *
- * White-box: the tests reach into host.h (slots, lock) to hold work at
+ * White-box: the tests reach into host/context.h (slots, lock) to hold work at
  * exact points with gates; nothing is ordered by sleeping.
  */
 #ifndef _GNU_SOURCE

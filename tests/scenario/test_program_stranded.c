@@ -13,7 +13,7 @@
  * changed. Unregistering a callable does the same for its own runs.
  *
  * Every finalize attempt is made to fail with fault injection: a staging
- * free hook (host.h) re-arms "the next FREE fails" just before each free,
+ * free hook (host/run_slot.h) re-arms "the next FREE fails" just before each free,
  * since an armed simdev fault fires once.
  */
 #include <setjmp.h>
