@@ -565,17 +565,21 @@ static void prepare_refuses_descriptors_the_constructors_never_make(void **state
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, run_fixture_setup, run_fixture_teardown)
     const struct CMUnitTest tests[] = {
-        T(output_whose_byte_count_overflows_or_exceeds_the_heap_is_refused),
-        T(task_view_outside_its_buffer_is_refused_at_submit),
-        T(task_views_at_the_edges_of_their_buffer_are_accepted),
-        T(a_view_naming_the_submitted_task_itself_as_producer_is_refused),
-        T(element_access_outside_the_buffer_is_refused),
-        T(element_access_through_a_reversed_view_inside_the_buffer_works),
-        cmocka_unit_test_teardown(prepare_refuses_descriptors_the_constructors_never_make,
-                                  ts_device_teardown),
+        SIMPLER_TEST_WITH(output_whose_byte_count_overflows_or_exceeds_the_heap_is_refused,
+                          run_fixture_setup, run_fixture_teardown),
+        SIMPLER_TEST_WITH(task_view_outside_its_buffer_is_refused_at_submit,
+                          run_fixture_setup, run_fixture_teardown),
+        SIMPLER_TEST_WITH(task_views_at_the_edges_of_their_buffer_are_accepted,
+                          run_fixture_setup, run_fixture_teardown),
+        SIMPLER_TEST_WITH(a_view_naming_the_submitted_task_itself_as_producer_is_refused,
+                          run_fixture_setup, run_fixture_teardown),
+        SIMPLER_TEST_WITH(element_access_outside_the_buffer_is_refused,
+                          run_fixture_setup, run_fixture_teardown),
+        SIMPLER_TEST_WITH(element_access_through_a_reversed_view_inside_the_buffer_works,
+                          run_fixture_setup, run_fixture_teardown),
+        SIMPLER_TEST_WITH(prepare_refuses_descriptors_the_constructors_never_make,
+                          NULL, ts_device_teardown),
     };
-#undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

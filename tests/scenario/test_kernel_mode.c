@@ -28,14 +28,6 @@
 
 #include "km_support.h"
 
-static int setup(void **state)
-{
-    (void)state;
-    struct simdev_config topo = ts_small_config();
-    ts_device_setup_config(&topo);
-    return 0;
-}
-
 /* ---------------------------------------------------------------- numerics */
 
 static void test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return(
@@ -1081,30 +1073,28 @@ static void test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_wo
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, ts_device_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return),
-        T(test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_works),
-        T(test_good_failing_good_without_a_sync_skips_the_third_round_whole),
-        T(test_rounds_without_scalars_or_without_any_argument_run),
-        T(test_the_device_refuses_stale_and_corrupt_packets_without_following_them),
-        T(test_one_launch_enqueues_exactly_the_chain_and_nothing_else),
-        T(test_four_threads_launching_on_three_streams_each_run_exactly_once),
-        T(test_cross_mode_calls_are_invalid_state_both_ways),
-        T(test_bad_arguments_and_states_are_refused_and_change_nothing),
-        cmocka_unit_test_teardown(
-            test_only_a_lost_device_poisons_the_context_and_close_still_releases, pm_teardown),
-        T(test_init_fails_cleanly_at_every_device_operation_and_a_retry_works),
-        T(test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_works),
-        T(test_a_failed_init_with_a_live_generation_leaves_the_other_context_alone),
-        cmocka_unit_test_teardown(test_a_context_closed_on_a_lost_device_frees_its_generation,
-                                  pm_teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_committed_launch_keeps_the_callers_stream_behind_its_round, setup,
-            pm_teardown),
-        T(test_a_refused_launch_leaves_no_error_for_the_next_launch),
-        T(test_a_failed_rounds_error_never_reaches_the_next_launch),
-        T(test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works),
+        SIMPLER_TEST(test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return),
+        SIMPLER_TEST(test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_works),
+        SIMPLER_TEST(test_good_failing_good_without_a_sync_skips_the_third_round_whole),
+        SIMPLER_TEST(test_rounds_without_scalars_or_without_any_argument_run),
+        SIMPLER_TEST(test_the_device_refuses_stale_and_corrupt_packets_without_following_them),
+        SIMPLER_TEST(test_one_launch_enqueues_exactly_the_chain_and_nothing_else),
+        SIMPLER_TEST(test_four_threads_launching_on_three_streams_each_run_exactly_once),
+        SIMPLER_TEST(test_cross_mode_calls_are_invalid_state_both_ways),
+        SIMPLER_TEST(test_bad_arguments_and_states_are_refused_and_change_nothing),
+        SIMPLER_TEST_WITH(test_only_a_lost_device_poisons_the_context_and_close_still_releases,
+                          NULL, pm_teardown),
+        SIMPLER_TEST(test_init_fails_cleanly_at_every_device_operation_and_a_retry_works),
+        SIMPLER_TEST(test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_works),
+        SIMPLER_TEST(test_a_failed_init_with_a_live_generation_leaves_the_other_context_alone),
+        SIMPLER_TEST_WITH(test_a_context_closed_on_a_lost_device_frees_its_generation,
+                          NULL, pm_teardown),
+        SIMPLER_TEST_WITH(test_a_committed_launch_keeps_the_callers_stream_behind_its_round,
+                          ts_device_setup, pm_teardown),
+        SIMPLER_TEST(test_a_refused_launch_leaves_no_error_for_the_next_launch),
+        SIMPLER_TEST(test_a_failed_rounds_error_never_reaches_the_next_launch),
+        SIMPLER_TEST(test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

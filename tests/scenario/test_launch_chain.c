@@ -298,12 +298,9 @@ static void core_failure_reaches_the_caller_eagerly_and_in_replay(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(eager_chain_computes_every_round_with_fresh_inputs,
-                                        ts_device_setup, ts_device_teardown),
-        cmocka_unit_test_setup_teardown(captured_chain_replays_with_fresh_inputs,
-                                        ts_device_setup, ts_device_teardown),
-        cmocka_unit_test_setup_teardown(core_failure_reaches_the_caller_eagerly_and_in_replay,
-                                        ts_device_setup, ts_device_teardown),
+        SIMPLER_TEST(eager_chain_computes_every_round_with_fresh_inputs),
+        SIMPLER_TEST(captured_chain_replays_with_fresh_inputs),
+        SIMPLER_TEST(core_failure_reaches_the_caller_eagerly_and_in_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

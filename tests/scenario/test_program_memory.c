@@ -181,12 +181,12 @@ static void test_the_program_mode_doc_quotes_the_measured_figures(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_a_default_context_commits_its_arena_and_its_slots,
-                                  ts_device_teardown),
-        cmocka_unit_test_teardown(test_a_callable_commits_its_image_and_a_loader_record,
-                                  ts_device_teardown),
-        cmocka_unit_test_teardown(test_the_program_mode_doc_quotes_the_measured_figures,
-                                  ts_device_teardown),
+        SIMPLER_TEST_WITH(test_a_default_context_commits_its_arena_and_its_slots,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_a_callable_commits_its_image_and_a_loader_record,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_the_program_mode_doc_quotes_the_measured_figures,
+                          NULL, ts_device_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -368,16 +368,14 @@ static void test_init_retried_on_another_device_releases_leftovers_on_theirs(voi
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(
-            test_device_op_failing_inside_a_run_does_not_make_later_runs_report_stale_results,
-            ts_device_teardown),
-        cmocka_unit_test_teardown(
-            test_second_waiter_of_a_finalized_run_does_not_latch_the_slots_next_run,
-            ts_device_teardown),
-        cmocka_unit_test_teardown(test_failed_prepare_whose_undo_cannot_free_holds_no_device_memory,
-                                  ts_device_teardown),
-        cmocka_unit_test_teardown(test_init_retried_on_another_device_releases_leftovers_on_theirs,
-                                  ts_device_teardown),
+        SIMPLER_TEST_WITH(test_device_op_failing_inside_a_run_does_not_make_later_runs_report_stale_results,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_second_waiter_of_a_finalized_run_does_not_latch_the_slots_next_run,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_failed_prepare_whose_undo_cannot_free_holds_no_device_memory,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_init_retried_on_another_device_releases_leftovers_on_theirs,
+                          NULL, ts_device_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

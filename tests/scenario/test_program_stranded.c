@@ -392,16 +392,16 @@ static void test_finalize_device_waits_for_a_stranded_run_still_running(void **s
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_context_info_arguments_and_identity, teardown),
-        cmocka_unit_test_teardown(test_finalize_device_releases_a_run_simpler_run_could_not_finalize,
-                                  teardown),
-        cmocka_unit_test_teardown(test_finalize_device_delivers_nothing_of_a_stranded_run, teardown),
-        cmocka_unit_test_teardown(
-            test_finalize_device_refuses_while_a_run_not_stranded_is_unfinalized, teardown),
-        cmocka_unit_test_teardown(test_unregister_releases_the_stranded_runs_of_its_callable,
-                                  teardown),
-        cmocka_unit_test_teardown(test_finalize_device_waits_for_a_stranded_run_still_running,
-                                  teardown),
+        SIMPLER_TEST_WITH(test_context_info_arguments_and_identity, NULL, teardown),
+        SIMPLER_TEST_WITH(test_finalize_device_releases_a_run_simpler_run_could_not_finalize,
+                          NULL, teardown),
+        SIMPLER_TEST_WITH(test_finalize_device_delivers_nothing_of_a_stranded_run, NULL, teardown),
+        SIMPLER_TEST_WITH(test_finalize_device_refuses_while_a_run_not_stranded_is_unfinalized,
+                          NULL, teardown),
+        SIMPLER_TEST_WITH(test_unregister_releases_the_stranded_runs_of_its_callable,
+                          NULL, teardown),
+        SIMPLER_TEST_WITH(test_finalize_device_waits_for_a_stranded_run_still_running,
+                          NULL, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

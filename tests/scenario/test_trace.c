@@ -971,28 +971,22 @@ static void kernel_mode_at_level_zero_commits_no_trace_region(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            vector_trace_holds_its_five_tasks_six_edges_in_dependency_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(tracks_name_every_core_scheduler_orchestrator_and_host,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(tensormap_edges_name_their_hazard, setup, teardown),
-        cmocka_unit_test_setup_teardown(an_spmd_task_has_a_span_per_block_and_a_dummy_task_none,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(a_full_buffer_drops_and_counts_without_blocking_the_run,
-                                        setup, teardown),
+        SIMPLER_TEST_WITH(vector_trace_holds_its_five_tasks_six_edges_in_dependency_order,
+                          setup, teardown),
+        SIMPLER_TEST_WITH(tracks_name_every_core_scheduler_orchestrator_and_host, setup, teardown),
+        SIMPLER_TEST_WITH(tensormap_edges_name_their_hazard, setup, teardown),
+        SIMPLER_TEST_WITH(an_spmd_task_has_a_span_per_block_and_a_dummy_task_none, setup, teardown),
+        SIMPLER_TEST_WITH(a_full_buffer_drops_and_counts_without_blocking_the_run, setup, teardown),
         cmocka_unit_test(the_buffer_writer_keeps_capacity_records_and_counts_the_rest),
-        cmocka_unit_test_setup_teardown(level_zero_allocates_nothing_and_writes_nothing, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(a_failing_run_is_still_traced, setup, teardown),
+        SIMPLER_TEST_WITH(level_zero_allocates_nothing_and_writes_nothing, setup, teardown),
+        SIMPLER_TEST_WITH(a_failing_run_is_still_traced, setup, teardown),
         cmocka_unit_test(the_environment_variable_parses_strictly),
-        cmocka_unit_test_setup_teardown(
-            the_environment_overrides_the_config_and_bad_configs_are_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            a_trace_region_that_fails_to_allocate_fails_prepare_cleanly, setup, teardown),
-        cmocka_unit_test_setup_teardown(kernel_mode_traces_eager_rounds_and_graph_replays, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(kernel_mode_at_level_zero_commits_no_trace_region, setup,
-                                        teardown),
+        SIMPLER_TEST_WITH(the_environment_overrides_the_config_and_bad_configs_are_refused,
+                          setup, teardown),
+        SIMPLER_TEST_WITH(a_trace_region_that_fails_to_allocate_fails_prepare_cleanly,
+                          setup, teardown),
+        SIMPLER_TEST_WITH(kernel_mode_traces_eager_rounds_and_graph_replays, setup, teardown),
+        SIMPLER_TEST_WITH(kernel_mode_at_level_zero_commits_no_trace_region, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

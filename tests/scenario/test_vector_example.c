@@ -218,12 +218,9 @@ static void vector_example_runs_again_on_the_same_arena(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(vector_example_gives_47_everywhere, ts_device_setup,
-                                        ts_device_teardown),
-        cmocka_unit_test_setup_teardown(vector_example_infers_exactly_the_six_documented_edges,
-                                        ts_device_setup, ts_device_teardown),
-        cmocka_unit_test_setup_teardown(vector_example_runs_again_on_the_same_arena,
-                                        ts_device_setup, ts_device_teardown),
+        SIMPLER_TEST(vector_example_gives_47_everywhere),
+        SIMPLER_TEST(vector_example_infers_exactly_the_six_documented_edges),
+        SIMPLER_TEST(vector_example_runs_again_on_the_same_arena),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include "common/host_alloc.h"
 #include "elf_stub.h"
 #include "simpler/callable.h"
+#include "test_support.h"
 
 #define INVALID PTO_RUNTIME_ERR_INVALID_ARGUMENT
 #define STATE PTO_RUNTIME_ERR_INVALID_STATE
@@ -1317,32 +1318,47 @@ static void builder_fails_cleanly_at_every_host_allocation(void **state)
 
 int main(void)
 {
-#define FX(fn) cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
     const struct CMUnitTest tests[] = {
-        FX(validate_accepts_the_builders_image_laid_out_as_documented),
-        FX(validate_rejects_null_or_misaligned_images),
-        FX(validate_rejects_a_size_other_than_total_bytes),
-        FX(validate_rejects_bad_magic_version_or_header_bytes),
-        FX(validate_rejects_a_nonzero_reserved_field),
-        FX(validate_rejects_bad_entry_names),
-        FX(validate_rejects_bad_config_names_but_accepts_none),
-        FX(validate_rejects_bad_kernel_symbols),
-        FX(validate_rejects_invalid_directions),
-        FX(validate_rejects_a_scalar_count_that_does_not_match_the_signature),
-        FX(validate_rejects_more_args_tensors_or_scalars_than_the_limits),
-        FX(validate_rejects_func_ids_out_of_range_or_duplicated),
-        FX(validate_rejects_an_unknown_core_type),
-        FX(validate_rejects_a_child_table_outside_the_image),
+        SIMPLER_TEST_WITH(validate_accepts_the_builders_image_laid_out_as_documented,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_null_or_misaligned_images,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_a_size_other_than_total_bytes,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_bad_magic_version_or_header_bytes,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_a_nonzero_reserved_field,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_bad_entry_names, fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_bad_config_names_but_accepts_none,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_bad_kernel_symbols, fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_invalid_directions, fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_a_scalar_count_that_does_not_match_the_signature,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_more_args_tensors_or_scalars_than_the_limits,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_func_ids_out_of_range_or_duplicated,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_an_unknown_core_type, fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_a_child_table_outside_the_image,
+                          fixture_setup, fixture_teardown),
         cmocka_unit_test(validate_rejects_a_misaligned_child_table),
-        FX(validate_rejects_more_children_than_the_limit),
-        FX(validate_rejects_binaries_past_the_end_or_wrapping),
-        FX(validate_rejects_misaligned_binaries),
-        FX(validate_rejects_binaries_without_the_elf_magic),
-        FX(validate_rejects_elf_binaries_whose_headers_are_broken),
-        FX(validate_rejects_elf_segments_outside_the_binary),
+        SIMPLER_TEST_WITH(validate_rejects_more_children_than_the_limit,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_binaries_past_the_end_or_wrapping,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_misaligned_binaries, fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_binaries_without_the_elf_magic,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_elf_binaries_whose_headers_are_broken,
+                          fixture_setup, fixture_teardown),
+        SIMPLER_TEST_WITH(validate_rejects_elf_segments_outside_the_binary,
+                          fixture_setup, fixture_teardown),
         cmocka_unit_test(validate_rejects_elf_segments_that_disagree),
         cmocka_unit_test(validate_rejects_binaries_overlapping_the_child_table),
-        FX(validate_rejects_symbol_forms_with_bytes_and_unknown_kinds),
+        SIMPLER_TEST_WITH(validate_rejects_symbol_forms_with_bytes_and_unknown_kinds,
+                          fixture_setup, fixture_teardown),
         cmocka_unit_test(builder_create_and_finish_reject_null_outputs),
         cmocka_unit_test(builder_stores_identical_elf_binaries_once),
         cmocka_unit_test(builder_refuses_a_duplicate_func_id_and_changes_nothing),
@@ -1356,6 +1372,5 @@ int main(void)
         cmocka_unit_test(builder_file_variants_refuse_unreadable_empty_or_non_elf_files),
         cmocka_unit_test(builder_fails_cleanly_at_every_host_allocation),
     };
-#undef FX
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -778,26 +778,39 @@ static void test_graph_launch_failed_by_fault_injection_enqueues_nothing_and_ret
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
-#define GRAPH_TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, graph_teardown)
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        GRAPH_TEST(test_diamond_replayed_1000_times_then_synced_runs_each_node_1000_times_in_order),
-        GRAPH_TEST(test_diamond_replayed_with_sync_after_each_launch_completes_each_replay_before_sync_returns),
-        GRAPH_TEST(test_host_func_branches_captured_on_two_streams_run_concurrently),
-        GRAPH_TEST(test_aicpu_branches_captured_on_two_streams_run_concurrently),
-        GRAPH_TEST(test_launch_args_are_frozen_at_capture_not_read_at_end_instantiate_or_replay),
-        GRAPH_TEST(test_failing_host_func_node_fails_launching_stream_and_later_replays_recover),
-        GRAPH_TEST(test_failing_aicpu_node_fails_launching_stream_and_later_replays_recover),
-        GRAPH_TEST(test_failing_node_in_a_branch_fails_the_replay_and_the_nodes_joined_after_it),
-        GRAPH_TEST(test_ops_after_a_failed_replay_on_the_launching_stream_are_skipped),
-        GRAPH_TEST(test_exec_launched_on_two_streams_never_overlaps_its_replays),
-        GRAPH_TEST(test_graph_destroyed_after_instantiate_still_replays),
-        GRAPH_TEST(test_replay_does_not_need_the_streams_it_was_captured_on),
-        GRAPH_TEST(test_memcpy_and_memset_nodes_replay_with_exact_device_contents),
-        GRAPH_TEST(test_empty_capture_yields_zero_node_graph_that_replays),
-        GRAPH_TEST(test_graph_launch_failed_by_fault_injection_enqueues_nothing_and_retry_succeeds),
+        SIMPLER_TEST_WITH(test_diamond_replayed_1000_times_then_synced_runs_each_node_1000_times_in_order,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_diamond_replayed_with_sync_after_each_launch_completes_each_replay_before_sync_returns,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_host_func_branches_captured_on_two_streams_run_concurrently,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_aicpu_branches_captured_on_two_streams_run_concurrently,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_launch_args_are_frozen_at_capture_not_read_at_end_instantiate_or_replay,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_failing_host_func_node_fails_launching_stream_and_later_replays_recover,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_failing_aicpu_node_fails_launching_stream_and_later_replays_recover,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_failing_node_in_a_branch_fails_the_replay_and_the_nodes_joined_after_it,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_ops_after_a_failed_replay_on_the_launching_stream_are_skipped,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_exec_launched_on_two_streams_never_overlaps_its_replays,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_graph_destroyed_after_instantiate_still_replays,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_replay_does_not_need_the_streams_it_was_captured_on,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_memcpy_and_memset_nodes_replay_with_exact_device_contents,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_empty_capture_yields_zero_node_graph_that_replays,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_graph_launch_failed_by_fault_injection_enqueues_nothing_and_retry_succeeds,
+                          ts_device_setup, graph_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

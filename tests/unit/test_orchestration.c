@@ -1096,24 +1096,22 @@ static void read_element_of_a_tensor_with_a_foreign_producer_id_fails_with_inval
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
-        T(submit_returns_ids_in_order_tagged_with_the_ring_of_the_scope_depth),
-        T(outputs_have_the_requested_shape_and_dtype_and_carry_the_producer_id),
-        T(zero_fill_output_reads_as_zero_in_its_kernel),
-        T(each_malformed_submit_fails_with_invalid_args_and_later_submits_do_nothing),
-        T(fatal_fails_the_run_with_explicit_fatal_and_later_submits_return_it),
-        T(status_op_returns_0_then_the_first_latched_error),
-        T(geometry_queries_report_1_aic_2_aiv_1_cluster_on_the_fixture),
-        T(a_dummy_task_completes_and_orders_its_dependents),
-        T(a_dummy_task_allocates_a_zeroed_output_for_later_tasks),
-        T(explicit_dependencies_order_tasks_in_a_manual_scope_and_nothing_else_does),
-        T(read_element_waits_for_the_producer_and_returns_its_value),
-        T(write_element_waits_for_earlier_readers_and_writers),
-        T(tensormap_infers_raw_waw_war_on_overlapping_slices_and_nothing_on_disjoint_ones),
-        T(no_dep_input_is_neither_looked_up_nor_recorded_but_keeps_its_creator_edge),
-        T(manual_dep_flag_bypasses_the_tensormap),
-        T(read_element_of_a_tensor_with_a_foreign_producer_id_fails_with_invalid_args),
-#undef T
+        SIMPLER_TEST(submit_returns_ids_in_order_tagged_with_the_ring_of_the_scope_depth),
+        SIMPLER_TEST(outputs_have_the_requested_shape_and_dtype_and_carry_the_producer_id),
+        SIMPLER_TEST(zero_fill_output_reads_as_zero_in_its_kernel),
+        SIMPLER_TEST(each_malformed_submit_fails_with_invalid_args_and_later_submits_do_nothing),
+        SIMPLER_TEST(fatal_fails_the_run_with_explicit_fatal_and_later_submits_return_it),
+        SIMPLER_TEST(status_op_returns_0_then_the_first_latched_error),
+        SIMPLER_TEST(geometry_queries_report_1_aic_2_aiv_1_cluster_on_the_fixture),
+        SIMPLER_TEST(a_dummy_task_completes_and_orders_its_dependents),
+        SIMPLER_TEST(a_dummy_task_allocates_a_zeroed_output_for_later_tasks),
+        SIMPLER_TEST(explicit_dependencies_order_tasks_in_a_manual_scope_and_nothing_else_does),
+        SIMPLER_TEST(read_element_waits_for_the_producer_and_returns_its_value),
+        SIMPLER_TEST(write_element_waits_for_earlier_readers_and_writers),
+        SIMPLER_TEST(tensormap_infers_raw_waw_war_on_overlapping_slices_and_nothing_on_disjoint_ones),
+        SIMPLER_TEST(no_dep_input_is_neither_looked_up_nor_recorded_but_keeps_its_creator_edge),
+        SIMPLER_TEST(manual_dep_flag_bypasses_the_tensormap),
+        SIMPLER_TEST(read_element_of_a_tensor_with_a_foreign_producer_id_fails_with_invalid_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

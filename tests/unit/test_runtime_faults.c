@@ -287,21 +287,12 @@ static void run_needs_two_aicpu_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            launcher_create_fails_cleanly_at_every_stream_and_event_creation, ts_device_setup,
-            ts_device_teardown),
-        cmocka_unit_test_setup_teardown(
-            launcher_create_fails_cleanly_when_its_host_allocation_fails, ts_device_setup,
-            ts_device_teardown),
-        cmocka_unit_test_setup_teardown(run_enqueue_fails_cleanly_at_every_chain_operation,
-                                        ts_device_setup, ts_device_teardown),
-        cmocka_unit_test_setup_teardown(
-            uninitialised_scheduler_still_ends_its_core_loops_before_or_after_they_start,
-            ts_device_setup, ts_device_teardown),
-        cmocka_unit_test_setup_teardown(run_enqueue_rejects_bad_requests_and_enqueues_nothing,
-                                        ts_device_setup, ts_device_teardown),
-        cmocka_unit_test_setup_teardown(run_needs_two_aicpu_threads, ts_device_setup,
-                                        ts_device_teardown),
+        SIMPLER_TEST(launcher_create_fails_cleanly_at_every_stream_and_event_creation),
+        SIMPLER_TEST(launcher_create_fails_cleanly_when_its_host_allocation_fails),
+        SIMPLER_TEST(run_enqueue_fails_cleanly_at_every_chain_operation),
+        SIMPLER_TEST(uninitialised_scheduler_still_ends_its_core_loops_before_or_after_they_start),
+        SIMPLER_TEST(run_enqueue_rejects_bad_requests_and_enqueues_nothing),
+        SIMPLER_TEST(run_needs_two_aicpu_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -279,18 +279,16 @@ static void a_device_reset_fails_a_waiting_acquire(void **state)
     assert_int_equal(simdev_sem_info(sem, &info), PTO_RUNTIME_ERR_INVALID_STATE);
 }
 
-#define TEST(fn) cmocka_unit_test_setup_teardown(fn, ts_device_setup, ts_device_teardown)
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TEST(a_unit_is_held_from_acquire_to_release_and_the_next_waits_for_it),
-        TEST(sem_ops_execute_on_a_stream_that_carries_an_error),
-        TEST(captured_sem_ops_are_graph_nodes_and_run_at_every_replay),
-        TEST(destroy_fails_waiters_and_makes_the_handle_stale),
-        TEST(several_units_admit_that_many_holders),
-        TEST(bad_arguments_capacity_and_injected_faults_change_nothing),
-        TEST(a_device_reset_fails_a_waiting_acquire),
+        SIMPLER_TEST(a_unit_is_held_from_acquire_to_release_and_the_next_waits_for_it),
+        SIMPLER_TEST(sem_ops_execute_on_a_stream_that_carries_an_error),
+        SIMPLER_TEST(captured_sem_ops_are_graph_nodes_and_run_at_every_replay),
+        SIMPLER_TEST(destroy_fails_waiters_and_makes_the_handle_stale),
+        SIMPLER_TEST(several_units_admit_that_many_holders),
+        SIMPLER_TEST(bad_arguments_capacity_and_injected_faults_change_nothing),
+        SIMPLER_TEST(a_device_reset_fails_a_waiting_acquire),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,9 @@
 /*
  * test_support.h — shared helpers for simpler's unit tests.
  *
- * Owns: device set-up/tear-down fixtures and small synchronisation helpers
- * (gates) that tests use instead of sleeping. Tests include it after the
- * cmocka headers.
+ * Owns: the test-registration macro, device set-up/tear-down fixtures and
+ * small synchronisation helpers (gates) that tests use instead of sleeping.
+ * Tests include it after the cmocka headers.
  */
 #ifndef SIMPLER_TEST_SUPPORT_H
 #define SIMPLER_TEST_SUPPORT_H
@@ -15,6 +15,16 @@
 
 #include "simpler/device.h"
 #include "simpler/simdev_fault.h"
+
+/*
+ * Registering a test, in every test file's table: SIMPLER_TEST runs `fn` on
+ * the device fixture (ts_device_setup before it, ts_device_teardown after
+ * it, which fails the test when it leaked device memory); SIMPLER_TEST_WITH
+ * names the test's own setup and teardown (either may be NULL). cmocka and
+ * CTest report the test by `fn`'s name.
+ */
+#define SIMPLER_TEST(fn) SIMPLER_TEST_WITH(fn, ts_device_setup, ts_device_teardown)
+#define SIMPLER_TEST_WITH(fn, setup, teardown) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 /* Resets device 0 and configures it with a small topology (2 AICPU threads,
  * 1 AIC + 2 AIV cores, 64 MiB, watchdog 0 = off, default spin); makes it the
