@@ -73,15 +73,15 @@ struct guarded {
 static void guarded_open(struct guarded *g)
 {
     size_t bytes = 2 * GUARD + ELEMS * sizeof(int32_t);
-    g->alloc = rth_dev_alloc(bytes);
+    g->alloc = ts_dev_alloc(bytes);
     uint8_t host[2 * GUARD + ELEMS * sizeof(int32_t)];
     memset(host, GUARD_BYTE, sizeof host);
     for (int32_t i = 0; i < ELEMS; i++) {
         int32_t v = 100 + i;
         memcpy(host + GUARD + i * sizeof v, &v, sizeof v);
     }
-    rth_to_dev(g->alloc, host, bytes);
-    g->tensor = rth_tensor_1d(g->alloc + GUARD, ELEMS, SIMPLER_DTYPE_I32);
+    ts_to_dev(g->alloc, host, bytes);
+    g->tensor = ts_dev_tensor_1d(g->alloc + GUARD, ELEMS, SIMPLER_DTYPE_I32);
     memset(&g->args, 0, sizeof g->args);
     g->args.tensor_count = 1;
     g->args.tensors[0] = g->tensor;
@@ -91,7 +91,7 @@ static void guarded_open(struct guarded *g)
 static void guarded_check(const struct guarded *g, const char *what)
 {
     uint8_t host[2 * GUARD + ELEMS * sizeof(int32_t)];
-    rth_from_dev(host, g->alloc, sizeof host);
+    ts_from_dev(host, g->alloc, sizeof host);
     for (size_t i = 0; i < sizeof host; i++) {
         bool guard = i < GUARD || i >= GUARD + ELEMS * sizeof(int32_t);
         if (guard && host[i] != GUARD_BYTE)
@@ -360,7 +360,7 @@ static void task_views_at_the_edges_of_their_buffer_are_accepted(void **state)
         assert_int_equal(g_rc[i], 0); /* -5: the check refuses views inside the buffer */
     assert_int_equal(atomic_load(&g_touched), 3);
     uint8_t host[2 * GUARD + ELEMS * sizeof(int32_t)];
-    rth_from_dev(host, fx->g.alloc, sizeof host);
+    ts_from_dev(host, fx->g.alloc, sizeof host);
     for (size_t i = 0; i < sizeof host; i++) {
         bool guard = i < GUARD || i >= GUARD + ELEMS * sizeof(int32_t);
         assert_int_equal(host[i], guard ? GUARD_BYTE : 0x5A); /* view 1 covers every element */

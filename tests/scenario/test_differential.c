@@ -1137,7 +1137,7 @@ static void device_open(const struct core_cfg *cc, struct rt_harness *h,
     struct rt_config cfg = make_config(shape);
     rth_open(h, &cfg, EDGE_LOG);
     for (uint32_t b = 0; b < MAX_BUFS; b++)
-        d->dev[b] = rth_dev_alloc(MAX_ELEMS * sizeof(uint32_t));
+        d->dev[b] = ts_dev_alloc(MAX_ELEMS * sizeof(uint32_t));
 }
 
 static void device_close(struct rt_harness *h, struct device_bufs *d)
@@ -1154,7 +1154,7 @@ static void device_load(struct device_bufs *d, const struct program *p)
     memset(&d->args, 0, sizeof d->args);
     d->args.tensor_count = p->nbufs;
     for (uint32_t b = 0; b < p->nbufs; b++) {
-        rth_to_dev(d->dev[b], p->init[b], p->rows[b] * p->cols[b] * sizeof(uint32_t));
+        ts_to_dev(d->dev[b], p->init[b], p->rows[b] * p->cols[b] * sizeof(uint32_t));
         uint64_t shape[2] = {p->rows[b], p->cols[b]};
         assert_int_equal(simpler_tensor_make(&d->args.tensors[b], (uint64_t)(uintptr_t)d->dev[b],
                                              shape, 2, SIMPLER_DTYPE_U32, SIMPLER_MEM_DEVICE),
@@ -1275,7 +1275,7 @@ static void compare_results(struct device_bufs *d, const struct program *p,
     static uint32_t got[MAX_ELEMS];
     for (uint32_t b = 0; b < p->nbufs; b++) {
         uint32_t n = p->rows[b] * p->cols[b];
-        rth_from_dev(got, d->dev[b], n * sizeof(uint32_t));
+        ts_from_dev(got, d->dev[b], n * sizeof(uint32_t));
         for (uint32_t e = 0; e < n; e++) {
             if (got[e] == m->bufs[b][e])
                 continue;

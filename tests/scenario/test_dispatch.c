@@ -462,8 +462,8 @@ static void run_enqueue(struct rt_harness *h, simpler_orch_entry_fn entry,
                         const struct simpler_orch_args *args)
 {
     static const struct simpler_orch_args empty;
-    rth_to_dev(h->kernels_dev, g_kernels, sizeof g_kernels);
-    rth_to_dev(h->args_dev, args ? args : &empty, sizeof empty);
+    ts_to_dev(h->kernels_dev, g_kernels, sizeof g_kernels);
+    ts_to_dev(h->args_dev, args ? args : &empty, sizeof empty);
     struct rt_run_request rq = rth_request(h, entry, K_KERNELS);
     assert_int_equal(rt_run_enqueue(h->launcher, h->stream, &rq), 0);
 }
@@ -471,7 +471,7 @@ static void run_enqueue(struct rt_harness *h, simpler_orch_entry_fn entry,
 static int run_wait(struct rt_harness *h)
 {
     int status = simdev_stream_sync(h->stream);
-    rth_from_dev(&h->result, h->result_dev, sizeof h->result);
+    ts_from_dev(&h->result, h->result_dev, sizeof h->result);
     return status;
 }
 
@@ -512,18 +512,18 @@ static void orch_spmd_index(struct simpler_orch *rt, const struct simpler_orch_a
  * exactly once with the right context, on the cores in `cores`. */
 static void check_spmd_index(struct rt_harness *h, uint32_t block_num, int aic, uint64_t cores)
 {
-    int32_t *out_dev = rth_dev_alloc(MAX_BLOCKS * sizeof(int32_t));
+    int32_t *out_dev = ts_dev_alloc(MAX_BLOCKS * sizeof(int32_t));
     int32_t out[MAX_BLOCKS];
     for (int i = 0; i < MAX_BLOCKS; i++)
         out[i] = -1;
-    rth_to_dev(out_dev, out, sizeof out);
-    struct simpler_tensor t = rth_tensor_1d(out_dev, block_num, SIMPLER_DTYPE_I32);
+    ts_to_dev(out_dev, out, sizeof out);
+    struct simpler_tensor t = ts_dev_tensor_1d(out_dev, block_num, SIMPLER_DTYPE_I32);
     uint64_t scalars[2] = {block_num, (uint64_t)aic};
     struct simpler_orch_args a = make_args(&t, 1, scalars, 2);
     records_reset();
 
     assert_int_equal(run(h, orch_spmd_index, &a), 0);
-    rth_from_dev(out, out_dev, sizeof out);
+    ts_from_dev(out, out_dev, sizeof out);
     for (uint32_t i = 0; i < block_num; i++)
         if (out[i] != (int32_t)i)
             fail_msg("out[%u] = %d: block %u never ran or got another index", i, out[i], i);
@@ -584,15 +584,15 @@ static void consumer_of_a_wide_spmd_task_sees_every_block(void **state)
     (void)state;
     struct rt_harness h;
     rth_open(&h, NULL, 16);
-    int64_t *total_dev = rth_dev_alloc(sizeof(int64_t));
-    struct simpler_tensor t = rth_tensor_1d(total_dev, 1, SIMPLER_DTYPE_I64);
+    int64_t *total_dev = ts_dev_alloc(sizeof(int64_t));
+    struct simpler_tensor t = ts_dev_tensor_1d(total_dev, 1, SIMPLER_DTYPE_I64);
     struct simpler_orch_args a = make_args(&t, 1, NULL, 0);
     for (int round = 0; round < 5; round++) {
         int64_t total = -1;
-        rth_to_dev(total_dev, &total, sizeof total);
+        ts_to_dev(total_dev, &total, sizeof total);
         records_reset();
         assert_int_equal(run(&h, orch_spmd_then_sum, &a), 0);
-        rth_from_dev(&total, total_dev, sizeof total);
+        ts_from_dev(&total, total_dev, sizeof total);
         /* sum of k^2, k = 1..37; less: the consumer ran before some block */
         assert_int_equal(total, 17575);
         assert_int_equal(atomic_load(&g_invocations), 37);
@@ -799,7 +799,7 @@ static int run_guarded(struct rt_harness *h, simpler_orch_entry_fn entry,
     run_enqueue(h, entry, args);
     int status = simdev_stream_sync(h->stream);
     if (simdev_device_is_lost(0) == 0)
-        rth_from_dev(&h->result, h->result_dev, sizeof h->result);
+        ts_from_dev(&h->result, h->result_dev, sizeof h->result);
     return status;
 }
 
@@ -941,13 +941,13 @@ static int run_chain(struct rt_harness *h, int64_t *x_dev, uint64_t tasks, uint6
                      uint64_t code, int64_t *x)
 {
     int64_t zero = 0;
-    rth_to_dev(x_dev, &zero, sizeof zero);
-    struct simpler_tensor t = rth_tensor_1d(x_dev, 1, SIMPLER_DTYPE_I64);
+    ts_to_dev(x_dev, &zero, sizeof zero);
+    struct simpler_tensor t = ts_dev_tensor_1d(x_dev, 1, SIMPLER_DTYPE_I64);
     uint64_t s[4] = {tasks, fail_at, code, 10};
     struct simpler_orch_args a = make_args(&t, 1, s, 4);
     records_reset();
     int status = run(h, orch_chain, &a);
-    rth_from_dev(x, x_dev, sizeof *x);
+    ts_from_dev(x, x_dev, sizeof *x);
     return status;
 }
 
@@ -956,7 +956,7 @@ static void kernel_failure_code_becomes_the_run_status(void **state)
     (void)state;
     struct rt_harness h;
     rth_open(&h, NULL, 0);
-    int64_t *x_dev = rth_dev_alloc(sizeof(int64_t));
+    int64_t *x_dev = ts_dev_alloc(sizeof(int64_t));
     int64_t x;
     assert_int_equal(run_chain(&h, x_dev, 1, 0, 321, &x), -321);
     assert_int_equal(h.result.status, -321);
@@ -984,7 +984,7 @@ static void failure_mid_chain_stops_the_run_before_its_dependents(void **state)
     (void)state;
     struct rt_harness h;
     rth_open(&h, NULL, 0);
-    int64_t *x_dev = rth_dev_alloc(sizeof(int64_t));
+    int64_t *x_dev = ts_dev_alloc(sizeof(int64_t));
     int64_t x;
     assert_int_equal(run_chain(&h, x_dev, 200, 100, 321, &x), -321);
     /* tasks 0..100 ran (100 failed before writing); 102+: a dependent of
@@ -1250,13 +1250,13 @@ static void check_fan_on_schedulers(uint32_t aicpu_threads, uint32_t runnable_cp
     cfg.dep_pool[0] = 4096;
     struct rt_harness h;
     rth_open(&h, &cfg, 0);
-    int64_t *s_dev = rth_dev_alloc(sizeof(int64_t));
-    int64_t *a_dev = rth_dev_alloc(FAN_TASKS * sizeof(int64_t));
-    int64_t *total_dev = rth_dev_alloc(sizeof(int64_t));
+    int64_t *s_dev = ts_dev_alloc(sizeof(int64_t));
+    int64_t *a_dev = ts_dev_alloc(FAN_TASKS * sizeof(int64_t));
+    int64_t *total_dev = ts_dev_alloc(sizeof(int64_t));
     struct simpler_tensor t[3] = {
-        rth_tensor_1d(s_dev, 1, SIMPLER_DTYPE_I64),
-        rth_tensor_1d(a_dev, FAN_TASKS, SIMPLER_DTYPE_I64),
-        rth_tensor_1d(total_dev, 1, SIMPLER_DTYPE_I64),
+        ts_dev_tensor_1d(s_dev, 1, SIMPLER_DTYPE_I64),
+        ts_dev_tensor_1d(a_dev, FAN_TASKS, SIMPLER_DTYPE_I64),
+        ts_dev_tensor_1d(total_dev, 1, SIMPLER_DTYPE_I64),
     };
     struct simpler_orch_args args = make_args(t, 3, NULL, 0);
     for (int round = 0; round < 2; round++) {
@@ -1266,12 +1266,12 @@ static void check_fan_on_schedulers(uint32_t aicpu_threads, uint32_t runnable_cp
         g_all_cores = 0x3f; /* leaves wait until all 6 cores have run one */
         static int64_t a[FAN_TASKS];
         memset(a, 0xff, sizeof a);
-        rth_to_dev(a_dev, a, sizeof a);
+        ts_to_dev(a_dev, a, sizeof a);
 
         assert_int_equal(run(&h, orch_fan, &args), 0);
         int64_t total;
-        rth_from_dev(&total, total_dev, sizeof total);
-        rth_from_dev(a, a_dev, sizeof a);
+        ts_from_dev(&total, total_dev, sizeof total);
+        ts_from_dev(a, a_dev, sizeof a);
         for (int i = 0; i < FAN_TASKS; i++)
             if (a[i] != 7000 + i)
                 fail_msg("a[%d] = %lld: leaf ran before the root or never", i, (long long)a[i]);
@@ -1358,16 +1358,16 @@ static void fan_out_fan_in_through_runtime_outputs_sums_exactly(void **state)
     (void)state;
     struct rt_harness h;
     rth_open(&h, NULL, 64);
-    int64_t *out_dev = rth_dev_alloc(64 * sizeof(int64_t));
-    struct simpler_tensor t = rth_tensor_1d(out_dev, 64, SIMPLER_DTYPE_I64);
+    int64_t *out_dev = ts_dev_alloc(64 * sizeof(int64_t));
+    struct simpler_tensor t = ts_dev_tensor_1d(out_dev, 64, SIMPLER_DTYPE_I64);
     struct simpler_orch_args a = make_args(&t, 1, NULL, 0);
     for (int round = 0; round < 3; round++) {
         int64_t out[64];
         memset(out, 0xff, sizeof out);
-        rth_to_dev(out_dev, out, sizeof out);
+        ts_to_dev(out_dev, out, sizeof out);
         assert_int_equal(run(&h, orch_fan_creator, &a), 0);
         assert_int_equal(g_submit_rc, 0);
-        rth_from_dev(out, out_dev, sizeof out);
+        ts_from_dev(out, out_dev, sizeof out);
         for (int i = 0; i < 64; i++)
             if (out[i] != 136 * i) /* sum of k = 1..16 is 136 */
                 fail_msg("out[%d] = %lld, expected %d", i, (long long)out[i], 136 * i);
@@ -1435,10 +1435,10 @@ static void check_stencil(void)
 {
     struct rt_harness h;
     rth_open(&h, NULL, 0);
-    int64_t *p_dev[2] = {rth_dev_alloc(ST_N * sizeof(int64_t)),
-                         rth_dev_alloc(ST_N * sizeof(int64_t))};
-    struct simpler_tensor t[2] = {rth_tensor_1d(p_dev[0], ST_N, SIMPLER_DTYPE_I64),
-                                  rth_tensor_1d(p_dev[1], ST_N, SIMPLER_DTYPE_I64)};
+    int64_t *p_dev[2] = {ts_dev_alloc(ST_N * sizeof(int64_t)),
+                         ts_dev_alloc(ST_N * sizeof(int64_t))};
+    struct simpler_tensor t[2] = {ts_dev_tensor_1d(p_dev[0], ST_N, SIMPLER_DTYPE_I64),
+                                  ts_dev_tensor_1d(p_dev[1], ST_N, SIMPLER_DTYPE_I64)};
     struct simpler_orch_args a = make_args(t, 2, NULL, 0);
     for (int round = 0; round < 3; round++) {
         int64_t init[2][ST_N], expect[2][ST_N], got[2][ST_N];
@@ -1448,12 +1448,12 @@ static void check_stencil(void)
         }
         memcpy(expect, init, sizeof init);
         stencil_reference(expect[0], expect[1]);
-        rth_to_dev(p_dev[0], init[0], sizeof init[0]);
-        rth_to_dev(p_dev[1], init[1], sizeof init[1]);
+        ts_to_dev(p_dev[0], init[0], sizeof init[0]);
+        ts_to_dev(p_dev[1], init[1], sizeof init[1]);
         records_reset();
         assert_int_equal(run(&h, orch_stencil, &a), 0);
-        rth_from_dev(got[0], p_dev[0], sizeof got[0]);
-        rth_from_dev(got[1], p_dev[1], sizeof got[1]);
+        ts_from_dev(got[0], p_dev[0], sizeof got[0]);
+        ts_from_dev(got[1], p_dev[1], sizeof got[1]);
         for (int b = 0; b < 2; b++)
             for (int i = 0; i < ST_N; i++)
                 if (got[b][i] != expect[b][i])

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "km_support.h"
 #include "launch/launch.h"
 #include "runtime/rt.h"
@@ -47,24 +48,6 @@ void kc_kernel_affine(int64_t *args)
         out[i] = in[i] * mul + add;
 }
 
-/* z = b + c. Args: b, c, z. */
-void kc_kernel_sum(int64_t *args)
-{
-    const float *b = simpler_kernel_data(args, 0);
-    const float *c = simpler_kernel_data(args, 1);
-    float *z = simpler_kernel_data(args, 2);
-    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 2));
-    for (uint64_t i = 0; i < n; i++)
-        z[i] = b[i] + c[i];
-}
-
-static uint64_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 static void submit_affine(struct simpler_orch *rt, const struct simpler_tensor *in,
                           const struct simpler_tensor *ctl, float mul, float add,
                           struct simpler_task_result *r)
@@ -74,8 +57,8 @@ static void submit_affine(struct simpler_orch *rt, const struct simpler_tensor *
     simpler_task_args_add_input(&ta, in);
     simpler_task_args_add_input(&ta, ctl);
     simpler_task_args_add_output(&ta, in->shape, 1, SIMPLER_DTYPE_F32, 0);
-    simpler_task_args_add_scalar(&ta, f32_bits(mul));
-    simpler_task_args_add_scalar(&ta, f32_bits(add));
+    simpler_task_args_add_scalar(&ta, ts_f32_bits(mul));
+    simpler_task_args_add_scalar(&ta, ts_f32_bits(add));
     simpler_submit_aiv(rt, 0, &ta, r);
 }
 
@@ -119,7 +102,7 @@ static void *kc_image(size_t *bytes)
                      0);
     assert_int_equal(simpler_callable_builder_add_kernel(b, 1, SIMPLER_CORE_AIV,
                                                          SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "kc_kernel_sum", sum_sig, 3),
+                                                         "tk_add_f32", sum_sig, 3),
                      0);
     assert_int_equal(simpler_callable_builder_finish(b, &image, bytes), 0);
     simpler_callable_builder_destroy(b);
@@ -150,25 +133,19 @@ struct kc_bufs {
 
 static void kc_set_ctl(struct kc_bufs *d, int32_t code)
 {
-    assert_int_equal(simdev_memcpy(d->ctl, &code, sizeof code, SIMDEV_COPY_HOST_TO_DEVICE), 0);
+    ts_to_dev(d->ctl, &code, sizeof code);
 }
 
 static void kc_bufs_make(struct kc_bufs *d, const float *x, uint64_t n, float k)
 {
     d->n = n;
-    assert_int_equal(simdev_malloc((void **)&d->z, n * sizeof(float)), 0);
-    assert_int_equal(simdev_malloc((void **)&d->ctl, sizeof *d->ctl), 0);
+    d->z = ts_dev_alloc(n * sizeof(float));
+    d->ctl = ts_dev_alloc(sizeof *d->ctl);
     kc_set_ctl(d, 0);
-    assert_int_equal(simpler_tensor_make_1d(&d->t[0], (uint64_t)(uintptr_t)x, n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    assert_int_equal(simpler_tensor_make_1d(&d->t[1], (uint64_t)(uintptr_t)d->ctl, 1,
-                                            SIMPLER_DTYPE_I32, SIMPLER_MEM_DEVICE),
-                     0);
-    assert_int_equal(simpler_tensor_make_1d(&d->t[2], (uint64_t)(uintptr_t)d->z, n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    d->s[0] = f32_bits(k);
+    d->t[0] = ts_dev_tensor_1d(x, n, SIMPLER_DTYPE_F32);
+    d->t[1] = ts_dev_tensor_1d(d->ctl, 1, SIMPLER_DTYPE_I32);
+    d->t[2] = ts_dev_tensor_1d(d->z, n, SIMPLER_DTYPE_F32);
+    d->s[0] = ts_f32_bits(k);
     d->args = (struct simpler_args){3, 1, d->t, d->s};
 }
 
@@ -223,14 +200,6 @@ static void gate_counts(struct simpler_context *ctx, uint64_t *acquired, uint64_
     assert_int_equal(simdev_sem_info(ctx->kernel.chain.gate, &info), 0);
     *acquired = info.acquired;
     *released = info.released;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    struct simdev_config topo = ts_small_config();
-    ts_device_setup_config(&topo);
-    return 0;
 }
 
 /* --------------------------------------------------- warm-up and replays */
@@ -403,7 +372,7 @@ static void test_two_graphs_alternately_then_one_destroyed_and_recaptured(void *
     km_bufs_free(&b1);
     km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 static void test_eager_launches_interleaved_with_replays_on_one_stream(void **state)
@@ -431,7 +400,7 @@ static void test_eager_launches_interleaved_with_replays_on_one_stream(void **st
     km_bufs_free(&eager);
     km_bufs_free(&replayed);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* ------------------------------------------------- concurrent replays */
@@ -502,7 +471,7 @@ static void test_two_graphs_replayed_at_once_while_a_third_thread_launches_eager
         km_bufs_free(&b[i]);
         assert_int_equal(simdev_stream_destroy(s[i]), 0);
     }
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* A capture open on one thread while another launches eagerly: the eager
@@ -570,7 +539,7 @@ static void test_an_eager_launch_during_another_threads_capture_stays_eager(void
     km_bufs_free(&eb);
     assert_int_equal(simdev_stream_destroy(cs), 0);
     assert_int_equal(simdev_stream_destroy(es), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* ------------------------------------------------------------- errors */
@@ -626,7 +595,7 @@ static void test_a_replay_after_its_context_closed_is_refused_on_the_device(void
 
     /* Closing with the graph alive is allowed: the graph keeps no pointer
      * the device follows before the context's gate and generation. */
-    km_close(ctx);
+    pm_close(ctx);
     km_bufs_refill(&b, 5.0f);
     assert_int_equal(simdev_graph_launch(exec, s), 0);
     /* 0: a closed context's round ran (its freed arena under ASan) */
@@ -638,7 +607,7 @@ static void test_a_replay_after_its_context_closed_is_refused_on_the_device(void
     assert_int_equal(simdev_stream_sync(s), PTO_RUNTIME_ERR_INVALID_STATE);
     assert_true(km_bufs_untouched(&b));
     graph_free(exec, graph);
-    km_close(next);
+    pm_close(next);
     km_bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
@@ -664,7 +633,7 @@ static void test_closing_while_replays_are_queued_ends_them_whole_or_refused(voi
     const int queued = 20;
     for (int r = 0; r < queued; r++)
         assert_int_equal(simdev_graph_launch(exec, s), 0);
-    km_close(ctx); /* while replays run on a stream the context does not own */
+    pm_close(ctx); /* while replays run on a stream the context does not own */
     int rc = simdev_stream_sync(s);
     int ran = whole_rounds(&b, 0.0f, 1.0f, 0.5f, queued);
     if (ran < 0 && km_bufs_untouched(&b))
@@ -753,7 +722,7 @@ static void test_a_gate_unit_never_given_back_poisons_and_close_ends_waiting_rep
         assert_int_equal(simdev_graph_launch(exec, rs), 0);
         assert_true(ts_sem_wait_tickets(ctx->kernel.chain.gate, info.tickets + 1));
         ts_gate_open(&pm_gate); /* the round ends, keeping the unit */
-        km_close(ctx);          /* hangs: close waited for the lost unit */
+        pm_close(ctx);          /* hangs: close waited for the lost unit */
         assert_int_equal(simdev_stream_sync(rs), PTO_RUNTIME_ERR_INVALID_STATE);
         assert_true(km_bufs_untouched(&rb));
         assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f)); /* the round itself ran whole */
@@ -845,7 +814,7 @@ static void test_forbidden_calls_amid_captured_launches_fail_and_fail_the_captur
     km_bufs_free(&b);
     assert_int_equal(simdev_stream_destroy(s), 0);
     assert_int_equal(simdev_stream_destroy(other), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 int main(void)
@@ -866,5 +835,5 @@ int main(void)
         cmocka_unit_test(test_a_captured_launch_that_fails_to_record_loses_no_unit),
         cmocka_unit_test(test_forbidden_calls_amid_captured_launches_fail_and_fail_the_capture),
     };
-    return cmocka_run_group_tests(tests, setup, ts_device_teardown);
+    return cmocka_run_group_tests(tests, ts_device_setup, ts_device_teardown);
 }

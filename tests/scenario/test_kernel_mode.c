@@ -60,7 +60,7 @@ static void test_two_eager_launches_compute_exactly_and_their_args_are_free_at_r
     km_bufs_free(&b1);
     km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* ------------------------------------------------------------------ errors */
@@ -88,7 +88,7 @@ static void test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_wo
     km_bufs_free(&b1);
     km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 static void test_good_failing_good_without_a_sync_skips_the_third_round_whole(void **state)
@@ -120,7 +120,7 @@ static void test_good_failing_good_without_a_sync_skips_the_third_round_whole(vo
     for (int i = 0; i < 4; i++)
         km_bufs_free(&b[i]);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* ------------------------------------------------------ empty sections */
@@ -379,7 +379,7 @@ static void test_four_threads_launching_on_three_streams_each_run_exactly_once(v
             km_bufs_free(&ov->bufs[t][i]);
     for (int i = 0; i < OV_STREAMS; i++)
         assert_int_equal(simdev_stream_destroy(ov->streams[i]), 0);
-    km_close(ov->ctx);
+    pm_close(ov->ctx);
     free(ov);
 }
 
@@ -420,7 +420,7 @@ static void test_cross_mode_calls_are_invalid_state_both_ways(void **state)
     assert_int_equal(simpler_destroy_device_context(kctx), 0);
     /* The first closed: the device is free for the second. */
     assert_int_equal(simpler_kernel_mode_init(second, 0, &cfg, 0), 0);
-    km_close(second);
+    pm_close(second);
 
     /* Kernel entries on a program context. */
     struct simpler_context *pctx = pm_open(1);
@@ -620,7 +620,7 @@ static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(
             int rc = simpler_kernel_mode_init(ctx, 0, &cfg, 0);
             assert_int_equal(simdev_fault_clear(0), 0);
             if (rc == 0) {
-                km_close(ctx);
+                pm_close(ctx);
                 break;
             }
             injected++;
@@ -633,7 +633,7 @@ static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(
             /* Never initialised: nothing to close, and init may still run. */
             assert_int_equal(simpler_finalize_device(ctx), PTO_RUNTIME_ERR_INVALID_STATE);
             assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0); /* the retry */
-            km_close(ctx);
+            pm_close(ctx);
         }
     }
     /* 5 streams (control, AICPU and AICore, their two capture twins), the
@@ -682,7 +682,7 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
                 assert_int_equal(simpler_committed_device_memory(ctx), committed);
                 assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
             }
-            km_close(ctx);
+            pm_close(ctx);
             if (!rc)
                 break;
         }
@@ -719,7 +719,7 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
             assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
             km_bufs_free(&b);
             assert_int_equal(simdev_stream_destroy(s), 0);
-            km_close(ctx);
+            pm_close(ctx);
         }
         /* Finalize: every attempt of the kind in a clean finalize, failed in
          * turn. A drain's failed sync is absorbed (the drain looks again and
@@ -746,7 +746,7 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
                                  PTO_RUNTIME_ERR_INVALID_STATE);
                 assert_int_equal(simpler_destroy_device_context(ctx),
                                  PTO_RUNTIME_ERR_INVALID_STATE);
-                km_close(ctx);
+                pm_close(ctx);
                 continue;
             }
             assert_int_equal(simpler_committed_device_memory(ctx), 0);
@@ -816,7 +816,7 @@ static void test_a_failed_init_with_a_live_generation_leaves_the_other_context_a
     assert_true(km_bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
     km_bufs_free(&buf);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(a);
+    pm_close(a);
     assert_int_equal(simdev_device_reset(1), 0);
 }
 
@@ -857,7 +857,7 @@ static void test_a_context_closed_on_a_lost_device_frees_its_generation(void **s
     assert_int_equal(rc, 0); /* -1003: the closed context's entry outlived it */
     assert_int_equal(simpler_kernel_mode_prepare_callable(b, image, bytes, &id), 0);
     simpler_callable_free(image);
-    km_close(b);
+    pm_close(b);
 }
 
 /* The caller's wait for the round failing to enqueue (after the launch
@@ -887,7 +887,7 @@ static void test_a_committed_launch_keeps_the_callers_stream_behind_its_round(vo
     assert_true(km_bufs_hold(&buf, 0.0f, 2.0f, 0.5f, 1.0f));
     km_bufs_free(&buf);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* A refused launch leaves no error on the context's streams, even one its
@@ -916,7 +916,7 @@ static void test_a_refused_launch_leaves_no_error_for_the_next_launch(void **sta
     km_bufs_free(&buf);
     assert_int_equal(simdev_stream_destroy(s), 0);
     assert_int_equal(simdev_stream_destroy(s2), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* A failing round whose aicpu_done hand-off record failed to enqueue once:
@@ -943,7 +943,7 @@ static void test_a_failed_rounds_error_never_reaches_the_next_launch(void **stat
     km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
     assert_int_equal(simdev_stream_destroy(s2), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }
 
 /* Host allocations: simpler's own (sp_host_*) and simdev's, each failed

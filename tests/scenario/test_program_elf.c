@@ -55,14 +55,7 @@ static int memfds_open(void)
 /* Memory mappings of objects loaded from the loader's memfds. */
 static int memfd_mappings(void)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    assert_non_null(f);
-    char line[1024];
-    int count = 0;
-    while (fgets(line, sizeof line, f))
-        count += strstr(line, MEMFD_NAME) != NULL;
-    fclose(f);
-    return count;
+    return (int)ts_count_lines_with("/proc/self/maps", MEMFD_NAME);
 }
 
 static size_t file_size(const char *path)
@@ -75,16 +68,7 @@ static size_t file_size(const char *path)
 static struct simpler_context *open_ctx(void)
 {
     struct simdev_config topo = ts_small_config();
-    ts_device_setup_config(&topo);
-    pm_observers_reset();
-    struct simpler_config cfg;
-    simpler_config_default(&cfg);
-    cfg.pipeline_depth = 2;
-    cfg.run_capacity = pm_small_run_config();
-    struct simpler_context *ctx;
-    assert_int_equal(simpler_create_device_context(&ctx), 0);
-    assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
-    return ctx;
+    return pm_open_bare(2, &topo, 0);
 }
 
 /* The scale-and-accumulate callable: orchestration and func 5 from the
@@ -137,7 +121,7 @@ static void test_elf_callable_loads_once_runs_and_unloads(void **state)
     /* The config function doubled a heap past the context's capacity. */
     assert_int_equal(simpler_prepare_run(ctx, &run, 1, &args, NULL),
                      PTO_RUNTIME_ERR_CAPACITY_EXCEEDED); /* 0: elf_config never ran */
-    struct simpler_run_config small = pm_small_run_config();
+    struct simpler_run_config small = ts_small_run_config();
     struct simpler_run_info info;
     assert_int_equal(simpler_run(ctx, 1, &args, &small, &info), 0); /* -5: func 5 not in the table */
     assert_int_equal(info.tasks_completed, 2);
@@ -317,7 +301,7 @@ static int load_on_device(const void *image, size_t bytes)
     assert_int_equal(simdev_malloc(&record, sizeof(struct rt_callable_record)), 0);
     assert_int_equal(simdev_memcpy(dev_image, image, bytes, SIMDEV_COPY_HOST_TO_DEVICE), 0);
     simdev_stream_t s = ts_new_stream();
-    struct simpler_run_config base = pm_small_run_config();
+    struct simpler_run_config base = ts_small_run_config();
     assert_int_equal(rt_callable_load_enqueue(s, dev_image, bytes, &base, record), 0);
     int status = simdev_stream_sync(s);
     assert_int_equal(simdev_stream_destroy(s), 0);

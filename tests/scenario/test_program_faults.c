@@ -104,7 +104,7 @@ static void fx_device(struct fx *f)
     pm_observers_reset();
     simpler_config_default(&f->cfg);
     f->cfg.pipeline_depth = 2;
-    f->cfg.run_capacity = pm_small_run_config();
+    f->cfg.run_capacity = ts_small_run_config();
     /* A launch failing after the AICPU program went out leaves schedulers
      * waiting for cores that never start: they give up after this. */
     f->cfg.run_capacity.sched_timeout_ms = 2000;

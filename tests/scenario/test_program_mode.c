@@ -204,11 +204,11 @@ static void test_rejected_b_while_a_is_queued(void **state)
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE + 1, &b.args, NULL),
                      PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT);
-    struct simpler_run_config big = pm_small_run_config();
+    struct simpler_run_config big = ts_small_run_config();
     big.heap_bytes[0] *= 2; /* valid, but larger than the context's arena */
     assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &b.args, &big),
                      PTO_RUNTIME_ERR_CAPACITY_EXCEEDED);
-    big = pm_small_run_config();
+    big = ts_small_run_config();
     big.task_window[1] = 3; /* not a power of two */
     assert_int_equal(simpler_prepare_run(ctx, &rb, PM_CALLABLE, &b.args, &big),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
@@ -339,7 +339,7 @@ static void test_identity_latch(void **state)
     assert_int_equal(sp_latch_claim(sp_test_latch(kctx), SP_IDENTITY_KERNEL), 0);
     struct simpler_config cfg;
     simpler_config_default(&cfg);
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     size_t bytes;
     void *image = pm_image(&bytes);
     struct pm_run r;
@@ -472,7 +472,7 @@ static void test_lost_device_fails_later_calls_until_reset(void **state)
     assert_int_equal(simdev_device_is_lost(0), 0); /* the reset made it usable again */
     struct simpler_config cfg;
     simpler_config_default(&cfg);
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
     assert_int_equal(simpler_register_callable(ctx, PM_CALLABLE, image, bytes), 0);
     assert_int_equal(simpler_run(ctx, PM_CALLABLE, &b.args, NULL, NULL), 0);
@@ -493,7 +493,7 @@ static void test_a_device_has_one_program_context(void **state)
     struct simpler_context *second;
     struct simpler_config cfg;
     simpler_config_default(&cfg);
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     assert_int_equal(simpler_create_device_context(&second), 0);
     size_t committed = simpler_committed_device_memory(first);
     assert_int_equal(simpler_init(second, 0, &cfg), PTO_RUNTIME_ERR_INVALID_STATE); /* would reset it */
@@ -527,7 +527,7 @@ static void test_callable_count_and_bytes_limits(void **state)
     void *image = pm_image(&bytes);
     struct simpler_config cfg;
     simpler_config_default(&cfg);
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     cfg.max_callables = 2;
     struct simpler_context *ctx;
     assert_int_equal(simpler_create_device_context(&ctx), 0);
@@ -635,7 +635,7 @@ static void test_calls_out_of_order_are_refused(void **state)
     assert_int_equal(simpler_committed_device_memory(ctx), 0);
     struct simpler_config cfg;
     simpler_config_default(&cfg);
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     cfg.pipeline_depth = SIMPLER_MAX_PIPELINE_DEPTH + 1;
     assert_int_equal(simpler_init(ctx, 0, &cfg), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     cfg.pipeline_depth = 0;

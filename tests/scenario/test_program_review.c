@@ -324,7 +324,7 @@ static void test_init_retried_on_another_device_releases_leftovers_on_theirs(voi
     struct simpler_config cfg;
     assert_int_equal(simpler_config_default(&cfg), 0);
     cfg.pipeline_depth = 2;
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     struct simpler_context *ctx;
     assert_int_equal(simpler_create_device_context(&ctx), 0);
     /* Init on device 0: slot 0's result block allocation fails, and the

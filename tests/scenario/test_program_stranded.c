@@ -55,7 +55,7 @@ static void fx_open(struct fx *f)
     pm_observers_reset();
     assert_int_equal(simpler_config_default(&f->cfg), 0);
     f->cfg.pipeline_depth = 2;
-    f->cfg.run_capacity = pm_small_run_config();
+    f->cfg.run_capacity = ts_small_run_config();
     assert_int_equal(simpler_create_device_context(&f->ctx), 0);
     assert_int_equal(simpler_init(f->ctx, 0, &f->cfg), 0);
     f->bare = simpler_committed_device_memory(f->ctx);

@@ -254,7 +254,7 @@ static struct simpler_context *open_program(uint32_t trace_level, const struct s
     struct simpler_config cfg;
     assert_int_equal(simpler_config_default(&cfg), 0);
     cfg.pipeline_depth = 2;
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     cfg.run_capacity.trace_level = trace_level;
     assert_int_equal(simpler_create_device_context(&ctx), 0);
     assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
@@ -297,9 +297,7 @@ static void vec_init(struct vec_bufs *v, float scalar)
     for (int i = 0; i < 3; i++)
         simpler_tensor_make_1d(&v->t[i], (uint64_t)(uintptr_t)p[i], N, SIMPLER_DTYPE_F32,
                                SIMPLER_MEM_HOST);
-    uint32_t bits;
-    memcpy(&bits, &scalar, sizeof bits);
-    v->scalar = bits;
+    v->scalar = ts_f32_bits(scalar);
     v->args = (struct simpler_args){3, 1, v->t, &v->scalar};
 }
 
@@ -468,18 +466,6 @@ static bool file_exists(const char *path)
     return access(path, F_OK) == 0;
 }
 
-static size_t count_lines_with(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    char line[512];
-    size_t n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, needle) != NULL;
-    fclose(f);
-    return n;
-}
-
 /* ---------------------------------------------------------------- tests */
 
 #define RING1(local) ((UINT64_C(1) << 48) | (local))
@@ -532,7 +518,7 @@ static void vector_trace_holds_its_five_tasks_six_edges_in_dependency_order(void
     for (int i = 0; i < 6; i++)
         assert_string_equal(edges[i], want[i]);
     json_decref(deps);
-    assert_int_equal(count_lines_with(trace_path(".deps.dot"), " -> "), 6);
+    assert_int_equal(ts_count_lines_with(trace_path(".deps.dot"), " -> "), 6);
     close_program(ctx);
 }
 
@@ -645,7 +631,7 @@ static void a_full_buffer_drops_and_counts_without_blocking_the_run(void **state
     struct simdev_config topo = ts_small_config();
     topo.aiv_cores = 1;
     struct simpler_context *ctx = open_program(2, &topo);
-    struct simpler_run_config rc = pm_small_run_config();
+    struct simpler_run_config rc = ts_small_run_config();
     rc.trace_level = 2;
     rc.trace_records = 4;
     static float x[N];
@@ -702,7 +688,7 @@ static void allocations_of_a_run(struct simpler_context *ctx, uint32_t level, ui
                                  uint64_t *trace_allocs)
 {
     const struct simpler_args *vargs = vector_args(1.0f);
-    struct simpler_run_config rc = pm_small_run_config();
+    struct simpler_run_config rc = ts_small_run_config();
     rc.trace_level = level;
     uint64_t before, after, traced = ctx->trace.allocations;
     assert_int_equal(simdev_op_count(0, SIMDEV_OP_MALLOC, &before), 0);
@@ -793,7 +779,7 @@ static void the_environment_overrides_the_config_and_bad_configs_are_refused(voi
     assert_int_equal(simpler_run(ctx, VEC_ID, vargs, NULL, NULL), 0);
     assert_true(file_exists(trace_path(".json")));
     /* A level or buffer size out of range is refused before anything. */
-    struct simpler_run_config rc = pm_small_run_config();
+    struct simpler_run_config rc = ts_small_run_config();
     rc.trace_level = 5;
     simpler_run_t run = 0;
     assert_int_equal(simpler_prepare_run(ctx, &run, VEC_ID, vargs, &rc),
@@ -859,10 +845,7 @@ static void km_vec_open(struct km_vec *v)
         simpler_tensor_make_1d(&v->t[i], (uint64_t)(uintptr_t)*p[i], N, SIMPLER_DTYPE_F32,
                                SIMPLER_MEM_DEVICE);
     }
-    float one = 1.0f;
-    uint32_t bits;
-    memcpy(&bits, &one, sizeof bits);
-    v->scalar = bits;
+    v->scalar = ts_f32_bits(1.0f);
     v->args = (struct simpler_args){3, 1, v->t, &v->scalar};
 }
 
@@ -895,7 +878,7 @@ static struct simpler_context *open_kernel(uint32_t level)
     ts_device_setup_config(&topo);
     struct simpler_config cfg;
     assert_int_equal(simpler_config_default(&cfg), 0);
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     cfg.run_capacity.trace_level = level;
     struct simpler_context *ctx;
     assert_int_equal(simpler_create_device_context(&ctx), 0);

@@ -16,22 +16,13 @@
 
 #include <string.h>
 
+#include "kernels.h"
 #include "rt_support.h"
 #include "test_support.h"
 
 #define N 16384
 
 enum { K_ADD = 0, K_ADD_SCALAR = 1, K_MUL = 2 };
-
-static void kernel_add(int64_t *args)
-{
-    const float *x = simpler_kernel_data(args, 0);
-    const float *y = simpler_kernel_data(args, 1);
-    float *z = simpler_kernel_data(args, 2);
-    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 2));
-    for (uint64_t i = 0; i < n; i++)
-        z[i] = x[i] + y[i];
-}
 
 /* z = x + scalar0; scalar1 is upstream's extra `3u`, checked for its value. */
 static void kernel_add_scalar(int64_t *args)
@@ -110,7 +101,7 @@ static void vector_orchestration(struct simpler_orch *rt, const struct simpler_o
     g_ids[4] = r.task_id;
 }
 
-static const simpler_kernel_fn g_kernels[] = {kernel_add, kernel_add_scalar, kernel_mul};
+static const simpler_kernel_fn g_kernels[] = {tk_add_f32, kernel_add_scalar, kernel_mul};
 
 struct vector_bufs {
     float *a, *b, *f;
@@ -120,22 +111,22 @@ struct vector_bufs {
 static void bufs_open(struct vector_bufs *v)
 {
     static float host[N];
-    v->a = rth_dev_alloc(N * sizeof(float));
-    v->b = rth_dev_alloc(N * sizeof(float));
-    v->f = rth_dev_alloc(N * sizeof(float));
+    v->a = ts_dev_alloc(N * sizeof(float));
+    v->b = ts_dev_alloc(N * sizeof(float));
+    v->f = ts_dev_alloc(N * sizeof(float));
     for (int i = 0; i < N; i++)
         host[i] = 2.0f;
-    rth_to_dev(v->a, host, sizeof host);
+    ts_to_dev(v->a, host, sizeof host);
     for (int i = 0; i < N; i++)
         host[i] = 3.0f;
-    rth_to_dev(v->b, host, sizeof host);
+    ts_to_dev(v->b, host, sizeof host);
     memset(host, 0, sizeof host);
-    rth_to_dev(v->f, host, sizeof host);
+    ts_to_dev(v->f, host, sizeof host);
     memset(&v->args, 0, sizeof v->args);
     v->args.tensor_count = 3;
-    v->args.tensors[0] = rth_tensor_1d(v->a, N, SIMPLER_DTYPE_F32);
-    v->args.tensors[1] = rth_tensor_1d(v->b, N, SIMPLER_DTYPE_F32);
-    v->args.tensors[2] = rth_tensor_1d(v->f, N, SIMPLER_DTYPE_F32);
+    v->args.tensors[0] = ts_dev_tensor_1d(v->a, N, SIMPLER_DTYPE_F32);
+    v->args.tensors[1] = ts_dev_tensor_1d(v->b, N, SIMPLER_DTYPE_F32);
+    v->args.tensors[2] = ts_dev_tensor_1d(v->f, N, SIMPLER_DTYPE_F32);
 }
 
 static void bufs_close(struct vector_bufs *v)
@@ -154,7 +145,7 @@ static void vector_example_gives_47_everywhere(void **state)
     bufs_open(&v);
     assert_int_equal(rth_run(&h, vector_orchestration, g_kernels, 3, &v.args), 0);
     static float f[N];
-    rth_from_dev(f, v.f, sizeof f);
+    ts_from_dev(f, v.f, sizeof f);
     for (int i = 0; i < N; i++)
         if (f[i] != 47.0f)
             fail_msg("f[%d] = %g, expected 47 (a dependency ran out of order)", i, (double)f[i]);
@@ -204,10 +195,10 @@ static void vector_example_runs_again_on_the_same_arena(void **state)
     bufs_open(&v);
     for (int round = 0; round < 20; round++) {
         static float zero[N];
-        rth_to_dev(v.f, zero, sizeof zero);
+        ts_to_dev(v.f, zero, sizeof zero);
         assert_int_equal(rth_run(&h, vector_orchestration, g_kernels, 3, &v.args), 0);
         static float f[N];
-        rth_from_dev(f, v.f, sizeof f);
+        ts_from_dev(f, v.f, sizeof f);
         assert_true(f[0] == 47.0f && f[N - 1] == 47.0f); /* stale state from the last run */
         assert_int_equal(h.result.edges, 6);
     }

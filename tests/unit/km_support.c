@@ -19,22 +19,22 @@ void km_bufs_refill(const struct km_bufs *b, float x_base)
     float *h = calloc(n, sizeof(float));
     assert_non_null(h);
     for (uint64_t i = 0; i < n; i++)
-        h[i] = (float)(i % 97) * 0.5f + x_base;
-    assert_int_equal(simdev_memcpy(b->x, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
+        h[i] = pm_x_value(i, x_base);
+    ts_to_dev(b->x, h, n * sizeof(float));
     for (uint64_t i = 0; i < n; i++)
         h[i] = 1.0f;
-    assert_int_equal(simdev_memcpy(b->acc, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
+    ts_to_dev(b->acc, h, n * sizeof(float));
     memset(h, PM_POISON_BYTE, n * sizeof(float));
-    assert_int_equal(simdev_memcpy(b->y, h, n * sizeof(float), SIMDEV_COPY_HOST_TO_DEVICE), 0);
+    ts_to_dev(b->y, h, n * sizeof(float));
     free(h);
 }
 
 void km_bufs_alloc(struct km_bufs *b, uint64_t n, float x_base)
 {
     b->n = n;
-    assert_int_equal(simdev_malloc((void **)&b->x, n * sizeof(float)), 0);
-    assert_int_equal(simdev_malloc((void **)&b->y, n * sizeof(float)), 0);
-    assert_int_equal(simdev_malloc((void **)&b->acc, n * sizeof(float)), 0);
+    b->x = ts_dev_alloc(n * sizeof(float));
+    b->y = ts_dev_alloc(n * sizeof(float));
+    b->acc = ts_dev_alloc(n * sizeof(float));
     km_bufs_refill(b, x_base);
 }
 
@@ -48,40 +48,25 @@ void km_bufs_free(struct km_bufs *b)
 void km_args_make(struct km_args *a, const struct km_bufs *b, float mul, float add,
                   uint64_t fail, uint64_t tag)
 {
-    assert_int_equal(simpler_tensor_make_1d(&a->t[0], (uint64_t)(uintptr_t)b->x, b->n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    assert_int_equal(simpler_tensor_make_1d(&a->t[1], (uint64_t)(uintptr_t)b->y, b->n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    assert_int_equal(simpler_tensor_make_1d(&a->t[2], (uint64_t)(uintptr_t)b->acc, b->n,
-                                            SIMPLER_DTYPE_F32, SIMPLER_MEM_DEVICE),
-                     0);
-    uint32_t bits;
-    memcpy(&bits, &mul, sizeof bits);
-    a->s[0] = bits;
-    memcpy(&bits, &add, sizeof bits);
-    a->s[1] = bits;
-    a->s[2] = fail;
-    a->s[3] = 0;
-    a->s[4] = tag;
-    a->args = (struct simpler_args){3, 5, a->t, a->s};
+    a->t[0] = ts_dev_tensor_1d(b->x, b->n, SIMPLER_DTYPE_F32);
+    a->t[1] = ts_dev_tensor_1d(b->y, b->n, SIMPLER_DTYPE_F32);
+    a->t[2] = ts_dev_tensor_1d(b->acc, b->n, SIMPLER_DTYPE_F32);
+    pm_scalars_fill(a->s, mul, add, fail, 0, tag);
+    a->args = (struct simpler_args){3, PM_SCALARS, a->t, a->s};
 }
 
-/* Checks y == x * mul + add and acc == acc_base + y in every element;
+/* y == x * mul + add and acc == acc_base + acc_per_y * y in every element;
  * false at the first wrong one. */
-/* y == x * mul + add and acc == acc_base + acc_per_y * y in every element. */
 static bool bufs_check(const struct km_bufs *b, float x_base, float mul, float add,
                        float acc_base, float acc_per_y)
 {
     uint64_t n = b->n;
     float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
-    assert_int_equal(simdev_memcpy(y, b->y, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST), 0);
-    assert_int_equal(simdev_memcpy(acc, b->acc, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST),
-                     0);
+    ts_from_dev(y, b->y, n * sizeof(float));
+    ts_from_dev(acc, b->acc, n * sizeof(float));
     bool ok = true;
     for (uint64_t i = 0; i < n && ok; i++) {
-        float want = ((float)(i % 97) * 0.5f + x_base) * mul + add;
+        float want = pm_x_value(i, x_base) * mul + add;
         ok = y[i] == want && acc[i] == acc_base + acc_per_y * want;
     }
     free(y);
@@ -100,31 +85,22 @@ bool km_bufs_hold(const struct km_bufs *b, float x_base, float mul, float add, f
     return bufs_check(b, x_base, mul, add, acc_base, 1.0f);
 }
 
-/* y exact (x = i % 97 * 0.5), and acc 1 + y in every element or 1 + 2y in
- * every element: one or two rounds ran, never a partial one. */
+/* y exact (x_base 0), and acc 1 + y in every element or 1 + 2y in every
+ * element: one or two rounds ran, never a partial one. acc[0] (x[0] is 0,
+ * so y[0] is add) says which to expect of all the others. */
 bool km_bufs_hold_either(const struct km_bufs *b, float mul, float add)
 {
-    uint64_t n = b->n;
-    float *y = malloc(n * sizeof(float)), *acc = malloc(n * sizeof(float));
-    assert_int_equal(simdev_memcpy(y, b->y, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST), 0);
-    assert_int_equal(simdev_memcpy(acc, b->acc, n * sizeof(float), SIMDEV_COPY_DEVICE_TO_HOST),
-                     0);
-    float rounds = acc[0] == 1.0f + 2 * add ? 2.0f : 1.0f;
-    bool ok = true;
-    for (uint64_t i = 0; i < n && ok; i++) {
-        float want = (float)(i % 97) * 0.5f * mul + add;
-        ok = y[i] == want && acc[i] == 1.0f + rounds * want;
-    }
-    free(y);
-    free(acc);
-    return ok;
+    float acc0;
+    ts_from_dev(&acc0, b->acc, sizeof acc0);
+    float rounds = acc0 == 1.0f + 2 * add ? 2.0f : 1.0f;
+    return bufs_check(b, 0.0f, mul, add, 1.0f, rounds);
 }
 
 /* y still poison: the round never ran. */
 bool km_bufs_untouched(const struct km_bufs *b)
 {
     uint32_t first;
-    assert_int_equal(simdev_memcpy(&first, b->y, sizeof first, SIMDEV_COPY_DEVICE_TO_HOST), 0);
+    ts_from_dev(&first, b->y, sizeof first);
     return first == PM_POISON_BITS;
 }
 
@@ -132,7 +108,7 @@ struct simpler_config km_config(void)
 {
     struct simpler_config cfg;
     assert_int_equal(simpler_config_default(&cfg), 0);
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     cfg.run_capacity.sched_timeout_ms = 2000;
     return cfg;
 }
@@ -160,14 +136,6 @@ struct simpler_context *km_open(void)
     return ctx;
 }
 
-void km_close(struct simpler_context *ctx)
-{
-    assert_int_equal(simpler_finalize_device(ctx), 0);
-    assert_int_equal(simpler_committed_device_memory(ctx), 0); /* else close left memory held */
-    assert_int_equal(simpler_destroy_device_context(ctx), 0);
-}
-
-
 void km_opening(struct simpler_context **ctx, simdev_stream_t *s, struct km_bufs *b,
                 struct simpler_context *opened, uint64_t n, float x_base)
 {
@@ -180,5 +148,5 @@ void km_closing(struct simpler_context *ctx, simdev_stream_t s, struct km_bufs *
 {
     km_bufs_free(b);
     assert_int_equal(simdev_stream_destroy(s), 0);
-    km_close(ctx);
+    pm_close(ctx);
 }

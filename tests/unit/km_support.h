@@ -27,11 +27,11 @@ struct km_bufs {
  * as soon as launch returns. */
 struct km_args {
     struct simpler_tensor t[3];
-    uint64_t s[5];
+    uint64_t s[PM_SCALARS];
     struct simpler_args args;
 };
 
-/* x[i] = (i % 97) * 0.5 + x_base, y poison, acc 1. */
+/* x = pm_x_value(i, x_base), y poison, acc 1. */
 void km_bufs_alloc(struct km_bufs *b, uint64_t n, float x_base);
 void km_bufs_free(struct km_bufs *b);
 /* Rewrites x (base x_base) and acc (1) and poisons y, as a caller does
@@ -57,13 +57,11 @@ struct simpler_config km_config(void);
 struct simpler_context *km_open_bare(void);
 /* The same with pm's callable prepared as id 0. */
 struct simpler_context *km_open(void);
-/* Finalizes (committed memory 0 afterwards) and destroys. */
-void km_close(struct simpler_context *ctx);
 /* The opening of most kernel-mode tests: a context (opened by the caller),
  * a stream and one set of buffers of n elements with x based at x_base. */
 void km_opening(struct simpler_context **ctx, simdev_stream_t *s, struct km_bufs *b,
                 struct simpler_context *opened, uint64_t n, float x_base);
-/* Their closing: the buffers, the stream, then the context. */
+/* Their closing: the buffers, the stream, then the context (pm_close). */
 void km_closing(struct simpler_context *ctx, simdev_stream_t s, struct km_bufs *b);
 
 #endif /* SIMPLER_KM_SUPPORT_H */

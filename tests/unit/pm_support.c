@@ -89,7 +89,7 @@ void pm_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *a
     simpler_task_args_init(&ta);
     simpler_task_args_add_input(&ta, &args->tensors[0]);
     simpler_task_args_add_output_existing(&ta, &args->tensors[1]);
-    for (uint32_t i = 0; i < 5; i++)
+    for (uint32_t i = 0; i < PM_SCALARS; i++)
         simpler_task_args_add_scalar(&ta, args->scalars[i]);
     simpler_submit_aiv(rt, 0, &ta, &r);
 
@@ -125,20 +125,6 @@ void *pm_image(size_t *bytes)
     return image;
 }
 
-struct simpler_run_config pm_small_run_config(void)
-{
-    struct simpler_run_config c;
-    simpler_run_config_default(&c);
-    for (int i = 0; i < SIMPLER_RUN_RINGS; i++) {
-        c.task_window[i] = 64;
-        c.heap_bytes[i] = 1u << 20;
-        c.dep_pool[i] = 1024;
-    }
-    c.tensormap_buckets = 256;
-    c.tensormap_entries = 4096;
-    return c;
-}
-
 struct simpler_context *pm_open(uint32_t depth)
 {
     struct simdev_config topo = ts_small_config();
@@ -150,8 +136,8 @@ struct simpler_context *pm_open_on(uint32_t depth, const struct simdev_config *t
     return pm_open_timed(depth, topo, 0);
 }
 
-struct simpler_context *pm_open_timed(uint32_t depth, const struct simdev_config *topo,
-                                      uint32_t sched_timeout_ms)
+struct simpler_context *pm_open_bare(uint32_t depth, const struct simdev_config *topo,
+                                     uint32_t sched_timeout_ms)
 {
     ts_device_setup_config(topo);
     pm_observers_reset();
@@ -159,11 +145,18 @@ struct simpler_context *pm_open_timed(uint32_t depth, const struct simdev_config
     struct simpler_config cfg;
     assert_int_equal(simpler_config_default(&cfg), 0);
     cfg.pipeline_depth = depth;
-    cfg.run_capacity = pm_small_run_config();
+    cfg.run_capacity = ts_small_run_config();
     if (sched_timeout_ms)
         cfg.run_capacity.sched_timeout_ms = sched_timeout_ms;
     assert_int_equal(simpler_create_device_context(&ctx), 0);
     assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
+    return ctx;
+}
+
+struct simpler_context *pm_open_timed(uint32_t depth, const struct simdev_config *topo,
+                                      uint32_t sched_timeout_ms)
+{
+    struct simpler_context *ctx = pm_open_bare(depth, topo, sched_timeout_ms);
     size_t bytes;
     void *image = pm_image(&bytes);
     assert_int_equal(simpler_register_callable(ctx, PM_CALLABLE, image, bytes), 0);
@@ -178,11 +171,19 @@ void pm_close(struct simpler_context *ctx)
     assert_int_equal(simpler_destroy_device_context(ctx), 0);
 }
 
-static uint64_t f32_bits(float f)
+float pm_x_value(uint64_t i, float x_base)
 {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
+    return (float)(i % 97) * 0.5f + x_base;
+}
+
+void pm_scalars_fill(uint64_t scalars[PM_SCALARS], float mul, float add, uint64_t fail_code,
+                     uint64_t flags, uint64_t tag)
+{
+    scalars[S_MUL] = ts_f32_bits(mul);
+    scalars[S_ADD] = ts_f32_bits(add);
+    scalars[S_FAIL] = fail_code;
+    scalars[S_FLAGS] = flags;
+    scalars[S_TAG] = tag;
 }
 
 void pm_run_init(struct pm_run *r, float mul, float add, uint64_t fail_code, uint64_t flags,
@@ -196,7 +197,7 @@ void pm_run_init(struct pm_run *r, float mul, float add, uint64_t fail_code, uin
     assert_non_null(r->y);
     assert_non_null(r->acc);
     for (int i = 0; i < PM_N; i++) {
-        r->x[i] = (float)(i % 97) * 0.5f + (float)tag;
+        r->x[i] = pm_x_value((uint64_t)i, (float)tag);
         r->acc[i] = 1.0f;
     }
     memset(r->y, PM_POISON_BYTE, PM_N * sizeof(float));
@@ -207,13 +208,9 @@ void pm_run_init(struct pm_run *r, float mul, float add, uint64_t fail_code, uin
                          0);
     r->mul = mul;
     r->add = add;
-    r->scalars[S_MUL] = f32_bits(mul);
-    r->scalars[S_ADD] = f32_bits(add);
-    r->scalars[S_FAIL] = fail_code;
-    r->scalars[S_FLAGS] = flags;
-    r->scalars[S_TAG] = tag;
+    pm_scalars_fill(r->scalars, mul, add, fail_code, flags, tag);
     r->args.tensor_count = 3;
-    r->args.scalar_count = 5;
+    r->args.scalar_count = PM_SCALARS;
     r->args.tensors = r->tensors;
     r->args.scalars = r->scalars;
 }

@@ -41,9 +41,21 @@ int pm_teardown(void **state);
 /* A symbol-form image of the callable (free with simpler_callable_free). */
 void *pm_image(size_t *bytes);
 
-/* Small run sizes, so a context fits the fixture's 64 MiB device. */
-struct simpler_run_config pm_small_run_config(void);
+/* Element i of the callable's input x: (i % 97) * 0.5 + x_base. */
+float pm_x_value(uint64_t i, float x_base);
 
+/* The callable's scalars, in its order: mul, add (f32 bits), fail code,
+ * flags, tag. */
+#define PM_SCALARS 5
+void pm_scalars_fill(uint64_t scalars[PM_SCALARS], float mul, float add, uint64_t fail_code,
+                     uint64_t flags, uint64_t tag);
+
+/* Sets up device 0 on topology `topo` (ts_device_setup_config), resets the
+ * observers, creates and initialises a context of `depth` slots with the
+ * small run capacity (ts_small_run_config; its scheduler timeout
+ * `sched_timeout_ms`, 0: the default). Registers nothing. */
+struct simpler_context *pm_open_bare(uint32_t depth, const struct simdev_config *topo,
+                                     uint32_t sched_timeout_ms);
 /* Sets up device 0 (ts_device_setup_config), creates and initialises a
  * context of `depth` slots and registers the callable as PM_CALLABLE. */
 struct simpler_context *pm_open(uint32_t depth);
@@ -54,18 +66,19 @@ struct simpler_context *pm_open_on(uint32_t depth, const struct simdev_config *t
  * runs ends. */
 struct simpler_context *pm_open_timed(uint32_t depth, const struct simdev_config *topo,
                                       uint32_t sched_timeout_ms);
-/* Finalizes (asserting committed memory 0 afterwards) and destroys. */
+/* Finalizes (asserting committed memory 0 afterwards) and destroys, a
+ * context of either mode. */
 void pm_close(struct simpler_context *ctx);
 
 struct pm_run {
     float *x, *y, *acc;
     struct simpler_tensor tensors[3];
-    uint64_t scalars[5];
+    uint64_t scalars[PM_SCALARS];
     struct simpler_args args;
     float mul, add;
 };
 
-/* Host buffers: x[i] = (i % 97) * 0.5 + tag, y all PM_POISON_BYTE, acc 1. */
+/* Host buffers: x = pm_x_value(i, tag), y all PM_POISON_BYTE, acc 1. */
 void pm_run_init(struct pm_run *r, float mul, float add, uint64_t fail_code, uint64_t flags,
                  uint64_t tag);
 /* Asserts y == x * mul + add and acc == 1 + y in every element. */

@@ -15,36 +15,13 @@
 
 struct rt_config rth_small_config(void)
 {
+    struct simpler_run_config capacity = ts_small_run_config();
     struct rt_config c;
-    rt_config_default(&c);
-    for (int i = 0; i < RT_RINGS; i++) {
-        c.task_window[i] = 64;
-        c.heap_bytes[i] = 1u << 20;
-        c.dep_pool[i] = 1024;
-    }
-    c.tensormap_buckets = 256;
-    c.tensormap_entries = 4096;
+    rt_config_from_public(&capacity, &c);
     c.ring_timeout_ms = 2000;
     c.sched_timeout_ms = 10000;
     c.tensor_wait_timeout_ms = 10000;
     return c;
-}
-
-void *rth_dev_alloc(size_t bytes)
-{
-    void *p = NULL;
-    assert_int_equal(simdev_malloc(&p, bytes), 0);
-    return p;
-}
-
-void rth_to_dev(void *dev, const void *host, size_t bytes)
-{
-    assert_int_equal(simdev_memcpy(dev, host, bytes, SIMDEV_COPY_HOST_TO_DEVICE), 0);
-}
-
-void rth_from_dev(void *host, const void *dev, size_t bytes)
-{
-    assert_int_equal(simdev_memcpy(host, dev, bytes, SIMDEV_COPY_DEVICE_TO_HOST), 0);
 }
 
 void rth_open(struct rt_harness *h, const struct rt_config *config, uint32_t edge_capacity)
@@ -53,7 +30,7 @@ void rth_open(struct rt_harness *h, const struct rt_config *config, uint32_t edg
     h->config = config ? *config : rth_small_config();
     h->edge_capacity = edge_capacity;
     if (edge_capacity) {
-        h->edges_dev = rth_dev_alloc(edge_capacity * sizeof(struct rt_edge));
+        h->edges_dev = ts_dev_alloc(edge_capacity * sizeof(struct rt_edge));
         h->edges = calloc(edge_capacity, sizeof(struct rt_edge));
         assert_non_null(h->edges);
     }
@@ -64,11 +41,11 @@ void rth_open(struct rt_harness *h, const struct rt_config *config, uint32_t edg
     assert_int_equal(simdev_get_device(&device), 0);
     assert_int_equal(simdev_device_get_config(device, &topo), 0);
     assert_int_equal(rt_arena_bytes(&h->config, &topo, &h->arena_bytes), 0);
-    h->arena = rth_dev_alloc(h->arena_bytes);
+    h->arena = ts_dev_alloc(h->arena_bytes);
     h->arena_nonce = rt_arena_nonce();
-    h->kernels_dev = rth_dev_alloc(SIMPLER_MAX_FUNC_IDS * sizeof(simpler_kernel_fn));
-    h->args_dev = rth_dev_alloc(sizeof(struct simpler_orch_args));
-    h->result_dev = rth_dev_alloc(sizeof(struct rt_run_result));
+    h->kernels_dev = ts_dev_alloc(SIMPLER_MAX_FUNC_IDS * sizeof(simpler_kernel_fn));
+    h->args_dev = ts_dev_alloc(sizeof(struct simpler_orch_args));
+    h->result_dev = ts_dev_alloc(sizeof(struct rt_run_result));
     assert_int_equal(rt_launcher_create(&h->launcher), 0);
     assert_int_equal(simdev_stream_create(&h->stream), 0);
 }
@@ -92,15 +69,15 @@ int rth_run(struct rt_harness *h, simpler_orch_entry_fn entry, const simpler_ker
             uint32_t count, const struct simpler_orch_args *args)
 {
     if (count)
-        rth_to_dev(h->kernels_dev, kernels, count * sizeof(simpler_kernel_fn));
+        ts_to_dev(h->kernels_dev, kernels, count * sizeof(simpler_kernel_fn));
     static const struct simpler_orch_args empty;
-    rth_to_dev(h->args_dev, args ? args : &empty, sizeof(struct simpler_orch_args));
+    ts_to_dev(h->args_dev, args ? args : &empty, sizeof(struct simpler_orch_args));
     struct rt_run_request rq = rth_request(h, entry, count);
     assert_int_equal(rt_run_enqueue(h->launcher, h->stream, &rq), 0);
     int status = simdev_stream_sync(h->stream);
-    rth_from_dev(&h->result, h->result_dev, sizeof h->result);
+    ts_from_dev(&h->result, h->result_dev, sizeof h->result);
     if (h->edge_capacity)
-        rth_from_dev(h->edges, h->edges_dev, h->edge_capacity * sizeof(struct rt_edge));
+        ts_from_dev(h->edges, h->edges_dev, h->edge_capacity * sizeof(struct rt_edge));
     return status;
 }
 
@@ -127,13 +104,4 @@ int rth_has_edge(const struct rt_harness *h, uint64_t producer, uint64_t consume
         if (h->edges[i].producer == producer && h->edges[i].consumer == consumer)
             return 1;
     return 0;
-}
-
-struct simpler_tensor rth_tensor_1d(void *dev, uint64_t count, uint32_t dtype)
-{
-    struct simpler_tensor t = {0};
-    assert_int_equal(simpler_tensor_make_1d(&t, (uint64_t)(uintptr_t)dev, count, dtype,
-                                            SIMPLER_MEM_DEVICE),
-                     0);
-    return t;
 }

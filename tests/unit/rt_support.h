@@ -29,9 +29,8 @@ struct rt_harness {
     struct rt_edge *edges;
 };
 
-/* Default run config with small rings (window 64, 1 MiB heap, 1024 deps
- * per ring; TensorMap 256 x 4096) and short timeouts (ring 2 s, scheduler
- * 10 s, tensor 10 s), so a test's arena stays small. */
+/* ts_small_run_config's capacity as a runtime config, with short timeouts
+ * (ring 2 s, scheduler 10 s, tensor 10 s), so a test's arena stays small. */
 struct rt_config rth_small_config(void);
 
 /* Allocates everything for runs with `config` (NULL = rth_small_config) on
@@ -53,13 +52,5 @@ struct rt_run_request rth_request(const struct rt_harness *h, simpler_orch_entry
 
 /* True when the edge log holds producer -> consumer. */
 int rth_has_edge(const struct rt_harness *h, uint64_t producer, uint64_t consumer);
-
-/* Device buffer helpers (assert). */
-void *rth_dev_alloc(size_t bytes);
-void rth_to_dev(void *dev, const void *host, size_t bytes);
-void rth_from_dev(void *host, const void *dev, size_t bytes);
-
-/* A 1-D device tensor descriptor over `dev` of `count` elements. */
-struct simpler_tensor rth_tensor_1d(void *dev, uint64_t count, uint32_t dtype);
 
 #endif /* SIMPLER_RT_SUPPORT_H */

@@ -352,17 +352,6 @@ static void an_idle_device_with_16_cores_uses_little_cpu(void **state)
 
 /* ------------------------------------------------------------ watchdog */
 
-static int gated_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
-{
-    (void)ctx;
-    struct ts_gate *gate;
-    if (args_size != sizeof gate)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&gate, args, sizeof gate);
-    ts_gate_pass(gate);
-    return 0;
-}
-
 static void a_hung_device_function_loses_the_device_until_reset(void **state)
 {
     (void)state;
@@ -383,7 +372,8 @@ static void a_hung_device_function_loses_the_device_until_reset(void **state)
     assert_int_equal(simdev_stream_create(&stream), 0);
     assert_int_equal(simdev_stream_create(&spare), 0);
     assert_int_equal(simdev_event_create(&spare_event), 0);
-    assert_int_equal(simdev_launch_aicpu(stream, gated_aicpu_fn, 1, &gate_arg, sizeof gate_arg), 0);
+    assert_int_equal(simdev_launch_aicpu(stream, ts_gate_aicpu_fn, 1, &gate_arg, sizeof gate_arg),
+                     0);
 
     /* the function never returns while the gate is closed; the rescue opens
      * it only if no watchdog ends the sync first */
@@ -480,7 +470,7 @@ static void a_lost_device_wins_over_carried_errors_and_open_captures(void **stat
     assert_int_equal(pthread_join(thread, &begin_status), 0);
     assert_int_equal((intptr_t)begin_status, 0);
 
-    assert_int_equal(simdev_launch_aicpu(hung, gated_aicpu_fn, 1, &gate_arg, sizeof gate_arg), 0);
+    assert_int_equal(simdev_launch_aicpu(hung, ts_gate_aicpu_fn, 1, &gate_arg, sizeof gate_arg), 0);
     struct ts_rescue rescue;
     ts_rescue_start(&rescue, &gate, TS_DEADLOCK_GUARD_MS);
     int hung_status = simdev_stream_sync(hung);

@@ -136,15 +136,6 @@ static void event_query_is_not_ready_until_the_record_completes_then_zero(void *
     ts_gate_destroy(&gate);
 }
 
-static void *open_gate_when_blocked(void *arg)
-{
-    struct ts_gate *gate = arg;
-    /* bounded: a device that dropped the gated op must not hang the test */
-    ts_gate_wait_arrivals_for(gate, 1, TS_DEADLOCK_GUARD_MS);
-    ts_gate_open(gate);
-    return NULL;
-}
-
 static void event_sync_waits_for_the_work_before_the_record_and_no_more(void **state)
 {
     (void)state;
@@ -166,7 +157,7 @@ static void event_sync_waits_for_the_work_before_the_record_and_no_more(void **s
     ts_launch_count(a, &after_record);
 
     /* `first` opens from another thread while this one is in event_sync */
-    assert_int_equal(pthread_create(&opener, NULL, open_gate_when_blocked, &first), 0);
+    assert_int_equal(pthread_create(&opener, NULL, ts_gate_opener_main, &first), 0);
     ts_rescue_start(&rescue, &second, TS_DEADLOCK_GUARD_MS);
     int sync_status = simdev_event_sync(event);
     int before_at_return = atomic_load(&before_record);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "rt_support.h"
 #include "test_support.h"
 
@@ -33,33 +34,6 @@
 /* ---------------------------------------------------------------- kernels */
 
 enum { K_COUNT, K_FILL, K_COPY, K_LOG, K_DESCRIBE, K_NULL, K_KERNELS };
-
-/* t0 counter (i64): one more. */
-static void kernel_count(int64_t *args)
-{
-    int64_t *counter = simpler_kernel_data(args, 0);
-    (*counter)++;
-}
-
-/* t0 out (i32, contiguous); scalar s: out[k] = s + k. */
-static void kernel_fill(int64_t *args)
-{
-    int32_t *out = simpler_kernel_data(args, 0);
-    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 0));
-    int32_t s = (int32_t)simpler_kernel_scalar_u64(args, 1);
-    for (uint64_t k = 0; k < n; k++)
-        out[k] = s + (int32_t)k;
-}
-
-/* t0 in (i32), t1 out (i32): out[k] = in[k] for every element of out. */
-static void kernel_copy(int64_t *args)
-{
-    const int32_t *in = simpler_kernel_data(args, 0);
-    int32_t *out = simpler_kernel_data(args, 1);
-    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 1));
-    for (uint64_t k = 0; k < n; k++)
-        out[k] = in[k];
-}
 
 /* t0 log (u64[LOG_CAP]: [0] is the cursor); scalar tag: appends the tag. */
 static void kernel_log(int64_t *args)
@@ -81,7 +55,7 @@ static void kernel_describe(int64_t *args)
 
 /* func_id K_NULL is inside the table but has no kernel. */
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
-    kernel_count, kernel_fill, kernel_copy, kernel_log, kernel_describe, NULL,
+    tk_count_i64, tk_fill_i32, tk_copy_i32, kernel_log, kernel_describe, NULL,
 };
 
 /* ----------------------------------------------------------------- records */
@@ -174,8 +148,8 @@ struct bufs {
 static void bufs_add(struct bufs *b, uint64_t count, uint32_t dtype)
 {
     size_t bytes = count * simpler_dtype_size(dtype);
-    b->dev[b->n] = rth_dev_alloc(bytes);
-    b->args.tensors[b->n] = rth_tensor_1d(b->dev[b->n], count, dtype);
+    b->dev[b->n] = ts_dev_alloc(bytes);
+    b->args.tensors[b->n] = ts_dev_tensor_1d(b->dev[b->n], count, dtype);
     b->n++;
     b->args.tensor_count = b->n;
 }
@@ -187,7 +161,7 @@ static void bufs_poison(struct bufs *b, uint32_t i, int pattern)
     void *host = malloc(bytes);
     assert_non_null(host);
     memset(host, pattern, bytes);
-    rth_to_dev(b->dev[i], host, bytes);
+    ts_to_dev(b->dev[i], host, bytes);
     free(host);
 }
 
@@ -204,7 +178,7 @@ static void poison_arena(struct rt_harness *h, int pattern)
     void *host = malloc(h->arena_bytes);
     assert_non_null(host);
     memset(host, pattern, h->arena_bytes);
-    rth_to_dev(h->arena, host, h->arena_bytes);
+    ts_to_dev(h->arena, host, h->arena_bytes);
     free(host);
 }
 
@@ -219,7 +193,7 @@ static int run(struct rt_harness *h, simpler_orch_entry_fn entry, struct bufs *b
 static uint64_t read_log(struct bufs *b, uint32_t i, uint64_t *entries)
 {
     uint64_t log[LOG_CAP];
-    rth_from_dev(log, b->dev[i], sizeof log);
+    ts_from_dev(log, b->dev[i], sizeof log);
     memcpy(entries, log + 1, (LOG_CAP - 1) * sizeof *entries);
     return log[0];
 }
@@ -346,7 +320,7 @@ static void outputs_have_the_requested_shape_and_dtype_and_carry_the_producer_id
 
     /* the kernel received exactly the descriptors submit returned */
     uint8_t seen[256];
-    rth_from_dev(seen, b.dev[0], sizeof seen);
+    ts_from_dev(seen, b.dev[0], sizeof seen);
     assert_memory_equal(seen, o0, sizeof *o0);
     assert_memory_equal(seen + 128, o1, sizeof *o1);
     bufs_close(&b);
@@ -383,7 +357,7 @@ static void zero_fill_output_reads_as_zero_in_its_kernel(void **state)
     assert_int_equal(g_rc[0], 0);
     assert_int_equal(g_rc[1], 0);
     int32_t seen[128];
-    rth_from_dev(seen, b.dev[0], sizeof seen);
+    ts_from_dev(seen, b.dev[0], sizeof seen);
     for (int k = 0; k < 64; k++)
         assert_int_equal(seen[k], 0); /* 0xabababab: zero_fill was ignored */
     /* the plain output shows the poison: the heap is not zeroed anyway, so
@@ -528,7 +502,7 @@ static void each_malformed_submit_fails_with_invalid_args_and_later_submits_do_n
         records_reset();
         int status = run(&h, good_bad_good, &b);
         int64_t counter;
-        rth_from_dev(&counter, b.dev[0], sizeof counter);
+        ts_from_dev(&counter, b.dev[0], sizeof counter);
         if (status != -SIMPLER_ORCH_ERR_INVALID_ARGS || g_rc[0] != 0 ||
             g_rc[1] != -SIMPLER_ORCH_ERR_INVALID_ARGS ||
             g_rc[2] != -SIMPLER_ORCH_ERR_INVALID_ARGS ||
@@ -706,7 +680,7 @@ static void a_dummy_task_allocates_a_zeroed_output_for_later_tasks(void **state)
     assert_int_equal(g_rc[0], 0);
     assert_int_equal(g_rc[1], 0);
     int32_t seen[16];
-    rth_from_dev(seen, b.dev[0], sizeof seen);
+    ts_from_dev(seen, b.dev[0], sizeof seen);
     for (int k = 0; k < 16; k++)
         assert_int_equal(seen[k], 0); /* 0x11111111: the copy never ran; 0xab..: not zeroed */
     assert_int_equal(h.result.edges, 1);
@@ -784,7 +758,7 @@ static void explicit_dependencies_order_tasks_in_a_manual_scope_and_nothing_else
         for (int t = 3; t < 10; t++)
             assert_int_equal(pos[t], t); /* the chain runs strictly in order */
         int32_t copied[4];
-        rth_from_dev(copied, b.dev[1], sizeof copied);
+        ts_from_dev(copied, b.dev[1], sizeof copied);
         for (int k = 0; k < 4; k++)
             assert_int_equal(copied[k], 40 + k); /* 0x11111111: copied before filled */
 
@@ -883,8 +857,8 @@ static void write_element_waits_for_earlier_readers_and_writers(void **state)
         for (int i = 0; i < 5; i++)
             assert_int_equal(g_rc[i], 0);
         int32_t x[4], y[4];
-        rth_from_dev(x, b.dev[0], sizeof x);
-        rth_from_dev(y, b.dev[1], sizeof y);
+        ts_from_dev(x, b.dev[0], sizeof x);
+        ts_from_dev(y, b.dev[1], sizeof y);
         /* the copy saw x before the orchestrator's writes: 99 in y[0] means
          * write_element did not wait for the reader (WAR) */
         assert_int_equal(y[0], 10);
@@ -927,7 +901,7 @@ static void tensormap_infers_raw_waw_war_on_overlapping_slices_and_nothing_on_di
     int32_t init[32];
     for (int k = 0; k < 32; k++)
         init[k] = k;
-    rth_to_dev(b.dev[0], init, sizeof init);
+    ts_to_dev(b.dev[0], init, sizeof init);
     records_reset();
     assert_int_equal(run(&h, overlapping_slices, &b), 0);
     for (int i = 0; i < 5; i++)
@@ -942,8 +916,8 @@ static void tensormap_infers_raw_waw_war_on_overlapping_slices_and_nothing_on_di
         assert_int_equal(h.edges[i].sources, RT_EDGE_TENSORMAP);
 
     int32_t e[32], f[16];
-    rth_from_dev(e, b.dev[0], sizeof e);
-    rth_from_dev(f, b.dev[1], sizeof f);
+    ts_from_dev(e, b.dev[0], sizeof e);
+    ts_from_dev(f, b.dev[1], sizeof f);
     /* f[0:8) = e[4:12) as t1 saw it: t0's values, then the initial ones;
      * 202..205 in f[2:6) would mean t2 overwrote e before t1 read it */
     const int32_t f_expect[8] = {104, 105, 106, 107, 8, 9, 10, 11};

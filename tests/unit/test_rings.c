@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "rt_support.h"
 #include "simpler/simdev_fault.h"
 #include "launch/launch.h"
@@ -77,41 +78,20 @@ static void kernel_sum(int64_t *args)
     (*counter)++;
 }
 
-/* t0 counter: one more. */
-static void kernel_count(int64_t *args)
-{
-    int64_t *counter = simpler_kernel_data(args, 0);
-    (*counter)++;
-}
-
-/* t0 out (i32); scalar s: out[k] = s + k. No counter: no shared tensor. */
-static void kernel_fill(int64_t *args)
-{
-    int32_t *out = simpler_kernel_data(args, 0);
-    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 0));
-    int32_t s = (int32_t)simpler_kernel_scalar_u64(args, 1);
-    for (uint64_t k = 0; k < n; k++)
-        out[k] = s + (int32_t)k;
-}
-
 /* Held until the orchestration opens it: keeps producers PENDING. */
 static struct ts_gate g_gate;
 
 static void kernel_gated_fill(int64_t *args)
 {
     ts_gate_pass(&g_gate);
-    kernel_fill(args);
+    tk_fill_i32(args);
 }
 
 /* t0 in (i32), t1 out (i32): out = in, held at the gate first. */
 static void kernel_gated_copy(int64_t *args)
 {
     ts_gate_pass(&g_gate);
-    const int32_t *in = simpler_kernel_data(args, 0);
-    int32_t *out = simpler_kernel_data(args, 1);
-    uint64_t n = simpler_tensor_numel(simpler_kernel_tensor(args, 1));
-    for (uint64_t k = 0; k < n; k++)
-        out[k] = in[k];
+    tk_copy_i32(args);
 }
 
 /* A second gate, for a producer released before its gated reader. */
@@ -120,12 +100,12 @@ static struct ts_gate g_gate2;
 static void kernel_gated2_fill(int64_t *args)
 {
     ts_gate_pass(&g_gate2);
-    kernel_fill(args);
+    tk_fill_i32(args);
 }
 
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
-    kernel_seed, kernel_add,        kernel_sum,        kernel_count,
-    kernel_fill, kernel_gated_fill, kernel_gated_copy, kernel_gated2_fill,
+    kernel_seed, kernel_add,        kernel_sum,        tk_count_i64,
+    tk_fill_i32, kernel_gated_fill, kernel_gated_copy, kernel_gated2_fill,
 };
 
 /* ------------------------------------------------------- task builders */
@@ -242,12 +222,12 @@ static void chain_open(struct chain *c, uint64_t outer, uint64_t inner)
 {
     c->outer = outer;
     c->inner = inner;
-    c->counter = rth_dev_alloc(sizeof(int64_t));
-    c->results = rth_dev_alloc(outer * inner * sizeof(int64_t));
+    c->counter = ts_dev_alloc(sizeof(int64_t));
+    c->results = ts_dev_alloc(outer * inner * sizeof(int64_t));
     memset(&c->args, 0, sizeof c->args);
     c->args.tensor_count = 2;
-    c->args.tensors[0] = rth_tensor_1d(c->counter, 1, SIMPLER_DTYPE_I64);
-    c->args.tensors[1] = rth_tensor_1d(c->results, outer * inner, SIMPLER_DTYPE_I64);
+    c->args.tensors[0] = ts_dev_tensor_1d(c->counter, 1, SIMPLER_DTYPE_I64);
+    c->args.tensors[1] = ts_dev_tensor_1d(c->results, outer * inner, SIMPLER_DTYPE_I64);
     c->args.scalar_count = 2;
     c->args.scalars[0] = outer;
     c->args.scalars[1] = inner;
@@ -257,25 +237,25 @@ static void chain_open(struct chain *c, uint64_t outer, uint64_t inner)
 static void chain_reset(struct chain *c)
 {
     int64_t zero = 0;
-    rth_to_dev(c->counter, &zero, sizeof zero);
+    ts_to_dev(c->counter, &zero, sizeof zero);
     size_t n = c->outer * c->inner;
     int64_t *host = malloc(n * sizeof *host);
     assert_non_null(host);
     memset(host, 0xff, n * sizeof *host);
-    rth_to_dev(c->results, host, n * sizeof *host);
+    ts_to_dev(c->results, host, n * sizeof *host);
     free(host);
 }
 
 static void chain_check(const struct chain *c)
 {
     int64_t counter;
-    rth_from_dev(&counter, c->counter, sizeof counter);
+    ts_from_dev(&counter, c->counter, sizeof counter);
     /* less: tasks were lost; more: a task ran twice (a recycled slot re-run) */
     assert_int_equal(counter, (int64_t)chain_tasks(c));
     size_t n = c->outer * c->inner;
     int64_t *host = malloc(n * sizeof *host);
     assert_non_null(host);
-    rth_from_dev(host, c->results, n * sizeof *host);
+    ts_from_dev(host, c->results, n * sizeof *host);
     for (uint64_t o = 0; o < c->outer; o++)
         for (uint64_t j = 0; j < c->inner; j++)
             if (host[o * c->inner + j] != chain_expect(o, j))
@@ -364,7 +344,7 @@ static void window_of_4_recycles_slots_over_1000_sequential_tasks(void **state)
     assert_int_equal(h.result.tasks_completed, 1000);
     assert_true(h.result.ring_waits > 0); /* 0: the window never filled */
     int64_t counter;
-    rth_from_dev(&counter, c.counter, sizeof counter);
+    ts_from_dev(&counter, c.counter, sizeof counter);
     assert_int_equal(counter, 1000); /* less: a task in a recycled slot never ran */
     chain_close(&c);
     rth_close(&h);
@@ -405,7 +385,7 @@ static void a_blocked_submit_waits_for_no_more_slots_than_its_scope_leaves(void 
     assert_int_equal(h.result.tasks_completed, 7500);
     assert_true(h.result.ring_waits > 0); /* 0: the window never filled */
     int64_t counter;
-    rth_from_dev(&counter, c.counter, sizeof counter);
+    ts_from_dev(&counter, c.counter, sizeof counter);
     assert_int_equal(counter, 7500); /* less: a task in a recycled slot never ran */
     chain_close(&c);
     rth_close(&h);
@@ -473,8 +453,8 @@ static void expect_fast_failure(struct rt_harness *h, simpler_orch_entry_fn entr
     chain_open(&c, 1, 1);
     chain_reset(&c);
     /* tensor 2: 36 i32 for the dep-pool tests' writers */
-    int32_t *ext = rth_dev_alloc(36 * sizeof(int32_t));
-    c.args.tensors[2] = rth_tensor_1d(ext, 36, SIMPLER_DTYPE_I32);
+    int32_t *ext = ts_dev_alloc(36 * sizeof(int32_t));
+    c.args.tensors[2] = ts_dev_tensor_1d(ext, 36, SIMPLER_DTYPE_I32);
     c.args.tensor_count = 3;
     uint64_t t0 = simdev_clock_ns();
     int rc = rth_run(h, entry, g_kernels, K_KERNELS, &c.args);
@@ -877,7 +857,7 @@ static void a_run_failing_before_its_cores_start_still_lets_them_exit(void **sta
     struct rt_harness h;
     rth_open(&h, NULL, 0);
     static const struct simpler_orch_args empty;
-    rth_to_dev(h.args_dev, &empty, sizeof empty);
+    ts_to_dev(h.args_dev, &empty, sizeof empty);
     struct rt_launch_args la;
     memset(&la, 0, sizeof la);
     la.request.entry = fail_then_flag;
@@ -913,7 +893,7 @@ static void a_run_failing_before_its_cores_start_still_lets_them_exit(void **sta
     int cores_status = simdev_stream_sync(cores);
     int cpu_status = simdev_stream_sync(cpu);
     struct rt_run_result result;
-    rth_from_dev(&result, h.result_dev, sizeof result);
+    ts_from_dev(&result, h.result_dev, sizeof result);
     assert_int_equal(simdev_stream_destroy(cores), 0);
     assert_int_equal(simdev_stream_destroy(cpu), 0);
     rth_close(&h);
@@ -1059,11 +1039,11 @@ static void expect_unheld_producer(simpler_orch_entry_fn entry)
     struct rt_config config = hold_config();
     struct rt_harness h;
     rth_open(&h, &config, 0);
-    int32_t *e = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
-    int32_t *f = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    int32_t *e = ts_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    int32_t *f = ts_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
     struct simpler_orch_args args = {.tensor_count = 2};
-    args.tensors[0] = rth_tensor_1d(e, HOLD_ELEMS, SIMPLER_DTYPE_I32);
-    args.tensors[1] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    args.tensors[0] = ts_dev_tensor_1d(e, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    args.tensors[1] = ts_dev_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
     rc_reset();
     g_read_value = -1;
     ts_gate_init(&g_gate);
@@ -1072,7 +1052,7 @@ static void expect_unheld_producer(simpler_orch_entry_fn entry)
     ts_gate_destroy(&g_gate2);
     ts_gate_destroy(&g_gate);
     int32_t copy[HOLD_ELEMS];
-    rth_from_dev(copy, f, sizeof copy);
+    ts_from_dev(copy, f, sizeof copy);
     assert_int_equal(simdev_free(e), 0);
     assert_int_equal(simdev_free(f), 0);
     rth_close(&h);
@@ -1175,10 +1155,10 @@ static void a_completed_producer_with_a_heap_output_is_held_until_its_reader_end
     struct rt_config config = hold_config();
     struct rt_harness h;
     rth_open(&h, &config, 0);
-    int32_t *f = rth_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
+    int32_t *f = ts_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
     struct simpler_orch_args args = {.tensor_count = 2};
-    args.tensors[0] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32); /* unused */
-    args.tensors[1] = rth_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
+    args.tensors[0] = ts_dev_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32); /* unused */
+    args.tensors[1] = ts_dev_tensor_1d(f, HOLD_ELEMS, SIMPLER_DTYPE_I32);
     rc_reset();
     g_read_value = -1;
     ts_gate_init(&g_gate);
@@ -1186,7 +1166,7 @@ static void a_completed_producer_with_a_heap_output_is_held_until_its_reader_end
                          &args);
     ts_gate_destroy(&g_gate);
     int32_t copy[HOLD_ELEMS];
-    rth_from_dev(copy, f, sizeof copy);
+    ts_from_dev(copy, f, sizeof copy);
     assert_int_equal(simdev_free(f), 0);
     rth_close(&h);
     for (int i = 0; i < 6; i++)
@@ -1226,7 +1206,7 @@ static void fatal_at_once(struct simpler_orch *rt, const struct simpler_orch_arg
 /* The run header as the last run left it in the arena. */
 static void read_header(const struct rt_harness *h, struct rt_run *run)
 {
-    rth_from_dev(run, h->arena, sizeof *run);
+    ts_from_dev(run, h->arena, sizeof *run);
 }
 
 static uint64_t dummy_pushes(const struct rt_harness *h)

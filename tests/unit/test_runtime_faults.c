@@ -103,10 +103,10 @@ static void good_run(struct rt_harness *h, uint32_t *x_dev, uint32_t before)
 {
     struct simpler_orch_args args = {0};
     args.tensor_count = 1;
-    args.tensors[0] = rth_tensor_1d(x_dev, ELEMS, SIMPLER_DTYPE_U32);
+    args.tensors[0] = ts_dev_tensor_1d(x_dev, ELEMS, SIMPLER_DTYPE_U32);
     assert_int_equal(rth_run(h, add_three, g_kernels, 1, &args), 0);
     uint32_t x[ELEMS];
-    rth_from_dev(x, x_dev, sizeof x);
+    ts_from_dev(x, x_dev, sizeof x);
     for (int i = 0; i < ELEMS; i++)
         assert_int_equal(x[i], before + 3); /* other: the retry lost or repeated a task */
 }
@@ -118,14 +118,14 @@ static void run_enqueue_fails_cleanly_at_every_chain_operation(void **state)
     config.sched_timeout_ms = 200; /* a scheduler whose cores never start gives up fast */
     struct rt_harness h;
     rth_open(&h, &config, 0);
-    uint32_t *x_dev = rth_dev_alloc(ELEMS * sizeof(uint32_t));
+    uint32_t *x_dev = ts_dev_alloc(ELEMS * sizeof(uint32_t));
     uint32_t zero[ELEMS] = {0};
-    rth_to_dev(x_dev, zero, sizeof zero);
+    ts_to_dev(x_dev, zero, sizeof zero);
     struct simpler_orch_args args = {0};
     args.tensor_count = 1;
-    args.tensors[0] = rth_tensor_1d(x_dev, ELEMS, SIMPLER_DTYPE_U32);
-    rth_to_dev(h.kernels_dev, g_kernels, sizeof g_kernels);
-    rth_to_dev(h.args_dev, &args, sizeof args);
+    args.tensors[0] = ts_dev_tensor_1d(x_dev, ELEMS, SIMPLER_DTYPE_U32);
+    ts_to_dev(h.kernels_dev, g_kernels, sizeof g_kernels);
+    ts_to_dev(h.args_dev, &args, sizeof args);
     struct rt_run_request rq = rth_request(&h, add_three, 1);
     /* The chain: 3 records, 4 waits, 2 launches (core loop, AICPU
      * program). */
@@ -144,7 +144,7 @@ static void run_enqueue_fails_cleanly_at_every_chain_operation(void **state)
              * most the start record and a wait. */
             assert_int_equal(simdev_stream_sync(h.stream), 0);
             uint32_t x[ELEMS];
-            rth_from_dev(x, x_dev, sizeof x);
+            ts_from_dev(x, x_dev, sizeof x);
             /* The run itself either ran whole (its AICPU program and core
              * loop were both enqueued) or not at all. */
             assert_true(x[0] == expect || x[0] == expect + 3);
@@ -229,9 +229,9 @@ static void uninitialised_scheduler_still_ends_its_core_loops_before_or_after_th
     assert_int_equal(simdev_stream_destroy(cores), 0);
     assert_int_equal(simdev_stream_destroy(cpu), 0);
     /* the next run on the same cores starts clean */
-    uint32_t *x_dev = rth_dev_alloc(ELEMS * sizeof(uint32_t));
+    uint32_t *x_dev = ts_dev_alloc(ELEMS * sizeof(uint32_t));
     uint32_t zero[ELEMS] = {0};
-    rth_to_dev(x_dev, zero, sizeof zero);
+    ts_to_dev(x_dev, zero, sizeof zero);
     good_run(&h, x_dev, 0);
     assert_int_equal(simdev_free(x_dev), 0);
     rth_close(&h);

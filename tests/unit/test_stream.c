@@ -568,15 +568,6 @@ static void stream_create_and_query_reject_bad_arguments(void **state)
 
 /* -------------------------------------------------------- destroy / sync */
 
-static void *open_gate_when_blocked(void *arg)
-{
-    struct ts_gate *gate = arg;
-    /* bounded: a device that dropped the gated op must not hang the test */
-    ts_gate_wait_arrivals_for(gate, 1, TS_DEADLOCK_GUARD_MS);
-    ts_gate_open(gate);
-    return NULL;
-}
-
 static void stream_destroy_waits_for_pending_work(void **state)
 {
     (void)state;
@@ -591,7 +582,7 @@ static void stream_destroy_waits_for_pending_work(void **state)
     for (int i = 0; i < BEHIND; i++)
         ts_launch_count(stream, &ran);
     /* the gate opens from another thread while this one is in destroy */
-    assert_int_equal(pthread_create(&opener, NULL, open_gate_when_blocked, &gate), 0);
+    assert_int_equal(pthread_create(&opener, NULL, ts_gate_opener_main, &gate), 0);
     assert_int_equal(simdev_stream_destroy(stream), 0);
     int ran_at_destroy_return = atomic_load(&ran);
     assert_int_equal(pthread_join(opener, NULL), 0);
@@ -620,17 +611,6 @@ static void device_sync_drains_every_stream_of_the_current_device(void **state)
     }
 }
 
-static int gate_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
-{
-    (void)ctx;
-    struct ts_gate *gate;
-    if (args_size != sizeof gate)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&gate, args, sizeof gate);
-    ts_gate_pass(gate);
-    return 0;
-}
-
 static void launches_on_different_streams_run_at_the_same_time(void **state)
 {
     (void)state;
@@ -641,8 +621,8 @@ static void launches_on_different_streams_run_at_the_same_time(void **state)
     assert_int_equal(simdev_stream_create(&a), 0);
     assert_int_equal(simdev_stream_create(&b), 0);
     /* one AICPU thread each, two in the pool: both must be inside at once */
-    assert_int_equal(simdev_launch_aicpu(a, gate_aicpu_fn, 1, &arg, sizeof arg), 0);
-    assert_int_equal(simdev_launch_aicpu(b, gate_aicpu_fn, 1, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_launch_aicpu(a, ts_gate_aicpu_fn, 1, &arg, sizeof arg), 0);
+    assert_int_equal(simdev_launch_aicpu(b, ts_gate_aicpu_fn, 1, &arg, sizeof arg), 0);
     int both_inside = ts_gate_wait_arrivals_for(&gate, 2, TS_DEADLOCK_GUARD_MS);
     ts_gate_open(&gate);
     assert_true(both_inside); /* false: the device serialises launches of different streams */

@@ -1,11 +1,13 @@
 /*
- * test_support.c — device fixtures and gates shared by the unit tests.
+ * test_support.c — device fixtures and gates shared by the tests (see
+ * test_support.h).
  */
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +37,20 @@ struct simdev_config ts_small_config(void)
     return config;
 }
 
+struct simpler_run_config ts_small_run_config(void)
+{
+    struct simpler_run_config c;
+    simpler_run_config_default(&c);
+    for (int i = 0; i < SIMPLER_RUN_RINGS; i++) {
+        c.task_window[i] = 64;
+        c.heap_bytes[i] = 1u << 20;
+        c.dep_pool[i] = 1024;
+    }
+    c.tensormap_buckets = 256;
+    c.tensormap_entries = 4096;
+    return c;
+}
+
 int ts_device_setup(void **state)
 {
     (void)state;
@@ -57,6 +73,39 @@ simdev_event_t ts_new_event(void)
     assert_int_equal(simdev_event_create(&event), 0);
     assert_non_null(event);
     return event;
+}
+
+void *ts_dev_alloc(size_t bytes)
+{
+    void *p = NULL;
+    assert_int_equal(simdev_malloc(&p, bytes), 0);
+    return p;
+}
+
+void ts_to_dev(void *dev, const void *host, size_t bytes)
+{
+    assert_int_equal(simdev_memcpy(dev, host, bytes, SIMDEV_COPY_HOST_TO_DEVICE), 0);
+}
+
+void ts_from_dev(void *host, const void *dev, size_t bytes)
+{
+    assert_int_equal(simdev_memcpy(host, dev, bytes, SIMDEV_COPY_DEVICE_TO_HOST), 0);
+}
+
+struct simpler_tensor ts_dev_tensor_1d(const void *dev, uint64_t count, uint32_t dtype)
+{
+    struct simpler_tensor t = {0};
+    assert_int_equal(simpler_tensor_make_1d(&t, (uint64_t)(uintptr_t)dev, count, dtype,
+                                            SIMPLER_MEM_DEVICE),
+                     0);
+    return t;
+}
+
+uint64_t ts_f32_bits(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
 }
 
 int ts_device_teardown(void **state)
@@ -193,6 +242,25 @@ void ts_launch_gate(simdev_stream_t stream, struct ts_gate *gate)
     assert_int_equal(simdev_launch_host_func(stream, ts_gate_host_fn, gate), 0);
 }
 
+int ts_gate_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    (void)ctx;
+    struct ts_gate *gate;
+    if (args_size != sizeof gate)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&gate, args, sizeof gate);
+    ts_gate_pass(gate);
+    return 0;
+}
+
+void *ts_gate_opener_main(void *arg)
+{
+    struct ts_gate *gate = arg;
+    ts_gate_wait_arrivals_for(gate, 1, TS_DEADLOCK_GUARD_MS);
+    ts_gate_open(gate);
+    return NULL;
+}
+
 /* Milliseconds since *start (CLOCK_MONOTONIC). */
 static int64_t elapsed_ms_since(const struct timespec *start)
 {
@@ -229,6 +297,19 @@ int ts_sem_wait_tickets(simdev_sem_t sem, uint64_t tickets)
             return 0;
         sched_yield();
     }
+}
+
+size_t ts_count_lines_with(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *line = NULL;
+    size_t capacity = 0, count = 0;
+    while (getline(&line, &capacity, f) >= 0)
+        count += strstr(line, needle) != NULL;
+    free(line);
+    fclose(f);
+    return count;
 }
 
 void ts_log_init(struct ts_log *log, int capacity)

@@ -1,9 +1,10 @@
 /*
  * test_support.h — shared helpers for simpler's unit tests.
  *
- * Owns: the test-registration macro, device set-up/tear-down fixtures and
- * small synchronisation helpers (gates) that tests use instead of sleeping.
- * Tests include it after the cmocka headers.
+ * Owns: the test-registration macro, the device fixture (set-up/tear-down,
+ * the small topology and run capacity, device buffers), and small
+ * synchronisation helpers (gates, logs, counters) that tests use instead of
+ * sleeping. Tests include it after the cmocka headers.
  */
 #ifndef SIMPLER_TEST_SUPPORT_H
 #define SIMPLER_TEST_SUPPORT_H
@@ -14,7 +15,9 @@
 #include <stdint.h>
 
 #include "simpler/device.h"
+#include "simpler/orchestration.h"
 #include "simpler/simdev_fault.h"
+#include "simpler/tensor.h"
 
 /*
  * Registering a test, in every test file's table: SIMPLER_TEST runs `fn` on
@@ -37,6 +40,11 @@ int ts_device_teardown(void **state);
 /* The fixture's topology: 2 AICPU threads, 1 AIC + 2 AIV cores, 64 MiB,
  * watchdog off, default spin. Tests change fields of a copy. */
 struct simdev_config ts_small_config(void);
+
+/* The run capacity every fixture uses, so that a run's arena fits that
+ * device: window 64, 1 MiB heap and 1024 deps per ring; TensorMap 256
+ * buckets x 4096 entries; everything else simpler_run_config_default's. */
+struct simpler_run_config ts_small_run_config(void);
 
 /*
  * A counting op whose arguments carry a magic word, so a test can tell that
@@ -65,6 +73,17 @@ simdev_event_t ts_new_event(void);
 
 /* Like ts_device_setup, with an explicit configuration. */
 void ts_device_setup_config(const struct simdev_config *config);
+
+/* Device memory on the current device, and copies to and from it (assert). */
+void *ts_dev_alloc(size_t bytes);
+void ts_to_dev(void *dev, const void *host, size_t bytes);
+void ts_from_dev(void *host, const void *dev, size_t bytes);
+
+/* A 1-D tensor descriptor over device memory `dev` of `count` elements. */
+struct simpler_tensor ts_dev_tensor_1d(const void *dev, uint64_t count, uint32_t dtype);
+
+/* The bits of `value`, as a scalar argument carries an f32. */
+uint64_t ts_f32_bits(float value);
 
 /*
  * A gate: device functions or host callbacks block in ts_gate_pass until the
@@ -136,6 +155,15 @@ void ts_launch_count(simdev_stream_t stream, atomic_int *counter);
 /* Enqueues ts_gate_host_fn on `stream` (asserts the enqueue). */
 void ts_launch_gate(simdev_stream_t stream, struct ts_gate *gate);
 
+/* AICPU function: `args` holds one `struct ts_gate *`; every thread of the
+ * launch passes that gate. Returns 0 (INTERNAL for other args). */
+int ts_gate_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
+
+/* Thread body: waits until one party is blocked in the gate `arg` points
+ * to, then opens it. The wait is bounded by TS_DEADLOCK_GUARD_MS, so a
+ * device that dropped the gated op does not hang the test. */
+void *ts_gate_opener_main(void *arg);
+
 /*
  * Polls simdev_stream_query until it stops answering NOT_READY (bounded by
  * TS_DEADLOCK_GUARD_MS; NOT_READY is returned if it never settles) and
@@ -151,6 +179,10 @@ int ts_stream_query_settled(simdev_stream_t stream);
  * for certain, not by chance.
  */
 int ts_sem_wait_tickets(simdev_sem_t sem, uint64_t tickets);
+
+/* The lines of the text file at `path` that contain `needle` (asserts the
+ * file opens). */
+size_t ts_count_lines_with(const char *path, const char *needle);
 
 /*
  * A log of ints appended from any thread, so a test can check the exact
