@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/host.h"
 #include "kernels.h"
 #include "km_support.h"
 #include "launch/launch.h"

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/host_alloc.h"
+#include "host/host.h"
 #include "pm_support.h"
 
 #define INJECTED PTO_RUNTIME_ERR_TIMEOUT /* a code none of these calls makes by itself */

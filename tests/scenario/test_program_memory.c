@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launch/launch.h"
 #include "pm_support.h"
 
 /* The default device (simdev_config_default: 2 AICPU threads, 1 AIC + 2

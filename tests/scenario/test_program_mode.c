@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/host.h"
 #include "pm_support.h"
 
 static simpler_run_t prepare(struct simpler_context *ctx, struct pm_run *r)

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/host.h"
 #include "pm_support.h"
 #include "simpler/kernel.h"
 

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "host/host.h"
 #include "pm_support.h"
 
 #define INJECTED PTO_RUNTIME_ERR_TIMEOUT /* a code none of these calls makes by itself */

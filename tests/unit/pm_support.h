@@ -14,7 +14,6 @@
 
 #include <stdatomic.h>
 
-#include "host/host.h"
 #include "simpler/simpler.h"
 #include "test_support.h"
 
