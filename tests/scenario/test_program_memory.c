@@ -10,7 +10,8 @@
  * fails here instead of leaving the doc stale.
  *
  * The doc is found from this file's own path (__FILE__ is absolute in the
- * CMake build): <root>/tests/scenario/ -> <root>/docs/program-mode.md.
+ * CMake build): <root>/tests/... -> <root>/docs/program-mode.md, <root>
+ * being what comes before the last "/tests/".
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,7 +105,9 @@ static void test_a_callable_commits_its_image_and_a_loader_record(void **state)
  * figures may sit across a line break). The caller frees it. */
 static char *program_mode_doc(void)
 {
-    const char *tail = strstr(__FILE__, "tests/scenario/");
+    const char *tail = NULL; /* "tests/..." after the last "/tests/" */
+    for (const char *at = strstr(__FILE__, "/tests/"); at; at = strstr(at + 1, "/tests/"))
+        tail = at + 1;
     assert_non_null(tail);
     char path[4096];
     snprintf(path, sizeof path, "%.*sdocs/program-mode.md", (int)(tail - __FILE__), __FILE__);
