@@ -1,6 +1,8 @@
 /*
  * rt_support.h — a harness for running orchestrations on the device
- * runtime directly (runtime/runtime.h), for unit and scenario tests.
+ * runtime directly (runtime/runtime.h), for the unit tests of the runtime
+ * and the launch layer (it drives launch/launch.h, so a scenario test
+ * cannot include it).
  *
  * Owns: the device-side allocations one run needs (arena, kernel table,
  * args, result block, edge log) and a run-and-wait helper. Tests include it

@@ -8,7 +8,7 @@
  * anything hands them to dlopen; strided OUT views are copied back element
  * by element, never the bytes between.
  *
- * The shared object is tests/scenario/elf/elf_callable.c (ELF_CALLABLE_SO).
+ * The shared object is tests/support/elf_callable.c (ELF_CALLABLE_SO).
  * What the device loaded is observed from the process: the memfds named
  * "simpler-callable" among its open files and its memory mappings.
  */
