@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test watchdog's self-test: runs tests/unit/watchdog_hang (a program
+# The test watchdog's self-test: runs tests/support/watchdog_hang (a program
 # that hangs on purpose, the watchdog linked in as in every test) with a
 # short deadline and checks that the watchdog reported both hung threads by
 # function name, in the requested way, and aborted the process.

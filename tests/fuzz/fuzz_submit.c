@@ -323,10 +323,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     ts_device_setup(NULL); /* device 0, the tests' small topology */
     rth_open(&g_h, NULL, 0);
     for (int b = 0; b < BUFFERS; b++) {
-        g_buf[b] = rth_dev_alloc(buffer_bytes[b]);
+        g_buf[b] = ts_dev_alloc(buffer_bytes[b]);
         for (uint64_t i = 0; i < buffer_bytes[b]; i++)
             g_mirror[b][i] = (uint8_t)(i * 7 + b);
-        rth_to_dev(g_buf[b], g_mirror[b], buffer_bytes[b]);
+        ts_to_dev(g_buf[b], g_mirror[b], buffer_bytes[b]);
     }
     return 0;
 }
@@ -347,7 +347,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * write changed a byte it was not given. */
     for (int b = 0; b < BUFFERS; b++) {
         uint8_t now[4096];
-        rth_from_dev(now, g_buf[b], buffer_bytes[b]);
+        ts_from_dev(now, g_buf[b], buffer_bytes[b]);
         CHECK(memcmp(now, g_mirror[b], buffer_bytes[b]) == 0);
     }
     return 0;

@@ -55,16 +55,16 @@ fuzz() {
 
 build_callable() {
     local flags=(-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer
-                 -I"$root/include" -I"$root/src" -I"$root/tests/unit")
+                 -I"$root/include" -I"$root/src" -I"$root/tests/support")
     local sources=("$root/src/host/callable.c" "$root/src/common/callable_validate.c"
                    "$root/src/common/elf_check.c" "$root/src/common/host_alloc.c")
     "$cc" "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
         "$root/tests/fuzz/fuzz_callable.c" "${sources[@]}" -o "$out/fuzz_callable"
     "$cc" "${flags[@]}" -fsanitize=address,undefined -fno-sanitize-recover=all \
         "$root/tests/fuzz/callable_seeds.c" "${sources[@]}" -o "$out/callable_seeds"
-    # A real shared object for seed 5 (the scenario tests' ELF callable).
+    # A real shared object for seed 5 (test_program_elf's ELF callable).
     "$cc" -std=c11 -O1 -fPIC -shared -I"$root/include" \
-        "$root/tests/scenario/elf/elf_callable.c" -o "$out/elf_callable.so"
+        "$root/tests/support/elf_callable.c" -o "$out/elf_callable.so"
     rm -rf "$out/seeds"
     mkdir "$out/seeds"
     "$out/callable_seeds" "$out/seeds" "$out/elf_callable.so"

@@ -198,14 +198,12 @@ static void test_each_host_allocation_of_a_run_failing_ends_it_and_the_next_work
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_the_chain_has_exactly_the_ops_this_test_breaks,
-                                  ts_device_teardown),
-        cmocka_unit_test_teardown(
-            test_each_chain_op_failing_as_it_executes_ends_the_run_and_the_next_works,
-            ts_device_teardown),
-        cmocka_unit_test_teardown(
-            test_each_host_allocation_of_a_run_failing_ends_it_and_the_next_works,
-            ts_device_teardown),
+        SIMPLER_TEST_WITH(test_the_chain_has_exactly_the_ops_this_test_breaks,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_each_chain_op_failing_as_it_executes_ends_the_run_and_the_next_works,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_each_host_allocation_of_a_run_failing_ends_it_and_the_next_works,
+                          NULL, ts_device_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
