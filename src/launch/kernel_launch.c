@@ -136,7 +136,7 @@ int rt_kernel_launch(const struct rt_kernel_launch_ops *ops, const struct rt_ker
 
 refuse:
     /* Best effort, each once: a further failure leaves the core loop to its
-     * deadline (round.c) and an error the caller's stream handed over on
+     * deadline (rendezvous.c) and an error the caller's stream handed over on
      * the context's streams until their next hand-off. */
     if (u.core)
         ops->launch_aicpu(chain->aicpu, rt_kernel_cancel_fn, 1, &core, sizeof core);

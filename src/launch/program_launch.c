@@ -5,8 +5,8 @@
  * that join them to the caller's stream) and rt_run_enqueue, which checks a
  * run request and enqueues this chain:
  *   caller: record start
- *   AICPU stream: wait start, zero the round region (round.c), record
- *                 aicore_start
+ *   AICPU stream: wait start, zero the rendezvous region (rendezvous.c),
+ *                 record aicore_start
  *   AICore stream: wait aicore_start, launch the core loop, record
  *                  aicore_done
  *   AICPU stream: launch the AICPU program (orchestrator + schedulers; it
@@ -19,7 +19,7 @@
  *     just before the AICPU program: if that stream carries an error, the
  *     core loop inherits it and is skipped along with the program;
  *   - if only one half runs (its partner's launch failed as it executed),
- *     the round rendezvous (round.c) ends it within sched_timeout_ms;
+ *     the rendezvous (rendezvous.c) ends it within sched_timeout_ms;
  *   - a wait always waits (simdev), so aicpu_done comes after both halves
  *     ended even on a stream that carries an error, and the next round's
  *     halves never start before this round's ended;
@@ -147,8 +147,8 @@ int rt_run_enqueue(struct rt_launcher *l, simdev_stream_t stream,
     if ((rc = simdev_event_record(l->start, stream)))
         return rc; /* nothing enqueued yet */
     if ((rc = simdev_stream_wait_event(l->aicpu, l->start)) ||
-        (rc = simdev_memset_async((uint8_t *)request->arena + layout.rounds, 0,
-                                  layout.rounds_bytes, l->aicpu)) ||
+        (rc = simdev_memset_async((uint8_t *)request->arena + layout.rendezvous, 0,
+                                  layout.rendezvous_bytes, l->aicpu)) ||
         (rc = simdev_event_record(l->aicore_start, l->aicpu)) ||
         (rc = simdev_stream_wait_event(l->aicore, l->aicore_start)) ||
         (rc = simdev_launch_aicore(l->aicore, rt_core_main, &la, sizeof la)))

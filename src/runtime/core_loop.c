@@ -106,7 +106,7 @@ static bool run_usable(struct rt_run *run, uint64_t generation)
 
 /* Waits for the doorbell to move past `last`. Until the core is JOINED
  * with its scheduler the wait is bounded by the round's deadline: at the
- * deadline the core leaves the round (round.c) and the loop ends. Once
+ * deadline the core leaves the round (rendezvous.c) and the loop ends. Once
  * JOINED, the owner of the wait is the scheduler, which rings EXIT on
  * every path out of rt_schedule; a lost device ends it too. With `fetch`,
  * work in the ready queue ends it as well (*value is then `last`), looked
@@ -116,11 +116,12 @@ static bool run_usable(struct rt_run *run, uint64_t generation)
  * Returns 0 with *value, 1 when the core left the round, 2 when the round
  * is JOINED and the core does not fetch yet, or a device error. */
 static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
-                         struct rt_core_round *round, uint64_t generation, bool *joined,
+                         struct rt_rendezvous *rendezvous, uint64_t generation, bool *joined,
                          uint64_t deadline, uint64_t last, struct fetch *fetch, uint64_t *value)
 {
     for (;;) {
-        if (!fetch && rt_round_joined(round, generation) && run_usable(run, generation)) {
+        if (!fetch && rt_rendezvous_joined(rendezvous, generation) &&
+            run_usable(run, generation)) {
             *joined = true;
             return 2;
         }
@@ -129,7 +130,7 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
             uint64_t now = platform_clock_ns();
             if (now >= deadline) {
                 /* model: core_deadline */
-                if (rt_round_leave(round, generation, RT_ROUND_CORE))
+                if (rt_rendezvous_leave(rendezvous, generation, RT_RENDEZVOUS_CORE))
                     return 1;
                 *joined = true;
                 continue;
@@ -156,7 +157,7 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
         }
         if (rc != 0)
             return rc;
-        /* Only a JOINED scheduler rings (round.c). */
+        /* Only a JOINED scheduler rings (rendezvous.c). */
         *joined = true;
         return 0;
     }
@@ -178,7 +179,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     struct rt_dispatch *payload =
         (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) +
         (size_t)ctx->core_id * RT_CORE_QUEUE;
-    struct rt_core_round *round = rt_core_rounds(run, &layout) + ctx->core_id;
+    struct rt_rendezvous *rendezvous = rt_rendezvous_words(run, &layout) + ctx->core_id;
     uint64_t deadline =
         platform_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;
 
@@ -187,10 +188,11 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     uint64_t last = platform_read_doorbell(ctx->regs);
     uint64_t base = rt_doorbell_id(last);
     /* model: core_arrive */
-    enum rt_round_arrival arrival = rt_round_arrive(round, la.generation, RT_ROUND_CORE);
-    if (arrival == RT_ROUND_PARTNER_LEFT)
+    enum rt_rendezvous_arrival arrival =
+        rt_rendezvous_arrive(rendezvous, la.generation, RT_RENDEZVOUS_CORE);
+    if (arrival == RT_RENDEZVOUS_PARTNER_LEFT)
         return 0; /* the scheduler gave up on this core: the run has failed */
-    bool joined = arrival == RT_ROUND_JOINED;
+    bool joined = arrival == RT_RENDEZVOUS_JOINED;
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
     platform_write_cond(ctx->regs, rt_cond_fin(base + 1));
@@ -199,7 +201,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     struct fetch fetch = {.kicked_head = UINT64_MAX, .recheck_head = UINT64_MAX};
     for (;;) {
         uint64_t value;
-        int rc = wait_doorbell(ctx, run, round, la.generation, &joined, deadline, last,
+        int rc = wait_doorbell(ctx, run, rendezvous, la.generation, &joined, deadline, last,
                                owner != UINT32_MAX ? &fetch : NULL, &value);
         if (rc == 1)
             return 0; /* left the round: its AICPU half never came, and reports that */

@@ -22,8 +22,10 @@
 #include "common/task_id.h"
 #include "platform/platform.h"
 #include "runtime/core_regs.h"
+#include "runtime/cpu.h"
 #include "runtime/entries.h"
 #include "runtime/layout.h"
+#include "runtime/rendezvous.h"
 #include "runtime/runtime.h"
 #include "runtime/tensormap.h"
 #include "runtime/trace.h"
@@ -31,28 +33,7 @@
 #include "simpler/orchestration.h"
 #include "simpler/status.h"
 
-#define RT_CACHELINE 64
 #define RT_HEAP_ALIGN 64
-
-/*
- * Asks for the cache line at `p` in a state this thread may write (x86's
- * PREFETCHW; elsewhere the compiler's write prefetch). A hint only: it
- * never faults and changes no value. The orchestrator uses it a few tasks
- * ahead for lines a core wrote last (a slot, a payload), so that the
- * transfer between CPUs overlaps the work before the write rather than
- * stalling it.
- */
-static inline void rt_prefetch_write(const void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
-}
-
-/* How many tasks ahead the orchestrator prefetches. */
-#define RT_PREFETCH_AHEAD 4u
 
 
 enum rt_task_state { RT_PENDING = 0, RT_COMPLETED = 1, RT_CONSUMED = 2 };
@@ -212,37 +193,8 @@ struct rt_dispatch {
 
 struct rt_layout;
 
-/* One core's round rendezvous word (round.c), on its own cache line: the
- * core loop and its scheduler both swap it, nobody else touches it. The
- * launch chain zeroes the region before every round. */
-struct rt_core_round {
-    _Alignas(RT_CACHELINE) _Atomic uint64_t word;
-};
-
-enum rt_round_side { RT_ROUND_CORE, RT_ROUND_SCHED };
-enum rt_round_arrival {
-    RT_ROUND_JOINED,       /* the partner was waiting: both are in the round */
-    RT_ROUND_WAITING,      /* first to arrive: wait for the partner, up to a deadline */
-    RT_ROUND_PARTNER_LEFT, /* the partner arrived and left: leave at once */
-};
-
-/* Arrives for round `generation` on `side`. */
-enum rt_round_arrival rt_round_arrive(struct rt_core_round *r, uint64_t generation,
-                                      enum rt_round_side side);
-/* After RT_ROUND_WAITING and a missed deadline: true if this side left the
- * round (the partner will see it); false if the partner joined first, so
- * the round goes on. */
-bool rt_round_leave(struct rt_core_round *r, uint64_t generation, enum rt_round_side side);
-/* True once both sides are in round `generation`. */
-bool rt_round_joined(const struct rt_core_round *r, uint64_t generation);
-/* True once the core loop has arrived in round `generation`, or the round
- * is over without it (either side left). */
-bool rt_round_core_settled(const struct rt_core_round *r, uint64_t generation);
-/* The round region of `arena` laid out by `layout`: one word per core. */
-struct rt_core_round *rt_core_rounds(void *arena, const struct rt_layout *layout);
-
 /* Core register protocol values: core_regs.h. Only a scheduler JOINED with
- * the core in this round (round.c) rings its doorbell. */
+ * the core in this round (rendezvous.c) rings its doorbell. */
 
 #define RT_ORCH_WAIT_SLOTS(ring, alive) ((((uint64_t)(ring) + 1) << RT_LOCAL_BITS) | (alive))
 
@@ -263,7 +215,7 @@ struct rt_run {
     const simpler_kernel_fn *kernels;
     uint32_t kernel_count;
     struct rt_dispatch *dispatch; /* [core_count][RT_CORE_QUEUE] */
-    struct rt_core_round *rounds; /* [core_count], zeroed by the launch chain */
+    struct rt_rendezvous *rendezvous; /* [core_count], zeroed by the launch chain */
     struct rt_sched *scheds;      /* [schedulers]: each scheduler's step state (scheduler.c) */
 
     struct rt_ring rings[RT_RINGS];
@@ -273,7 +225,7 @@ struct rt_run {
      * that passed the submit check always fits where it is popped. */
     struct rt_ready_queue sync_ready[RT_SHAPES];
     /* The arena_nonce of the run that last ended clean on this arena with
-     * every queue above empty; 0 while a run is on (run.c). */
+     * every queue above empty; 0 while a run is on (aicpu_program.c). */
     uint64_t rq_token;
     uint32_t sync_owner[RT_SHAPES];
     uint32_t sync_units[RT_SHAPES];
@@ -499,16 +451,6 @@ static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s
 #define RT_WAIT_COND UINT32_MAX
 int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
                   const uint64_t *deadline_ns);
-
-/* One polite spin step (a CPU pause hint). */
-static inline void rt_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 
 /* ------------------------------------------------------------- the roles */
 

@@ -79,7 +79,7 @@ struct sched_core {
     uint32_t busy_periods; /* idle-to-busy changes, to time one in RT_TIME_EVERY */
     uint32_t untimed_polls; /* polls while busy and not timed, likewise */
     bool timed;             /* busy_since is set: the next poll takes a sample */
-    bool joined;  /* in this round with its core loop (round.c): may ring it */
+    bool joined;  /* in this round with its core loop (rendezvous.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
 };
 
@@ -196,7 +196,8 @@ static bool leave_waiting(struct sched *S, bool missing)
             continue;
         c->waiting = false;
         /* model: sched_deadline */
-        if (rt_round_leave(&run->rounds[c->id], run->generation, RT_ROUND_SCHED))
+        if (rt_rendezvous_leave(&run->rendezvous[c->id], run->generation,
+                                RT_RENDEZVOUS_SCHED))
             missing = true;
         else
             c->joined = true;
@@ -218,7 +219,8 @@ static bool hellos_done(void *arg)
     struct sched *S = w->S;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
-        if (c->waiting && rt_round_joined(&S->run->rounds[c->id], S->run->generation)) {
+        if (c->waiting &&
+            rt_rendezvous_joined(&S->run->rendezvous[c->id], S->run->generation)) {
             c->waiting = false;
             c->joined = true;
             w->waiting--;
@@ -227,8 +229,8 @@ static bool hellos_done(void *arg)
     return w->waiting == 0 || (w->code = rt_error(S->run)) != 0;
 }
 
-/* Joins the round of every owned core (round.c): arrives on each core's
- * word, then waits until each core loop has arrived too, up to the run's
+/* Joins the round of every owned core (rendezvous.c): arrives on each
+ * core's word, then waits until each core loop has arrived too, up to the run's
  * sched_timeout_ms. Who ends the wait: a core loop's arrival (its hello
  * bumps the device's cond sequence after it joined), a latched error, or
  * the deadline, at which the waiting cores' rounds are left, so a core loop
@@ -248,11 +250,11 @@ static int32_t handshake(struct sched *S)
         c->next_reg = rt_first_dispatch_id(platform_read_doorbell(c->regs));
         c->done_reg = c->next_reg;
         /* model: sched_arrive */
-        enum rt_round_arrival a = rt_round_arrive(&run->rounds[c->id], run->generation,
-                                                  RT_ROUND_SCHED);
-        c->joined = a == RT_ROUND_JOINED;
-        c->waiting = a == RT_ROUND_WAITING;
-        missing |= a == RT_ROUND_PARTNER_LEFT;
+        enum rt_rendezvous_arrival a =
+            rt_rendezvous_arrive(&run->rendezvous[c->id], run->generation, RT_RENDEZVOUS_SCHED);
+        c->joined = a == RT_RENDEZVOUS_JOINED;
+        c->waiting = a == RT_RENDEZVOUS_WAITING;
+        missing |= a == RT_RENDEZVOUS_PARTNER_LEFT;
         waiting += c->waiting;
     }
     struct hello_wait w = {S, waiting, 0};
@@ -995,7 +997,7 @@ static void loop(struct rt_sched *R)
  * step may have done it when the run finished, sched_step). A core still
  * running a kernel (a failed run) sees the exit after the kernel; a rung
  * but unacknowledged task is dropped. Cores not JOINED are never rung: they
- * left the round, or will find it left (round.c). */
+ * left the round, or will find it left (rendezvous.c). */
 static void exit_cores(struct sched *S)
 {
     if (S->exited)
@@ -1019,7 +1021,7 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
     uint32_t cores = topo.aic_cores + topo.aiv_cores;
     if (rt_layout_compute(&la->request.config, cores, &layout) != 0)
         return;
-    struct rt_core_round *rounds = rt_core_rounds(la->request.arena, &layout);
+    struct rt_rendezvous *words = rt_rendezvous_words(la->request.arena, &layout);
     uint32_t clusters = topo.aic_cores < topo.aiv_cores / 2 ? topo.aic_cores : topo.aiv_cores / 2;
     for (uint32_t id = 0; id < cores; id++) {
         if (rt_core_owner(topo.aic_cores, clusters, la->schedulers, id) != index)
@@ -1028,9 +1030,11 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
         uint64_t next = rt_first_dispatch_id(platform_read_doorbell(regs));
         /* Arrive and leave at once; a core loop already waiting is JOINED
          * by the arrival (or by the failed leave) and must be told to end. */
-        enum rt_round_arrival a = rt_round_arrive(&rounds[id], la->generation, RT_ROUND_SCHED);
-        if (a == RT_ROUND_PARTNER_LEFT ||
-            (a == RT_ROUND_WAITING && rt_round_leave(&rounds[id], la->generation, RT_ROUND_SCHED)))
+        enum rt_rendezvous_arrival a =
+            rt_rendezvous_arrive(&words[id], la->generation, RT_RENDEZVOUS_SCHED);
+        if (a == RT_RENDEZVOUS_PARTNER_LEFT ||
+            (a == RT_RENDEZVOUS_WAITING &&
+             rt_rendezvous_leave(&words[id], la->generation, RT_RENDEZVOUS_SCHED)))
             continue;
         platform_ring_doorbell(regs, rt_doorbell_exit(next));
     }
