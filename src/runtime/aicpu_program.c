@@ -10,7 +10,23 @@
  */
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/aicpu_program.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/orchestrator.h"
+#include "runtime/payload.h"
+#include "runtime/ready_queue.h"
+#include "runtime/rendezvous.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/scheduler.h"
+#include "runtime/task.h"
+#include "runtime/tensormap.h"
+#include "runtime/trace.h"
+#include "runtime/wait.h"
+#include "simpler/status.h"
 
 /* For each shape, the scheduler owning the most units of it serves the
  * shape's sync-start tasks. */

@@ -9,7 +9,10 @@
  */
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "runtime/ring.h"
+#include "runtime/runtime.h"
+#include "runtime/tensormap.h"
+#include "simpler/status.h"
 
 void rt_config_from_public(const struct simpler_run_config *in, struct rt_config *out)
 {

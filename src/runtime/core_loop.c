@@ -2,10 +2,10 @@
  * runtime/core_loop.c — the AICore side: the loop every compute core runs
  * for the length of a run.
  *
- * Owns: the core half of the register protocol (rt.h): hello, run every
- * published dispatch id in order, finish, exit. Knows nothing of tasks or
- * dependencies: a dispatch is a kernel pointer, its args and a context, in
- * the payload slot chosen by the dispatch id. Being awake right after its
+ * Owns: the core half of the register protocol (core_regs.h): hello, run
+ * every published dispatch id in order, finish, exit. Knows nothing of
+ * tasks or dependencies: a dispatch is a kernel pointer, its args and a
+ * context (payload.h), in the payload slot chosen by the dispatch id. Being awake right after its
  * FIN, the core's thread also runs its scheduler's step there
  * (rt_sched_kick, the engine rule in scheduler.c): the scheduler's role and
  * state stay the scheduler's, only the host thread that executes it
@@ -13,7 +13,17 @@
  */
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/core_regs.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/payload.h"
+#include "runtime/ready_queue.h"
+#include "runtime/rendezvous.h"
+#include "runtime/run.h"
+#include "runtime/scheduler.h"
+#include "runtime/trace.h"
+#include "simpler/status.h"
 
 /*
  * Fetching work while idle (the engine rule: the step runs on a thread

@@ -18,7 +18,14 @@
 
 #include "common/checked.h"
 #include "common/packet.h"
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/aicpu_program.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/rendezvous.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "simpler/status.h"
 
 /* ------------------------------------------------------------- registry */
 

@@ -8,7 +8,19 @@
  */
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "runtime/core_regs.h"
+#include "runtime/cpu.h"
+#include "runtime/layout.h"
+#include "runtime/payload.h"
+#include "runtime/ready_queue.h"
+#include "runtime/rendezvous.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/scheduler.h"
+#include "runtime/task.h"
+#include "runtime/tensormap.h"
+#include "simpler/status.h"
 
 static size_t take(size_t *cursor, size_t bytes)
 {

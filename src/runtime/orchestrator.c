@@ -11,8 +11,21 @@
  */
 #include <string.h>
 
+#include "common/task_id.h"
 #include "common/view.h"
-#include "runtime/rt.h"
+#include "runtime/cpu.h"
+#include "runtime/layout.h"
+#include "runtime/orchestrator.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/scheduler.h"
+#include "runtime/scope.h"
+#include "runtime/task.h"
+#include "runtime/tensormap.h"
+#include "runtime/trace.h"
+#include "runtime/wait.h"
+#include "simpler/status.h"
 
 static inline struct rt_run *run_of(struct simpler_orch *h)
 {

@@ -6,7 +6,9 @@
  * at position p (seq == p) or full for the popper at p (seq == p + 1)).
  * Must not know what a task is beyond its slot pointer.
  */
-#include "runtime/rt.h"
+#include <stddef.h>
+
+#include "runtime/ready_queue.h"
 
 void rt_rq_init(struct rt_ready_queue *q, struct rt_rq_cell *cells, uint64_t capacity)
 {

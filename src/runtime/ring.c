@@ -12,7 +12,16 @@
  * published by the holder of advance_lock. Must not decide when a task is
  * consumed (task.c) or what a submit needs (orchestrator.c).
  */
-#include "runtime/rt.h"
+#include "common/task_id.h"
+#include "platform/platform.h"
+#include "runtime/layout.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/scope.h"
+#include "runtime/task.h"
+#include "runtime/wait.h"
+#include "simpler/status.h"
 
 static int fail(struct rt_run *run, int32_t code)
 {

@@ -24,7 +24,21 @@
 #include <sched.h>
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/core_regs.h"
+#include "runtime/cpu.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/payload.h"
+#include "runtime/ready_queue.h"
+#include "runtime/rendezvous.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/scheduler.h"
+#include "runtime/task.h"
+#include "runtime/trace.h"
+#include "runtime/wait.h"
+#include "simpler/status.h"
 
 #define NO_CLUSTER UINT32_MAX
 

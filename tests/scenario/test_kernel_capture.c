@@ -22,7 +22,7 @@
 
 #include "km_support.h"
 #include "launch/launch.h"
-#include "runtime/rt.h"
+#include "runtime/entries.h"
 #include "simpler/kernel.h"
 
 #define REPLAYS 100

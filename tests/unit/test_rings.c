@@ -26,7 +26,10 @@
 #include "rt_support.h"
 #include "simpler/simdev_fault.h"
 #include "launch/launch.h"
-#include "runtime/rt.h" /* the launch protocol (late cores), the run header (queue reuse) */
+#include "platform/platform.h"
+#include "runtime/core_regs.h" /* the launch protocol (late cores) */
+#include "runtime/entries.h"
+#include "runtime/run.h" /* the run header (queue reuse) */
 #include "test_support.h"
 
 #define CHAIN_ELEMS 256 /* i32 elements of every chain output: 1 KiB of heap */
