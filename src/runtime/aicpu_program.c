@@ -22,6 +22,7 @@
 #include "runtime/run.h"
 #include "runtime/runtime.h"
 #include "runtime/scheduler.h"
+#include "runtime/step_token.h"
 #include "runtime/task.h"
 #include "runtime/tensormap.h"
 #include "runtime/trace.h"

@@ -18,10 +18,12 @@
 #include "runtime/entries.h"
 #include "runtime/layout.h"
 #include "runtime/payload.h"
+#include "runtime/placement.h"
 #include "runtime/ready_queue.h"
 #include "runtime/rendezvous.h"
 #include "runtime/run.h"
 #include "runtime/scheduler.h"
+#include "runtime/step_token.h"
 #include "runtime/trace.h"
 #include "simpler/status.h"
 
@@ -97,7 +99,7 @@ static void start_fetching(struct rt_run *run, const struct simdev_core_ctx *ctx
     fetch->queue = &run->ready[ctx->core_type == SIMDEV_CORE_AIC ? RT_SHAPE_AIC : RT_SHAPE_AIV];
     fetch->core_id = ctx->core_id;
     fetch->core_type = ctx->core_type;
-    /* release: pairs with the acquire in core_will_fetch */
+    /* release: pairs with the acquire in rt_fetcher_awake (placement.h) */
     atomic_store_explicit(&run->core_pulling[ctx->core_id], 1, memory_order_release);
 }
 

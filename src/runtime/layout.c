@@ -17,7 +17,7 @@
 #include "runtime/ring.h"
 #include "runtime/run.h"
 #include "runtime/runtime.h"
-#include "runtime/scheduler.h"
+#include "runtime/step_token.h"
 #include "runtime/task.h"
 #include "runtime/tensormap.h"
 #include "simpler/status.h"

@@ -7,7 +7,7 @@
  * only writer of the ring heads (through ring.c's reservation), the
  * TensorMap and the scope stack, so none of those need atomics. Ring
  * reservation, back-pressure and the orchestrator's wait belong to ring.c;
- * completion to task.c; dispatch to scheduler.c.
+ * completion to task.c; dispatch to the schedulers (dispatch.c).
  */
 #include <string.h>
 
@@ -19,8 +19,8 @@
 #include "runtime/ring.h"
 #include "runtime/run.h"
 #include "runtime/runtime.h"
-#include "runtime/scheduler.h"
 #include "runtime/scope.h"
+#include "runtime/step_token.h"
 #include "runtime/task.h"
 #include "runtime/tensormap.h"
 #include "runtime/trace.h"
@@ -764,7 +764,7 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
         while (run->scope_depth > 0)
             scope_pop(run);
     }
-    /* seq_cst (a release too): pairs with run_finished (scheduler.c) and the
+    /* seq_cst (a release too): pairs with rt_run_finished (run.h) and the
      * completer's look at orch_done (rt_task_complete); after it
      * tasks_submitted is final */
     atomic_store_explicit(&run->tasks_submitted, run->tasks_submitted_local,

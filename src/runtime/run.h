@@ -47,7 +47,7 @@ struct rt_run {
     uint32_t kernel_count;
     struct rt_dispatch *dispatch; /* [core_count][RT_CORE_QUEUE] */
     struct rt_rendezvous *rendezvous; /* [core_count], zeroed by the launch chain */
-    struct rt_sched *scheds;      /* [schedulers]: each scheduler's step state (scheduler.c) */
+    struct rt_sched *scheds;      /* [schedulers]: each scheduler's token and step state */
 
     struct rt_ring rings[RT_RINGS];
     struct rt_ready_queue ready[RT_SHAPES];
@@ -130,6 +130,18 @@ static inline int rt_fail_negated(struct rt_run *run, int32_t code)
 {
     rt_fail(run, code);
     return -rt_error(run);
+}
+
+/* True once the orchestrator has finished and every task has completed. */
+static inline bool rt_run_finished(struct rt_run *run)
+{
+    /* seq_cst: pairs with the completer's seq_cst increment of
+     * tasks_completed and its look at orch_done (rt_task_complete): either
+     * it sees orch_done and signals, or we see its completion here */
+    if (!atomic_load_explicit(&run->orch_done, memory_order_seq_cst))
+        return false;
+    return atomic_load_explicit(&run->tasks_completed, memory_order_seq_cst) ==
+           atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
 }
 
 /* The cold payload of the task in `s`. */

@@ -92,7 +92,7 @@ void rt_slot_release(struct rt_run *run, struct rt_slot *s);
 bool rt_slot_drop(struct rt_slot *s);
 
 /* Tasks a completion made ready, kept by the scheduler's step so they go
- * first (scheduler.c: the immediate successor runs on the completing
+ * first (dispatch.c: the immediate successor runs on the completing
  * core). Only single-block AIC/AIV tasks without sync-start go here; the
  * rest, and any beyond the capacity, go to the ready queues. */
 #define RT_RELEASED_MAX 16
