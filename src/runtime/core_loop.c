@@ -175,6 +175,55 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
     }
 }
 
+/* This core's payload slots and rendezvous word in the arena at `run`,
+ * laid out by `config`; false when the config lays out no run. */
+static bool find_core_words(const struct simdev_core_ctx *ctx, struct rt_run *run,
+                            const struct rt_config *config, struct rt_dispatch **payload,
+                            struct rt_rendezvous **rendezvous)
+{
+    struct rt_layout layout;
+    if (rt_layout_compute(config, ctx->core_count, &layout) != 0)
+        return false;
+    *payload = (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) +
+               (size_t)ctx->core_id * RT_CORE_QUEUE;
+    *rendezvous = rt_rendezvous_words(run, &layout) + ctx->core_id;
+    return true;
+}
+
+/* Runs every id published up to the doorbell `value`, from *next on; a
+ * ring meanwhile extends the batch, an exit ends the round (published ids
+ * not yet started are dropped: the run is over). After each FIN the core
+ * runs its scheduler's step (*owner: known once the core fetches). Returns
+ * the doorbell as it last read it. */
+static uint64_t run_published(const struct simdev_core_ctx *ctx, struct rt_run *run,
+                              const struct rt_config *config, uint32_t trace,
+                              struct rt_dispatch *payload, uint64_t value, uint64_t *next,
+                              uint32_t *owner, struct fetch *fetch)
+{
+    while (!rt_doorbell_is_exit(value) && *next <= rt_doorbell_id(value)) {
+        struct rt_dispatch *d = &payload[rt_payload_index(*next)];
+        /* A dispatch comes from a scheduler that saw the run
+         * initialised (acquire of init_generation, then its release of
+         * the doorbell that we acquired): the run's topology is
+         * readable now. */
+        if (*owner == UINT32_MAX)
+            start_fetching(run, ctx, owner, fetch);
+        uint64_t trace_begin = RT_TRACE_CLOCK(trace);
+        d->fn(d->args);
+        if (trace)
+            rt_trace_core_task(config, ctx->core_id, *next, trace_begin);
+        /* release (in simdev): the kernel's writes and ctx.failure
+         * before the scheduler's acquire of FIN */
+        platform_write_cond(ctx->regs, rt_cond_fin(*next));
+        (*next)++;
+        rt_sched_kick(run, *owner); /* completion, and this core's next tasks */
+        /* acquire (in simdev): pairs with the release of the doorbell
+         * after the payloads it publishes */
+        value = platform_read_doorbell(ctx->regs);
+    }
+    return value;
+}
+
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
 {
     struct rt_launch_args la;
@@ -185,13 +234,10 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     uint32_t trace = rt_trace_level(&la.request.config); /* loaded once per round */
     if (trace)
         rt_trace_core_begin(&la.request.config, la.generation, ctx->core_id);
-    struct rt_layout layout;
-    if (rt_layout_compute(&la.request.config, ctx->core_count, &layout) != 0)
+    struct rt_dispatch *payload;
+    struct rt_rendezvous *rendezvous;
+    if (!find_core_words(ctx, run, &la.request.config, &payload, &rendezvous))
         return PTO_RUNTIME_ERR_INTERNAL;
-    struct rt_dispatch *payload =
-        (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) +
-        (size_t)ctx->core_id * RT_CORE_QUEUE;
-    struct rt_rendezvous *rendezvous = rt_rendezvous_words(run, &layout) + ctx->core_id;
     uint64_t deadline =
         platform_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;
 
@@ -228,30 +274,8 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
             rt_sched_kick(run, owner);
             continue;
         }
-        /* Run every id published up to the doorbell; a ring meanwhile
-         * extends the batch, an exit ends the round (published ids not yet
-         * started are dropped: the run is over). */
-        while (!rt_doorbell_is_exit(value) && next <= rt_doorbell_id(value)) {
-            struct rt_dispatch *d = &payload[rt_payload_index(next)];
-            /* A dispatch comes from a scheduler that saw the run
-             * initialised (acquire of init_generation, then its release of
-             * the doorbell that we acquired): the run's topology is
-             * readable now. */
-            if (owner == UINT32_MAX)
-                start_fetching(run, ctx, &owner, &fetch);
-            uint64_t trace_begin = RT_TRACE_CLOCK(trace);
-            d->fn(d->args);
-            if (trace)
-                rt_trace_core_task(&la.request.config, ctx->core_id, next, trace_begin);
-            /* release (in simdev): the kernel's writes and ctx.failure
-             * before the scheduler's acquire of FIN */
-            platform_write_cond(ctx->regs, rt_cond_fin(next));
-            next++;
-            rt_sched_kick(run, owner); /* completion, and this core's next tasks */
-            /* acquire (in simdev): pairs with the release of the doorbell
-             * after the payloads it publishes */
-            value = platform_read_doorbell(ctx->regs);
-        }
+        value = run_published(ctx, run, &la.request.config, trace, payload, value, &next, &owner,
+                              &fetch);
         last = value;
         if (rt_doorbell_is_exit(value)) {
             platform_write_cond(ctx->regs, rt_cond_fin(rt_doorbell_id(value)));
