@@ -161,7 +161,7 @@ static void run_reset_shared(struct rt_run *run)
 }
 
 /* Writes the result block; returns the run's status (0, or a negated code). */
-static int32_t write_result(struct rt_run *run, struct rt_run_result *result,
+static int32_t write_run_result(struct rt_run *run, struct rt_run_result *result,
                             uint64_t generation)
 {
     struct rt_run_result r;
@@ -295,7 +295,7 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
         ctx->thread_count)
         return 0;
     end_queues(run, la->request.arena_nonce);
-    return write_result(run, la->request.result, la->generation);
+    return write_run_result(run, la->request.result, la->generation);
 }
 
 int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)

@@ -23,7 +23,7 @@
 #include "simpler/orchestration.h"
 #include "simpler/status.h"
 
-static struct rt_slot *slot_of(struct rt_run *run, uint64_t id)
+static struct rt_slot *slot_of_task(struct rt_run *run, uint64_t id)
 {
     struct rt_ring *r = &run->rings[rt_id_ring(id)];
     return &r->slots[rt_id_local(id) & r->mask];
@@ -42,7 +42,7 @@ bool rt_producer_valid(struct rt_run *run, uint64_t id)
     if (ring >= RT_RINGS || rt_id_local(id) >= run->rings[ring].next_local ||
         rt_task_retired(run, id))
         return false;
-    return rt_scope_open(run, slot_of(run, id));
+    return rt_scope_open(run, slot_of_task(run, id));
 }
 
 /* ------------------------------------------------ dependency discovery */
@@ -91,7 +91,7 @@ static int32_t creator_edge(struct rt_run *run, const struct simpler_tensor *t)
         return 0;
     if (!rt_producer_valid(run, id))
         return SIMPLER_ORCH_ERR_INVALID_ARGS;
-    return add_producer(run, slot_of(run, id), RT_EDGE_CREATOR);
+    return add_producer(run, slot_of_task(run, id), RT_EDGE_CREATOR);
 }
 
 static bool tracked(const struct rt_run *run, const struct simpler_tensor *t)
@@ -112,7 +112,7 @@ int32_t rt_deps_discover(struct rt_run *run, const struct simpler_task_args *a,
     for (uint32_t i = 0; i < a->dep_count; i++) {
         if (rt_task_retired(run, a->deps[i]))
             continue; /* long done */
-        int32_t rc = add_producer(run, slot_of(run, a->deps[i]), RT_EDGE_EXPLICIT);
+        int32_t rc = add_producer(run, slot_of_task(run, a->deps[i]), RT_EDGE_EXPLICIT);
         if (rc)
             return rc;
     }

@@ -34,11 +34,6 @@ static inline struct rt_run *run_of(struct simpler_orch *h)
     return (struct rt_run *)h;
 }
 
-static int fail(struct rt_run *run, int32_t code)
-{
-    return rt_fail_negated(run, code);
-}
-
 /* ----------------------------------------------------- argument checks */
 
 /* A tensor a task or an element access names: a non-NULL buffer that does
@@ -193,7 +188,7 @@ static void fill_payload(struct rt_run *run, struct rt_task *t, struct rt_ring *
 
 /* The submit's result: the task id and the materialised OUTPUTs, in the
  * order they were added. Written only once the submit has succeeded. */
-static void write_result(struct simpler_task_result *out, uint64_t id,
+static void write_task_result(struct simpler_task_result *out, uint64_t id,
                          const struct simpler_task_args *a, const struct rt_task *t)
 {
     uint32_t outputs = 0;
@@ -227,15 +222,15 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     struct task_shape ts;
     int32_t code = check_submit(run, k, a, &ts);
     if (code)
-        return fail(run, code);
+        return rt_fail_negated(run, code);
 
     uint32_t depth = run->scope_depth - 1;
     uint32_t ring = rt_ring_of_depth(depth);
     struct rt_ring *r = &run->rings[ring];
     if (run->scope_task_top - run->scopes[depth].begin >= r->window)
-        return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
     if (run->scope_task_top >= run->scope_task_capacity)
-        return fail(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_SCOPE_TASK_OVERFLOW);
 
     /* 1. Task slot and heap bytes on this depth's ring (ring.c). */
     uint64_t heap_pos;
@@ -265,7 +260,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     if (!code)
         code = rt_deps_record_accesses(run, a, t, tm, ts.extent, id, s);
     if (code)
-        return fail(run, code);
+        return rt_fail_negated(run, code);
 
     /* 3. Dependency entries: one per producer held, one per producer
      * waited for. */
@@ -275,7 +270,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     /* 4. Wire and publish. The result is written before the task can run
      * and complete (its slot may be reused soon after). */
     if (out)
-        write_result(out, id, a, t);
+        write_task_result(out, id, a, t);
     rt_deps_wire(run, s, t, ring);
     run->scope_tasks[run->scope_task_top++] = s;
     run->tasks_submitted_local++;
@@ -316,7 +311,7 @@ static int op_scope_end(struct simpler_orch *h)
 {
     struct rt_run *run = run_of(h);
     if (run->scope_depth <= 1)
-        return fail(run, SIMPLER_ORCH_ERR_SCOPE); /* the outer scope is the runtime's */
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_SCOPE); /* the outer scope is the runtime's */
     close_scope(run);
     return rt_error(run) ? -rt_error(run) : 0;
 }
@@ -344,7 +339,7 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
     /* The whole view inside its buffer, so every element of it is too. */
     uint64_t offset;
     if (!t || !index || !tensor_valid(t, NULL) || sp_view_element_offset(t, index, &offset) != 0)
-        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
     size_t es = simpler_dtype_size(t->dtype);
     /* The one element as a view, for the TensorMap. */
     struct simpler_tensor elem = *t;
@@ -355,7 +350,7 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
 
     int32_t code = rt_deps_discover_element(run, t, &elem, kind);
     if (code)
-        return fail(run, code);
+        return rt_fail_negated(run, code);
     if (!all_producers_done(run, NULL)) {
         int rc = rt_orch_block(run, all_producers_done, NULL, NULL,
                             run->config.tensor_wait_timeout_ms,
@@ -373,7 +368,7 @@ static int op_read_element(struct simpler_orch *h, const struct simpler_tensor *
     struct rt_run *run = run_of(h);
     void *addr = NULL;
     if (!value)
-        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
     int rc = element_access(run, t, index, RT_ACCESS_READ, &addr);
     if (rc)
         return rc;
@@ -387,7 +382,7 @@ static int op_write_element(struct simpler_orch *h, const struct simpler_tensor 
     struct rt_run *run = run_of(h);
     void *addr = NULL;
     if (!value)
-        return fail(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_INVALID_ARGS);
     int rc = element_access(run, t, index, RT_ACCESS_WRITE, &addr);
     if (rc)
         return rc;

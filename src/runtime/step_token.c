@@ -66,7 +66,7 @@ void rt_scheds_init(struct rt_run *run)
 }
 
 /* Approximate: true when some ready queue may hold a task. */
-static bool work_queued(struct rt_run *run)
+static bool queues_maybe_nonempty(struct rt_run *run)
 {
     for (uint32_t k = 0; k < RT_SHAPES; k++)
         if (rt_rq_maybe_nonempty(&run->ready[k]) || rt_rq_maybe_nonempty(&run->sync_ready[k]))
@@ -104,7 +104,7 @@ static void publish_room(struct rt_sched *R)
     }
     atomic_store_explicit(&R->room, 0, memory_order_seq_cst);
     atomic_thread_fence(memory_order_seq_cst);
-    (void)work_queued(S->run); /* the look the fence orders: see above */
+    (void)queues_maybe_nonempty(S->run); /* the look the fence orders: see above */
 }
 
 /* Takes the token if it is free. seq_cst, with the pending note: see

@@ -129,7 +129,7 @@ static bool versions_all(const struct rt_tm_buffer_bucket *b, uint32_t v)
     return b->version_sum == count * v && (b->version_min == v || b->version_max == v);
 }
 
-static void count_in(struct rt_tensormap *map, const struct rt_tm_node *n)
+static void count_live(struct rt_tensormap *map, const struct rt_tm_node *n)
 {
     map->live++;
     map->live_by_kind[n->kind]++;
@@ -137,7 +137,7 @@ static void count_in(struct rt_tensormap *map, const struct rt_tm_node *n)
         map->class_mask[n->kind] |= UINT64_C(1) << n->size_class;
 }
 
-static void count_out(struct rt_tensormap *map, const struct rt_tm_node *n)
+static void uncount_live(struct rt_tensormap *map, const struct rt_tm_node *n)
 {
     map->live--;
     map->live_by_kind[n->kind]--;
@@ -169,7 +169,7 @@ static void link_entry(struct rt_tensormap *map, uint32_t index)
     if (n->version > b->version_max)
         b->version_max = n->version;
     b->version_sum += n->version;
-    count_in(map, n);
+    count_live(map, n);
 }
 
 /* Takes entry `index` off both its chains and puts it on the free list.
@@ -200,7 +200,7 @@ static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
         if (b->count[n->kind ^ 1u] == 0)
             buffer_bucket_clear_versions(b);
     }
-    count_out(map, n);
+    uncount_live(map, n);
 
     n->kind = TM_KIND_FREE;
     n->granule_next = map->free_head;

@@ -53,7 +53,7 @@ static uint32_t classify_stall(struct sched *S)
 
 /* A measure that grows with every submit, completion and dispatch: the
  * watchdog restarts on every change. */
-static uint64_t progress_mark(struct rt_run *run, struct sched *S)
+static uint64_t sched_progress_mark(struct rt_run *run, struct sched *S)
 {
     return atomic_load_explicit(&run->tasks_completed, memory_order_relaxed) +
            atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed) +
@@ -85,7 +85,7 @@ static bool own_wait_done(void *arg)
         return true;
     }
     uint64_t now = platform_clock_ns();
-    uint64_t m = progress_mark(run, S);
+    uint64_t m = sched_progress_mark(run, S);
     if (m != w->mark) {
         w->mark = m;
         w->last_progress = now;
@@ -114,7 +114,7 @@ void rt_sched_watch(struct sched *S)
     struct own_wait w = {.S = S};
     w.timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
     w.nap_ns = w.timeout_ns / 4 ? w.timeout_ns / 4 : 1;
-    w.mark = progress_mark(run, S);
+    w.mark = sched_progress_mark(run, S);
     w.last_progress = platform_clock_ns();
     w.deadline = w.last_progress + w.nap_ns;
     /* A nap's end (TIMEOUT) only means: look again. */
