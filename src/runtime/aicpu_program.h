@@ -3,6 +3,7 @@
  *
  * Owns: rt_aicpu_round, which program mode (rt_aicpu_main, entries.h) and
  * kernel mode (kernel_mode.c) both run on the launch's AICPU threads.
+ * Called once per thread per round, from the AICPU program only.
  */
 #ifndef SIMPLER_RUNTIME_AICPU_PROGRAM_H
 #define SIMPLER_RUNTIME_AICPU_PROGRAM_H

@@ -6,8 +6,8 @@
  * completion polling with the timing of a dispatch that the placement
  * policy reads, SPMD block claiming and waves, sync-start holding, dummy
  * tasks, the successors a completion released, and the EXIT of the owned
- * cores. Which free unit a task may use is placement.c's; task completion
- * itself is task.c's.
+ * cores. Must not choose which free unit a task may use (placement.c);
+ * task completion itself is task.c's.
  */
 #include "platform/platform.h"
 #include "runtime/core_regs.h"

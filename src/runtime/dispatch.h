@@ -4,8 +4,9 @@
  * Owns: the step that applies the owned cores' condition words (each
  * finished block, each completed task, the successors it released) and
  * dispatches queued tasks onto what is free, and the EXIT that ends the
- * owned cores' round. Both write the cores' doorbells; nothing else in the
- * schedulers does. Token holder only (step_token.h runs the step).
+ * owned cores' round: the doorbell writes of a scheduler that met its
+ * cores (one that never did ends them in scheduler.c). Token holder only
+ * (step_token.h runs the step). Must not choose a unit (placement.h).
  */
 #ifndef SIMPLER_RUNTIME_DISPATCH_H
 #define SIMPLER_RUNTIME_DISPATCH_H

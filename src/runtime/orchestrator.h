@@ -2,7 +2,8 @@
  * runtime/orchestrator.h — the orchestrator thread: building the graph.
  *
  * Owns: the entry that runs an orchestration inside the runtime's outer
- * scope, and the reset of the orchestrator's state for a new run.
+ * scope, and the reset of the orchestrator's state for a new run. The
+ * orchestrator thread only: no other role calls into it.
  */
 #ifndef SIMPLER_RUNTIME_ORCHESTRATOR_H
 #define SIMPLER_RUNTIME_ORCHESTRATOR_H

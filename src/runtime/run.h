@@ -4,8 +4,8 @@
  * Owns: struct rt_run, the state every role of a run shares (the
  * orchestrator, the schedulers, the core loops), and its small inline
  * accessors: the run's failure latch and a slot's payload. Who writes each
- * field is stated next to it. Run init and the result block are
- * aicpu_program.c's.
+ * field is stated next to it. Must not hold behaviour: run init and the
+ * result block are aicpu_program.c's, each role's work its own module's.
  *
  * Threads: one orchestrator (the last AICPU thread of the launch), one or
  * more schedulers (the others), the core loop on every AICore.

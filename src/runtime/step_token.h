@@ -4,8 +4,8 @@
  * Owns: one token per scheduler (struct rt_sched, in the arena) that lets
  * one device thread at a time run the step, the note a thread leaves when
  * it finds the token taken, and the decision of a submit whether it must
- * run a step at all. Any device thread of the run may kick; the step
- * itself is dispatch.c's.
+ * run a step at all. Any device thread of the run may kick. Must not touch
+ * the step state but through the step itself (dispatch.c).
  */
 #ifndef SIMPLER_RUNTIME_STEP_TOKEN_H
 #define SIMPLER_RUNTIME_STEP_TOKEN_H

@@ -2,8 +2,8 @@
  * runtime/watchdog.h — a scheduler's own thread after its handshake.
  *
  * Owns: the watch that sleeps between steps until the run ends, fails or
- * stops making progress, and the stall class of a run it fails. The step
- * and the exit of the cores are dispatch.c's.
+ * stops making progress, and the stall class of a run it fails. Must not
+ * ring a core: the step and the exit of the cores are dispatch.c's.
  */
 #ifndef SIMPLER_RUNTIME_WATCHDOG_H
 #define SIMPLER_RUNTIME_WATCHDOG_H
