@@ -19,7 +19,7 @@
  *     just before the AICPU program: if that stream carries an error, the
  *     core loop inherits it and is skipped along with the program;
  *   - if only one half runs (its partner's launch failed as it executed),
- *     the round rendezvous (runtime/round.c) ends it within
+ *     the round rendezvous (runtime/rendezvous.c) ends it within
  *     sched_timeout_ms;
  *   - a wait always waits (simdev), so aicpu_done comes after both halves
  *     ended even on a stream that carries an error, and the next round's

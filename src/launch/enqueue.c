@@ -4,7 +4,7 @@
  * and the kernel-mode registry ops.
  *
  * Owns: these wrappers only; what each job does on the device is the
- * device runtime's (runtime/loader.c, runtime/kernel_round.c).
+ * device runtime's (runtime/loader.c, runtime/kernel_mode.c).
  */
 #include <stdatomic.h>
 

@@ -78,7 +78,7 @@ static struct rt_chain_round kernel_round(const struct kernel_round_blocks *b,
  * has cancelled a core loop already enqueued): the AICPU stream behind the
  * core loop's end, the gate given back, both streams handed off clean.
  * Best effort, each once except the release: a further failure leaves the
- * core loop to its deadline (runtime/round.c) and an error the caller's
+ * core loop to its deadline (runtime/rendezvous.c) and an error the caller's
  * stream handed over on the context's streams until their next hand-off.
  */
 static void refuse(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,

@@ -6,7 +6,7 @@
  * of the launch chain (chain.c): it checks a run request and enqueues one
  * round of this chain:
  *   caller: record start
- *   AICPU stream: wait start, zero the rendezvous region (runtime/round.c),
+ *   AICPU stream: wait start, zero the rendezvous region (runtime/rendezvous.c),
  *                 record aicore_start
  *   AICore stream: wait aicore_start, launch the core loop, record
  *                  aicore_done
@@ -115,8 +115,8 @@ static struct rt_chain_round program_round(const struct rt_launch_args *la,
                                            const struct rt_layout *layout)
 {
     return (struct rt_chain_round){
-        .rendezvous = (uint8_t *)la->request.arena + layout->rounds,
-        .rendezvous_bytes = layout->rounds_bytes,
+        .rendezvous = (uint8_t *)la->request.arena + layout->rendezvous,
+        .rendezvous_bytes = layout->rendezvous_bytes,
         .core = {rt_core_main, la, sizeof *la},
         .program = {rt_aicpu_main, la->schedulers + 1, la, sizeof *la},
         .cancel_fn = rt_round_cancel_main,

@@ -2,10 +2,10 @@
  * runtime/core_loop.c — the AICore side: the loop every compute core runs
  * for the length of a run.
  *
- * Owns: the core half of the register protocol (rt.h): hello, run every
- * published dispatch id in order, finish, exit. Knows nothing of tasks or
- * dependencies: a dispatch is a kernel pointer, its args and a context, in
- * the payload slot chosen by the dispatch id. Being awake right after its
+ * Owns: the core half of the register protocol (core_regs.h): hello, run
+ * every published dispatch id in order, finish, exit. Knows nothing of
+ * tasks or dependencies: a dispatch is a kernel pointer, its args and a
+ * context (payload.h), in the payload slot chosen by the dispatch id. Being awake right after its
  * FIN, the core's thread also runs its scheduler's step there
  * (rt_sched_kick, the engine rule in scheduler.c): the scheduler's role and
  * state stay the scheduler's, only the host thread that executes it
@@ -13,7 +13,19 @@
  */
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/core_regs.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/payload.h"
+#include "runtime/placement.h"
+#include "runtime/ready_queue.h"
+#include "runtime/rendezvous.h"
+#include "runtime/run.h"
+#include "runtime/scheduler.h"
+#include "runtime/step_token.h"
+#include "runtime/trace.h"
+#include "simpler/status.h"
 
 /*
  * Fetching work while idle (the engine rule: the step runs on a thread
@@ -87,7 +99,7 @@ static void start_fetching(struct rt_run *run, const struct simdev_core_ctx *ctx
     fetch->queue = &run->ready[ctx->core_type == SIMDEV_CORE_AIC ? RT_SHAPE_AIC : RT_SHAPE_AIV];
     fetch->core_id = ctx->core_id;
     fetch->core_type = ctx->core_type;
-    /* release: pairs with the acquire in core_will_fetch */
+    /* release: pairs with the acquire in rt_fetcher_awake (placement.h) */
     atomic_store_explicit(&run->core_pulling[ctx->core_id], 1, memory_order_release);
 }
 
@@ -106,7 +118,7 @@ static bool run_usable(struct rt_run *run, uint64_t generation)
 
 /* Waits for the doorbell to move past `last`. Until the core is JOINED
  * with its scheduler the wait is bounded by the round's deadline: at the
- * deadline the core leaves the round (round.c) and the loop ends. Once
+ * deadline the core leaves the round (rendezvous.c) and the loop ends. Once
  * JOINED, the owner of the wait is the scheduler, which rings EXIT on
  * every path out of rt_schedule; a lost device ends it too. With `fetch`,
  * work in the ready queue ends it as well (*value is then `last`), looked
@@ -116,11 +128,12 @@ static bool run_usable(struct rt_run *run, uint64_t generation)
  * Returns 0 with *value, 1 when the core left the round, 2 when the round
  * is JOINED and the core does not fetch yet, or a device error. */
 static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
-                         struct rt_core_round *round, uint64_t generation, bool *joined,
+                         struct rt_rendezvous *rendezvous, uint64_t generation, bool *joined,
                          uint64_t deadline, uint64_t last, struct fetch *fetch, uint64_t *value)
 {
     for (;;) {
-        if (!fetch && rt_round_joined(round, generation) && run_usable(run, generation)) {
+        if (!fetch && rt_rendezvous_joined(rendezvous, generation) &&
+            run_usable(run, generation)) {
             *joined = true;
             return 2;
         }
@@ -129,7 +142,7 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
             uint64_t now = platform_clock_ns();
             if (now >= deadline) {
                 /* model: core_deadline */
-                if (rt_round_leave(round, generation, RT_ROUND_CORE))
+                if (rt_rendezvous_leave(rendezvous, generation, RT_RENDEZVOUS_CORE))
                     return 1;
                 *joined = true;
                 continue;
@@ -156,10 +169,59 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
         }
         if (rc != 0)
             return rc;
-        /* Only a JOINED scheduler rings (round.c). */
+        /* Only a JOINED scheduler rings (rendezvous.c). */
         *joined = true;
         return 0;
     }
+}
+
+/* This core's payload slots and rendezvous word in the arena at `run`,
+ * laid out by `config`; false when the config lays out no run. */
+static bool find_core_words(const struct simdev_core_ctx *ctx, struct rt_run *run,
+                            const struct rt_config *config, struct rt_dispatch **payload,
+                            struct rt_rendezvous **rendezvous)
+{
+    struct rt_layout layout;
+    if (rt_layout_compute(config, ctx->core_count, &layout) != 0)
+        return false;
+    *payload = (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) +
+               (size_t)ctx->core_id * RT_CORE_QUEUE;
+    *rendezvous = rt_rendezvous_words(run, &layout) + ctx->core_id;
+    return true;
+}
+
+/* Runs every id published up to the doorbell `value`, from *next on; a
+ * ring meanwhile extends the batch, an exit ends the round (published ids
+ * not yet started are dropped: the run is over). After each FIN the core
+ * runs its scheduler's step (*owner: known once the core fetches). Returns
+ * the doorbell as it last read it. */
+static uint64_t run_published(const struct simdev_core_ctx *ctx, struct rt_run *run,
+                              const struct rt_config *config, uint32_t trace,
+                              struct rt_dispatch *payload, uint64_t value, uint64_t *next,
+                              uint32_t *owner, struct fetch *fetch)
+{
+    while (!rt_doorbell_is_exit(value) && *next <= rt_doorbell_id(value)) {
+        struct rt_dispatch *d = &payload[rt_payload_index(*next)];
+        /* A dispatch comes from a scheduler that saw the run
+         * initialised (acquire of init_generation, then its release of
+         * the doorbell that we acquired): the run's topology is
+         * readable now. */
+        if (*owner == UINT32_MAX)
+            start_fetching(run, ctx, owner, fetch);
+        uint64_t trace_begin = RT_TRACE_CLOCK(trace);
+        d->fn(d->args);
+        if (trace)
+            rt_trace_core_task(config, ctx->core_id, *next, trace_begin);
+        /* release (in simdev): the kernel's writes and ctx.failure
+         * before the scheduler's acquire of FIN */
+        platform_write_cond(ctx->regs, rt_cond_fin(*next));
+        (*next)++;
+        rt_sched_kick(run, *owner); /* completion, and this core's next tasks */
+        /* acquire (in simdev): pairs with the release of the doorbell
+         * after the payloads it publishes */
+        value = platform_read_doorbell(ctx->regs);
+    }
+    return value;
 }
 
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
@@ -172,13 +234,10 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     uint32_t trace = rt_trace_level(&la.request.config); /* loaded once per round */
     if (trace)
         rt_trace_core_begin(&la.request.config, la.generation, ctx->core_id);
-    struct rt_layout layout;
-    if (rt_layout_compute(&la.request.config, ctx->core_count, &layout) != 0)
+    struct rt_dispatch *payload;
+    struct rt_rendezvous *rendezvous;
+    if (!find_core_words(ctx, run, &la.request.config, &payload, &rendezvous))
         return PTO_RUNTIME_ERR_INTERNAL;
-    struct rt_dispatch *payload =
-        (struct rt_dispatch *)((uint8_t *)run + layout.dispatch) +
-        (size_t)ctx->core_id * RT_CORE_QUEUE;
-    struct rt_core_round *round = rt_core_rounds(run, &layout) + ctx->core_id;
     uint64_t deadline =
         platform_clock_ns() + (uint64_t)la.request.config.sched_timeout_ms * 1000000ull;
 
@@ -187,10 +246,11 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     uint64_t last = platform_read_doorbell(ctx->regs);
     uint64_t base = rt_doorbell_id(last);
     /* model: core_arrive */
-    enum rt_round_arrival arrival = rt_round_arrive(round, la.generation, RT_ROUND_CORE);
-    if (arrival == RT_ROUND_PARTNER_LEFT)
+    enum rt_rendezvous_arrival arrival =
+        rt_rendezvous_arrive(rendezvous, la.generation, RT_RENDEZVOUS_CORE);
+    if (arrival == RT_RENDEZVOUS_PARTNER_LEFT)
         return 0; /* the scheduler gave up on this core: the run has failed */
-    bool joined = arrival == RT_ROUND_JOINED;
+    bool joined = arrival == RT_RENDEZVOUS_JOINED;
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
     platform_write_cond(ctx->regs, rt_cond_fin(base + 1));
@@ -199,7 +259,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     struct fetch fetch = {.kicked_head = UINT64_MAX, .recheck_head = UINT64_MAX};
     for (;;) {
         uint64_t value;
-        int rc = wait_doorbell(ctx, run, round, la.generation, &joined, deadline, last,
+        int rc = wait_doorbell(ctx, run, rendezvous, la.generation, &joined, deadline, last,
                                owner != UINT32_MAX ? &fetch : NULL, &value);
         if (rc == 1)
             return 0; /* left the round: its AICPU half never came, and reports that */
@@ -214,30 +274,8 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
             rt_sched_kick(run, owner);
             continue;
         }
-        /* Run every id published up to the doorbell; a ring meanwhile
-         * extends the batch, an exit ends the round (published ids not yet
-         * started are dropped: the run is over). */
-        while (!rt_doorbell_is_exit(value) && next <= rt_doorbell_id(value)) {
-            struct rt_dispatch *d = &payload[rt_payload_index(next)];
-            /* A dispatch comes from a scheduler that saw the run
-             * initialised (acquire of init_generation, then its release of
-             * the doorbell that we acquired): the run's topology is
-             * readable now. */
-            if (owner == UINT32_MAX)
-                start_fetching(run, ctx, &owner, &fetch);
-            uint64_t trace_begin = RT_TRACE_CLOCK(trace);
-            d->fn(d->args);
-            if (trace)
-                rt_trace_core_task(&la.request.config, ctx->core_id, next, trace_begin);
-            /* release (in simdev): the kernel's writes and ctx.failure
-             * before the scheduler's acquire of FIN */
-            platform_write_cond(ctx->regs, rt_cond_fin(next));
-            next++;
-            rt_sched_kick(run, owner); /* completion, and this core's next tasks */
-            /* acquire (in simdev): pairs with the release of the doorbell
-             * after the payloads it publishes */
-            value = platform_read_doorbell(ctx->regs);
-        }
+        value = run_published(ctx, run, &la.request.config, trace, payload, value, &next, &owner,
+                              &fetch);
         last = value;
         if (rt_doorbell_is_exit(value)) {
             platform_write_cond(ctx->regs, rt_cond_fin(rt_doorbell_id(value)));

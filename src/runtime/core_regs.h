@@ -12,7 +12,8 @@
  * found at start; the first dispatch id of a run is base + 2. Dispatch id
  * `id` uses payload slot id % RT_CORE_QUEUE, so a scheduler may have up to
  * RT_CORE_QUEUE ids published and unfinished on one core. The core loop
- * (core_loop.c) and the schedulers (scheduler.c) both use only these.
+ * (core_loop.c) and the schedulers (scheduler.c, dispatch.c) both use only
+ * these.
  */
 #ifndef SIMPLER_RUNTIME_CORE_REGS_H
 #define SIMPLER_RUNTIME_CORE_REGS_H

@@ -29,7 +29,7 @@ struct rt_launch_args {
  * so the core loop ends now rather than at its deadline. */
 int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size);
 
-/* Launch arguments of the kernel-mode device functions (kernel_round.c,
+/* Launch arguments of the kernel-mode device functions (kernel_mode.c,
  * kernel_launch.c). */
 struct rt_kernel_round_args { /* round begin */
     uint64_t context_generation;

@@ -33,8 +33,8 @@ struct rt_layout {
     uint64_t rq_capacity;
     size_t dispatch;     /* RT_CORE_QUEUE per core */
     size_t scheds;       /* struct rt_sched per possible scheduler thread */
-    size_t rounds;       /* struct rt_core_round per core */
-    size_t rounds_bytes;
+    size_t rendezvous;   /* struct rt_rendezvous per core */
+    size_t rendezvous_bytes;
     size_t scope_tasks;
     uint32_t scope_task_capacity;
     size_t fanin_scratch;

@@ -7,8 +7,10 @@
  * Must not know what a task is beyond its slot pointer. The invariant
  * checks of a queue (runtime/invariants.h) live here too.
  */
+#include <stddef.h>
+
 #include "runtime/invariants.h"
-#include "runtime/rt.h"
+#include "runtime/ready_queue.h"
 
 void rt_rq_init(struct rt_ready_queue *q, struct rt_rq_cell *cells, uint64_t capacity)
 {

@@ -13,8 +13,17 @@
  * (runtime/invariants.h) live here too. Must not decide when a task is
  * consumed (task.c) or what a submit needs (orchestrator.c).
  */
+#include "common/task_id.h"
+#include "platform/platform.h"
 #include "runtime/invariants.h"
-#include "runtime/rt.h"
+#include "runtime/layout.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/scope.h"
+#include "runtime/task.h"
+#include "runtime/wait.h"
+#include "simpler/status.h"
 
 static int fail(struct rt_run *run, int32_t code)
 {

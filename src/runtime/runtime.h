@@ -127,7 +127,7 @@ struct rt_callable_record {
 /* ------------------------------------------------------------ kernel mode */
 
 /*
- * The device side of a kernel-mode context (kernel_round.c). A context's
+ * The device side of a kernel-mode context (kernel_mode.c). A context's
  * binding is a block of its own device memory that says what the device may
  * follow for it; a device-side registry maps live context generations to
  * bindings, so a packet naming a closed context is refused by generation

@@ -10,8 +10,16 @@
  * (runtime/invariants.h) live here too. Must not allocate: that is the
  * orchestrator's (orchestrator.c, ring.c).
  */
+#include "common/task_id.h"
+#include "platform/platform.h"
 #include "runtime/invariants.h"
-#include "runtime/rt.h"
+#include "runtime/cpu.h"
+#include "runtime/layout.h"
+#include "runtime/ready_queue.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/task.h"
+#include "runtime/wait.h"
 
 void rt_slot_lock(struct rt_slot *s)
 {

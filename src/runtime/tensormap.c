@@ -1,174 +1,21 @@
 /*
- * runtime/tensormap.c — region overlap classification and the TensorMap.
+ * runtime/tensormap.c — the TensorMap.
  *
  * Owns: the map's layout inside the caller's block, its buffer and granule
- * chains (tensormap.h describes the structure and its cost model), the
- * newest-first merge of the chains a lookup probes, the free list, and the
- * overlap rule. Touches nothing outside the block it is given and the
- * descriptors it is passed; never allocates, never blocks. Used by the
- * orchestrator thread only (no atomics).
- *
- * Safety property the orchestrator relies on: NONE and COVERED are only
- * returned when proven; a wrong NONE loses a dependency edge, a wrong
- * COVERED retires an entry whose producer still writes bytes a later task
- * reads. Everything unproven is OTHER.
+ * chains (tensormap.h describes the structure and its cost model; the
+ * chains' keys are tensormap_keys.h's), the newest-first merge of the
+ * chains a lookup probes, and the free list. The overlap rule it applies
+ * to each entry a lookup visits is region_overlap.c's. Touches nothing
+ * outside the block it is given and the descriptors it is passed; never
+ * allocates, never blocks. Used by the orchestrator thread only (no
+ * atomics).
  */
-#include "runtime/tensormap.h"
-
-#include "common/view.h"
-
 #include <string.h>
 
-/* ---- overlap ----------------------------------------------------------- */
-
-/* Same dtype, start, shape and strides: the same set of elements. */
-static bool views_identical(const struct simpler_tensor *a, const struct simpler_tensor *b)
-{
-    if (a->dtype != b->dtype || a->ndims != b->ndims || a->start_offset != b->start_offset)
-        return false;
-    for (uint32_t i = 0; i < a->ndims; i++)
-        if (a->shape[i] != b->shape[i] || a->stride[i] != b->stride[i])
-            return false;
-    return true;
-}
-
-/*
- * The view's start decomposed into coordinates over the `n` dims of `order`
- * (outermost first), strides divided by g. Returns false when some
- * non-outermost dim of the view runs past the extent of its container
- * (coord + shape > outer stride / stride): the view then wraps, and its
- * coordinates no longer name its elements uniquely.
- */
-static bool view_coords(const struct simpler_tensor *t, const uint32_t *order, uint32_t n,
-                        int64_t g, uint64_t *coord)
-{
-    uint64_t rest = t->start_offset / (uint64_t)g;
-    for (uint32_t k = 0; k < n; k++) {
-        uint64_t stride = (uint64_t)(t->stride[order[k]] / g);
-        coord[k] = rest / stride;
-        rest %= stride;
-        if (k > 0) {
-            uint64_t extent = (uint64_t)(t->stride[order[k - 1]] / t->stride[order[k]]);
-            if (t->shape[order[k]] > extent - coord[k])
-                return false;
-        }
-    }
-    return true;
-}
-
-/*
- * Exact test for two views of one dtype and ndims. Only the dims where
- * either view is longer than 1 matter (a 1-long dim adds nothing to an
- * element's offset), and those must have the same, positive strides in
- * both views; sorted outermost first (a permutation of dims changes no
- * element set), each must divide the next outer one. Then every element
- * offset is start mod g plus a multiple of g (g = innermost stride), and,
- * when neither view wraps, the offset's mixed-radix digits (radix = ratio
- * of consecutive strides) are the element's coordinates: two elements are
- * equal iff all their coordinates are, so the views' element sets relate
- * exactly as their coordinate boxes do. Returns false when it does not
- * apply.
- */
-static bool nested_overlap(const struct simpler_tensor *recorded,
-                           const struct simpler_tensor *access, enum rt_overlap *out)
-{
-    if (access->ndims != recorded->ndims || access->dtype != recorded->dtype)
-        return false;
-
-    uint32_t order[SIMPLER_TENSOR_MAX_DIMS], n = 0;
-    for (uint32_t i = 0; i < recorded->ndims; i++) {
-        if (recorded->shape[i] == 1 && access->shape[i] == 1)
-            continue;
-        if (recorded->stride[i] != access->stride[i] || recorded->stride[i] <= 0)
-            return false;
-        uint32_t k = n++;
-        for (; k > 0 && recorded->stride[order[k - 1]] < recorded->stride[i]; k--)
-            order[k] = order[k - 1];
-        order[k] = i;
-    }
-    if (n == 0) { /* one element each */
-        bool same = recorded->start_offset == access->start_offset;
-        *out = same ? RT_OVERLAP_COVERED : RT_OVERLAP_NONE;
-        return true;
-    }
-    for (uint32_t k = 0; k + 1 < n; k++)
-        if (recorded->stride[order[k]] % recorded->stride[order[k + 1]] != 0)
-            return false;
-
-    int64_t g = recorded->stride[order[n - 1]];
-    if (recorded->start_offset % (uint64_t)g != access->start_offset % (uint64_t)g) {
-        *out = RT_OVERLAP_NONE; /* interleaved lattices: no common element */
-        return true;
-    }
-    uint64_t rc[SIMPLER_TENSOR_MAX_DIMS], ac[SIMPLER_TENSOR_MAX_DIMS];
-    if (!view_coords(recorded, order, n, g, rc) || !view_coords(access, order, n, g, ac))
-        return false;
-
-    /* No overflow below: both extents fit in int64 (checked by the caller). */
-    bool covered = true;
-    for (uint32_t k = 0; k < n; k++) {
-        uint64_t r_end = rc[k] + recorded->shape[order[k]];
-        uint64_t a_end = ac[k] + access->shape[order[k]];
-        if (r_end <= ac[k] || a_end <= rc[k]) {
-            *out = RT_OVERLAP_NONE;
-            return true;
-        }
-        if (ac[k] > rc[k] || a_end < r_end)
-            covered = false;
-    }
-    *out = covered ? RT_OVERLAP_COVERED : RT_OVERLAP_OTHER;
-    return true;
-}
-
-/* rt_region_overlap of two views of one version whose byte extents are
- * known (sp_view_extent returned SP_VIEW_OK for both: r and a). */
-static enum rt_overlap overlap_of_extents(const struct simpler_tensor *recorded,
-                                          const struct sp_view_extent *r,
-                                          const struct simpler_tensor *access,
-                                          const struct sp_view_extent *a)
-{
-    if (views_identical(recorded, access))
-        return RT_OVERLAP_COVERED;
-    if (r->last_byte < a->first_byte || a->last_byte < r->first_byte)
-        return RT_OVERLAP_NONE;
-    /* Two dense views touch every byte of their intervals: the intervals
-     * decide (cells and rows of one buffer; no coordinates to work out). */
-    bool access_dense = simpler_tensor_is_contiguous(access);
-    if (access_dense && simpler_tensor_is_contiguous(recorded))
-        return a->first_byte <= r->first_byte && r->last_byte <= a->last_byte
-                   ? RT_OVERLAP_COVERED
-                   : RT_OVERLAP_OTHER;
-
-    enum rt_overlap exact;
-    if (nested_overlap(recorded, access, &exact))
-        return exact;
-
-    /* A contiguous access holds every byte of its interval, so it holds
-     * every byte of anything inside it, whatever that thing's dtype. */
-    if (access_dense && a->first_byte <= r->first_byte && r->last_byte <= a->last_byte)
-        return RT_OVERLAP_COVERED;
-    return RT_OVERLAP_OTHER;
-}
-
-enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
-                                  const struct simpler_tensor *access)
-{
-    /* A reused buffer holds new data under the same bytes: never prove
-     * anything across versions. */
-    if (recorded->version != access->version)
-        return RT_OVERLAP_OTHER;
-    struct sp_view_extent r, a;
-    int r_known = sp_view_extent(recorded, &r), a_known = sp_view_extent(access, &a);
-    if (r_known == SP_VIEW_MALFORMED || a_known == SP_VIEW_MALFORMED)
-        return RT_OVERLAP_OTHER;
-    if (r_known == SP_VIEW_EMPTY || a_known == SP_VIEW_EMPTY)
-        return RT_OVERLAP_NONE; /* an empty view has no byte */
-    if (r_known == SP_VIEW_OK && a_known == SP_VIEW_OK)
-        return overlap_of_extents(recorded, &r, access, &a);
-    if (views_identical(recorded, access))
-        return RT_OVERLAP_COVERED;
-    return RT_OVERLAP_OTHER; /* an extent that overflows: nothing is known */
-}
+#include "common/view.h"
+#include "runtime/region_overlap.h"
+#include "runtime/tensormap.h"
+#include "runtime/tensormap_keys.h"
 
 /* ---- the map: layout --------------------------------------------------- */
 
@@ -259,73 +106,6 @@ void rt_tensormap_reset(struct rt_tensormap *map)
     memset(map->class_mask, 0, sizeof map->class_mask);
 }
 
-/* ---- the map: keys ----------------------------------------------------- */
-
-/* Fibonacci hashing: buffer addresses are aligned, so their low bits carry
- * nothing; the multiply moves the varying middle bits to the top. */
-static uint32_t buffer_bucket_of(const struct rt_tensormap *map, uint64_t addr)
-{
-    if (map->bucket_bits == 0)
-        return 0; /* a shift by 64 would be undefined */
-    return (uint32_t)((addr * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - map->bucket_bits));
-}
-
-/* Neighbouring granules of one buffer must land in unrelated buckets (a
- * lookup probes runs of them): a full avalanche (splitmix64's finalizer)
- * over the buffer, class and granule. */
-static uint32_t granule_bucket_of(const struct rt_tensormap *map, uint64_t addr,
-                                  uint32_t size_class, uint64_t granule)
-{
-    if (map->bucket_bits == 0)
-        return 0;
-    uint64_t x = addr + UINT64_C(0x9E3779B97F4A7C15) *
-                            (granule * (RT_TM_CLASSES + 1) + size_class + 1);
-    x ^= x >> 30;
-    x *= UINT64_C(0xBF58476D1CE4E5B9);
-    x ^= x >> 27;
-    x *= UINT64_C(0x94D049BB133111EB);
-    x ^= x >> 31;
-    return (uint32_t)(x >> (64 - map->bucket_bits));
-}
-
-/* Byte offsets as unsigned, order kept (INT64_MIN -> 0): granule numbers of
- * views that reach below the base (negative strides) stay monotonic. */
-static uint64_t biased(int64_t byte)
-{
-    return (uint64_t)byte ^ (UINT64_C(1) << 63);
-}
-
-static uint32_t granule_bits(uint32_t size_class)
-{
-    return RT_TM_GRANULE_MIN_BITS + size_class;
-}
-
-static bool extent_known(int64_t first, int64_t last)
-{
-    return !(first == INT64_MIN && last == INT64_MAX);
-}
-
-/* The smallest class one of whose aligned granules holds `first..last`
- * (those bits above which the two agree), or RT_TM_WIDE. */
-static uint32_t size_class_of(int64_t first, int64_t last)
-{
-    if (!extent_known(first, last))
-        return RT_TM_WIDE;
-    uint64_t differ = biased(first) ^ biased(last);
-    uint32_t bits = differ == 0 ? 0 : 64 - (uint32_t)__builtin_clzll(differ);
-    if (bits <= RT_TM_GRANULE_MIN_BITS)
-        return 0;
-    uint32_t k = bits - RT_TM_GRANULE_MIN_BITS;
-    return k < RT_TM_CLASSES ? k : RT_TM_WIDE;
-}
-
-/* The granule bucket node `n` is filed under. */
-static uint32_t granule_bucket_of_node(const struct rt_tensormap *map, const struct rt_tm_node *n)
-{
-    uint64_t granule =
-        n->size_class == RT_TM_WIDE ? 0 : biased(n->first_byte) >> granule_bits(n->size_class);
-    return granule_bucket_of(map, n->addr, n->size_class, granule);
-}
 
 /* ---- the map: chains --------------------------------------------------- */
 
@@ -349,7 +129,7 @@ static bool versions_all(const struct rt_tm_buffer_bucket *b, uint32_t v)
     return b->version_sum == count * v && (b->version_min == v || b->version_max == v);
 }
 
-static void count_in(struct rt_tensormap *map, const struct rt_tm_node *n)
+static void count_live(struct rt_tensormap *map, const struct rt_tm_node *n)
 {
     map->live++;
     map->live_by_kind[n->kind]++;
@@ -357,7 +137,7 @@ static void count_in(struct rt_tensormap *map, const struct rt_tm_node *n)
         map->class_mask[n->kind] |= UINT64_C(1) << n->size_class;
 }
 
-static void count_out(struct rt_tensormap *map, const struct rt_tm_node *n)
+static void uncount_live(struct rt_tensormap *map, const struct rt_tm_node *n)
 {
     map->live--;
     map->live_by_kind[n->kind]--;
@@ -389,7 +169,7 @@ static void link_entry(struct rt_tensormap *map, uint32_t index)
     if (n->version > b->version_max)
         b->version_max = n->version;
     b->version_sum += n->version;
-    count_in(map, n);
+    count_live(map, n);
 }
 
 /* Takes entry `index` off both its chains and puts it on the free list.
@@ -420,7 +200,7 @@ static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
         if (b->count[n->kind ^ 1u] == 0)
             buffer_bucket_clear_versions(b);
     }
-    count_out(map, n);
+    uncount_live(map, n);
 
     n->kind = TM_KIND_FREE;
     n->granule_next = map->free_head;
@@ -517,15 +297,6 @@ static void open_granule_chain(const struct tm_walk *w, uint32_t kind, uint32_t 
         heap[(*n)++] = (struct tm_cursor){w->map->nodes[first].seq, first};
 }
 
-/* Granules of class `size_class` an access [first, last] must probe: its
- * first byte's to its last byte's (an entry lies inside its granule). */
-static void granule_range(uint32_t size_class, int64_t first, int64_t last, uint64_t *lo,
-                          uint64_t *hi)
-{
-    uint32_t bits = granule_bits(size_class);
-    *lo = biased(first) >> bits;
-    *hi = biased(last) >> bits;
-}
 
 /*
  * Opens the cursors for the `kind` chains of the lookup: the granule
@@ -628,9 +399,9 @@ static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
     /* An identical view (same version) covers the access and is covered
      * by it: one comparison decides both directions. */
     bool identical = extents && node->first_byte == w->first && node->last_byte == w->last &&
-                     views_identical(&entry->region, w->access);
+                     rt_views_identical(&entry->region, w->access);
     enum rt_overlap overlap = identical ? RT_OVERLAP_COVERED
-                              : extents ? overlap_of_extents(&entry->region, &r, w->access, &a)
+                              : extents ? rt_overlap_of_extents(&entry->region, &r, w->access, &a)
                                         : rt_region_overlap(&entry->region, w->access);
     if (overlap == RT_OVERLAP_NONE)
         return 0;
@@ -640,7 +411,7 @@ static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
     if (find_cut && identical) {
         *cut = true;
     } else if (find_cut) {
-        enum rt_overlap back = extents ? overlap_of_extents(w->access, &a, &entry->region, &r)
+        enum rt_overlap back = extents ? rt_overlap_of_extents(w->access, &a, &entry->region, &r)
                                        : rt_region_overlap(w->access, &entry->region);
         *cut = back == RT_OVERLAP_COVERED;
     }

@@ -2,8 +2,8 @@
  * runtime/tensormap.h — the TensorMap: which earlier task touched which
  * region of which buffer.
  *
- * Owns: region overlap classification and the map itself. Used only by the
- * orchestrator thread: no locking, no atomics. It knows nothing of rings or
+ * Owns: the map itself (how two regions relate is region_overlap.h's).
+ * Used only by the orchestrator thread: no locking, no atomics. It knows nothing of rings or
  * slots: the caller says which producers have retired (a callback) and gets
  * each hit's producer id and opaque producer pointer.
  *
@@ -74,25 +74,8 @@
 #include <stdint.h>
 
 #include "common/view.h"
+#include "runtime/region_overlap.h"
 #include "simpler/tensor.h"
-
-/*
- * How the region of `access` relates to the region of `recorded` (both views
- * of the same buffer address; the caller compares addr):
- *  NONE    — provably no common byte;
- *  COVERED — `access` contains every element of `recorded`;
- *  OTHER   — they may overlap (conservative: anything not proven above).
- * Method: byte-interval test on [first, last] byte of each view (disjoint =
- * NONE); then, when both views have the same dtype, ndims and strides, the
- * strides nest (each stride a multiple of the next inner one times its
- * extent) and the versions are equal, a per-dimension test on coordinates
- * decomposed from the start offsets (an innermost stride g > 1 is handled by
- * comparing the start offsets modulo g). Different versions of a buffer are
- * OTHER whatever the regions.
- */
-enum rt_overlap { RT_OVERLAP_NONE = 0, RT_OVERLAP_COVERED = 1, RT_OVERLAP_OTHER = 2 };
-enum rt_overlap rt_region_overlap(const struct simpler_tensor *recorded,
-                                  const struct simpler_tensor *access);
 
 enum rt_access { RT_ACCESS_READ = 0, RT_ACCESS_WRITE = 1 };
 

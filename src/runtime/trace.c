@@ -12,8 +12,11 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "platform/platform.h"
 #include "runtime/core_regs.h"
-#include "runtime/rt.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/task.h"
 #include "runtime/trace.h"
 
 void rt_trace_put(struct rt_trace_header *h, uint32_t buffer, const struct rt_trace_record *r)

@@ -10,7 +10,9 @@
  * moves. Knows nothing of what it waits for; each caller names, at the
  * call, who ends its wait.
  */
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/wait.h"
+#include "simpler/status.h"
 
 static uint64_t wait_seq(int device, uint32_t on)
 {

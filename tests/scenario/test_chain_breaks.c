@@ -13,8 +13,8 @@
  * it returns 0 with exact outputs.
  *
  * A hang here is the defect (a half of the round waiting for a partner
- * that never comes); the rendezvous in src/runtime/round.c bounds it by the
- * scheduler timeout given below. Nothing is ordered by sleeping.
+ * that never comes); the rendezvous in src/runtime/rendezvous.c bounds it by
+ * the scheduler timeout given below. Nothing is ordered by sleeping.
  */
 #include <sched.h>
 #include <setjmp.h>
@@ -40,8 +40,9 @@ static struct simpler_context *open_ctx(void)
  * small one, and where the host has 2 CPUs or more (as many as a device
  * may have cores), one AIV core pinned per CPU. There the orchestrator
  * shares its CPU with the last core and sleeps until that core has
- * arrived in the round before it submits (run.c): a core loop that never
- * starts must end that wait too, through the scheduler's timeout. */
+ * arrived in the round before it submits (aicpu_program.c): a core loop
+ * that never starts must end that wait too, through the scheduler's
+ * timeout. */
 static uint32_t chain_topologies(struct simdev_config topo[2])
 {
     topo[0] = ts_small_config();

@@ -27,7 +27,7 @@
 #include "kernels.h"
 #include "km_support.h"
 #include "launch/launch.h"
-#include "runtime/rt.h"
+#include "runtime/entries.h"
 #include "simpler/kernel.h"
 
 #define REPLAYS 100

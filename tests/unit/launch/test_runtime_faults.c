@@ -21,7 +21,9 @@
 #include "common/host_alloc.h"
 #include "rt_support.h"
 #include "launch/launch.h"
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/core_regs.h"
+#include "runtime/scheduler.h"
 #include "test_support.h"
 
 #define INJECTED (-77)

@@ -8,7 +8,7 @@
  * sharing the cores, and graph shapes (fan-out/fan-in, a ping-pong
  * stencil) whose values only come out right when every dependency held.
  * Must not touch runtime internals beyond reading the documented
- * protocol constants (rt.h) and the register windows (device.h).
+ * protocol constants (core_regs.h) and the register windows (device.h).
  *
  * Kernels run on simulated core threads; they record what they saw into
  * the globals below (atomics, or under a mutex), and the test reads them
@@ -31,7 +31,9 @@
 
 #include "rt_support.h"
 #include "launch/launch.h"
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/core_regs.h"
+#include "runtime/runtime.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------ records */

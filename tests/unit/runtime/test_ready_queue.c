@@ -23,7 +23,8 @@
 #include <string.h>
 
 #include "runtime/invariants.h"
-#include "runtime/rt.h"
+#include "runtime/ready_queue.h"
+#include "runtime/task.h"
 
 #define SMALL 8u    /* cells of the single-threaded queues */
 #define THREADED 64u /* cells of the threaded queues: small, so they fill and wrap */

@@ -27,7 +27,10 @@
 #include "rt_support.h"
 #include "simpler/simdev_fault.h"
 #include "launch/launch.h"
-#include "runtime/rt.h" /* the launch protocol (late cores), the run header (queue reuse) */
+#include "platform/platform.h"
+#include "runtime/core_regs.h" /* the launch protocol (late cores) */
+#include "runtime/entries.h"
+#include "runtime/run.h" /* the run header (queue reuse) */
 #include "test_support.h"
 
 #define CHAIN_ELEMS 256 /* i32 elements of every chain output: 1 KiB of heap */
@@ -1270,10 +1273,10 @@ static struct rt_config layout_variant(const struct rt_config *base, uint32_t k)
 }
 
 /*
- * The launch chain writes a run's round words before the run's own init,
- * even when its AICPU program never starts; an earlier run's ready queues
- * are reused only if nothing wrote them since (run_init). So the round
- * words lie at one offset for every config, and below every config's
+ * The launch chain writes a run's rendezvous words before the run's own
+ * init, even when its AICPU program never starts; an earlier run's ready
+ * queues are reused only if nothing wrote them since (run_init). So the
+ * rendezvous words lie at one offset for every config, and below every config's
  * queue cells.
  */
 static void round_words_lie_at_one_offset_below_every_configs_queues(void **state)
@@ -1287,17 +1290,17 @@ static void round_words_lie_at_one_offset_below_every_configs_queues(void **stat
         struct rt_layout l;
         assert_int_equal(rt_layout_compute(&c, 3, &l), 0);
         /* another offset: a run of one config zeroes cells another left */
-        assert_int_equal(l.rounds, first.rounds);
-        assert_int_equal(l.rounds_bytes, first.rounds_bytes);
+        assert_int_equal(l.rendezvous, first.rendezvous);
+        assert_int_equal(l.rendezvous_bytes, first.rendezvous_bytes);
         for (uint32_t q = 0; q < RT_SHAPES; q++) {
-            assert_true(l.rounds + l.rounds_bytes <= l.rq_cells[q]);
-            assert_true(l.rounds + l.rounds_bytes <= l.sync_rq_cells[q]);
+            assert_true(l.rendezvous + l.rendezvous_bytes <= l.rq_cells[q]);
+            assert_true(l.rendezvous + l.rendezvous_bytes <= l.sync_rq_cells[q]);
         }
     }
 }
 
 /* A clean run, then a run of another config whose AICPU program fails as
- * it starts (after the chain wrote its round words), then the first
+ * it starts (after the chain wrote its rendezvous words), then the first
  * config again: exact, so the mark the clean run left was either still
  * true or not taken. */
 static void a_run_whose_program_never_starts_leaves_the_next_run_working(void **state)

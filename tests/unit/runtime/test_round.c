@@ -1,8 +1,8 @@
 /*
- * test_round.c — the round rendezvous (src/runtime/round.c): every order of
- * arrivals and deadlines between a core loop and its scheduler ends with
- * both in the round or both out of it, never one waiting for a partner
- * that left.
+ * test_round.c — the rendezvous at the start of a round
+ * (src/runtime/rendezvous.c): every order of arrivals and deadlines
+ * between a core loop and its scheduler ends with both in the round or
+ * both out of it, never one waiting for a partner that left.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,13 +14,13 @@
 #include <pthread.h>
 
 #include "launch/launch.h"
-#include "runtime/rt.h"
+#include "runtime/rendezvous.h"
 
 #define GEN 0x1234500ull
 
-static struct rt_core_round fresh(void)
+static struct rt_rendezvous fresh(void)
 {
-    struct rt_core_round r;
+    struct rt_rendezvous r;
     atomic_init(&r.word, 0); /* as the launch chain leaves it */
     return r;
 }
@@ -29,16 +29,16 @@ static void test_the_second_to_arrive_joins_whichever_side_it_is(void **state)
 {
     (void)state;
     for (int first = 0; first < 2; first++) {
-        enum rt_round_side a = first ? RT_ROUND_SCHED : RT_ROUND_CORE;
-        enum rt_round_side b = first ? RT_ROUND_CORE : RT_ROUND_SCHED;
-        struct rt_core_round r = fresh();
-        assert_int_equal(rt_round_arrive(&r, GEN, a), RT_ROUND_WAITING);
-        assert_false(rt_round_joined(&r, GEN)); /* true: joined with nobody */
-        assert_int_equal(rt_round_arrive(&r, GEN, b), RT_ROUND_JOINED);
-        assert_true(rt_round_joined(&r, GEN));
+        enum rt_rendezvous_side a = first ? RT_RENDEZVOUS_SCHED : RT_RENDEZVOUS_CORE;
+        enum rt_rendezvous_side b = first ? RT_RENDEZVOUS_CORE : RT_RENDEZVOUS_SCHED;
+        struct rt_rendezvous r = fresh();
+        assert_int_equal(rt_rendezvous_arrive(&r, GEN, a), RT_RENDEZVOUS_WAITING);
+        assert_false(rt_rendezvous_joined(&r, GEN)); /* true: joined with nobody */
+        assert_int_equal(rt_rendezvous_arrive(&r, GEN, b), RT_RENDEZVOUS_JOINED);
+        assert_true(rt_rendezvous_joined(&r, GEN));
         /* The first side's deadline passing now changes nothing: it stays. */
-        assert_false(rt_round_leave(&r, GEN, a));
-        assert_true(rt_round_joined(&r, GEN));
+        assert_false(rt_rendezvous_leave(&r, GEN, a));
+        assert_true(rt_rendezvous_joined(&r, GEN));
     }
 }
 
@@ -46,14 +46,14 @@ static void test_a_side_that_left_is_seen_by_its_late_partner(void **state)
 {
     (void)state;
     for (int first = 0; first < 2; first++) {
-        enum rt_round_side a = first ? RT_ROUND_SCHED : RT_ROUND_CORE;
-        enum rt_round_side b = first ? RT_ROUND_CORE : RT_ROUND_SCHED;
-        struct rt_core_round r = fresh();
-        assert_int_equal(rt_round_arrive(&r, GEN, a), RT_ROUND_WAITING);
-        assert_true(rt_round_leave(&r, GEN, a));
+        enum rt_rendezvous_side a = first ? RT_RENDEZVOUS_SCHED : RT_RENDEZVOUS_CORE;
+        enum rt_rendezvous_side b = first ? RT_RENDEZVOUS_CORE : RT_RENDEZVOUS_SCHED;
+        struct rt_rendezvous r = fresh();
+        assert_int_equal(rt_rendezvous_arrive(&r, GEN, a), RT_RENDEZVOUS_WAITING);
+        assert_true(rt_rendezvous_leave(&r, GEN, a));
         /* WAITING here: the late side would wait for a partner that left. */
-        assert_int_equal(rt_round_arrive(&r, GEN, b), RT_ROUND_PARTNER_LEFT);
-        assert_false(rt_round_joined(&r, GEN));
+        assert_int_equal(rt_rendezvous_arrive(&r, GEN, b), RT_RENDEZVOUS_PARTNER_LEFT);
+        assert_false(rt_rendezvous_joined(&r, GEN));
     }
 }
 
@@ -62,29 +62,29 @@ static void test_a_word_left_by_another_round_counts_as_empty(void **state)
     (void)state;
     /* Whatever an earlier round left (joined, or either side gone), a new
      * round's first arrival waits and its second joins. */
-    enum rt_round_side sides[2] = {RT_ROUND_CORE, RT_ROUND_SCHED};
+    enum rt_rendezvous_side sides[2] = {RT_RENDEZVOUS_CORE, RT_RENDEZVOUS_SCHED};
     for (int s = 0; s < 2; s++) {
-        struct rt_core_round r = fresh();
-        assert_int_equal(rt_round_arrive(&r, GEN - 1, sides[s]), RT_ROUND_WAITING);
-        assert_true(rt_round_leave(&r, GEN - 1, sides[s]));
-        assert_int_equal(rt_round_arrive(&r, GEN, sides[1 - s]), RT_ROUND_WAITING);
-        assert_int_equal(rt_round_arrive(&r, GEN, sides[s]), RT_ROUND_JOINED);
+        struct rt_rendezvous r = fresh();
+        assert_int_equal(rt_rendezvous_arrive(&r, GEN - 1, sides[s]), RT_RENDEZVOUS_WAITING);
+        assert_true(rt_rendezvous_leave(&r, GEN - 1, sides[s]));
+        assert_int_equal(rt_rendezvous_arrive(&r, GEN, sides[1 - s]), RT_RENDEZVOUS_WAITING);
+        assert_int_equal(rt_rendezvous_arrive(&r, GEN, sides[s]), RT_RENDEZVOUS_JOINED);
         /* The previous round's state is not this round's. */
-        assert_false(rt_round_joined(&r, GEN - 1));
+        assert_false(rt_rendezvous_joined(&r, GEN - 1));
     }
 }
 
 struct race {
-    struct rt_core_round round;
+    struct rt_rendezvous rendezvous;
     pthread_barrier_t start;
-    enum rt_round_arrival late_arrival;
+    enum rt_rendezvous_arrival late_arrival;
 };
 
 static void *late_core(void *arg)
 {
     struct race *race = arg;
     pthread_barrier_wait(&race->start);
-    race->late_arrival = rt_round_arrive(&race->round, GEN, RT_ROUND_CORE);
+    race->late_arrival = rt_rendezvous_arrive(&race->rendezvous, GEN, RT_RENDEZVOUS_CORE);
     return NULL;
 }
 
@@ -94,23 +94,24 @@ static void test_an_arrival_racing_a_deadline_has_exactly_one_outcome(void **sta
     unsigned joined = 0, left = 0;
     for (int i = 0; i < 2000; i++) {
         struct race race;
-        race.round = fresh();
+        race.rendezvous = fresh();
         pthread_barrier_init(&race.start, NULL, 2);
-        assert_int_equal(rt_round_arrive(&race.round, GEN, RT_ROUND_SCHED), RT_ROUND_WAITING);
+        assert_int_equal(rt_rendezvous_arrive(&race.rendezvous, GEN, RT_RENDEZVOUS_SCHED),
+                         RT_RENDEZVOUS_WAITING);
         pthread_t t;
         assert_int_equal(pthread_create(&t, NULL, late_core, &race), 0);
         pthread_barrier_wait(&race.start);
-        bool sched_left = rt_round_leave(&race.round, GEN, RT_ROUND_SCHED);
+        bool sched_left = rt_rendezvous_leave(&race.rendezvous, GEN, RT_RENDEZVOUS_SCHED);
         pthread_join(t, NULL);
         pthread_barrier_destroy(&race.start);
         if (sched_left) {
             /* The scheduler left: the core must see it and end. */
-            assert_int_equal(race.late_arrival, RT_ROUND_PARTNER_LEFT);
+            assert_int_equal(race.late_arrival, RT_RENDEZVOUS_PARTNER_LEFT);
             left++;
         } else {
             /* The core came first: both are in the round. */
-            assert_int_equal(race.late_arrival, RT_ROUND_JOINED);
-            assert_true(rt_round_joined(&race.round, GEN));
+            assert_int_equal(race.late_arrival, RT_RENDEZVOUS_JOINED);
+            assert_true(rt_rendezvous_joined(&race.rendezvous, GEN));
             joined++;
         }
     }

@@ -27,8 +27,16 @@
 #include <string.h>
 
 #include "rt_support.h"
+#include "test_support.h"
 #include "runtime/invariants.h"
-#include "runtime/rt.h"
+#include "runtime/layout.h"
+#include "runtime/orchestrator.h"
+#include "runtime/ready_queue.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/scope.h"
+#include "runtime/task.h"
+#include "runtime/tensormap.h"
 
 #define CORES 3     /* the topology the run is laid out for: 1 AIC, 2 AIV, 1 cluster */
 #define CONSUMERS 3 /* consumers of the producer in the retirement tests */
@@ -513,23 +521,14 @@ static void test_transition_checks_hold_when_allowed_and_fail_otherwise(void **s
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_a_producer_retires_once_its_consumers_released_it_and_then_its_scope_closed, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_a_producer_retires_once_its_scope_closed_and_then_its_last_consumer_released_it, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_fan_in_makes_a_consumer_ready_exactly_once, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_completion_pushes_each_consumer_it_made_ready_once, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_completion_keeps_single_block_consumers_in_the_released_list, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_ring_check_holds_on_a_real_run_and_fails_on_each_corruption, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_retirement_check_holds_on_a_forward_step_and_fails_on_a_backward_one, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_slot_check_holds_on_real_slots_and_fails_on_each_corruption, run_setup, run_teardown),
-        SIMPLER_TEST_WITH(test_setup_teardown, run_setup, run_teardown),
         SIMPLER_TEST_WITH(test_transition_checks_hold_when_allowed_and_fail_otherwise, run_setup, run_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,125 +1,33 @@
 /*
- * runtime/run.c — one run on the AICPU: config, arena layout, roles.
+ * runtime/aicpu_program.c — the AICPU program of a round: one run on the
+ * launch's AICPU threads.
  *
- * Owns: the run config (defaults, checks), the arena layout (a pure
- * function shared by host and device), per-run initialisation of the
- * arena, the AICPU entry that splits the launch's threads into the
- * orchestrator and the schedulers, and the result block written when the
- * last of them finishes.
+ * Owns: per-run initialisation of the arena (run init and reset, the
+ * ready queues' reuse across runs), the entry that splits the launch's
+ * threads into the orchestrator and the schedulers, and the result block
+ * written when the last of them finishes. Must not decide what a config
+ * allows (config.c) or where a region lies (layout.c).
  */
 #include <string.h>
 
-#include "runtime/rt.h"
-
-void rt_config_from_public(const struct simpler_run_config *in, struct rt_config *out)
-{
-    memset(out, 0, sizeof *out);
-    for (uint32_t i = 0; i < RT_RINGS; i++) {
-        out->task_window[i] = in->task_window[i];
-        out->heap_bytes[i] = in->heap_bytes[i];
-        out->dep_pool[i] = in->dep_pool[i];
-    }
-    out->tensormap_buckets = in->tensormap_buckets;
-    out->tensormap_entries = in->tensormap_entries;
-    out->max_fanin = in->max_fanin;
-    out->scheduler_threads = in->scheduler_threads;
-    out->ring_timeout_ms = in->ring_timeout_ms;
-    out->sched_timeout_ms = in->sched_timeout_ms;
-    out->tensor_wait_timeout_ms = in->tensor_wait_timeout_ms;
-}
-
-void rt_config_default(struct rt_config *out)
-{
-    struct simpler_run_config defaults;
-    simpler_run_config_default(&defaults);
-    rt_config_from_public(&defaults, out);
-}
-
-static bool pow2(uint64_t v)
-{
-    return v && !(v & (v - 1));
-}
-
-int rt_config_check(const struct rt_config *c)
-{
-    if (!c)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < RT_RINGS; i++) {
-        if (!pow2(c->task_window[i]) || c->task_window[i] < 4 || c->task_window[i] > (1u << 20))
-            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        if (c->heap_bytes[i] < RT_HEAP_ALIGN || c->heap_bytes[i] % RT_HEAP_ALIGN ||
-            c->heap_bytes[i] > (1ull << 40))
-            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-        if (c->dep_pool[i] < 16 || c->dep_pool[i] > (1u << 26))
-            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    }
-    if (rt_tensormap_bytes(c->tensormap_buckets, c->tensormap_entries) == 0)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (c->max_fanin < 8 || c->max_fanin > (1u << 20))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (c->scheduler_threads > SIMDEV_MAX_AICPU_THREADS - 1)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (!c->ring_timeout_ms || !c->sched_timeout_ms || !c->tensor_wait_timeout_ms)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (c->edge_log_capacity && !c->edge_log)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (c->trace_level > RT_TRACE_MAX_LEVEL || (c->trace_level == 0) != (c->trace == NULL))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    return 0;
-}
-
-static size_t take(size_t *cursor, size_t bytes)
-{
-    size_t at = (*cursor + RT_CACHELINE - 1) / RT_CACHELINE * RT_CACHELINE;
-    *cursor = at + bytes;
-    return at;
-}
-
-int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struct rt_layout *out)
-{
-    if (rt_config_check(config) != 0 || core_count == 0 || core_count > SIMDEV_MAX_CORES)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_layout l;
-    memset(&l, 0, sizeof l);
-    size_t cursor = 0;
-    uint64_t windows = 0;
-    l.run = take(&cursor, sizeof(struct rt_run));
-    /* The round words right after the header, at an offset no config
-     * changes: the launch chain writes them (zeroes them, the core loops'
-     * and cancels' tags) before the run's own init, even for a run whose
-     * AICPU program never starts, so they must never lie over a region
-     * another config's run left for reuse (its ready queues: run_init). */
-    l.rounds_bytes = (size_t)core_count * sizeof(struct rt_core_round);
-    l.rounds = take(&cursor, l.rounds_bytes);
-    for (uint32_t i = 0; i < RT_RINGS; i++) {
-        l.ring_slots[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_slot));
-        l.ring_tasks[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_task));
-        l.ring_tm[i] =
-            take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_tm_record));
-        l.ring_heap[i] = take(&cursor, (size_t)config->heap_bytes[i]);
-        l.ring_deps[i] = take(&cursor, (size_t)config->dep_pool[i] * sizeof(struct rt_dep));
-        windows += config->task_window[i];
-    }
-    /* Every live task is in at most one ready queue at a time. */
-    l.rq_capacity = 1;
-    while (l.rq_capacity < windows)
-        l.rq_capacity <<= 1;
-    for (uint32_t k = 0; k < RT_SHAPES; k++) {
-        l.rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
-        l.sync_rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
-    }
-    l.dispatch = take(&cursor, (size_t)core_count * RT_CORE_QUEUE * sizeof(struct rt_dispatch));
-    l.scheds = take(&cursor, (size_t)(SIMDEV_MAX_AICPU_THREADS - 1) * rt_sched_bytes());
-    l.scope_task_capacity = (uint32_t)windows;
-    l.scope_tasks = take(&cursor, (size_t)windows * sizeof(struct rt_slot *));
-    l.fanin_scratch = take(&cursor, (size_t)config->max_fanin *
-                                        (sizeof(struct rt_slot *) + sizeof(uint32_t)));
-    l.tensormap_bytes = rt_tensormap_bytes(config->tensormap_buckets, config->tensormap_entries);
-    l.tensormap = take(&cursor, l.tensormap_bytes);
-    l.total = take(&cursor, 0);
-    *out = l;
-    return 0;
-}
+#include "platform/platform.h"
+#include "runtime/aicpu_program.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/orchestrator.h"
+#include "runtime/payload.h"
+#include "runtime/ready_queue.h"
+#include "runtime/rendezvous.h"
+#include "runtime/ring.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "runtime/scheduler.h"
+#include "runtime/step_token.h"
+#include "runtime/task.h"
+#include "runtime/tensormap.h"
+#include "runtime/trace.h"
+#include "runtime/wait.h"
+#include "simpler/status.h"
 
 /* For each shape, the scheduler owning the most units of it serves the
  * shape's sync-start tasks. */
@@ -212,7 +120,7 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->kernels = rq->kernels;
     run->kernel_count = rq->kernel_count;
     run->dispatch = (struct rt_dispatch *)(base + l.dispatch);
-    run->rounds = (struct rt_core_round *)(base + l.rounds);
+    run->rendezvous = (struct rt_rendezvous *)(base + l.rendezvous);
     run->scheds = (struct rt_sched *)(base + l.scheds);
     rt_scheds_init(run);
     for (uint32_t i = 0; i < RT_RINGS; i++)
@@ -253,7 +161,7 @@ static void run_reset_shared(struct rt_run *run)
 }
 
 /* Writes the result block; returns the run's status (0, or a negated code). */
-static int32_t write_result(struct rt_run *run, struct rt_run_result *result,
+static int32_t write_run_result(struct rt_run *run, struct rt_run_result *result,
                             uint64_t generation)
 {
     struct rt_run_result r;
@@ -289,7 +197,7 @@ static bool mates_settled(void *arg)
     if (rt_error(w->run))
         return true;
     for (uint32_t i = 0; i < w->count; i++)
-        if (!rt_round_core_settled(&w->run->rounds[w->core[i]], w->run->generation))
+        if (!rt_rendezvous_core_settled(&w->run->rendezvous[w->core[i]], w->run->generation))
             return false;
     return true;
 }
@@ -387,7 +295,7 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
         ctx->thread_count)
         return 0;
     end_queues(run, la->request.arena_nonce);
-    return write_result(run, la->request.result, la->generation);
+    return write_run_result(run, la->request.result, la->generation);
 }
 
 int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)

@@ -1,5 +1,5 @@
 /*
- * runtime/kernel_round.c — the device side of a kernel-mode round.
+ * runtime/kernel_mode.c — the device side of a kernel-mode round.
  *
  * Owns: the registry of live kernel contexts (context generation -> its
  * binding), the device functions a kernel launch enqueues (round begin,
@@ -18,7 +18,14 @@
 
 #include "common/checked.h"
 #include "common/packet.h"
-#include "runtime/rt.h"
+#include "platform/platform.h"
+#include "runtime/aicpu_program.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/rendezvous.h"
+#include "runtime/run.h"
+#include "runtime/runtime.h"
+#include "simpler/status.h"
 
 /* ------------------------------------------------------------- registry */
 
@@ -147,7 +154,7 @@ static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args
         rt_layout_compute(&ra.config, topo.aic_cores + topo.aiv_cores, &layout) != 0 ||
         layout.total > b->arena_bytes)
         return 0; /* the program fails the round with BAD_CONFIG */
-    memset(rt_core_rounds(b->arena, &layout), 0, layout.rounds_bytes);
+    memset(rt_rendezvous_words(b->arena, &layout), 0, layout.rendezvous_bytes);
     /* A replay runs with the generation of the round it was captured from:
      * the result block must not still say that round reported. */
     b->result->generation = 0;

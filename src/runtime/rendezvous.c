@@ -1,10 +1,10 @@
 /*
- * runtime/round.c — the round rendezvous: how a core loop and the
- * scheduler that owns its core agree that they are in the same round, and
- * how either leaves when the other never comes.
+ * runtime/rendezvous.c — the rendezvous at the start of a round: how a
+ * core loop and the scheduler that owns its core agree that they are in the
+ * same round, and how either leaves when the other never comes.
  *
- * Owns: one word per core in the arena's round region (struct
- * rt_core_round), written by exactly two parties per round: the core loop
+ * Owns: one word per core in the arena's rendezvous region (struct
+ * rt_rendezvous), written by exactly two parties per round: the core loop
  * of that core and its owning scheduler. Knows nothing of tasks.
  *
  * Protocol (states tagged with the round's launch generation; the launch
@@ -27,41 +27,42 @@
  *     or was queued behind other work past the deadline) leaves by itself
  *     within the run's sched_timeout_ms: no wait without an owner.
  */
-#include "runtime/rt.h"
+#include "runtime/layout.h"
+#include "runtime/rendezvous.h"
 
-enum round_state {
-    ROUND_CORE_ARRIVED = 1,
-    ROUND_SCHED_ARRIVED = 2,
-    ROUND_JOINED = 3,
-    ROUND_CORE_LEFT = 4,
-    ROUND_SCHED_LEFT = 5,
+enum word_state {
+    WORD_CORE_ARRIVED = 1,
+    WORD_SCHED_ARRIVED = 2,
+    WORD_JOINED = 3,
+    WORD_CORE_LEFT = 4,
+    WORD_SCHED_LEFT = 5,
 };
 
 /* Compared for equality only: the generation's top bits may fall off. */
-static inline uint64_t tag(uint64_t generation, enum round_state s)
+static inline uint64_t tag(uint64_t generation, enum word_state s)
 {
     return (generation << 3) | (uint64_t)s;
 }
 
-static enum round_state arrived(enum rt_round_side side)
+static enum word_state arrived(enum rt_rendezvous_side side)
 {
-    return side == RT_ROUND_CORE ? ROUND_CORE_ARRIVED : ROUND_SCHED_ARRIVED;
+    return side == RT_RENDEZVOUS_CORE ? WORD_CORE_ARRIVED : WORD_SCHED_ARRIVED;
 }
 
-static enum round_state left(enum rt_round_side side)
+static enum word_state left(enum rt_rendezvous_side side)
 {
-    return side == RT_ROUND_CORE ? ROUND_CORE_LEFT : ROUND_SCHED_LEFT;
+    return side == RT_RENDEZVOUS_CORE ? WORD_CORE_LEFT : WORD_SCHED_LEFT;
 }
 
-static enum rt_round_side other(enum rt_round_side side)
+static enum rt_rendezvous_side other(enum rt_rendezvous_side side)
 {
-    return side == RT_ROUND_CORE ? RT_ROUND_SCHED : RT_ROUND_CORE;
+    return side == RT_RENDEZVOUS_CORE ? RT_RENDEZVOUS_SCHED : RT_RENDEZVOUS_CORE;
 }
 
-enum rt_round_arrival rt_round_arrive(struct rt_core_round *r, uint64_t generation,
-                                      enum rt_round_side side)
+enum rt_rendezvous_arrival rt_rendezvous_arrive(struct rt_rendezvous *r, uint64_t generation,
+                                      enum rt_rendezvous_side side)
 {
-    /* model: round_gate.pml, rt_round_arrive in SchedHalf / CoreHalf */
+    /* model: round_gate.pml, rt_rendezvous_arrive in SchedHalf / CoreHalf */
     uint64_t partner_waiting = tag(generation, arrived(other(side)));
     uint64_t partner_gone = tag(generation, left(other(side)));
     /* acquire: pairs with the partner's acq_rel swap below, so a joined
@@ -69,46 +70,46 @@ enum rt_round_arrival rt_round_arrive(struct rt_core_round *r, uint64_t generati
     uint64_t seen = atomic_load_explicit(&r->word, memory_order_acquire);
     for (;;) {
         if (seen == partner_gone)
-            return RT_ROUND_PARTNER_LEFT;
+            return RT_RENDEZVOUS_PARTNER_LEFT;
         bool join = seen == partner_waiting;
-        uint64_t next = join ? tag(generation, ROUND_JOINED) : tag(generation, arrived(side));
+        uint64_t next = join ? tag(generation, WORD_JOINED) : tag(generation, arrived(side));
         /* acq_rel: publishes this party's earlier writes to the partner and
          * sees the partner's; pairs with the same swap on the other side */
         if (atomic_compare_exchange_weak_explicit(&r->word, &seen, next, memory_order_acq_rel,
                                                   memory_order_acquire))
-            return join ? RT_ROUND_JOINED : RT_ROUND_WAITING;
+            return join ? RT_RENDEZVOUS_JOINED : RT_RENDEZVOUS_WAITING;
     }
 }
 
-bool rt_round_leave(struct rt_core_round *r, uint64_t generation, enum rt_round_side side)
+bool rt_rendezvous_leave(struct rt_rendezvous *r, uint64_t generation, enum rt_rendezvous_side side)
 {
-    /* model: round_gate.pml, rt_round_leave (the deadline) */
+    /* model: round_gate.pml, rt_rendezvous_leave (the deadline) */
     uint64_t expected = tag(generation, arrived(side));
-    /* acq_rel: pairs with the partner's swap in rt_round_arrive */
+    /* acq_rel: pairs with the partner's swap in rt_rendezvous_arrive */
     if (atomic_compare_exchange_strong_explicit(&r->word, &expected, tag(generation, left(side)),
                                                 memory_order_acq_rel, memory_order_acquire))
         return true;
     /* The swap failed: the partner joined meanwhile (JOINED), or the word
      * belongs to another round, which never happens while the launch chain
      * keeps rounds apart; leaving is then the safe answer. */
-    return expected != tag(generation, ROUND_JOINED);
+    return expected != tag(generation, WORD_JOINED);
 }
 
-bool rt_round_joined(const struct rt_core_round *r, uint64_t generation)
+bool rt_rendezvous_joined(const struct rt_rendezvous *r, uint64_t generation)
 {
-    /* acquire: pairs with the joining swap in rt_round_arrive */
-    return atomic_load_explicit(&r->word, memory_order_acquire) == tag(generation, ROUND_JOINED);
+    /* acquire: pairs with the joining swap in rt_rendezvous_arrive */
+    return atomic_load_explicit(&r->word, memory_order_acquire) == tag(generation, WORD_JOINED);
 }
 
-bool rt_round_core_settled(const struct rt_core_round *r, uint64_t generation)
+bool rt_rendezvous_core_settled(const struct rt_rendezvous *r, uint64_t generation)
 {
-    /* acquire: pairs with the swaps in rt_round_arrive and rt_round_leave */
+    /* acquire: pairs with the swaps in rt_rendezvous_arrive and rt_rendezvous_leave */
     uint64_t word = atomic_load_explicit(&r->word, memory_order_acquire);
-    return word == tag(generation, ROUND_CORE_ARRIVED) || word == tag(generation, ROUND_JOINED) ||
-           word == tag(generation, ROUND_CORE_LEFT) || word == tag(generation, ROUND_SCHED_LEFT);
+    return word == tag(generation, WORD_CORE_ARRIVED) || word == tag(generation, WORD_JOINED) ||
+           word == tag(generation, WORD_CORE_LEFT) || word == tag(generation, WORD_SCHED_LEFT);
 }
 
-struct rt_core_round *rt_core_rounds(void *arena, const struct rt_layout *layout)
+struct rt_rendezvous *rt_rendezvous_words(void *arena, const struct rt_layout *layout)
 {
-    return (struct rt_core_round *)((uint8_t *)arena + layout->rounds);
+    return (struct rt_rendezvous *)((uint8_t *)arena + layout->rendezvous);
 }

@@ -1,0 +1,321 @@
+/*
+ * runtime/dispatch.c — a scheduler's step: the AICPU side of the core
+ * register protocol for the cores it owns (dispatch.h).
+ *
+ * Owns: dispatch with up to RT_CORE_DEPTH ids in flight per core,
+ * completion polling with the timing of a dispatch that the placement
+ * policy reads, SPMD block claiming and waves, sync-start holding, dummy
+ * tasks, the successors a completion released, and the EXIT of the owned
+ * cores. Must not choose which free unit a task may use (placement.c);
+ * task completion itself is task.c's.
+ */
+#include "platform/platform.h"
+#include "runtime/core_regs.h"
+#include "runtime/dispatch.h"
+#include "runtime/layout.h"
+#include "runtime/payload.h"
+#include "runtime/placement.h"
+#include "runtime/ready_queue.h"
+#include "runtime/run.h"
+#include "runtime/scheduler.h"
+#include "runtime/task.h"
+#include "runtime/trace.h"
+
+/* Of a core's busy periods, the first and one in RT_TIME_EVERY are timed
+ * for that mean, and within a period that is not, one poll in
+ * RT_TIME_EVERY starts the timing (poll_core). */
+#ifndef RT_TIME_EVERY
+#define RT_TIME_EVERY 8u
+#endif
+
+/* Writes one block's payload and rings the core. The core must have fewer
+ * than RT_CORE_QUEUE ids in flight (the payload slot is then free: its
+ * previous id has finished and been applied). */
+static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot *s,
+                           uint32_t block, uint32_t lane)
+{
+    struct rt_run *run = S->run;
+    struct rt_task *t = rt_slot_task(run, s);
+    uint64_t reg = c->next_reg++;
+    struct rt_dispatch *d = &run->dispatch[c->id * RT_CORE_QUEUE + rt_payload_index(reg)];
+    d->fn = run->kernels[t->kernel[lane]];
+    for (uint32_t i = 0; i < t->tensor_count; i++)
+        d->args[i] = (int64_t)(uintptr_t)&t->tensors[i];
+    for (uint32_t j = 0; j < t->scalar_count; j++)
+        d->args[t->tensor_count + j] = (int64_t)t->scalars[j];
+    d->args[SIMPLER_KERNEL_CONTEXT_ARG] = (int64_t)(uintptr_t)&d->ctx;
+    d->ctx.block_idx = block;
+    d->ctx.block_num = s->block_num;
+    d->ctx.lane = lane == 2 ? 1 : 0;
+    d->ctx.core_id = c->id;
+    d->ctx.failure = 0;
+    d->ctx.reserved = 0;
+    if (c->done_reg == reg) {
+        atomic_fetch_add_explicit(&run->cores_running, 1, memory_order_relaxed);
+        c->timed = c->busy_periods++ % RT_TIME_EVERY == 0;
+        if (c->timed)
+            c->busy_since = platform_clock_ns();
+    }
+    c->inflight[rt_payload_index(reg)] = s;
+    atomic_store_explicit(&S->dispatched,
+                          atomic_load_explicit(&S->dispatched, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (run->config.trace_level)
+        rt_trace_dispatch(run, S->index, c->id, reg, s, t->kernel[lane], block, lane);
+    /* release (in simdev): publishes the payload to the core's acquire of
+     * the doorbell in rt_core_main */
+    platform_ring_doorbell(c->regs, reg);
+}
+
+/* One block (subtask), dispatch id `reg`, has finished on core `c`. */
+static void finish(struct sched *S, struct sched_core *c, uint64_t reg)
+{
+    struct rt_run *run = S->run;
+    const struct rt_dispatch *d = &run->dispatch[c->id * RT_CORE_QUEUE + rt_payload_index(reg)];
+    struct rt_slot *s = c->inflight[rt_payload_index(reg)];
+    if (run->config.trace_level >= 2)
+        rt_trace_finish(run, S->index, c->id, s);
+    if (d->ctx.failure) {
+        rt_fail(run, d->ctx.failure);
+        return; /* the run is over: its consumers must not run */
+    }
+    /* Read before the increment: once this block is counted another
+     * scheduler may complete the task, and the slot may be reused. */
+    uint32_t total = s->total_subtasks;
+    /* acq_rel: the last block's finisher sees every block's writes */
+    if (atomic_fetch_add_explicit(&s->completed_subtasks, 1, memory_order_acq_rel) + 1 == total) {
+        rt_task_complete(run, s, &S->released);
+        S->completions++;
+    }
+}
+
+/* Reads the core's condition word and applies it: every id in flight up
+ * to the last one finished. True when something changed. */
+static bool poll_core(struct sched *S, struct sched_core *c)
+{
+    if (c->done_reg == c->next_reg)
+        return false;
+    /* acquire (in simdev): pairs with the core's release of FIN, so the
+     * kernels' writes and ctx.failure are visible */
+    uint64_t last = rt_cond_id(platform_read_cond(c->regs));
+    if (last < c->done_reg)
+        return false;
+    if (last >= c->next_reg)
+        last = c->next_reg - 1; /* never the case: a core finishes only what was rung */
+    /* The time per dispatch, for the choice between parked cores and
+     * queueing (RT_WAKE_WORTH_NS): since the first of these ids started,
+     * shared by them; a mean over about the last eight samples, taken in
+     * one busy period of RT_TIME_EVERY (a clock read costs tens of ns
+     * under a paravirtualised clock, and short tasks change the period
+     * every task); a period that is not timed starts its timing at one
+     * poll in RT_TIME_EVERY, so that a core kept busy for good still
+     * samples (tasks that grow long must be seen to). */
+    if (c->timed) {
+        uint64_t now = platform_clock_ns();
+        uint64_t sample = (now - c->busy_since) / (last - c->done_reg + 1);
+        S->task_ns = S->task_ns ? S->task_ns - S->task_ns / 8 + sample / 8 : sample;
+        c->busy_since = now;
+    } else if (++c->untimed_polls % RT_TIME_EVERY == 0) {
+        c->busy_since = platform_clock_ns(); /* the ids after `last` are timed from here */
+        c->timed = true;
+    }
+    for (; c->done_reg <= last; c->done_reg++)
+        finish(S, c, c->done_reg);
+    if (c->done_reg == c->next_reg)
+        atomic_fetch_sub_explicit(&S->run->cores_running, 1, memory_order_relaxed);
+    return true;
+}
+
+static uint32_t lane_kernel_index(uint32_t lane_bit)
+{
+    return lane_bit == RT_LANE_AIC ? 0 : lane_bit == RT_LANE_AIV0 ? 1 : 2;
+}
+
+static void run_block_on_unit(struct sched *S, uint32_t shape, uint32_t unit, struct rt_slot *s,
+                              uint32_t block)
+{
+    if (shape != RT_SHAPE_MIX) {
+        dispatch_block(S, &S->cores[unit], s, block, shape == RT_SHAPE_AIC ? 0 : 1);
+        return;
+    }
+    uint32_t *cl = S->clusters[unit];
+    for (uint32_t l = 0; l < 3; l++) {
+        uint32_t bit = 1u << l;
+        if (s->lanes & bit)
+            dispatch_block(S, &S->cores[cl[l]], s, block, lane_kernel_index(bit));
+    }
+}
+
+/* Dispatches ready tasks of `shape` onto the free units of `pass`. True
+ * if any went. */
+static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
+{
+    struct rt_run *run = S->run;
+    uint32_t units[SIMDEV_MAX_CORES];
+    bool any = false;
+    bool queue = pass == UNITS_QUEUE;
+    /* Nothing of this shape for this scheduler: no look at its cores. */
+    if (!S->has_shape[shape] ||
+        (!S->held[shape] && !rt_rq_maybe_nonempty(&run->ready[shape]) &&
+         (queue || S->index != run->sync_owner[shape] ||
+          !rt_rq_maybe_nonempty(&run->sync_ready[shape]))))
+        return false;
+    for (;;) {
+        uint32_t n = rt_sched_free_units(S, shape, pass, units);
+        if (n == 0)
+            return any;
+        struct rt_slot *s = S->held[shape];
+        if (s) {
+            if (queue || n < s->block_num)
+                return any; /* the held sync-start task waits for idle units */
+            S->held[shape] = NULL;
+        } else {
+            s = NULL;
+            if (!queue && S->index == run->sync_owner[shape])
+                s = rt_rq_pop(&run->sync_ready[shape]);
+            if (s && n < s->block_num) {
+                /* Hold it, and give this shape's units to nothing else
+                 * until enough of them are idle at once. */
+                S->held[shape] = s;
+                return any;
+            }
+            if (!s)
+                s = rt_rq_pop(&run->ready[shape]);
+            if (!s)
+                return any;
+        }
+        if (pass == UNITS_AWAKE && s->block_num > 1 && !s->sync_start)
+            n = rt_sched_free_units(S, shape, UNITS_ANY, units); /* wide work: every idle core */
+        uint32_t want = s->sync_start ? s->block_num : n;
+        uint32_t first = atomic_fetch_add_explicit(&s->next_block, want, memory_order_relaxed);
+        if (first >= s->block_num)
+            continue; /* another thread claimed the rest */
+        uint32_t count = s->block_num - first < want ? s->block_num - first : want;
+        if (first + count < s->block_num)
+            rt_rq_push(&run->ready[shape], s); /* the next wave */
+        for (uint32_t b = 0; b < count; b++)
+            run_block_on_unit(S, shape, units[b], s, first + b);
+        any = true;
+    }
+}
+
+static bool dispatch_all(struct sched *S)
+{
+    struct rt_run *run = S->run;
+    bool any = false;
+    struct rt_slot *s;
+    while ((s = rt_rq_pop(&run->ready[RT_SHAPE_DUMMY]))) {
+        rt_task_complete(run, s, NULL);
+        S->completions++;
+        any = true;
+    }
+    any |= dispatch_shape(S, RT_SHAPE_MIX, UNITS_ANY);
+    any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_AWAKE);
+    any |= dispatch_shape(S, RT_SHAPE_AIV, UNITS_AWAKE);
+    /* Keep busy cores fed: a queued id starts the moment the one before it
+     * finishes, without a round trip through this loop. */
+    any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_QUEUE);
+    any |= dispatch_shape(S, RT_SHAPE_AIV, UNITS_QUEUE);
+    /* Parked cores last, and only when what is left needs them. */
+    if (rt_sched_wake_parked(S, RT_SHAPE_AIC))
+        any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_ANY);
+    if (rt_sched_wake_parked(S, RT_SHAPE_AIV))
+        any |= dispatch_shape(S, RT_SHAPE_AIV, UNITS_ANY);
+    return any;
+}
+
+/*
+ * Places the tasks that core `c`'s completions just made ready, ahead of
+ * everything queued (ready order: what a completion releases lies on the
+ * critical path): the first that fits runs next on `c` itself, the others
+ * on other idle cores of their type that are not parked, then queued
+ * behind a busy core's running id; what finds no room goes to its ready
+ * queue (where a parked core is woken for it only as rt_sched_wake_parked
+ * says).
+ */
+static void place_released(struct sched *S, struct sched_core *c)
+{
+    struct rt_run *run = S->run;
+    uint32_t units[SIMDEV_MAX_CORES];
+    for (uint32_t k = 0; k < S->released.count; k++) {
+        struct rt_slot *s = S->released.slot[k];
+        uint32_t type = s->shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
+        struct sched_core *to = NULL;
+        if (c->type == type && sched_core_idle(c) &&
+            (!sched_tasks_short(S) || !sched_core_parked(c)) &&
+            !S->held[s->shape]) {
+            to = c;
+        } else if (!S->held[s->shape]) {
+            uint32_t n = rt_sched_free_units(S, s->shape, UNITS_AWAKE, units);
+            if (!n)
+                n = rt_sched_free_units(S, s->shape, UNITS_QUEUE, units);
+            if (n)
+                to = &S->cores[units[0]];
+        }
+        if (!to) {
+            rt_task_ready(run, s);
+            continue;
+        }
+        /* Single-block and in no queue: nobody else can claim it. */
+        atomic_store_explicit(&s->next_block, 1, memory_order_relaxed);
+        dispatch_block(S, to, s, 0, s->shape == RT_SHAPE_AIC ? 0 : 1);
+    }
+    S->released.count = 0;
+}
+
+/*
+ * One step: apply every owned core's condition word (placing what each
+ * core's completions released), then dispatch what is queued onto what is
+ * free. Caller holds the token. A step that finds the run finished (the
+ * orchestrator done, every task completed) ends the round of this
+ * scheduler's cores at once, on whichever thread runs it: the core whose
+ * FIN completed the last task sees its EXIT on return from this step, and
+ * a parked core is woken now rather than after the scheduler's own thread
+ * has woken for the end (one wake-up less on the way to the run's end;
+ * rt_schedule's rt_sched_exit_cores then finds it done). No task can be
+ * dispatched after that: none is left, and a finished run stays finished.
+ */
+void rt_sched_step(struct sched *S)
+{
+    struct rt_run *run = S->run;
+    bool phases = run->config.trace_level >= 3;
+    uint64_t phase_begin = RT_TRACE_CLOCK(phases);
+    bool progress = false;
+    for (uint32_t i = 0; i < S->core_count; i++) {
+        progress |= poll_core(S, &S->cores[i]);
+        if (S->released.count) {
+            if (rt_error(run)) {
+                S->released.count = 0; /* the run is over: they must not run */
+                continue;
+            }
+            place_released(S, &S->cores[i]);
+        }
+    }
+    if (phases)
+        phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin, progress);
+    if (rt_error(run))
+        return;
+    if (dispatch_all(S) && phases)
+        rt_trace_phase(run, S->index, RT_PHASE_DISPATCH, phase_begin);
+    if (!S->exited && rt_run_finished(run))
+        rt_sched_exit_cores(S);
+}
+
+/* Tells every owned core loop in this round to return, once per round (a
+ * step may have done it when the run finished, rt_sched_step). A core still
+ * running a kernel (a failed run) sees the exit after the kernel; a rung
+ * but unacknowledged task is dropped. Cores not JOINED are never rung: they
+ * left the round, or will find it left (rendezvous.c). */
+void rt_sched_exit_cores(struct sched *S)
+{
+    if (S->exited)
+        return;
+    S->exited = true;
+    for (uint32_t i = 0; i < S->core_count; i++) {
+        struct sched_core *c = &S->cores[i];
+        if (!c->joined)
+            continue;
+        /* model: sched_exit */
+        platform_ring_doorbell(c->regs, rt_doorbell_exit(c->next_reg));
+    }
+}

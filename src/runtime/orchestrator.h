@@ -1,0 +1,21 @@
+/*
+ * runtime/orchestrator.h — the orchestrator thread: building the graph.
+ *
+ * Owns: the entry that runs an orchestration inside the runtime's outer
+ * scope, and the reset of the orchestrator's state for a new run. The
+ * orchestrator thread only: no other role calls into it.
+ */
+#ifndef SIMPLER_RUNTIME_ORCHESTRATOR_H
+#define SIMPLER_RUNTIME_ORCHESTRATOR_H
+
+#include "simpler/orchestration.h"
+
+struct rt_run;
+
+/* Orchestrator thread: runs the entry inside scope 0. */
+void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
+                    const struct simpler_orch_args *args);
+/* Prepares the orchestrator's state for a new run (after the rings). */
+void rt_orchestrator_init(struct rt_run *run);
+
+#endif /* SIMPLER_RUNTIME_ORCHESTRATOR_H */

@@ -1,0 +1,154 @@
+/*
+ * runtime/run.h — one run's shared state, at the start of its arena.
+ *
+ * Owns: struct rt_run, the state every role of a run shares (the
+ * orchestrator, the schedulers, the core loops), and its small inline
+ * accessors: the run's failure latch and a slot's payload. Who writes each
+ * field is stated next to it. Must not hold behaviour: run init and the
+ * result block are aicpu_program.c's, each role's work its own module's.
+ *
+ * Threads: one orchestrator (the last AICPU thread of the launch), one or
+ * more schedulers (the others), the core loop on every AICore.
+ */
+#ifndef SIMPLER_RUNTIME_RUN_H
+#define SIMPLER_RUNTIME_RUN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/cpu.h"
+#include "runtime/layout.h"
+#include "runtime/ready_queue.h"
+#include "runtime/ring.h"
+#include "runtime/runtime.h"
+#include "runtime/scope.h"
+#include "runtime/task.h"
+#include "runtime/tensormap.h"
+#include "runtime/wait.h"
+#include "simpler/device_fn.h"
+#include "simpler/kernel.h"
+#include "simpler/orchestration.h"
+
+struct rt_dispatch;
+struct rt_rendezvous;
+struct rt_sched;
+struct simdev_core_regs;
+
+/* One run's shared state, at the start of the arena. */
+struct rt_run {
+    struct simpler_orch handle; /* first: the orchestration's view */
+    struct rt_config config;
+    int device;
+    uint32_t aic_count, aiv_count, cluster_count, core_count;
+    uint32_t schedulers;
+    uint64_t generation; /* this run's launch generation */
+    const simpler_kernel_fn *kernels;
+    uint32_t kernel_count;
+    struct rt_dispatch *dispatch; /* [core_count][RT_CORE_QUEUE] */
+    struct rt_rendezvous *rendezvous; /* [core_count], zeroed by the launch chain */
+    struct rt_sched *scheds;      /* [schedulers]: each scheduler's token and step state */
+
+    struct rt_ring rings[RT_RINGS];
+    struct rt_ready_queue ready[RT_SHAPES];
+    /* Sync-start tasks, served only by sync_owner[shape]: the scheduler
+     * owning the most units of the shape (sync_units of them), so a task
+     * that passed the submit check always fits where it is popped. */
+    struct rt_ready_queue sync_ready[RT_SHAPES];
+    /* The arena_nonce of the run that last ended clean on this arena with
+     * every queue above empty; 0 while a run is on (aicpu_program.c). */
+    uint64_t rq_token;
+    uint32_t sync_owner[RT_SHAPES];
+    uint32_t sync_units[RT_SHAPES];
+
+    /* Orchestrator only. */
+    struct rt_tensormap tensormap;
+    struct rt_scope scopes[SIMPLER_SCOPE_MAX_DEPTH];
+    uint32_t scope_depth; /* open scopes */
+    uint64_t next_scope_serial;
+    struct rt_slot **scope_tasks;
+    uint32_t scope_task_top;
+    uint32_t scope_task_capacity;
+    struct rt_slot **fanin_scratch; /* max_fanin producers of the task being submitted */
+    uint32_t *fanin_sources;        /* RT_EDGE_* per scratch entry */
+    uint32_t fanin_n;
+    uint64_t tasks_submitted_local;
+    uint64_t edges;
+    uint64_t ring_waits;
+    uint32_t tensormap_live_peak;
+
+    /* Shared. Each group on its own line: written by different threads. */
+    _Alignas(RT_CACHELINE) _Atomic int32_t error; /* first positive code wins */
+    _Atomic uint32_t stall_class;
+    _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_completed;
+    _Atomic uint64_t subtasks_dispatched;
+    _Atomic uint32_t cores_running; /* cores holding a running task, all schedulers */
+    /* Written by every submit, read by the watchdog and the run's end only. */
+    _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_submitted; /* orchestrator, release */
+    /* Read by every completion and retirement, written by the orchestrator
+     * only when it ends or waits: its own line, so that the submits'
+     * writes above do not take it from the cores' caches. */
+    _Alignas(RT_CACHELINE) _Atomic uint32_t orch_done;      /* orchestrator, release */
+    _Atomic uint32_t orch_waiting; /* orchestrator is (about to be) blocked */
+    /* What a blocked orchestrator waits for, stored before orch_waiting
+     * (release): 0 = any change (signal on every completion and
+     * retirement); else RT_ORCH_WAIT_SLOTS(ring, alive) = task slots of
+     * `ring`, which need last_alive >= alive (signal only then). */
+    _Atomic uint64_t orch_wait_target;
+    _Alignas(RT_CACHELINE) _Atomic uint64_t init_generation;
+    _Atomic uint32_t threads_finished;
+    /* Per core, written once a round by its core loop (release) when it
+     * starts fetching work while idle (core_loop.c), read by a submit that
+     * decides whether it must run a step (rt_sched_publish). */
+    _Alignas(RT_CACHELINE) _Atomic uint32_t core_pulling[SIMDEV_MAX_CORES];
+    struct simdev_core_regs *core_regs[SIMDEV_MAX_CORES]; /* for platform_hint_core_parked */
+};
+
+/* Latches `code` (positive) as the run's error if none is latched yet, and
+ * wakes every waiting AICPU thread so it sees the failure at once. Returns
+ * true when this call latched it. */
+static inline bool rt_fail(struct rt_run *run, int32_t code)
+{
+    int32_t none = 0;
+    if (!atomic_compare_exchange_strong_explicit(&run->error, &none, code, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return false;
+    rt_signal(run);
+    rt_signal_orch(run);
+    return true;
+}
+
+/* The run's latched error (positive), or 0 while it has not failed. */
+static inline int32_t rt_error(struct rt_run *run)
+{
+    return atomic_load_explicit(&run->error, memory_order_acquire);
+}
+
+/* Latches `code` and returns the run's (first) error, negated: what an
+ * orchestrator-side call returns once the run has failed. */
+static inline int rt_fail_negated(struct rt_run *run, int32_t code)
+{
+    rt_fail(run, code);
+    return -rt_error(run);
+}
+
+/* True once the orchestrator has finished and every task has completed. */
+static inline bool rt_run_finished(struct rt_run *run)
+{
+    /* seq_cst: pairs with the completer's seq_cst increment of
+     * tasks_completed and its look at orch_done (rt_task_complete): either
+     * it sees orch_done and signals, or we see its completion here */
+    if (!atomic_load_explicit(&run->orch_done, memory_order_seq_cst))
+        return false;
+    return atomic_load_explicit(&run->tasks_completed, memory_order_seq_cst) ==
+           atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
+}
+
+/* The cold payload of the task in `s`. */
+static inline struct rt_task *rt_slot_task(struct rt_run *run, struct rt_slot *s)
+{
+    struct rt_ring *r = &run->rings[s->ring];
+    return &r->tasks[s - r->slots];
+}
+
+#endif /* SIMPLER_RUNTIME_RUN_H */

@@ -1,0 +1,115 @@
+/*
+ * runtime/scheduler.h — the schedulers: ready tasks onto the cores.
+ *
+ * Owns: which scheduler owns which core, one scheduler's state (struct
+ * sched: its cores and what is in flight on each), the scheduler thread's
+ * entry and the exit of the cores a scheduler never met. The other
+ * scheduler files share the state: dispatch.h (the step), placement.h
+ * (which core gets a task), step_token.h (who runs the step),
+ * watchdog.h (the own thread's watch).
+ */
+#ifndef SIMPLER_RUNTIME_SCHEDULER_H
+#define SIMPLER_RUNTIME_SCHEDULER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/core_regs.h"
+#include "runtime/entries.h"
+#include "runtime/layout.h"
+#include "runtime/task.h"
+#include "simpler/device_fn.h"
+
+struct rt_run;
+struct simdev_core_regs;
+
+/*
+ * Core ownership: scheduler thread t of n owns AIC core i when i % n == t,
+ * and AIV core j (core id aic_count + j) with the cluster j / 2 when that
+ * cluster exists (so a cluster {AIC c, AIV 2c, AIV 2c+1} has one owner),
+ * else when j % n == t.
+ */
+static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
+                                     uint32_t schedulers, uint32_t core_id)
+{
+    if (core_id < aic_count)
+        return core_id % schedulers;
+    uint32_t j = core_id - aic_count;
+    return j / 2 < cluster_count ? (j / 2) % schedulers : j % schedulers;
+}
+
+/* How many dispatch ids a step keeps published and unfinished on one core
+ * (at most RT_CORE_QUEUE): the one running and those queued behind it,
+ * which the core starts the moment the one before finishes, without a
+ * round trip through a step. */
+#ifndef RT_CORE_DEPTH
+#define RT_CORE_DEPTH 2u
+#endif
+_Static_assert(RT_CORE_DEPTH >= 1 && RT_CORE_DEPTH <= RT_CORE_QUEUE, "payload slots per core");
+
+/* sched_core.cluster of a core that is part of no cluster. */
+#define RT_NO_CLUSTER UINT32_MAX
+
+/* One owned core, as its scheduler's steps see it. */
+struct sched_core {
+    uint32_t id;
+    uint32_t type;    /* enum simdev_core_type */
+    uint32_t cluster; /* RT_NO_CLUSTER when not part of one */
+    struct simdev_core_regs *regs;
+    uint64_t next_reg; /* the next dispatch id */
+    uint64_t done_reg; /* ids below it are finished and applied; [done_reg, next_reg) in flight */
+    struct rt_slot *inflight[RT_CORE_QUEUE]; /* by rt_payload_index of the id */
+    uint64_t busy_since; /* when the oldest id in flight started, about (simdev clock) */
+    uint32_t busy_periods; /* idle-to-busy changes, to time one in RT_TIME_EVERY */
+    uint32_t untimed_polls; /* polls while busy and not timed, likewise */
+    bool timed;             /* busy_since is set: the next poll takes a sample */
+    bool joined;  /* in this round with its core loop (rendezvous.c): may ring it */
+    bool waiting; /* arrived first, the core loop not yet */
+};
+
+/* One scheduler's step state, in the arena (inside struct rt_sched,
+ * step_token.c): touched only by the holder of the scheduler's token. */
+struct sched {
+    struct rt_run *run;
+    uint32_t index;
+    uint32_t core_count;
+    struct sched_core cores[SIMDEV_MAX_CORES];
+    uint32_t cluster_count;
+    uint32_t clusters[SIMDEV_MAX_CORES][3]; /* indices into cores: AIC, AIV0, AIV1 */
+    struct rt_slot *held[RT_SHAPES];        /* a sync-start task waiting for room */
+    /* Subtasks this scheduler dispatched: written by the token's holder,
+     * read (relaxed) by the watchdog without the token. */
+    _Atomic uint64_t dispatched;
+    uint32_t completions; /* tasks completed by steps (token holder only) */
+    struct rt_released released; /* made ready by the completions of one poll */
+    bool has_shape[RT_SHAPES];   /* owns a unit that can run tasks of this shape */
+    uint64_t backlog_since[RT_SHAPES]; /* when a step first saw RT_WAKE_BACKLOG queued; 0: not */
+    uint64_t task_ns; /* running mean of a dispatch's time on a core; 0: none finished yet */
+    bool exited; /* every owned core has been rung EXIT (rt_sched_exit_cores) */
+};
+
+/* True when nothing is in flight on core `c`. */
+static inline bool sched_core_idle(const struct sched_core *c)
+{
+    return c->done_reg == c->next_reg;
+}
+
+/* Busy, with room for one more id behind the running one. */
+static inline bool sched_core_can_queue(const struct sched_core *c)
+{
+    uint64_t inflight = c->next_reg - c->done_reg;
+    return inflight > 0 && inflight < RT_CORE_DEPTH;
+}
+
+/* Scheduler thread `index` of run->schedulers: the handshake with its
+ * cores, its watch until the run ends (watchdog.c), their exit. */
+void rt_schedule(struct rt_run *run, uint32_t index);
+
+/* For a scheduler that never saw the run initialised: settles the round of
+ * every core it would have owned (ends a waiting core loop, leaves the
+ * round of one that has not arrived), from the launch arguments and the
+ * topology alone. */
+void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, uint32_t index);
+
+#endif /* SIMPLER_RUNTIME_SCHEDULER_H */
