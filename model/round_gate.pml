@@ -21,7 +21,7 @@
  *   - Failures: RoundBegin, Program and CoreLoop may each fail as they
  *     execute (the op never starts; later ops of its lane are skipped with
  *     the error, a record hands it on), in every combination.
- *   - The rendezvous word (src/runtime/round.c): EMPTY, CORE_ARRIVED,
+ *   - The rendezvous word (src/runtime/rendezvous.c): EMPTY, CORE_ARRIVED,
  *     SCHED_ARRIVED, JOINED, CORE_LEFT, SCHED_LEFT; each move one CAS; a
  *     waiting party may leave at its deadline at any time (its deadline is
  *     not modelled as a time: leaving is always enabled, so every
@@ -74,7 +74,7 @@ inline Untouch() { touching-- }
 /* The scheduler's half of the rendezvous (scheduler.c), inside Program. */
 inline SchedHalf(r, joined, waiting) {
     Touch(r);
-    atomic {                                   /* rt_round_arrive */
+    atomic {                                   /* rt_rendezvous_arrive */
         if
         :: word == CORE_ARRIVED -> word = JOINED; joined = true
         :: word == CORE_LEFT -> skip                    /* partner left: leave */
@@ -85,7 +85,7 @@ inline SchedHalf(r, joined, waiting) {
     :: waiting ->
         do
         :: atomic { word == JOINED -> joined = true; break }
-        :: atomic { word == SCHED_ARRIVED -> word = SCHED_LEFT; break } /* rt_round_leave */
+        :: atomic { word == SCHED_ARRIVED -> word = SCHED_LEFT; break } /* rt_rendezvous_leave */
         od
     :: else -> skip
     fi;
@@ -99,7 +99,7 @@ inline SchedHalf(r, joined, waiting) {
 /* The core loop's half (core_loop.c). */
 inline CoreHalf(r, joined, waiting) {
     Touch(r);
-    atomic {                                   /* rt_round_arrive */
+    atomic {                                   /* rt_rendezvous_arrive */
         if
         :: word == SCHED_ARRIVED -> word = JOINED; joined = true
         :: word == SCHED_LEFT -> skip
@@ -110,7 +110,7 @@ inline CoreHalf(r, joined, waiting) {
     :: waiting ->
         do
         :: atomic { word == JOINED -> joined = true; break }
-        :: atomic { word == CORE_ARRIVED -> word = CORE_LEFT; break } /* rt_round_leave */
+        :: atomic { word == CORE_ARRIVED -> word = CORE_LEFT; break } /* rt_rendezvous_leave */
         od
     :: else -> skip
     fi;

@@ -25,11 +25,6 @@
 #include "runtime/wait.h"
 #include "simpler/status.h"
 
-static int fail(struct rt_run *run, int32_t code)
-{
-    return rt_fail_negated(run, code);
-}
-
 void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i, uint8_t *base,
                   const struct rt_layout *l)
 {
@@ -216,7 +211,7 @@ static bool orch_wait_done(void *arg)
     if (w->structural) {
         int32_t code = w->structural(run, w->arg);
         if (code) {
-            w->rc = fail(run, code);
+            w->rc = rt_fail_negated(run, code);
             return true;
         }
     }
@@ -254,9 +249,9 @@ int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
     w.deadline = platform_clock_ns() + w.timeout_ns;
     int rc = rt_wait_until(run->device, RT_NOTIFY_ORCH, orch_wait_done, &w, &w.deadline);
     if (rc == PTO_RUNTIME_ERR_TIMEOUT)
-        rc = fail(run, timeout_code);
+        rc = rt_fail_negated(run, timeout_code);
     else if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
-        rc = fail(run, SIMPLER_ORCH_ERR_RING_TIMEOUT);
+        rc = rt_fail_negated(run, SIMPLER_ORCH_ERR_RING_TIMEOUT);
     else
         rc = w.rc;
     atomic_store_explicit(&run->orch_waiting, 0, memory_order_relaxed);
@@ -449,7 +444,7 @@ int rt_ring_reserve_task(struct rt_run *run, uint32_t ring, uint64_t heap_need,
     struct rt_ring *r = &run->rings[ring];
     struct alloc_req q = {.ring = ring, .want = 1, .heap_need = heap_need};
     if (q.heap_need > r->heap_bytes)
-        return fail(run, SIMPLER_ORCH_ERR_HEAP_DEADLOCK); /* can never fit */
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_HEAP_DEADLOCK); /* can never fit */
     if (!slot_free(run, &q)) {
         run->ring_waits++;
         q.want = slots_to_wait_for(run, r, ring);
@@ -479,7 +474,7 @@ int rt_ring_reserve_deps(struct rt_run *run, uint32_t ring, uint64_t need)
     struct rt_ring *r = &run->rings[ring];
     struct dep_req dq = {.ring = ring, .need = need};
     if (dq.need > r->dep_capacity)
-        return fail(run, SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW);
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW);
     if (!deps_fit(run, &dq)) {
         run->ring_waits++;
         int rc = rt_orch_block(run, deps_fit, &dq, deps_structural, run->config.ring_timeout_ms,

@@ -48,17 +48,6 @@ void rt_slot_unlock(struct rt_slot *s)
     atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
-void rt_signal(struct rt_run *run)
-{
-    platform_cond_signal(run->device);
-    platform_notify_signal(run->device, RT_NOTIFY_SCHED);
-}
-
-void rt_signal_orch(struct rt_run *run)
-{
-    platform_notify_signal(run->device, RT_NOTIFY_ORCH);
-}
-
 void rt_slot_release(struct rt_run *run, struct rt_slot *s)
 {
     uint32_t ring = s->ring;
@@ -151,7 +140,7 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released 
         pos = d->next;
         rt_slot_release(run, d->slot);
     }
-    /* seq_cst: pairs with run_finished (scheduler.c) — either the
+    /* seq_cst: pairs with rt_run_finished (run.h) — either the
      * scheduler's own thread sees this completion, or we see orch_done and
      * wake it for the run's end. */
     uint64_t completed =

@@ -8,9 +8,11 @@
  * waiting for ring space or a producer): read the sequence it sleeps on,
  * look at the condition, give up at the deadline, sleep until the sequence
  * moves. Knows nothing of what it waits for; each caller names, at the
- * call, who ends its wait.
+ * call, who ends its wait. Also the two wakers (rt_signal,
+ * rt_signal_orch) that end such waits.
  */
 #include "platform/platform.h"
+#include "runtime/run.h"
 #include "runtime/wait.h"
 #include "simpler/status.h"
 
@@ -37,4 +39,15 @@ int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
         if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
+}
+
+void rt_signal(struct rt_run *run)
+{
+    platform_cond_signal(run->device);
+    platform_notify_signal(run->device, RT_NOTIFY_SCHED);
+}
+
+void rt_signal_orch(struct rt_run *run)
+{
+    platform_notify_signal(run->device, RT_NOTIFY_ORCH);
 }

@@ -1,5 +1,5 @@
 /*
- * test_round.c — the rendezvous at the start of a round
+ * test_rendezvous.c — the rendezvous at the start of a round
  * (src/runtime/rendezvous.c): every order of arrivals and deadlines
  * between a core loop and its scheduler ends with both in the round or
  * both out of it, never one waiting for a partner that left.
