@@ -3,7 +3,7 @@
  * where each identity's half sits in it.
  *
  * Owns: the context's layout (the common part, the program-mode half, the
- * kernel-mode half as struct sp_kernel from kernel_mode.h), the counters,
+ * kernel-mode half as struct sp_kernel_mode from kernel_mode.h), the counters,
  * the identity ops table, and the init arguments both identities check.
  * Not public API.
  *
@@ -95,7 +95,7 @@ struct simpler_context {
     };
 
     /* ---- the kernel-mode half (kernel_mode.c); zero in a program context. */
-    struct sp_kernel kernel;
+    struct sp_kernel_mode kernel;
 };
 
 /* The checks of a context config: 0 or INVALID_ARGUMENT. */

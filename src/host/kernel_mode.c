@@ -33,7 +33,7 @@
  * is live. */
 static _Atomic uint64_t next_generation;
 
-uint64_t sp_kernel_fresh_generation(void)
+uint64_t sp_kernel_mode_fresh_generation(void)
 {
     uint64_t expected = 0;
     atomic_compare_exchange_strong(&next_generation, &expected, simdev_clock_ns() << 8);
@@ -52,7 +52,7 @@ static int on_own_device(const struct simpler_context *ctx)
     return current == ctx->device ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
 }
 
-int sp_kernel_ready(struct simpler_context *ctx, bool launch)
+int sp_kernel_mode_ready(struct simpler_context *ctx, bool launch)
 {
     int rc = sp_latch_require(&ctx->latch, SP_IDENTITY_KERNEL);
     if (rc)
@@ -116,7 +116,7 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx)
 /* The context's own streams, in creation order. */
 static void own_streams(struct simpler_context *ctx, simdev_stream_t *out[OWN_STREAMS])
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     simdev_stream_t *streams[OWN_STREAMS] = {&ctx->control, &k->chain.aicpu, &k->chain.aicore,
                                              &k->capture_aicpu, &k->capture_aicore};
     memcpy(out, streams, sizeof streams);
@@ -125,7 +125,7 @@ static void own_streams(struct simpler_context *ctx, simdev_stream_t *out[OWN_ST
 /* The chain's events, in creation order. */
 static void own_events(struct simpler_context *ctx, simdev_event_t *out[OWN_EVENTS])
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     simdev_event_t *events[OWN_EVENTS] = {&k->chain.start, &k->chain.aicore_start,
                                           &k->chain.aicore_done, &k->chain.aicpu_done,
                                           &k->chain.serial_tail};
@@ -136,7 +136,7 @@ static void own_events(struct simpler_context *ctx, simdev_event_t *out[OWN_EVEN
 static void own_memory(struct simpler_context *ctx, void **out[OWN_MEMORY],
                        size_t bytes[OWN_MEMORY])
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     void **memory[OWN_MEMORY] = {&ctx->arena, (void **)&k->result, (void **)&k->args,
                                  (void **)&k->binding};
     size_t sizes[OWN_MEMORY] = {ctx->arena_bytes, sizeof *k->result, sizeof *k->args,
@@ -149,15 +149,15 @@ static void own_memory(struct simpler_context *ctx, void **out[OWN_MEMORY],
 
 /* Sizes the arena and the binding, and allocates the binding's host image
  * (*image, the caller frees it): nothing on the device yet. */
-static int size_resources(struct simpler_context *ctx, struct rt_kernel_binding **image)
+static int size_resources(struct simpler_context *ctx, struct rt_kernel_mode_binding **image)
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     struct rt_config capacity;
     rt_config_from_public(&ctx->config.run_capacity, &capacity);
     int rc = rt_arena_bytes(&capacity, &ctx->topo, &ctx->arena_bytes);
     if (rc)
         return rc;
-    k->binding_bytes = rt_kernel_binding_bytes(ctx->config.max_callables);
+    k->binding_bytes = rt_kernel_mode_binding_bytes(ctx->config.max_callables);
     if (!k->binding_bytes)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (!(*image = sp_host_calloc(1, k->binding_bytes)))
@@ -203,9 +203,9 @@ static int create_memory(struct simpler_context *ctx)
 /* Writes the zeroed result block and the binding (from `image`), and
  * registers the binding with the device registry (waiting on the control
  * stream). */
-static int create_registration(struct simpler_context *ctx, struct rt_kernel_binding *image)
+static int create_registration(struct simpler_context *ctx, struct rt_kernel_mode_binding *image)
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     image->context_generation = k->generation;
     image->device = ctx->device;
     image->arena = ctx->arena;
@@ -219,7 +219,7 @@ static int create_registration(struct simpler_context *ctx, struct rt_kernel_bin
     if ((rc = simdev_memcpy(k->result, &empty_result, sizeof empty_result,
                             SIMDEV_COPY_HOST_TO_DEVICE)) ||
         (rc = simdev_memcpy(k->binding, image, k->binding_bytes, SIMDEV_COPY_HOST_TO_DEVICE)) ||
-        (rc = rt_kernel_register_enqueue(ctx->control, k->binding, k->generation)))
+        (rc = rt_kernel_mode_register_enqueue(ctx->control, k->binding, k->generation)))
         return rc;
     if ((rc = simdev_stream_sync(ctx->control)))
         rt_stream_drain(ctx->control);
@@ -242,7 +242,7 @@ static int create_gate(struct simpler_context *ctx)
  * anything is created. On failure kernel_release undoes it. */
 static int kernel_create(struct simpler_context *ctx)
 {
-    struct rt_kernel_binding *image = NULL;
+    struct rt_kernel_mode_binding *image = NULL;
     int rc = size_resources(ctx, &image);
     if (!rc && !(rc = create_streams(ctx)) && !(rc = create_events(ctx)) &&
         !(rc = create_memory(ctx)) && !(rc = sp_trace_kernel_create(ctx)) &&
@@ -258,7 +258,7 @@ static int kernel_create(struct simpler_context *ctx)
  * running; only a lost device (nothing to wait for) stops it. */
 static int quiesce_streams(struct simpler_context *ctx, bool lost)
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     simdev_stream_t own[OWN_STREAMS] = {k->chain.aicpu, k->chain.aicore, k->capture_aicpu,
                                         k->capture_aicore, ctx->control};
     int rc;
@@ -272,7 +272,7 @@ static int quiesce_streams(struct simpler_context *ctx, bool lost)
 /* Takes the round gate and destroys it. */
 static int release_gate(struct simpler_context *ctx, bool lost)
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     int rc;
     /* Graphs captured from this context may be replaying on streams the
      * context does not own. Taking the gate waits for the round that holds
@@ -302,14 +302,14 @@ static int release_gate(struct simpler_context *ctx, bool lost)
  * directly). */
 static int release_registration(struct simpler_context *ctx, bool lost)
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     if (lost && k->registered) {
-        rt_kernel_forget_on_lost_device(k->generation, k->binding);
+        rt_kernel_mode_forget_on_lost_device(k->generation, k->binding);
         k->registered = false;
     }
     if (k->registered) {
         int rc;
-        if ((rc = rt_kernel_unregister_enqueue(ctx->control, k->binding, k->generation)) ||
+        if ((rc = rt_kernel_mode_unregister_enqueue(ctx->control, k->binding, k->generation)) ||
             (rc = simdev_stream_sync(ctx->control))) {
             rt_stream_drain(ctx->control);
             return rc;
@@ -404,7 +404,7 @@ static int kernel_release(struct simpler_context *ctx)
 /* The kernel half of simpler_finalize_device. Caller holds ctx->lock. */
 static int kernel_finalize(struct simpler_context *ctx)
 {
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     if (sp_phase_current(&k->phase) == SP_PHASE_NEW)
         return PTO_RUNTIME_ERR_INVALID_STATE; /* never initialised: it may still be */
     int rc = sp_phase_close_begin(&k->phase);
@@ -467,10 +467,10 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
         goto out;
     }
     ctx->identity_ops = &kernel_ops;
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     sp_phase_init_begin(&k->phase);
     k->claimed = true;
-    k->generation = context_generation ? context_generation : sp_kernel_fresh_generation();
+    k->generation = context_generation ? context_generation : sp_kernel_mode_fresh_generation();
     ctx->device = device_id;
     ctx->topo = topo;
     ctx->config = cfg;

@@ -2,7 +2,7 @@
  * host/kernel_mode.h — the kernel-mode half of a context: a context that
  * borrows the caller's device and stream.
  *
- * Owns: struct sp_kernel (embedded in struct simpler_context as
+ * Owns: struct sp_kernel_mode (embedded in struct simpler_context as
  * ctx->kernel), and what kernel_mode_callable.c, kernel_mode_launch.c and
  * tests ask of the kernel-mode context (kernel_mode.c). The entry points themselves are
  * public (simpler.h). Must not be included for program-mode work: nothing
@@ -23,7 +23,7 @@
 struct simpler_context;
 
 /* The kernel-mode half of a context; zero in a program context. */
-struct sp_kernel {
+struct sp_kernel_mode {
     struct sp_phase phase;
     uint64_t generation;               /* the context generation, in every packet */
     uint32_t schedulers;               /* scheduler threads of every round */
@@ -39,7 +39,7 @@ struct sp_kernel {
     const struct rt_launch_ops *launch_ops; /* rt_launch_simdev_ops; tests may swap it */
     struct rt_run_result *result;      /* device: the round's result block */
     struct simpler_orch_args *args;    /* device: the round's decoded arguments */
-    struct rt_kernel_binding *binding; /* device: what the device may follow */
+    struct rt_kernel_mode_binding *binding; /* device: what the device may follow */
     size_t binding_bytes;
     int32_t next_id;                   /* the next callable id minted */
     uint64_t next_slot_generation;
@@ -53,10 +53,10 @@ struct sp_kernel {
  * phase (a launch when `launch`, else a prepare), on the calling thread's
  * current device, device not lost (a lost one poisons the phase). 0,
  * INVALID_STATE, the poison cause or DEVICE_LOST. Caller holds ctx->lock. */
-int sp_kernel_ready(struct simpler_context *ctx, bool launch);
+int sp_kernel_mode_ready(struct simpler_context *ctx, bool launch);
 
 /* A context or round generation: distinct within the process, never 0. */
-uint64_t sp_kernel_fresh_generation(void);
+uint64_t sp_kernel_mode_fresh_generation(void);
 
 /* ------------------------------------------------------------ for tests */
 

@@ -44,8 +44,8 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
                           int32_t *callable_id)
 {
     pthread_mutex_lock(&ctx->lock);
-    struct sp_kernel *k = &ctx->kernel;
-    int rc = sp_kernel_ready(ctx, false);
+    struct sp_kernel_mode *k = &ctx->kernel;
+    int rc = sp_kernel_mode_ready(ctx, false);
     struct sp_callable *c = NULL;
     if (rc)
         goto out;
@@ -67,7 +67,7 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
     }
     /* The slot the device checks every packet against: written before the
      * id exists for anyone, never rewritten. */
-    struct rt_kernel_slot slot;
+    struct rt_kernel_mode_slot slot;
     memset(&slot, 0, sizeof slot);
     slot.generation = ++k->next_slot_generation;
     slot.record = c->record;

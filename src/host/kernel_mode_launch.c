@@ -44,8 +44,8 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
         args->scalar_count > SIMPLER_ORCH_MAX_SCALARS)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
-    struct sp_kernel *k = &ctx->kernel;
-    int rc = sp_kernel_ready(ctx, true);
+    struct sp_kernel_mode *k = &ctx->kernel;
+    int rc = sp_kernel_mode_ready(ctx, true);
     const struct sp_callable *c = rc ? NULL : ctx->callables[callable_id];
     if (!rc && (!c || !c->slot_generation))
         rc = PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
@@ -60,7 +60,7 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
         struct rt_config config;
         rt_config_from_public(&c->config, &config);
         sp_trace_kernel_attach(ctx, callable_id, &config);
-        struct rt_kernel_target target = {k->generation, ctx->arena, ctx->arena_bytes,
+        struct rt_kernel_mode_target target = {k->generation, ctx->arena, ctx->arena_bytes,
                                           k->schedulers};
         /* A launch on a capturing caller stream goes through the capture
          * streams (the same events and gate): the capture pulls those in,
@@ -73,9 +73,9 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
             chain.aicore = k->capture_aicore;
         }
         k->packets_encoded++;
-        k->next_round = sp_kernel_fresh_generation();
+        k->next_round = sp_kernel_mode_fresh_generation();
         bool gate_lost = false;
-        rc = rt_kernel_launch(k->launch_ops ? k->launch_ops : &rt_launch_simdev_ops, &chain,
+        rc = rt_kernel_mode_launch(k->launch_ops ? k->launch_ops : &rt_launch_simdev_ops, &chain,
                               caller_stream, &target, &config, k->next_round, packet,
                               packet_bytes, &gate_lost);
         if (!rc)

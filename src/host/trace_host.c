@@ -174,7 +174,7 @@ int sp_trace_run_release(struct simpler_context *ctx, struct sp_slot *slot)
 
 /* Names and core types of `c`'s kernels, from a host copy of its image
  * (kept in *image_copy: the names point into it). */
-static void read_kernel_names(const struct sp_callable *c, struct sp_dfx_input *in,
+static void read_kernel_names(const struct sp_callable *c, struct sp_trace_input *in,
                               void **image_copy)
 {
     *image_copy = NULL;
@@ -214,9 +214,9 @@ struct collect_request {
 static int collect(struct simpler_context *ctx, const struct collect_request *rq)
 {
     size_t bytes = (size_t)rq->layout->total_bytes;
-    struct sp_dfx_input *in = calloc(1, sizeof *in);
+    struct sp_trace_input *in = calloc(1, sizeof *in);
     void *host = sp_host_aligned_alloc(64, bytes), *image = NULL;
-    struct sp_dfx_model *m = NULL;
+    struct sp_trace_model *m = NULL;
     int rc = in && host ? 0 : PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     if (!rc)
         rc = simdev_memcpy(host, rq->region, bytes, SIMDEV_COPY_DEVICE_TO_HOST);
@@ -230,11 +230,11 @@ static int collect(struct simpler_context *ctx, const struct collect_request *rq
         if (rq->spans)
             memcpy(in->spans, rq->spans, sizeof in->spans);
         read_kernel_names(rq->callable, in, &image);
-        rc = sp_dfx_model_build(in, &m);
+        rc = sp_trace_model_build(in, &m);
     }
     if (!rc)
-        rc = sp_dfx_write_files(m, rq->path);
-    sp_dfx_model_free(m);
+        rc = sp_trace_write_files(m, rq->path);
+    sp_trace_model_free(m);
     free(image);
     free(host);
     free(in);

@@ -59,20 +59,20 @@ int rt_callable_unload_enqueue(simdev_stream_t stream, struct rt_callable_record
     return simdev_launch_aicpu(stream, rt_callable_unload_main, 1, &record, sizeof record);
 }
 
-int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+int rt_kernel_mode_register_enqueue(simdev_stream_t stream, struct rt_kernel_mode_binding *binding,
                                uint64_t generation)
 {
     if (!stream || !binding || !generation)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_kernel_register_args ra = {binding, generation};
-    return simdev_launch_aicpu(stream, rt_kernel_register_main, 1, &ra, sizeof ra);
+    struct rt_kernel_mode_register_args ra = {binding, generation};
+    return simdev_launch_aicpu(stream, rt_kernel_mode_register_main, 1, &ra, sizeof ra);
 }
 
-int rt_kernel_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+int rt_kernel_mode_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_mode_binding *binding,
                                  uint64_t context_generation)
 {
     if (!stream || !binding || !context_generation)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct rt_kernel_register_args ra = {binding, context_generation};
-    return simdev_launch_aicpu(stream, rt_kernel_unregister_main, 1, &ra, sizeof ra);
+    struct rt_kernel_mode_register_args ra = {binding, context_generation};
+    return simdev_launch_aicpu(stream, rt_kernel_mode_unregister_main, 1, &ra, sizeof ra);
 }

@@ -1,7 +1,7 @@
 /*
  * launch/kernel_launch.c — putting one kernel-mode round on the device.
  *
- * Owns: rt_kernel_launch, kernel mode's caller of the launch chain
+ * Owns: rt_kernel_mode_launch, kernel mode's caller of the launch chain
  * (chain.c): the round's device functions and argument blocks (round
  * begin, core loop, program with the packet, status op), its gate and
  * serial tail, and kernel mode's failure policy (refuse before commit,
@@ -23,19 +23,19 @@
  * by the device at enqueue: these live on the launch's stack for the call
  * only. */
 struct kernel_round_blocks {
-    struct rt_kernel_round_args begin;
-    struct rt_kernel_core_args core;
+    struct rt_kernel_mode_round_args begin;
+    struct rt_kernel_mode_core_args core;
     unsigned char program[SIMDEV_MAX_LAUNCH_ARGS]; /* the envelope, then the packet */
     size_t program_bytes;
-    struct rt_kernel_status_args status;
+    struct rt_kernel_mode_status_args status;
 };
 
 /* Fills the argument blocks of the round `round_generation` of `target`. */
-static void blocks_fill(struct kernel_round_blocks *b, const struct rt_kernel_target *target,
+static void blocks_fill(struct kernel_round_blocks *b, const struct rt_kernel_mode_target *target,
                         const struct rt_config *config, uint64_t round_generation,
                         const void *packet, size_t packet_bytes)
 {
-    b->begin = (struct rt_kernel_round_args){target->context_generation, *config};
+    b->begin = (struct rt_kernel_mode_round_args){target->context_generation, *config};
     memset(&b->core, 0, sizeof b->core);
     b->core.context_generation = target->context_generation;
     b->core.la.request.arena = target->arena;
@@ -43,7 +43,7 @@ static void blocks_fill(struct kernel_round_blocks *b, const struct rt_kernel_ta
     b->core.la.request.config = *config;
     b->core.la.generation = round_generation;
     b->core.la.schedulers = target->schedulers;
-    struct rt_kernel_envelope env = {
+    struct rt_kernel_mode_envelope env = {
         .context_generation = target->context_generation,
         .round_generation = round_generation,
         .schedulers = target->schedulers,
@@ -53,7 +53,7 @@ static void blocks_fill(struct kernel_round_blocks *b, const struct rt_kernel_ta
     memcpy(b->program, &env, sizeof env);
     memcpy(b->program + sizeof env, packet, packet_bytes);
     b->program_bytes = sizeof env + packet_bytes;
-    b->status = (struct rt_kernel_status_args){target->context_generation, round_generation};
+    b->status = (struct rt_kernel_mode_status_args){target->context_generation, round_generation};
 }
 
 /* What a kernel-mode round puts on the chain: gated, with a serial tail,
@@ -62,11 +62,11 @@ static struct rt_chain_round kernel_round(const struct kernel_round_blocks *b,
                                           uint32_t schedulers)
 {
     return (struct rt_chain_round){
-        .begin = {rt_kernel_round_begin_fn, 1, &b->begin, sizeof b->begin},
-        .core = {rt_kernel_core_fn, &b->core, sizeof b->core},
-        .program = {rt_kernel_program_fn, schedulers + 1, b->program, b->program_bytes},
-        .status = {rt_kernel_status_fn, 1, &b->status, sizeof b->status},
-        .cancel_fn = rt_kernel_cancel_fn,
+        .begin = {rt_kernel_mode_round_begin_fn, 1, &b->begin, sizeof b->begin},
+        .core = {rt_kernel_mode_core_fn, &b->core, sizeof b->core},
+        .program = {rt_kernel_mode_program_fn, schedulers + 1, b->program, b->program_bytes},
+        .status = {rt_kernel_mode_status_fn, 1, &b->status, sizeof b->status},
+        .cancel_fn = rt_kernel_mode_cancel_fn,
         .gated = true,
         .serial_tail = true,
         .commit_tries = COMMIT_TRIES,
@@ -107,15 +107,15 @@ static void refuse(const struct rt_launch_ops *ops, const struct rt_launch_chain
     ops->record_handoff(chain->aicpu_done, chain->aicpu);
 }
 
-int rt_kernel_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
-                     simdev_stream_t caller, const struct rt_kernel_target *target,
+int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
+                     simdev_stream_t caller, const struct rt_kernel_mode_target *target,
                      const struct rt_config *config, uint64_t round_generation,
                      const void *packet, size_t packet_bytes, bool *gate_lost)
 {
     if (gate_lost)
         *gate_lost = false;
     if (!ops || !chain || !caller || !target || !config || !packet ||
-        packet_bytes > SIMDEV_MAX_LAUNCH_ARGS - sizeof(struct rt_kernel_envelope))
+        packet_bytes > SIMDEV_MAX_LAUNCH_ARGS - sizeof(struct rt_kernel_mode_envelope))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct kernel_round_blocks blocks;
     blocks_fill(&blocks, target, config, round_generation, packet, packet_bytes);

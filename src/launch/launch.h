@@ -6,7 +6,7 @@
  * gate, the table of the only device operations a chain may use, and the
  * drain of a stream after a failed enqueue; the two callers of the chain
  * (program mode's launcher and rt_run_enqueue, kernel mode's
- * rt_kernel_launch); the enqueue of the callable loader and of the
+ * rt_kernel_mode_launch); the enqueue of the callable loader and of the
  * kernel-mode registry ops. Runs on the host; reaches the device through
  * include/simpler/device.h only, and the device-side runtime through the
  * entry points of runtime/entries.h.
@@ -128,18 +128,18 @@ int rt_callable_unload_enqueue(simdev_stream_t stream, struct rt_callable_record
 /* Enqueue on `stream` (one AICPU thread) the registration of `binding`
  * (device memory, filled; its context_generation must be `generation`) /
  * its removal. The register op fails with CAPACITY_EXCEEDED when
- * RT_KERNEL_MAX_CONTEXTS contexts are live and INVALID_STATE for a
+ * RT_KERNEL_MODE_MAX_CONTEXTS contexts are live and INVALID_STATE for a
  * generation already live; the removal removes the entry only if it is
  * this binding's (another context's entry of the same generation stays),
  * and succeeds when there is none. */
-int rt_kernel_register_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+int rt_kernel_mode_register_enqueue(simdev_stream_t stream, struct rt_kernel_mode_binding *binding,
                                uint64_t generation);
-int rt_kernel_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_binding *binding,
+int rt_kernel_mode_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_mode_binding *binding,
                                  uint64_t context_generation);
 
-/* What the host of a kernel context hands to rt_kernel_launch: fixed at
+/* What the host of a kernel context hands to rt_kernel_mode_launch: fixed at
  * init except the round generation. */
-struct rt_kernel_target {
+struct rt_kernel_mode_target {
     uint64_t context_generation;
     void *arena;
     size_t arena_bytes;
@@ -174,8 +174,8 @@ struct rt_kernel_target {
  * accept no further round on the chain and close it without taking the
  * gate (destroying it ends every acquire waiting for it).
  */
-int rt_kernel_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
-                     simdev_stream_t caller, const struct rt_kernel_target *target,
+int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
+                     simdev_stream_t caller, const struct rt_kernel_mode_target *target,
                      const struct rt_config *config, uint64_t round_generation,
                      const void *packet, size_t packet_bytes, bool *gate_lost);
 

@@ -31,30 +31,30 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
 
 /* Launch arguments of the kernel-mode device functions (kernel_mode.c,
  * kernel_launch.c). */
-struct rt_kernel_round_args { /* round begin */
+struct rt_kernel_mode_round_args { /* round begin */
     uint64_t context_generation;
     struct rt_config config;
 };
-struct rt_kernel_core_args { /* the core loop */
+struct rt_kernel_mode_core_args { /* the core loop */
     uint64_t context_generation;
     struct rt_launch_args la;
 };
-struct rt_kernel_envelope { /* the AICPU program: followed by the packet */
+struct rt_kernel_mode_envelope { /* the AICPU program: followed by the packet */
     uint64_t context_generation;
     uint64_t round_generation;
     uint32_t schedulers;
     uint32_t packet_bytes;
     struct rt_config config;
 };
-struct rt_kernel_status_args {
+struct rt_kernel_mode_status_args {
     uint64_t context_generation;
     uint64_t round_generation;
 };
-extern const simdev_aicpu_fn rt_kernel_round_begin_fn;
-extern const simdev_aicore_fn rt_kernel_core_fn;
-extern const simdev_aicpu_fn rt_kernel_program_fn;
-extern const simdev_aicpu_fn rt_kernel_status_fn;
-extern const simdev_aicpu_fn rt_kernel_cancel_fn;
+extern const simdev_aicpu_fn rt_kernel_mode_round_begin_fn;
+extern const simdev_aicore_fn rt_kernel_mode_core_fn;
+extern const simdev_aicpu_fn rt_kernel_mode_program_fn;
+extern const simdev_aicpu_fn rt_kernel_mode_status_fn;
+extern const simdev_aicpu_fn rt_kernel_mode_cancel_fn;
 
 /* The AICore side (simdev_aicore_fn). */
 int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size);
@@ -81,14 +81,14 @@ int rt_callable_unload_main(const struct simdev_aicpu_ctx *ctx, const void *args
 
 /* ---------------------------------------------- kernel-mode registry ops */
 
-struct rt_kernel_register_args {
-    struct rt_kernel_binding *binding;
+struct rt_kernel_mode_register_args {
+    struct rt_kernel_mode_binding *binding;
     uint64_t generation;
 };
-/* args: struct rt_kernel_register_args (one AICPU thread each). */
-int rt_kernel_register_main(const struct simdev_aicpu_ctx *ctx, const void *args,
+/* args: struct rt_kernel_mode_register_args (one AICPU thread each). */
+int rt_kernel_mode_register_main(const struct simdev_aicpu_ctx *ctx, const void *args,
                             size_t args_size);
-int rt_kernel_unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args,
+int rt_kernel_mode_unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args,
                               size_t args_size);
 
 #endif /* SIMPLER_RUNTIME_ENTRIES_H */

@@ -33,21 +33,21 @@
  * registry_lock); read lock-free by every round. */
 static struct {
     _Atomic uint64_t generation; /* 0: free */
-    struct rt_kernel_binding *_Atomic binding;
-} registry[RT_KERNEL_MAX_CONTEXTS];
+    struct rt_kernel_mode_binding *_Atomic binding;
+} registry[RT_KERNEL_MODE_MAX_CONTEXTS];
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The binding of live context `generation` on `device`, or NULL. */
-static struct rt_kernel_binding *lookup(uint64_t generation, int device)
+static struct rt_kernel_mode_binding *lookup(uint64_t generation, int device)
 {
     if (!generation)
         return NULL;
-    for (uint32_t i = 0; i < RT_KERNEL_MAX_CONTEXTS; i++) {
-        /* acquire: pairs with the release in rt_kernel_register_main, so the binding
+    for (uint32_t i = 0; i < RT_KERNEL_MODE_MAX_CONTEXTS; i++) {
+        /* acquire: pairs with the release in rt_kernel_mode_register_main, so the binding
          * pointer and the binding's contents are visible */
         if (atomic_load_explicit(&registry[i].generation, memory_order_acquire) != generation)
             continue;
-        struct rt_kernel_binding *b =
+        struct rt_kernel_mode_binding *b =
             atomic_load_explicit(&registry[i].binding, memory_order_acquire);
         /* The entry may have been reused between the two loads: the
          * binding names its own generation. */
@@ -56,9 +56,9 @@ static struct rt_kernel_binding *lookup(uint64_t generation, int device)
     return NULL;
 }
 
-int rt_kernel_register_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+int rt_kernel_mode_register_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
-    struct rt_kernel_register_args ra;
+    struct rt_kernel_mode_register_args ra;
     if (args_size != sizeof ra)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&ra, args, sizeof ra);
@@ -67,18 +67,18 @@ int rt_kernel_register_main(const struct simdev_aicpu_ctx *ctx, const void *args
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&registry_lock);
     int rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED;
-    uint32_t free_entry = RT_KERNEL_MAX_CONTEXTS;
-    for (uint32_t i = 0; i < RT_KERNEL_MAX_CONTEXTS; i++) {
+    uint32_t free_entry = RT_KERNEL_MODE_MAX_CONTEXTS;
+    for (uint32_t i = 0; i < RT_KERNEL_MODE_MAX_CONTEXTS; i++) {
         uint64_t g = atomic_load_explicit(&registry[i].generation, memory_order_relaxed);
         if (g == ra.generation) {
-            free_entry = RT_KERNEL_MAX_CONTEXTS;
+            free_entry = RT_KERNEL_MODE_MAX_CONTEXTS;
             rc = PTO_RUNTIME_ERR_INVALID_STATE; /* that generation is live */
             break;
         }
-        if (!g && free_entry == RT_KERNEL_MAX_CONTEXTS)
+        if (!g && free_entry == RT_KERNEL_MODE_MAX_CONTEXTS)
             free_entry = i;
     }
-    if (free_entry < RT_KERNEL_MAX_CONTEXTS) {
+    if (free_entry < RT_KERNEL_MODE_MAX_CONTEXTS) {
         atomic_store_explicit(&registry[free_entry].binding, ra.binding, memory_order_relaxed);
         /* release: the binding (and what the host copied into it before
          * this op) before the generation; pairs with lookup's acquire */
@@ -92,10 +92,10 @@ int rt_kernel_register_main(const struct simdev_aicpu_ctx *ctx, const void *args
 
 /* Removes the entry of `generation` if it is `binding`'s: a context never
  * removes another's entry, even one that holds the same generation. */
-static void forget(uint64_t generation, const struct rt_kernel_binding *binding)
+static void forget(uint64_t generation, const struct rt_kernel_mode_binding *binding)
 {
     pthread_mutex_lock(&registry_lock);
-    for (uint32_t i = 0; generation && i < RT_KERNEL_MAX_CONTEXTS; i++) {
+    for (uint32_t i = 0; generation && i < RT_KERNEL_MODE_MAX_CONTEXTS; i++) {
         if (atomic_load_explicit(&registry[i].generation, memory_order_relaxed) == generation &&
             atomic_load_explicit(&registry[i].binding, memory_order_relaxed) == binding) {
             atomic_store_explicit(&registry[i].generation, 0, memory_order_release);
@@ -105,10 +105,10 @@ static void forget(uint64_t generation, const struct rt_kernel_binding *binding)
     pthread_mutex_unlock(&registry_lock);
 }
 
-int rt_kernel_unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+int rt_kernel_mode_unregister_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     (void)ctx;
-    struct rt_kernel_register_args ra;
+    struct rt_kernel_mode_register_args ra;
     if (args_size != sizeof ra)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&ra, args, sizeof ra);
@@ -116,17 +116,17 @@ int rt_kernel_unregister_main(const struct simdev_aicpu_ctx *ctx, const void *ar
     return 0;
 }
 
-void rt_kernel_forget_on_lost_device(uint64_t context_generation,
-                                     const struct rt_kernel_binding *binding)
+void rt_kernel_mode_forget_on_lost_device(uint64_t context_generation,
+                                     const struct rt_kernel_mode_binding *binding)
 {
     forget(context_generation, binding);
 }
 
-size_t rt_kernel_binding_bytes(uint32_t slots)
+size_t rt_kernel_mode_binding_bytes(uint32_t slots)
 {
     uint64_t bytes;
-    if (!sp_mul_u64(slots, sizeof(struct rt_kernel_slot), &bytes) ||
-        !sp_add_u64(bytes, sizeof(struct rt_kernel_binding), &bytes) || bytes > SIZE_MAX)
+    if (!sp_mul_u64(slots, sizeof(struct rt_kernel_mode_slot), &bytes) ||
+        !sp_add_u64(bytes, sizeof(struct rt_kernel_mode_binding), &bytes) || bytes > SIZE_MAX)
         return 0;
     return (size_t)bytes;
 }
@@ -141,11 +141,11 @@ static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args
                             size_t args_size)
 {
     /* model: round_gate.pml, RoundBegin (runs holding the round gate) */
-    struct rt_kernel_round_args ra;
+    struct rt_kernel_mode_round_args ra;
     if (args_size != sizeof ra)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&ra, args, sizeof ra);
-    const struct rt_kernel_binding *b = lookup(ra.context_generation, ctx->device);
+    const struct rt_kernel_mode_binding *b = lookup(ra.context_generation, ctx->device);
     if (!b)
         return 0; /* a closed context: the program refuses the round */
     struct platform_topology topo;
@@ -170,20 +170,20 @@ static int round_begin_main(const struct simdev_aicpu_ctx *ctx, const void *args
 /* Copies a core loop's launch arguments into *out and returns its context's
  * binding, or NULL for malformed arguments or a context that is not live
  * (its arena must not be touched). */
-static const struct rt_kernel_binding *live_core_args(const void *args, size_t args_size,
-                                                      int device, struct rt_kernel_core_args *out)
+static const struct rt_kernel_mode_binding *live_core_args(const void *args, size_t args_size,
+                                                      int device, struct rt_kernel_mode_core_args *out)
 {
     if (args_size != sizeof *out)
         return NULL;
     memcpy(out, args, sizeof *out);
-    const struct rt_kernel_binding *b = lookup(out->context_generation, device);
+    const struct rt_kernel_mode_binding *b = lookup(out->context_generation, device);
     return b && b->arena == out->la.request.arena ? b : NULL;
 }
 
 static int core_main(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
 {
     /* model: round_gate.pml, CoreLoop (CoreHalf) */
-    struct rt_kernel_core_args ca;
+    struct rt_kernel_mode_core_args ca;
     if (!live_core_args(args, args_size, ctx->device, &ca))
         return args_size == sizeof ca ? 0 : PTO_RUNTIME_ERR_INTERNAL; /* closed: touch nothing */
     return rt_core_main(ctx, &ca.la, sizeof ca.la);
@@ -193,7 +193,7 @@ static int core_main(const struct simdev_core_ctx *ctx, const void *args, size_t
  * the round of the cores, if the context is still live. */
 static int cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
-    struct rt_kernel_core_args ca;
+    struct rt_kernel_mode_core_args ca;
     if (!live_core_args(args, args_size, ctx->device, &ca))
         return args_size == sizeof ca ? 0 : PTO_RUNTIME_ERR_INTERNAL;
     return rt_round_cancel_main(ctx, &ca.la, sizeof ca.la);
@@ -204,7 +204,7 @@ static int cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, siz
 /* Checks what the orchestrator thread must know before following anything
  * the packet names, and copies the arguments into the round's args block.
  * Returns 0 or the (positive) code that rejects the round. */
-static int32_t accept_packet(const struct rt_kernel_binding *b, const void *packet, size_t bytes,
+static int32_t accept_packet(const struct rt_kernel_mode_binding *b, const void *packet, size_t bytes,
                              uint64_t context_generation, struct rt_run_request *rq)
 {
     struct sp_packet_view v;
@@ -212,7 +212,7 @@ static int32_t accept_packet(const struct rt_kernel_binding *b, const void *pack
         return SIMPLER_ORCH_ERR_BAD_PACKET;
     if (v.context_generation != context_generation || (uint64_t)v.callable_id >= b->slot_count)
         return SIMPLER_ORCH_ERR_STALE_BINDING;
-    const struct rt_kernel_slot *slot = &b->slots[v.callable_id];
+    const struct rt_kernel_mode_slot *slot = &b->slots[v.callable_id];
     if (!slot->generation || slot->generation != v.slot_generation || !slot->record)
         return SIMPLER_ORCH_ERR_STALE_BINDING;
     struct sp_packet_signature sig = {slot->sig_count, slot->signature};
@@ -236,13 +236,13 @@ static int32_t accept_packet(const struct rt_kernel_binding *b, const void *pack
 static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     /* model: round_gate.pml, Program (SchedHalf) */
-    struct rt_kernel_envelope env;
+    struct rt_kernel_mode_envelope env;
     if (args_size < sizeof env)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&env, args, sizeof env);
     if (env.packet_bytes != args_size - sizeof env || env.schedulers + 1 != ctx->thread_count)
         return PTO_RUNTIME_ERR_INTERNAL;
-    struct rt_kernel_binding *b = lookup(env.context_generation, ctx->device);
+    struct rt_kernel_mode_binding *b = lookup(env.context_generation, ctx->device);
     if (!b)
         return 0; /* a closed context: the status op reports it */
     struct rt_launch_args la;
@@ -268,11 +268,11 @@ static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, si
 static int status_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
 {
     /* model: round_gate.pml, StatusOp (before ReleaseGate) */
-    struct rt_kernel_status_args sa;
+    struct rt_kernel_mode_status_args sa;
     if (args_size != sizeof sa)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&sa, args, sizeof sa);
-    const struct rt_kernel_binding *b = lookup(sa.context_generation, ctx->device);
+    const struct rt_kernel_mode_binding *b = lookup(sa.context_generation, ctx->device);
     if (!b)
         return -SIMPLER_ORCH_ERR_STALE_BINDING;
     if (b->result->generation != sa.round_generation)
@@ -280,8 +280,8 @@ static int status_main(const struct simdev_aicpu_ctx *ctx, const void *args, siz
     return b->result->status;
 }
 
-const simdev_aicpu_fn rt_kernel_round_begin_fn = round_begin_main;
-const simdev_aicore_fn rt_kernel_core_fn = core_main;
-const simdev_aicpu_fn rt_kernel_program_fn = program_main;
-const simdev_aicpu_fn rt_kernel_status_fn = status_main;
-const simdev_aicpu_fn rt_kernel_cancel_fn = cancel_main;
+const simdev_aicpu_fn rt_kernel_mode_round_begin_fn = round_begin_main;
+const simdev_aicore_fn rt_kernel_mode_core_fn = core_main;
+const simdev_aicpu_fn rt_kernel_mode_program_fn = program_main;
+const simdev_aicpu_fn rt_kernel_mode_status_fn = status_main;
+const simdev_aicpu_fn rt_kernel_mode_cancel_fn = cancel_main;

@@ -133,18 +133,18 @@ struct rt_callable_record {
  * bindings, so a packet naming a closed context is refused by generation
  * alone, before any pointer of its is followed.
  */
-#define RT_KERNEL_MAX_CONTEXTS 64
+#define RT_KERNEL_MODE_MAX_CONTEXTS 64
 
 /* One prepared callable, in the binding. Written by prepare (a copy from
  * the host) before any packet can name it; never rewritten. */
-struct rt_kernel_slot {
+struct rt_kernel_mode_slot {
     uint64_t generation;                     /* nonzero: prepared; 0: empty */
     const struct rt_callable_record *record; /* device: entry and kernel table */
     uint32_t sig_count;
     uint8_t signature[SIMPLER_CALLABLE_MAX_ARGS]; /* enum simpler_direction */
 };
 
-struct rt_kernel_binding {
+struct rt_kernel_mode_binding {
     uint64_t context_generation; /* nonzero */
     int device;
     void *arena;
@@ -152,16 +152,16 @@ struct rt_kernel_binding {
     struct rt_run_result *result;  /* the round's */
     struct simpler_orch_args *args; /* the round's decoded arguments */
     uint32_t slot_count;            /* entries of slots */
-    struct rt_kernel_slot slots[];  /* by callable id */
+    struct rt_kernel_mode_slot slots[];  /* by callable id */
 };
 
 /* Bytes of a binding with `slots` slots (0 on overflow). */
-size_t rt_kernel_binding_bytes(uint32_t slots);
+size_t rt_kernel_mode_binding_bytes(uint32_t slots);
 
 /* The removal, done directly for a context whose device is lost: no op runs
  * there any more, so nothing on the device races with it (and nothing would
  * remove the entry otherwise). */
-void rt_kernel_forget_on_lost_device(uint64_t context_generation,
-                                     const struct rt_kernel_binding *binding);
+void rt_kernel_mode_forget_on_lost_device(uint64_t context_generation,
+                                     const struct rt_kernel_mode_binding *binding);
 
 #endif /* SIMPLER_RUNTIME_RUNTIME_H */

@@ -44,7 +44,7 @@ static void put_escaped(FILE *f, const char *s)
     }
 }
 
-static const char *kernel_name(const struct sp_dfx_model *m, int32_t func_id, char *buf,
+static const char *kernel_name(const struct sp_trace_model *m, int32_t func_id, char *buf,
                                size_t size)
 {
     if (func_id >= 0 && func_id < SP_DFX_MAX_KERNELS && m->in.kernel_names[func_id])
@@ -55,14 +55,14 @@ static const char *kernel_name(const struct sp_dfx_model *m, int32_t func_id, ch
     return buf;
 }
 
-static const char *core_type_name(const struct sp_dfx_model *m, int32_t func_id)
+static const char *core_type_name(const struct sp_trace_model *m, int32_t func_id)
 {
     if (func_id < 0 || func_id >= SP_DFX_MAX_KERNELS)
         return "none";
     return m->in.kernel_core[func_id] == SIMPLER_CORE_AIC ? "AIC" : "AIV";
 }
 
-static double us(const struct sp_dfx_model *m, uint64_t t)
+static double us(const struct sp_trace_model *m, uint64_t t)
 {
     return t >= m->origin ? (double)(t - m->origin) / 1000.0 : 0.0;
 }
@@ -95,7 +95,7 @@ static void hazard_names(uint32_t sources, uint32_t hazards, char *buf, size_t s
 /* One event per call, comma-separated. */
 struct chrome {
     FILE *f;
-    const struct sp_dfx_model *m;
+    const struct sp_trace_model *m;
     uint64_t n;
 };
 
@@ -144,11 +144,11 @@ static void write_metadata(struct chrome *c)
 
 static void write_blocks(struct chrome *c)
 {
-    const struct sp_dfx_model *m = c->m;
+    const struct sp_trace_model *m = c->m;
     char buf[32];
     for (uint64_t i = 0; i < m->block_count; i++) {
-        const struct sp_dfx_block *b = &m->blocks[i];
-        const struct sp_dfx_task *t = sp_dfx_find_task(m, b->task_id);
+        const struct sp_trace_block *b = &m->blocks[i];
+        const struct sp_trace_task *t = sp_trace_find_task(m, b->task_id);
         begin_event(c);
         fprintf(c->f, "{\"name\":\"");
         put_escaped(c->f, kernel_name(m, (int32_t)b->func_id, buf, sizeof buf));
@@ -171,16 +171,16 @@ static void write_blocks(struct chrome *c)
 
 static void write_flows(struct chrome *c)
 {
-    const struct sp_dfx_model *m = c->m;
+    const struct sp_trace_model *m = c->m;
     char reasons[64];
     for (uint64_t e = 0; e < m->edge_count; e++) {
         const struct rt_edge *edge = &m->edges[e];
-        const struct sp_dfx_task *p = sp_dfx_find_task(m, edge->producer);
-        const struct sp_dfx_task *q = sp_dfx_find_task(m, edge->consumer);
+        const struct sp_trace_task *p = sp_trace_find_task(m, edge->producer);
+        const struct sp_trace_task *q = sp_trace_find_task(m, edge->consumer);
         if (!p || !q || !p->last_end || !q->first_begin)
             continue; /* one side never ran (dropped, or a failed run) */
-        const struct sp_dfx_block *from = &m->blocks[p->last_block];
-        const struct sp_dfx_block *to = &m->blocks[q->first_block];
+        const struct sp_trace_block *from = &m->blocks[p->last_block];
+        const struct sp_trace_block *to = &m->blocks[q->first_block];
         hazard_names(edge->sources, edge->hazards, reasons, sizeof reasons);
         /* The start binds to the producer's slice (a time inside it), the
          * end to the consumer's slice that encloses its start ("bp":"e"). */
@@ -204,12 +204,12 @@ static void write_flows(struct chrome *c)
 static void write_scheduler(struct chrome *c)
 {
     static const char *const phase_names[] = {"complete", "dispatch", "idle"};
-    const struct sp_dfx_model *m = c->m;
+    const struct sp_trace_model *m = c->m;
     const struct rt_trace_header *h = m->h;
     char buf[32];
     for (uint32_t s = 0; s < h->schedulers; s++) {
         uint64_t count;
-        const struct rt_trace_record *r = sp_dfx_live_records(h, h->core_count + s, &count);
+        const struct rt_trace_record *r = sp_trace_live_records(h, h->core_count + s, &count);
         for (uint64_t i = 0; i < count; i++) {
             begin_event(c);
             if (r[i].kind == RT_TR_PHASE) {
@@ -220,7 +220,7 @@ static void write_scheduler(struct chrome *c)
                         (double)(r[i].end - r[i].begin) / 1000.0, PID_DEVICE, TID_SCHED + (int)s);
                 continue;
             }
-            const struct sp_dfx_task *t = sp_dfx_find_task(m, r[i].task_id);
+            const struct sp_trace_task *t = sp_trace_find_task(m, r[i].task_id);
             fprintf(c->f, "{\"name\":\"%s ", r[i].kind == RT_TR_DISPATCH ? "dispatch" : "finish");
             put_escaped(c->f, kernel_name(m, t ? t->func_id : -1, buf, sizeof buf));
             fprintf(c->f,
@@ -234,12 +234,12 @@ static void write_scheduler(struct chrome *c)
 
 static void write_orchestrator(struct chrome *c)
 {
-    const struct sp_dfx_model *m = c->m;
+    const struct sp_trace_model *m = c->m;
     const struct rt_trace_header *h = m->h;
     char buf[32];
     uint64_t count;
     const struct rt_trace_record *r =
-        sp_dfx_live_records(h, h->core_count + h->schedulers, &count);
+        sp_trace_live_records(h, h->core_count + h->schedulers, &count);
     if (h->level < 4)
         return;
     for (uint64_t i = 0; i < count; i++) {
@@ -252,7 +252,7 @@ static void write_orchestrator(struct chrome *c)
                     TID_ORCH);
             continue;
         }
-        const struct sp_dfx_task *t = sp_dfx_find_task(m, r[i].task_id);
+        const struct sp_trace_task *t = sp_trace_find_task(m, r[i].task_id);
         fprintf(c->f, "{\"name\":\"submit ");
         put_escaped(c->f, kernel_name(m, t ? t->func_id : -1, buf, sizeof buf));
         fprintf(c->f,
@@ -265,7 +265,7 @@ static void write_orchestrator(struct chrome *c)
 
 static void write_host(struct chrome *c)
 {
-    const struct sp_dfx_model *m = c->m;
+    const struct sp_trace_model *m = c->m;
     for (int s = 0; s < SP_SPAN_COUNT; s++) {
         if (!m->in.spans[s][0] || m->in.spans[s][1] < m->in.spans[s][0])
             continue;
@@ -278,7 +278,7 @@ static void write_host(struct chrome *c)
     }
 }
 
-int sp_dfx_write_chrome(struct sp_dfx_model *m, FILE *f)
+int sp_trace_write_chrome(struct sp_trace_model *m, FILE *f)
 {
     struct chrome c = {f, m, 0};
     fputs("{\"traceEvents\":[", f);
@@ -300,13 +300,13 @@ int sp_dfx_write_chrome(struct sp_dfx_model *m, FILE *f)
     return ferror(f) ? PTO_RUNTIME_ERR_INTERNAL : 0;
 }
 
-int sp_dfx_write_deps_json(struct sp_dfx_model *m, FILE *f)
+int sp_trace_write_deps_json(struct sp_trace_model *m, FILE *f)
 {
     char buf[32], reasons[64];
     fprintf(f, "{\"run\":%" PRIu64 ",\"status\":%" PRId32 ",\"tasks\":[", m->in.run,
             m->in.status);
     for (uint64_t i = 0; i < m->task_count; i++) {
-        const struct sp_dfx_task *t = &m->tasks[i];
+        const struct sp_trace_task *t = &m->tasks[i];
         fprintf(f, "%s\n{\"id\":%" PRIu64 ",\"kernel\":\"", i ? "," : "", t->id);
         put_escaped(f, kernel_name(m, t->func_id, buf, sizeof buf));
         fprintf(f, "\",\"func_id\":%" PRId32 ",\"core_type\":\"%s\",\"ring\":%" PRIu32
@@ -334,13 +334,13 @@ int sp_dfx_write_deps_json(struct sp_dfx_model *m, FILE *f)
     return ferror(f) ? PTO_RUNTIME_ERR_INTERNAL : 0;
 }
 
-int sp_dfx_write_deps_dot(struct sp_dfx_model *m, FILE *f)
+int sp_trace_write_deps_dot(struct sp_trace_model *m, FILE *f)
 {
     char buf[32], reasons[64];
     fputs("digraph simpler_run {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n",
           f);
     for (uint64_t i = 0; i < m->task_count; i++) {
-        const struct sp_dfx_task *t = &m->tasks[i];
+        const struct sp_trace_task *t = &m->tasks[i];
         fprintf(f, "  t%" PRIu64 " [label=\"", t->id);
         put_escaped(f, kernel_name(m, t->func_id, buf, sizeof buf));
         /* ring.local: the id's two parts (runtime.md, task ids) */
@@ -357,9 +357,9 @@ int sp_dfx_write_deps_dot(struct sp_dfx_model *m, FILE *f)
     return ferror(f) ? PTO_RUNTIME_ERR_INTERNAL : 0;
 }
 
-typedef int (*writer_fn)(struct sp_dfx_model *m, FILE *f);
+typedef int (*writer_fn)(struct sp_trace_model *m, FILE *f);
 
-static int write_one(struct sp_dfx_model *m, const char *path, writer_fn write)
+static int write_one(struct sp_trace_model *m, const char *path, writer_fn write)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -370,21 +370,21 @@ static int write_one(struct sp_dfx_model *m, const char *path, writer_fn write)
     return rc;
 }
 
-int sp_dfx_write_files(struct sp_dfx_model *m, const char *path)
+int sp_trace_write_files(struct sp_trace_model *m, const char *path)
 {
     size_t len = strlen(path);
     size_t stem = len >= 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
     char *other = malloc(stem + sizeof ".deps.json");
     if (!other)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    int rc = write_one(m, path, sp_dfx_write_chrome);
+    int rc = write_one(m, path, sp_trace_write_chrome);
     memcpy(other, path, stem);
     strcpy(other + stem, ".deps.json");
     if (!rc)
-        rc = write_one(m, other, sp_dfx_write_deps_json);
+        rc = write_one(m, other, sp_trace_write_deps_json);
     strcpy(other + stem, ".deps.dot");
     if (!rc)
-        rc = write_one(m, other, sp_dfx_write_deps_dot);
+        rc = write_one(m, other, sp_trace_write_deps_dot);
     free(other);
     return rc;
 }

@@ -15,13 +15,13 @@
 #include "trace/trace_model.h"
 
 /* Writers: 0 or PTO_RUNTIME_ERR_INTERNAL when a write failed. */
-int sp_dfx_write_chrome(struct sp_dfx_model *m, FILE *f); /* also counts its events */
-int sp_dfx_write_deps_json(struct sp_dfx_model *m, FILE *f);
-int sp_dfx_write_deps_dot(struct sp_dfx_model *m, FILE *f);
+int sp_trace_write_chrome(struct sp_trace_model *m, FILE *f); /* also counts its events */
+int sp_trace_write_deps_json(struct sp_trace_model *m, FILE *f);
+int sp_trace_write_deps_dot(struct sp_trace_model *m, FILE *f);
 
 /* Writes all three next to `path` (the Chrome JSON at `path`; `<stem>.deps.json`
  * and `<stem>.deps.dot`, stem = path without a trailing ".json"). 0 or
  * INTERNAL (a file could not be written). */
-int sp_dfx_write_files(struct sp_dfx_model *m, const char *path);
+int sp_trace_write_files(struct sp_trace_model *m, const char *path);
 
 #endif /* SIMPLER_TRACE_TRACE_EXPORT_H */

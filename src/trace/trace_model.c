@@ -44,7 +44,7 @@ static const struct rt_trace_record *records(const struct rt_trace_header *h, ui
            (size_t)b * h->capacity;
 }
 
-const struct rt_trace_record *sp_dfx_live_records(const struct rt_trace_header *h, uint32_t b,
+const struct rt_trace_record *sp_trace_live_records(const struct rt_trace_header *h, uint32_t b,
                                                   uint64_t *n)
 {
     *n = buffer_live(h, b) ? buffer(h, b)->count : 0;
@@ -69,25 +69,25 @@ static bool region_valid(const struct rt_trace_header *h, uint64_t bytes)
 
 static int cmp_task(const void *a, const void *b)
 {
-    uint64_t x = ((const struct sp_dfx_task *)a)->id, y = ((const struct sp_dfx_task *)b)->id;
+    uint64_t x = ((const struct sp_trace_task *)a)->id, y = ((const struct sp_trace_task *)b)->id;
     return x < y ? -1 : x > y;
 }
 
 static int cmp_block(const void *a, const void *b)
 {
-    const struct sp_dfx_block *x = a, *y = b;
+    const struct sp_trace_block *x = a, *y = b;
     if (x->task_id != y->task_id)
         return x->task_id < y->task_id ? -1 : 1;
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-struct sp_dfx_task *sp_dfx_find_task(const struct sp_dfx_model *m, uint64_t id)
+struct sp_trace_task *sp_trace_find_task(const struct sp_trace_model *m, uint64_t id)
 {
-    struct sp_dfx_task key = {.id = id};
+    struct sp_trace_task key = {.id = id};
     return bsearch(&key, m->tasks, m->task_count, sizeof key, cmp_task);
 }
 
-static void note_time(struct sp_dfx_model *m, uint64_t t)
+static void note_time(struct sp_trace_model *m, uint64_t t)
 {
     if (t && (!m->origin || t < m->origin))
         m->origin = t;
@@ -99,23 +99,23 @@ static uint64_t count_kind(const struct rt_trace_header *h, uint32_t first, uint
 {
     uint64_t total = 0, count;
     for (uint32_t b = first; b < first + n; b++) {
-        const struct rt_trace_record *r = sp_dfx_live_records(h, b, &count);
+        const struct rt_trace_record *r = sp_trace_live_records(h, b, &count);
         for (uint64_t i = 0; i < count; i++)
             total += r[i].kind == kind;
     }
     return total;
 }
 
-static void collect_blocks(struct sp_dfx_model *m)
+static void collect_blocks(struct sp_trace_model *m)
 {
     const struct rt_trace_header *h = m->h;
     for (uint32_t c = 0; c < h->core_count; c++) {
         uint64_t count;
-        const struct rt_trace_record *r = sp_dfx_live_records(h, c, &count);
+        const struct rt_trace_record *r = sp_trace_live_records(h, c, &count);
         for (uint64_t i = 0; i < count; i++) {
             if (r[i].kind != RT_TR_TASK)
                 continue;
-            struct sp_dfx_block *b = &m->blocks[m->block_count++];
+            struct sp_trace_block *b = &m->blocks[m->block_count++];
             b->task_id = r[i].task_id;
             b->begin = r[i].begin;
             b->end = r[i].end;
@@ -131,7 +131,7 @@ static void collect_blocks(struct sp_dfx_model *m)
 
 /* Task table: every submitted task, plus any that ran without a submit
  * record (the orchestrator's buffer overflowed). */
-static int collect_tasks(struct sp_dfx_model *m)
+static int collect_tasks(struct sp_trace_model *m)
 {
     const struct rt_trace_header *h = m->h;
     uint32_t orch = h->core_count + h->schedulers;
@@ -143,12 +143,12 @@ static int collect_tasks(struct sp_dfx_model *m)
     if (!m->tasks)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     uint64_t count;
-    const struct rt_trace_record *r = sp_dfx_live_records(h, orch, &count);
+    const struct rt_trace_record *r = sp_trace_live_records(h, orch, &count);
     for (uint64_t i = 0; i < count; i++) {
         note_time(m, r[i].begin ? r[i].begin : r[i].end); /* the entry span starts first */
         if (r[i].kind != RT_TR_SUBMIT)
             continue;
-        struct sp_dfx_task *t = &m->tasks[m->task_count++];
+        struct sp_trace_task *t = &m->tasks[m->task_count++];
         t->id = r[i].task_id;
         t->submit_begin = r[i].begin;
         t->submit_end = r[i].end;
@@ -163,13 +163,13 @@ static int collect_tasks(struct sp_dfx_model *m)
     qsort(m->tasks, m->task_count, sizeof *m->tasks, cmp_task);
     uint64_t known = m->task_count;
     for (uint64_t i = 0; i < m->block_count; i++) {
-        struct sp_dfx_block *b = &m->blocks[i];
+        struct sp_trace_block *b = &m->blocks[i];
         if (i && m->blocks[i - 1].task_id == b->task_id)
             continue;
-        struct sp_dfx_task key = {.id = b->task_id};
+        struct sp_trace_task key = {.id = b->task_id};
         if (bsearch(&key, m->tasks, known, sizeof key, cmp_task))
             continue;
-        struct sp_dfx_task *t = &m->tasks[m->task_count++];
+        struct sp_trace_task *t = &m->tasks[m->task_count++];
         t->id = b->task_id;
         t->kernel[0] = t->kernel[1] = t->kernel[2] = SIMPLER_NO_KERNEL;
         t->func_id = (int32_t)b->func_id;
@@ -179,7 +179,7 @@ static int collect_tasks(struct sp_dfx_model *m)
     qsort(m->tasks, m->task_count, sizeof *m->tasks, cmp_task);
     /* Blocks are sorted by task, then start. */
     for (uint64_t i = 0; i < m->block_count; i++) {
-        struct sp_dfx_task *t = sp_dfx_find_task(m, m->blocks[i].task_id);
+        struct sp_trace_task *t = sp_trace_find_task(m, m->blocks[i].task_id);
         if (!t->first_begin) {
             t->first_begin = m->blocks[i].begin;
             t->first_block = (uint32_t)i;
@@ -194,22 +194,22 @@ static int collect_tasks(struct sp_dfx_model *m)
 
 /* Joins the schedulers' dispatch records to their blocks: the block of
  * that task on that core that started first at or after the dispatch. */
-static void collect_dispatches(struct sp_dfx_model *m)
+static void collect_dispatches(struct sp_trace_model *m)
 {
     const struct rt_trace_header *h = m->h;
     for (uint32_t s = 0; s < h->schedulers; s++) {
         uint64_t count;
-        const struct rt_trace_record *r = sp_dfx_live_records(h, h->core_count + s, &count);
+        const struct rt_trace_record *r = sp_trace_live_records(h, h->core_count + s, &count);
         for (uint64_t i = 0; i < count; i++) {
             note_time(m, r[i].begin);
             if (r[i].kind != RT_TR_DISPATCH)
                 continue;
-            struct sp_dfx_task *t = sp_dfx_find_task(m, r[i].task_id);
+            struct sp_trace_task *t = sp_trace_find_task(m, r[i].task_id);
             if (!t || !t->first_begin)
                 continue;
             for (uint64_t k = t->first_block;
                  k < m->block_count && m->blocks[k].task_id == t->id; k++) {
-                struct sp_dfx_block *bl = &m->blocks[k];
+                struct sp_trace_block *bl = &m->blocks[k];
                 if (bl->core == r[i].arg[0] && bl->block == r[i].arg[1] && !bl->dispatch &&
                     bl->begin >= r[i].begin) {
                     bl->dispatch = r[i].begin;
@@ -220,23 +220,23 @@ static void collect_dispatches(struct sp_dfx_model *m)
     }
 }
 
-static void compute_ready(struct sp_dfx_model *m)
+static void compute_ready(struct sp_trace_model *m)
 {
     for (uint64_t i = 0; i < m->task_count; i++)
         m->tasks[i].ready = m->tasks[i].submit_end;
     for (uint64_t e = 0; e < m->edge_count; e++) {
-        struct sp_dfx_task *p = sp_dfx_find_task(m, m->edges[e].producer);
-        struct sp_dfx_task *c = sp_dfx_find_task(m, m->edges[e].consumer);
+        struct sp_trace_task *p = sp_trace_find_task(m, m->edges[e].producer);
+        struct sp_trace_task *c = sp_trace_find_task(m, m->edges[e].consumer);
         if (p && c && c->ready && p->last_end > c->ready)
             c->ready = p->last_end;
     }
 }
 
-int sp_dfx_model_build(const struct sp_dfx_input *in, struct sp_dfx_model **out)
+int sp_trace_model_build(const struct sp_trace_input *in, struct sp_trace_model **out)
 {
     if (!in || !out || !in->region || !region_valid(in->region, in->region_bytes))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sp_dfx_model *m = calloc(1, sizeof *m);
+    struct sp_trace_model *m = calloc(1, sizeof *m);
     if (!m)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     m->in = *in;
@@ -253,7 +253,7 @@ int sp_dfx_model_build(const struct sp_dfx_input *in, struct sp_dfx_model **out)
         rc = collect_tasks(m);
     }
     if (rc) {
-        sp_dfx_model_free(m);
+        sp_trace_model_free(m);
         return rc;
     }
     m->edges = (const struct rt_edge *)((const uint8_t *)h + h->edges_offset);
@@ -266,7 +266,7 @@ int sp_dfx_model_build(const struct sp_dfx_input *in, struct sp_dfx_model **out)
     return 0;
 }
 
-void sp_dfx_model_free(struct sp_dfx_model *m)
+void sp_trace_model_free(struct sp_trace_model *m)
 {
     if (!m)
         return;
@@ -275,7 +275,7 @@ void sp_dfx_model_free(struct sp_dfx_model *m)
     free(m);
 }
 
-void sp_dfx_model_counts(const struct sp_dfx_model *m, struct sp_dfx_counts *out)
+void sp_trace_model_counts(const struct sp_trace_model *m, struct sp_trace_counts *out)
 {
     out->tasks = m->task_count;
     out->blocks = m->block_count;

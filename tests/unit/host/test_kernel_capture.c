@@ -671,7 +671,7 @@ static int lossy_wait(simdev_stream_t stream, simdev_event_t event)
 static int lossy_launch_aicpu(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t threads,
                               const void *args, size_t bytes)
 {
-    return g_lost_step == FAIL_STATUS && fn == rt_kernel_status_fn
+    return g_lost_step == FAIL_STATUS && fn == rt_kernel_mode_status_fn
                ? -977
                : simdev_launch_aicpu(stream, fn, threads, args, bytes);
 }

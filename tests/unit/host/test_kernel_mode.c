@@ -234,7 +234,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
     unsigned char packet[SP_PACKET_MAX_BYTES];
     size_t bytes;
-    struct sp_kernel *k = &ctx->kernel;
+    struct sp_kernel_mode *k = &ctx->kernel;
     struct rt_config config;
     rt_config_from_public(&ctx->callables[0]->config, &config);
 
@@ -244,8 +244,8 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     assert_int_equal(sp_packet_encode(packet, sizeof packet, 0, stale,
                                       ctx->callables[0]->slot_generation, &a.args, &bytes),
                      0);
-    struct rt_kernel_target bogus = {stale, (void *)(uintptr_t)0x10, 1 << 20, k->schedulers};
-    assert_int_equal(rt_kernel_launch(&rt_launch_simdev_ops, &k->chain, s, &bogus, &config,
+    struct rt_kernel_mode_target bogus = {stale, (void *)(uintptr_t)0x10, 1 << 20, k->schedulers};
+    assert_int_equal(rt_kernel_mode_launch(&rt_launch_simdev_ops, &k->chain, s, &bogus, &config,
                                       ++k->next_round, packet, bytes, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
@@ -254,8 +254,8 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     assert_int_equal(sp_packet_encode(packet, sizeof packet, 0, k->generation,
                                       ctx->callables[0]->slot_generation + 1, &a.args, &bytes),
                      0);
-    struct rt_kernel_target live = {k->generation, ctx->arena, ctx->arena_bytes, k->schedulers};
-    assert_int_equal(rt_kernel_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
+    struct rt_kernel_mode_target live = {k->generation, ctx->arena, ctx->arena_bytes, k->schedulers};
+    assert_int_equal(rt_kernel_mode_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
                                       ++k->next_round, packet, bytes, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
@@ -264,7 +264,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
     assert_int_equal(sp_packet_encode(packet, sizeof packet, 0, k->generation,
                                       ctx->callables[0]->slot_generation, &a.args, &bytes),
                      0);
-    assert_int_equal(rt_kernel_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
+    assert_int_equal(rt_kernel_mode_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
                                       ++k->next_round, packet, bytes - 8, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_BAD_PACKET);
