@@ -194,6 +194,16 @@ static int read_file(const char *path, unsigned char **out, size_t *out_size)
     return 0;
 }
 
+/* read_file for a builder call: INVALID_ARGUMENT first for a NULL builder
+ * (arguments before work), then what read_file returns. */
+static int read_file_for(const struct simpler_callable_builder *builder, const char *path,
+                         unsigned char **out, size_t *out_size)
+{
+    if (builder == NULL)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return read_file(path, out, out_size);
+}
+
 int simpler_callable_builder_create(struct simpler_callable_builder **out)
 {
     if (out == NULL)
@@ -272,11 +282,9 @@ int simpler_callable_builder_set_orchestration_file(struct simpler_callable_buil
                                                     const enum simpler_direction *signature,
                                                     uint32_t sig_count)
 {
-    if (builder == NULL)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     unsigned char *data;
     size_t size;
-    int rc = read_file(path, &data, &size);
+    int rc = read_file_for(builder, path, &data, &size);
     if (rc != 0)
         return rc;
     return orchestration_set(builder, SIMPLER_BINARY_ELF, data, size, data, entry, config,
@@ -348,11 +356,9 @@ int simpler_callable_builder_add_kernel_file(struct simpler_callable_builder *bu
                                              const enum simpler_direction *signature,
                                              uint32_t sig_count)
 {
-    if (builder == NULL)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     unsigned char *data;
     size_t size;
-    int rc = read_file(path, &data, &size);
+    int rc = read_file_for(builder, path, &data, &size);
     if (rc != 0)
         return rc;
     return kernel_add(builder, func_id, (int)core, SIMPLER_BINARY_ELF, data, size, data, symbol,

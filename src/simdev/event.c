@@ -88,15 +88,11 @@ int simdev_event_create(simdev_event_t *out)
     if (!out)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct sd_device *dev;
-    int rc = sd_device_current(&dev);
+    void *object;
+    int rc = sd_object_new(SIMDEV_OP_EVENT_CREATE, sizeof(struct simdev_event), &dev, &object);
     if (rc != 0)
         return rc;
-    rc = sd_fault_check(dev, SIMDEV_OP_EVENT_CREATE);
-    if (rc != 0)
-        return rc;
-    struct simdev_event *event = sd_calloc(1, sizeof(*event));
-    if (!event)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    struct simdev_event *event = object;
     event->dev = dev;
     pthread_mutex_init(&event->lock, NULL);
     pthread_mutex_lock(&dev->lock);

@@ -160,3 +160,20 @@ int sd_fault_exec_take(struct sd_device *dev, enum simdev_op_kind kind)
         return 0;
     return atomic_load_explicit(&dev->fault.exec_code[kind], memory_order_relaxed);
 }
+
+int sd_object_new(enum simdev_op_kind kind, size_t bytes, struct sd_device **dev, void **object)
+{
+    struct sd_device *d;
+    int rc = sd_device_current(&d);
+    if (rc != 0)
+        return rc;
+    rc = sd_fault_check(d, kind);
+    if (rc != 0)
+        return rc;
+    void *o = sd_calloc(1, bytes);
+    if (!o)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    *dev = d;
+    *object = o;
+    return 0;
+}

@@ -65,6 +65,11 @@ struct sd_fault_state {
 
 /* Fault injection: 0 to go ahead, or the armed code. */
 int sd_fault_check(struct sd_device *dev, enum simdev_op_kind kind);
+/* The first steps of creating a device object of `bytes` on the current
+ * device (an event, a stream): the current device, the armed fault of
+ * `kind`, a zeroed host allocation. On success writes both outputs; on
+ * failure (its code) writes neither and allocates nothing. */
+int sd_object_new(enum simdev_op_kind kind, size_t bytes, struct sd_device **dev, void **object);
 /* Counts one performed op of `kind`. */
 void sd_count(struct sd_device *dev, enum simdev_op_kind kind);
 /* Disarms every fault of the device and zeroes its counters (reset). */

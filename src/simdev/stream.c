@@ -150,15 +150,11 @@ int simdev_stream_create(simdev_stream_t *out)
     if (!out)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct sd_device *dev;
-    int rc = sd_device_current(&dev);
+    void *object;
+    int rc = sd_object_new(SIMDEV_OP_STREAM_CREATE, sizeof(struct simdev_stream), &dev, &object);
     if (rc != 0)
         return rc;
-    rc = sd_fault_check(dev, SIMDEV_OP_STREAM_CREATE);
-    if (rc != 0)
-        return rc;
-    struct simdev_stream *stream = sd_calloc(1, sizeof(*stream));
-    if (!stream)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    struct simdev_stream *stream = object;
     stream->dev = dev;
     pthread_mutex_init(&stream->lock, NULL);
     pthread_cond_init(&stream->work_cond, NULL);
