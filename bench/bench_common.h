@@ -1,10 +1,10 @@
 /*
  * bench_common.h — what the benchmarks (bench_device, bench_runtime,
- * bench_program, bench_kernel) share and nothing they measure: a stop on a
- * failed call, the median/min/max of repetitions and the median of many
- * samples, the JSON string, stats and file preamble, where the JSON goes
- * (the repo root found above the executable), and the CPU-time readings
- * that tell a noisy row.
+ * bench_program, bench_kernel, bench_trace, bench_compare) share and
+ * nothing they measure: a stop on a failed call, the median/min/max of
+ * repetitions and the median of many samples, the JSON string, stats and
+ * file preamble, where the JSON goes (the repo root found above the
+ * executable), and the CPU-time readings that tell a noisy row.
  *
  * Every function takes the benchmark's program name ("bench_device"), which
  * prefixes its messages on stderr. It touches no state of its own.

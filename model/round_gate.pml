@@ -26,7 +26,7 @@
  *     waiting party may leave at its deadline at any time (its deadline is
  *     not modelled as a time: leaving is always enabled, so every
  *     interleaving of arrival and deadline is covered).
- *   - Close (src/host/kernel.c, kernel_release): takes the gate, then
+ *   - Close (src/host/kernel_mode.c, kernel_release): takes the gate, then
  *     destroys it; acquires after that fail and touch nothing.
  *
  * Checked: (1) only the round that holds the gate touches the context's

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the Promela models in model/ exhaustively with SPIN (docs/kernel-mode.md,
-# "Round gate"; docs/device.md, "Waiting"): each model must verify with no error and no unreached state
-# left unexplained, and each of its mutants must be caught, so the model's
+# "The round gate"; docs/device.md, "Register windows and spin-then-park"):
+# each model must verify with no error and no unreached state left
+# unexplained, and each of its mutants must be caught, so the model's
 # properties are shown to bite. Run by `make verify` (and so by `make test`).
 set -euo pipefail
 

@@ -20,8 +20,9 @@
 
 /*
  * The chain, one step per device op, in the order they are enqueued
- * (docs/runtime.md, "The launch chain"; docs/kernel-mode.md, "The launch
- * chain"). A step the round does not have (see rt_chain_round) is skipped.
+ * (docs/runtime.md, "How a run reaches the device"; docs/kernel-mode.md,
+ * "The launch chain"). A step the round does not have (see rt_chain_round)
+ * is skipped.
  * Everything before RT_CHAIN_PROGRAM can still be closed off; from the
  * program on the round will run, so the steps after it are committed.
  */

@@ -5,11 +5,11 @@
  * Owns: the core half of the register protocol (core_regs.h): hello, run
  * every published dispatch id in order, finish, exit. Knows nothing of
  * tasks or dependencies: a dispatch is a kernel pointer, its args and a
- * context (payload.h), in the payload slot chosen by the dispatch id. Being awake right after its
- * FIN, the core's thread also runs its scheduler's step there
- * (rt_sched_kick, the engine rule in scheduler.c): the scheduler's role and
- * state stay the scheduler's, only the host thread that executes it
- * changes.
+ * context (payload.h), in the payload slot chosen by the dispatch id. Being
+ * awake right after its FIN, the core's thread also runs its scheduler's
+ * step there (rt_sched_kick, step_token.c; the engine rule in
+ * scheduler.c): the scheduler's role and state stay the scheduler's, only
+ * the host thread that executes it changes.
  */
 #include <string.h>
 
@@ -141,7 +141,7 @@ static int wait_doorbell(const struct simdev_core_ctx *ctx, struct rt_run *run,
         if (!*joined) {
             uint64_t now = platform_clock_ns();
             if (now >= deadline) {
-                /* model: core_deadline */
+                /* model: round_gate.pml, rt_rendezvous_leave in CoreHalf */
                 if (rt_rendezvous_leave(rendezvous, generation, RT_RENDEZVOUS_CORE))
                     return 1;
                 *joined = true;
@@ -245,7 +245,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
      * the value its first dispatch id is counted from (base + 2). */
     uint64_t last = platform_read_doorbell(ctx->regs);
     uint64_t base = rt_doorbell_id(last);
-    /* model: core_arrive */
+    /* model: round_gate.pml, rt_rendezvous_arrive in CoreHalf */
     enum rt_rendezvous_arrival arrival =
         rt_rendezvous_arrive(rendezvous, la.generation, RT_RENDEZVOUS_CORE);
     if (arrival == RT_RENDEZVOUS_PARTNER_LEFT)

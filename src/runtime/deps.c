@@ -82,7 +82,7 @@ static int tm_hit(void *ctx, uint64_t producer_id, void *producer, enum rt_acces
     return add_producer(a->run, producer, RT_EDGE_TENSORMAP | rt_edge_hazard(a->kind, recorded));
 }
 
-/* Creator edge for a tensor carrying a producer id (producer_valid: a
+/* Creator edge for a tensor carrying a producer id (rt_producer_valid: a
  * submit checked it before allocating; an element access checks it here). */
 static int32_t creator_edge(struct rt_run *run, const struct simpler_tensor *t)
 {

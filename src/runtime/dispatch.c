@@ -315,7 +315,7 @@ void rt_sched_exit_cores(struct sched *S)
         struct sched_core *c = &S->cores[i];
         if (!c->joined)
             continue;
-        /* model: sched_exit */
+        /* model: round_gate.pml, exit_rung in SchedHalf */
         platform_ring_doorbell(c->regs, rt_doorbell_exit(c->next_reg));
     }
 }

@@ -5,7 +5,8 @@
  * binding), the device functions a kernel launch enqueues (round begin,
  * the core loop wrapper, the AICPU program that decodes the invocation
  * packet, the status op), and the register/unregister ops. Runs on the
- * device only; the host reaches it through runtime.h's enqueue calls.
+ * device only; the host reaches it through the launch layer's enqueue calls
+ * (launch/launch.h).
  *
  * The rule every function here keeps: nothing a packet or a launch names
  * is followed before its context generation is found live in the registry.

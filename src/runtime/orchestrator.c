@@ -141,7 +141,7 @@ static void init_slot(struct rt_slot *s, uint64_t id, uint32_t ring, const struc
     atomic_store_explicit(&s->completed_subtasks, 0, memory_order_relaxed);
     atomic_store_explicit(&s->next_block, 0, memory_order_relaxed);
     /* release, last of the resets above: pairs with the acquire of the id
-     * in ring_advance, which then sees PENDING rather than the previous
+     * in rt_ring_advance, which then sees PENDING rather than the previous
      * occupant's CONSUMED */
     atomic_store_explicit(&s->task_id, id, memory_order_release);
     uint32_t lanes = (uint32_t)__builtin_popcount(ts->lanes);

@@ -45,7 +45,7 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
     atomic_init(&r->advance_lock, 0);
     atomic_init(&r->advance_pending, 0);
     r->slots_clean = 0;
-    rt_ring_take_slot(r, UINT64_MAX); /* slot 0: ring_advance may look at it now */
+    rt_ring_take_slot(r, UINT64_MAX); /* slot 0: rt_ring_advance may look at it now */
     RT_ASSERT_INVARIANT(rt_ring_check(r));
 }
 
@@ -55,10 +55,10 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
 
 /*
  * The first lap of a run's ring finds its slots as an earlier run of the
- * arena left them, and ring_advance walks the ring until a slot whose id is
+ * arena left them, and rt_ring_advance walks the ring until a slot whose id is
  * not the next task's: a slot not taken yet in this run must hold an id
  * that matches no task (an earlier run's task ids are this run's too).
- * ring_advance reads slot `local + 1` only after the task in `local` is
+ * rt_ring_advance reads slot `local + 1` only after the task in `local` is
  * CONSUMED, which follows its publication: cleaning before the slot
  * before it is published orders the clean first. The rest of a slot is
  * reset when it is taken (init_slot). `local` UINT64_MAX: before slot 0.
@@ -81,7 +81,7 @@ void rt_ring_take_slot(struct rt_ring *r, uint64_t local)
 bool rt_task_retired(struct rt_run *run, uint64_t id)
 {
     struct rt_ring *r = &run->rings[rt_id_ring(id)];
-    /* acquire: pairs with the release of last_alive in ring_advance */
+    /* acquire: pairs with the release of last_alive in rt_ring_advance */
     return rt_id_local(id) < atomic_load_explicit(&r->last_alive, memory_order_acquire);
 }
 
@@ -93,7 +93,7 @@ bool rt_task_retired(struct rt_run *run, uint64_t id)
 static bool orch_wants_retirement(struct rt_run *run, uint32_t ring, uint64_t alive)
 {
     /* acquire: pairs with the release store of orch_waiting, after the
-     * target (orch_block) */
+     * target (rt_orch_block_for) */
     if (!atomic_load_explicit(&run->orch_waiting, memory_order_acquire))
         return false;
     uint64_t target = atomic_load_explicit(&run->orch_wait_target, memory_order_relaxed);
@@ -159,7 +159,7 @@ void rt_ring_advance(struct rt_run *run, uint32_t ring_index)
         atomic_store_explicit(&r->advance_lock, 0, memory_order_seq_cst);
         /* seq_cst fence: the new tails before the look at orch_waiting,
          * pairing with the orchestrator's seq_cst store of orch_waiting
-         * before its last look at the tails (orch_block) */
+         * before its last look at the tails (rt_orch_block_for) */
         atomic_thread_fence(memory_order_seq_cst);
         if (alive != start && orch_wants_retirement(run, ring_index, alive))
             rt_signal_orch(run);
@@ -259,7 +259,7 @@ int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
     return rc;
 }
 
-/* orch_block_for woken by any completion or retirement. */
+/* rt_orch_block_for woken by any completion or retirement. */
 int rt_orch_block(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
                       int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
                       int32_t timeout_code)
@@ -307,7 +307,7 @@ static bool slot_free(struct rt_run *run, void *arg)
     struct rt_ring *r = &run->rings[q->ring];
     if (r->window - (r->next_local - r->alive_seen) >= q->want)
         return true;
-    /* acquire: pairs with the release of last_alive in ring_advance */
+    /* acquire: pairs with the release of last_alive in rt_ring_advance */
     r->alive_seen = atomic_load_explicit(&r->last_alive, memory_order_acquire);
     RT_ASSERT_INVARIANT(rt_ring_check(r));
     return r->window - (r->next_local - r->alive_seen) >= q->want;

@@ -86,7 +86,7 @@ static bool leave_waiting(struct sched *S, bool missing)
         if (!c->waiting)
             continue;
         c->waiting = false;
-        /* model: sched_deadline */
+        /* model: round_gate.pml, rt_rendezvous_leave in SchedHalf */
         if (rt_rendezvous_leave(&run->rendezvous[c->id], run->generation,
                                 RT_RENDEZVOUS_SCHED))
             missing = true;
@@ -140,7 +140,7 @@ static int32_t handshake(struct sched *S)
          * holds what the core loop read as its base. */
         c->next_reg = rt_first_dispatch_id(platform_read_doorbell(c->regs));
         c->done_reg = c->next_reg;
-        /* model: sched_arrive */
+        /* model: round_gate.pml, rt_rendezvous_arrive in SchedHalf */
         enum rt_rendezvous_arrival a =
             rt_rendezvous_arrive(&run->rendezvous[c->id], run->generation, RT_RENDEZVOUS_SCHED);
         c->joined = a == RT_RENDEZVOUS_JOINED;

@@ -148,8 +148,8 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released 
     if (atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
         completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire))
         rt_signal(run);
-    atomic_thread_fence(memory_order_seq_cst); /* as in ring_advance */
-    /* acquire: the target stored before orch_waiting (orch_block). A wait
+    atomic_thread_fence(memory_order_seq_cst); /* as in rt_ring_advance */
+    /* acquire: the target stored before orch_waiting (rt_orch_block_for). A wait
      * for task slots is ended by retirement alone: no signal per task. */
     if (atomic_load_explicit(&run->orch_waiting, memory_order_acquire) &&
         atomic_load_explicit(&run->orch_wait_target, memory_order_relaxed) == 0)
@@ -198,7 +198,7 @@ static bool submitted_shape_ok(const struct rt_slot *s)
 }
 
 /*
- * The holds and the state (the consumed rule, rt.h), as the lock holder
+ * The holds and the state (the consumed rule, task.h), as the lock holder
  * sees them:
  * - the state is PENDING, COMPLETED or CONSUMED;
  * - fanout_count >= 2: it starts at the scope's hold and the completion

@@ -4,7 +4,7 @@
  * Owns: the channels a thread sleeps on (the device's condition sequence,
  * the notification channels of the orchestrator and the schedulers), the
  * one bounded wait every AICPU-side wait uses (wait.c), and the wakers of
- * the run's AICPU threads (task.c defines them). Must not know what a wait
+ * the run's AICPU threads (wait.c defines them). Must not know what a wait
  * waits for: each caller names, at the call, who ends its wait.
  */
 #ifndef SIMPLER_RUNTIME_WAIT_H

@@ -39,7 +39,7 @@ struct sd_regs_state {
     /* Condition words: platform_cond_signal bumps this; the condition
      * sequence is its count plus every core's cond_writes (regs.c). */
     _Alignas(SD_CACHELINE) struct sd_waitword cond_word;
-    /* Notification channels (simdev_notify_*), each on its own line. */
+    /* Notification channels (platform_notify_*), each on its own line. */
     struct {
         _Alignas(SD_CACHELINE) struct sd_waitword word;
     } notify[PLATFORM_NOTIFY_CHANNELS];
