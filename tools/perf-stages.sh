@@ -39,14 +39,14 @@ awk -v tasks="$tasks" '
     else if (sym ~ /tensormap|tm_|lookup_chain|region_overlap|rt_overlap_|view_|nested_overlap|extent_of|bucket_of|rt_task_retired|is_retired|unlink_and_free/) stage = "TensorMap"
     else if (sym ~ /^rt_rq_|rt_task_ready/) stage = "ready queue"
     else if (sym ~ /dispatch|rt_sched_step|free_units|run_block_on_unit|core_idle|core_can_queue|ring_doorbell/) stage = "dispatch"
-    else if (sym ~ /^cmp_sk_|^cmp_k_|dgemm|dtrsm|dsyrk|dpotrf|dgemm_|_HASWELL|_SKYLAKEX|_ZEN|openblas|^d[a-z]+_k|rt_core_main|core_wait_doorbell|doorbell_changed|platform_write_cond/) stage = "core (kernel, doorbell, ACK/FIN)"
+    else if (sym ~ /^cmp_sk_|^cmp_k_|dgemm|dtrsm|dsyrk|dpotrf|dgemm_|_HASWELL|_SKYLAKEX|_ZEN|openblas|^d[a-z]+_k|rt_core_main|platform_wait_doorbell|doorbell_changed|platform_write_cond/) stage = "core (kernel, doorbell, ACK/FIN)"
     else if (sym ~ /rt_task_complete|^finish$|poll_core|platform_read_cond|rt_slot_lock|rt_slot_unlock/) stage = "completion"
     else if (sym ~ /ring_advance|rt_slot_release|orch_wants_retirement/) stage = "retirement"
     else if (sym ~ /sd_wake|rt_signal|platform_cond_signal|platform_notify_signal/) stage = "signalling (wake-ups)"
     else if (sym ~ /sd_wait|wait_spin|cpu_relax|sched_yield|futex|_changed$|platform_cond_wait|platform_notify_wait|platform_cond_seq|platform_notify_seq|platform_read_doorbell|pause|schedule|pvm_|finish_task_switch|do_syscall|entry_SYSCALL|syscall|__get_user|exit_to_user|rseq/) stage = "waiting (spin, yield, futex)"
     else if (sym ~ /clock_gettime|simdev_clock_ns|platform_clock_ns|vdso|0x0000/) stage = "clock reads"
     else if (sym ~ /rt_schedule|rt_sched_watch|^loop$|handshake|progress_mark|work_visible|run_finished|any_running/) stage = "scheduler loop"
-    else if (sym ~ /memcpy|memmove|memset|page_fault|clear_page|_dl_|do_lookup|mmap|munmap|rt_run_init|rt_layout|rt_aicpu_main|launch|staging|simpler_prepare|simpler_finalize|cmp_chol_init|cmp_gemm_init|cmp_stencil|cmp_check|cmp_fan_expected/) stage = "launch, setup, copies"
+    else if (sym ~ /memcpy|memmove|memset|page_fault|clear_page|_dl_|do_lookup|mmap|munmap|run_init|rt_layout|rt_aicpu_main|launch|staging|simpler_prepare|simpler_finalize|cmp_chol_init|cmp_gemm_init|cmp_stencil|cmp_check|cmp_fan_expected/) stage = "launch, setup, copies"
     share[stage] += pct
 }
 END {

@@ -47,7 +47,7 @@ static void put_escaped(FILE *f, const char *s)
 static const char *kernel_name(const struct sp_trace_model *m, int32_t func_id, char *buf,
                                size_t size)
 {
-    if (func_id >= 0 && func_id < SP_DFX_MAX_KERNELS && m->in.kernel_names[func_id])
+    if (func_id >= 0 && func_id < SP_TRACE_MAX_KERNELS && m->in.kernel_names[func_id])
         return m->in.kernel_names[func_id];
     if (func_id < 0)
         return "dummy";
@@ -57,7 +57,7 @@ static const char *kernel_name(const struct sp_trace_model *m, int32_t func_id, 
 
 static const char *core_type_name(const struct sp_trace_model *m, int32_t func_id)
 {
-    if (func_id < 0 || func_id >= SP_DFX_MAX_KERNELS)
+    if (func_id < 0 || func_id >= SP_TRACE_MAX_KERNELS)
         return "none";
     return m->in.kernel_core[func_id] == SIMPLER_CORE_AIC ? "AIC" : "AIV";
 }

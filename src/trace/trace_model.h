@@ -31,7 +31,7 @@ enum sp_span {
 /* "prepare", "stage", ... */
 const char *sp_span_name(enum sp_span span);
 
-#define SP_DFX_MAX_KERNELS SIMPLER_MAX_FUNC_IDS
+#define SP_TRACE_MAX_KERNELS SIMPLER_MAX_FUNC_IDS
 
 /* What the exporter is given. `region` is a host copy of the whole region
  * (region->total_bytes long); records of a buffer whose generation is not
@@ -40,8 +40,8 @@ struct sp_trace_input {
     const struct rt_trace_header *region;
     uint64_t region_bytes;
     uint64_t edges_total;                /* edges the run wired (the log holds the first ones) */
-    const char *kernel_names[SP_DFX_MAX_KERNELS]; /* by func id; NULL: unknown */
-    uint8_t kernel_core[SP_DFX_MAX_KERNELS];      /* enum simpler_kernel_core */
+    const char *kernel_names[SP_TRACE_MAX_KERNELS]; /* by func id; NULL: unknown */
+    uint8_t kernel_core[SP_TRACE_MAX_KERNELS];      /* enum simpler_kernel_core */
     uint32_t aic_cores;                  /* cores below this id are AIC */
     uint64_t run;                        /* program-mode run handle; 0 in kernel mode */
     int32_t status;                      /* the run's status */
