@@ -11,13 +11,16 @@
 #             captured and replayed), test_error_chain (errors carried along
 #             streams and events), test_kernel_capture (kernel-mode graphs
 #             replayed on several streams at once, closed under replays),
-#             test_sem (the round gate's semaphore)
+#             test_sem (the round gate's semaphore); each test_program_*
+#             and test_kernel_* of these with its _internals half (the
+#             cases that read the host's internals)
 #   faults    test_program_faults, test_runtime_faults, test_host_faults,
 #             test_fault (every device op and host allocation failed in turn),
 #             test_chain_breaks (every op of a run's launch chain failed as it
 #             executes), test_program_stranded (runs whose finalize failed)
-#   review    test_program_review (regressions from review: run reuse,
-#             second waiters, stale results)
+#   review    test_program_review and test_program_review_internals
+#             (regressions from review: run reuse, second waiters, stale
+#             results)
 #   engine    test_dispatch (the scheduler's steps on awake threads, cores
 #             that fetch while idle, parked cores woken only when needed,
 #             with a runnable budget of one thread too), test_regs (the
@@ -48,9 +51,11 @@ set -uo pipefail
 export LC_ALL=C # a decimal point in $EPOCHREALTIME and awk
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-tests=(test_program_mode test_program_elf test_kernel_mode test_kernel_capture test_sem
-       test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults test_fault test_chain_breaks
-       test_program_stranded test_program_review test_dispatch test_regs)
+tests=(test_program_mode test_program_mode_internals test_program_elf test_program_elf_internals
+       test_kernel_mode test_kernel_mode_internals test_kernel_capture test_kernel_capture_internals
+       test_sem test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults
+       test_fault test_chain_breaks test_program_stranded test_program_review test_program_review_internals
+       test_dispatch test_regs)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi

@@ -34,6 +34,13 @@ void pm_observers_reset(void)
     atomic_store(&pm_out_seen, 0);
 }
 
+int pm_setup(void **state)
+{
+    (void)state;
+    pm_observers_reset();
+    return 0;
+}
+
 int pm_teardown(void **state)
 {
     (void)state;
@@ -240,4 +247,12 @@ void pm_run_free(struct pm_run *r)
     free(r->x);
     free(r->y);
     free(r->acc);
+}
+
+simpler_run_t pm_prepare(struct simpler_context *ctx, struct pm_run *r)
+{
+    simpler_run_t run = 0;
+    assert_int_equal(simpler_prepare_run(ctx, &run, PM_CALLABLE, &r->args, NULL), 0);
+    assert_true(run != 0);
+    return run;
 }

@@ -37,6 +37,12 @@ void pm_observers_reset(void);
  * device reset. */
 int pm_teardown(void **state);
 
+/* Per-test setup of tests that hold a kernel at pm_gate but open their
+ * context without pm_open or km_open (which reset the observers): a
+ * closed pm_gate and cleared observers, whatever the test before left.
+ * Returns 0. */
+int pm_setup(void **state);
+
 /* A symbol-form image of the callable (free with simpler_callable_free). */
 void *pm_image(size_t *bytes);
 
@@ -85,5 +91,9 @@ void pm_run_check(const struct pm_run *r);
 /* Asserts y still poison and acc still 1 (nothing copied back). */
 void pm_run_check_untouched(const struct pm_run *r);
 void pm_run_free(struct pm_run *r);
+
+/* Prepares r's run of PM_CALLABLE with the default capacity (asserts
+ * success and a nonzero handle); returns its handle. */
+simpler_run_t pm_prepare(struct simpler_context *ctx, struct pm_run *r);
 
 #endif /* SIMPLER_PM_SUPPORT_H */
