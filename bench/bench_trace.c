@@ -14,7 +14,7 @@
  * of the machine at that moment, and every other level is reported as its
  * ratio to the first level-0 run of the same repetition. Level 0 is the
  * untraced path: the hooks are one branch each on a level read once per
- * round, and nothing is allocated (tests/unit/trace/test_trace.c counts it),
+ * round, and nothing is allocated (tests/unit/trace/test_trace_internals.c counts it),
  * so "level 0 costs nothing measurable" means its ratio to itself and the
  * ratio of the other levels to it are what this measures.
  *
