@@ -1,7 +1,7 @@
 /*
  * common/callable_rules.h — the rules a callable image's fields obey, shared
  * by the validator (common/callable_validate.c) and the builder
- * (host/callable.c), so the builder refuses exactly what the validator
+ * (host/callable_builder.c), so the builder refuses exactly what the validator
  * would.
  *
  * Owns: nothing but these predicates; each is pure and reads only what it

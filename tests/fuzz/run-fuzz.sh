@@ -7,7 +7,7 @@
 #
 #   fuzz_callable  simpler_callable_validate and the builder (fuzz_callable.c),
 #                  seeded with builder-made images and a real shared object.
-#                  Independent of CMake: it links only src/host/callable.c,
+#                  Independent of CMake: it links only src/host/callable_builder.c,
 #                  the common validator (src/common/callable_validate.c,
 #                  elf_check.c) and src/common/host_alloc.c. Its corpus is a
 #                  fresh copy of the seeds on every run.
@@ -56,7 +56,7 @@ fuzz() {
 build_callable() {
     local flags=(-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer
                  -I"$root/include" -I"$root/src" -I"$root/tests/support")
-    local sources=("$root/src/host/callable.c" "$root/src/common/callable_validate.c"
+    local sources=("$root/src/host/callable_builder.c" "$root/src/common/callable_validate.c"
                    "$root/src/common/elf_check.c" "$root/src/common/host_alloc.c")
     "$cc" "${flags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
         "$root/tests/fuzz/fuzz_callable.c" "${sources[@]}" -o "$out/fuzz_callable"

@@ -1,5 +1,5 @@
 /*
- * host/callable.c — callable images: the builder.
+ * host/callable_builder.c — callable images: the builder.
  *
  * Owns: the builder that lays images out (see callable.h for the layout).
  * It checks every argument against the validator's own rules
