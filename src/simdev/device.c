@@ -6,7 +6,7 @@
  * start (its registers, workers and placement, in that order) and its
  * reset, which destroys everything the device holds, and marking a device
  * lost. Does not own what it starts or destroys: configuration (config.c),
- * workers (worker.c), placement (placement.c), launches (launch.c),
+ * workers (worker.c), placement (cpu_affinity.c), launches (launch.c),
  * streams, events and graphs (their own files); only the lists that let
  * reset destroy them.
  */
@@ -21,7 +21,7 @@
 #include "simdev/graph.h"
 #include "simdev/launch.h"
 #include "simdev/memory.h"
-#include "simdev/placement.h"
+#include "simdev/cpu_affinity.h"
 #include "simdev/regs.h"
 #include "simdev/sem.h"
 #include "simdev/stream.h"

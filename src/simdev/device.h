@@ -18,7 +18,7 @@
 #include "simdev/launch.h"
 #include "simdev/memory.h"
 #include "simdev/park.h"
-#include "simdev/placement.h"
+#include "simdev/cpu_affinity.h"
 #include "simdev/regs.h"
 #include "simdev/sem.h"
 #include "simdev/worker.h"

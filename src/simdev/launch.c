@@ -5,7 +5,7 @@
  * the arguments, the workers it takes from the pool (all at once, in
  * ticket order), handing the job out, the wait for its end under the
  * watchdog, and the jobs hung threads keep until reset. Must not run a
- * device function (worker.c does) or place a thread (placement.c).
+ * device function (worker.c does) or place a thread (cpu_affinity.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -134,7 +134,7 @@ int platform_hint_budget_has_room(void)
     return !b || atomic_load_explicit(&b->awake, memory_order_relaxed) < b->cpus;
 }
 
-/* True for a core alone on its CPU (placement.c): when more
+/* True for a core alone on its CPU (cpu_affinity.c): when more
  * threads are awake than CPUs, the excess is elsewhere, on a CPU it does
  * not run on, and its parking would leave its own CPU idle. */
 static bool own_cpu(void)

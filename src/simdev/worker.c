@@ -5,7 +5,7 @@
  * Owns: starting and stopping a device's workers, each worker's loop (wait
  * for a job, run its device function, report) and the runnable budget's
  * count of the threads in a job. Must not choose which workers run a job
- * (launch.c) or where they run (placement.c).
+ * (launch.c) or where they run (cpu_affinity.c).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
 #include "simdev/launch.h"
 #include "simdev/op.h"
 #include "simdev/park.h"
-#include "simdev/placement.h"
+#include "simdev/cpu_affinity.h"
 #include "simdev/worker.h"
 
 static bool worker_has_job(void *arg)

@@ -4,7 +4,7 @@
  *
  * Owns: each worker's thread, its mailbox for jobs and its awake flag, and
  * the per-device set of workers. A worker runs the jobs launches hand it
- * (launch.h); where it runs is placement's (placement.h). Must not choose
+ * (launch.h); where it runs is placement's (cpu_affinity.h). Must not choose
  * which worker runs a job: the launch does.
  */
 #ifndef SIMDEV_WORKER_H
@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "simdev/park.h"
-#include "simdev/placement.h"
+#include "simdev/cpu_affinity.h"
 #include "simpler/device_fn.h"
 
 struct sd_device;
@@ -45,7 +45,7 @@ struct sd_workers {
 /* The AICPU thread that shares `core`'s CPU and has the place, or NULL. */
 static inline const struct sd_worker *sd_core_mate(const struct sd_worker *core)
 {
-    /* acquire: pairs with the release in primary_begin (placement.c) */
+    /* acquire: pairs with the release in primary_begin (cpu_affinity.c) */
     return atomic_load_explicit(&((struct sd_worker *)core)->placement.mate,
                                 memory_order_acquire);
 }

@@ -1,5 +1,5 @@
 /*
- * simdev/placement.c — where a device's threads run on the host's CPUs.
+ * simdev/cpu_affinity.c — where a device's threads run on the host's CPUs.
  *
  * Owns: pinning cores to CPUs at device start, the primary CPU of a job's
  * last AICPU thread and the core that gives way to it, each AICPU worker's
@@ -13,7 +13,7 @@
 
 #include "simdev/device.h"
 #include "simdev/launch.h"
-#include "simdev/placement.h"
+#include "simdev/cpu_affinity.h"
 #include "simdev/worker.h"
 
 /* True when the thread now runs only on `cpu`. */

@@ -1,6 +1,6 @@
 /*
- * simdev/placement.h — where a device's threads run on the host's CPUs
- * (placement.c).
+ * simdev/cpu_affinity.h — where a device's threads run on the host's CPUs
+ * (cpu_affinity.c).
  *
  * Owns: the CPU each core is pinned to, the primary CPU of a job's last
  * AICPU thread (the runtime's orchestrator) and the core that shares it,
@@ -8,8 +8,8 @@
  * affinity leaves a thread where the OS put it. Must not run jobs or
  * touch a device's launches.
  */
-#ifndef SIMDEV_PLACEMENT_H
-#define SIMDEV_PLACEMENT_H
+#ifndef SIMDEV_CPU_AFFINITY_H
+#define SIMDEV_CPU_AFFINITY_H
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -20,7 +20,7 @@ struct sd_device;
 struct sd_job;
 struct sd_worker;
 
-/* Where an AICPU worker may run (place_aicpu, placement.c): the CPUs it was
+/* Where an AICPU worker may run (place_aicpu, cpu_affinity.c): the CPUs it was
  * created with, only the orchestrator's CPU, or every CPU but that one. */
 enum sd_place { SD_PLACE_ANY, SD_PLACE_PRIMARY, SD_PLACE_OTHERS };
 
@@ -61,4 +61,4 @@ bool sd_place_take(struct sd_device *dev, struct sd_worker *w, const struct sd_j
                    uint32_t index);
 void sd_place_primary_end(struct sd_device *dev);
 
-#endif /* SIMDEV_PLACEMENT_H */
+#endif /* SIMDEV_CPU_AFFINITY_H */
