@@ -6,7 +6,7 @@
  * ready queues' reuse across runs), the entry that splits the launch's
  * threads into the orchestrator and the schedulers, and the result block
  * written when the last of them finishes. Must not decide what a config
- * allows (config.c) or where a region lies (layout.c).
+ * allows (run_config.c) or where a region lies (layout.c).
  */
 #include <string.h>
 

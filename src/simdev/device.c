@@ -5,7 +5,7 @@
  * Owns: the device table, the per-thread current device, a device's
  * start (its registers, workers and placement, in that order) and its
  * reset, which destroys everything the device holds, and marking a device
- * lost. Does not own what it starts or destroys: configuration (config.c),
+ * lost. Does not own what it starts or destroys: configuration (device_config.c),
  * workers (worker.c), placement (cpu_affinity.c), launches (launch.c),
  * streams, events and graphs (their own files); only the lists that let
  * reset destroy them.
@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "simdev/capture.h"
-#include "simdev/config.h"
+#include "simdev/device_config.h"
 #include "simdev/device.h"
 #include "simdev/event.h"
 #include "simdev/fault.h"

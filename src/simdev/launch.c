@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "simdev/config.h"
+#include "simdev/device_config.h"
 #include "simdev/device.h"
 #include "simdev/fault.h"
 #include "simdev/launch.h"

@@ -6,7 +6,7 @@
  * to a spinning thread costs ~0.1-0.6 us, a futex wake-up 10-40 us), then
  * sleeps on a futex, so an idle device uses no CPU even with many simulated
  * cores on two host CPUs. How long each role spins is the caller's choice
- * (sd_spin_ns, config.c).
+ * (sd_spin_ns, device_config.c).
  * Must not touch device state: it knows only the word it is given and the
  * calling thread's runnable budget (sd_tl_budget, park.h).
  */
@@ -189,7 +189,7 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
      * that a handoff between running threads would wait out, and on a host
      * with more device threads than CPUs a yield-spinner keeps taking a
      * CPU from the threads doing the work. The budget is the caller's
-     * (per role: sd_spin_ns in config.c); after it, park. Every 32 polls
+     * (per role: sd_spin_ns in device_config.c); after it, park. Every 32 polls
      * (about a microsecond) look at the clock, and (yield_to_budget) at the
      * device's runnable budget: a waiter over it parks at once. The spin's
      * end is set at the first look (a wait that ends sooner, the common

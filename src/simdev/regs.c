@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "platform/platform.h"
-#include "simdev/config.h"
+#include "simdev/device_config.h"
 #include "simdev/device.h"
 #include "simdev/fault.h"
 #include "simdev/park.h"

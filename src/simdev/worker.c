@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "simdev/config.h"
+#include "simdev/device_config.h"
 #include "simdev/device.h"
 #include "simdev/fault.h"
 #include "simdev/launch.h"

@@ -1,13 +1,13 @@
 /*
- * simdev/config.h — a device's configuration and what follows from it
+ * simdev/device_config.h — a device's configuration and what follows from it
  * (config.c).
  *
  * Owns: the default topology, its environment overrides and range check,
  * and how long each role of waiter spins. Must not start anything: the
  * configuration is read when the device starts (device.c).
  */
-#ifndef SIMDEV_CONFIG_H
-#define SIMDEV_CONFIG_H
+#ifndef SIMDEV_DEVICE_CONFIG_H
+#define SIMDEV_DEVICE_CONFIG_H
 
 #include <stdint.h>
 
@@ -31,4 +31,4 @@ void sd_config_settle(struct sd_device *dev);
 enum sd_wait_role { SD_WAIT_CORE, SD_WAIT_AICPU, SD_WAIT_IDLE };
 uint64_t sd_spin_ns(const struct sd_device *dev, enum sd_wait_role role);
 
-#endif /* SIMDEV_CONFIG_H */
+#endif /* SIMDEV_DEVICE_CONFIG_H */

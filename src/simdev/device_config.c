@@ -1,5 +1,5 @@
 /*
- * simdev/config.c — a device's configuration.
+ * simdev/device_config.c — a device's configuration.
  *
  * Owns: the default topology, the environment overrides (SIMDEV_*), the
  * range check, the configuration a device starts with, and the spin each
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "simdev/config.h"
+#include "simdev/device_config.h"
 #include "simdev/device.h"
 
 int simdev_config_default(struct simdev_config *out)

@@ -1,5 +1,5 @@
 /*
- * runtime/config.c — a run's config: its defaults, its conversion from the
+ * runtime/run_config.c — a run's config: its defaults, its conversion from the
  * public run config, and the check of its ranges.
  *
  * Owns: the functions runtime.h declares for struct rt_config, shared by
