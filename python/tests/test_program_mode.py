@@ -164,3 +164,29 @@ def test_scalars_int_negative_float_and_f32_words():
     assert scalar_word(1.0) == 0x3FF0000000000000, "a Python float is f64 bits"
     assert scalar_word(np.float32(1.0)) == 0x3F800000, "a numpy float32 is its f32 bits"
     assert scalar_word(np.int64(-2)) == (1 << 64) - 2
+
+
+def test_two_threads_running_on_one_worker_each_get_exact_results(vector_worker):
+    import threading
+    results, errors = {}, []
+
+    def runner(lane):
+        try:
+            for r in range(10):
+                a, b = vector_inputs(n=N, seed=lane * 100 + r)
+                f = np.full(N, -1.0, np.float32)
+                if r % 2:
+                    vector_worker.run(0, [a, b, f])
+                else:
+                    vector_worker.submit(0, [a, b, f]).wait()
+                results[(lane, r)] = wrong(f, vector_expected(a, b))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=runner, args=(lane,)) for lane in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [], "a runner failed: %r" % errors
+    assert len(results) == 20 and sum(results.values()) == 0, "a run got another run's result"
