@@ -190,11 +190,30 @@ def test_capture_unsupported_then_invalidated():
         graph.replay(stream)  # nothing was captured
 
 
-def test_capture_unjoined_class_maps_its_code():
-    # A fork that never joins needs events, which the package does not wrap:
-    # the class is checked through the mapping (as every class is above).
-    e = simpler.errors.error(-1105, "simdev_stream_end_capture")
-    assert type(e) is simpler.CaptureUnjoined and e.name == "CAPTURE_UNJOINED"
+def test_capture_unjoined_from_a_fork_that_never_joins():
+    # The fork uses simdev's events, which the package does not wrap: the
+    # test calls them through ctypes.
+    p, pp = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+    for name, args in (("simdev_event_create", [pp]), ("simdev_event_destroy", [p]),
+                       ("simdev_event_record", [p, p]), ("simdev_stream_wait_event", [p, p]),
+                       ("simdev_memset_async", [p, ctypes.c_int, ctypes.c_size_t, p])):
+        getattr(lib, name).argtypes, getattr(lib, name).restype = args, ctypes.c_int
+    device = simpler.Device(0)
+    origin, side = device.stream(), device.stream()
+    buf = device.malloc(64)
+    event = ctypes.c_void_p()
+    assert lib.simdev_event_create(ctypes.byref(event)) == 0
+    graph = simpler.Graph()
+    with pytest.raises(simpler.CaptureUnjoined) as e:
+        with origin.capture(graph):
+            assert lib.simdev_event_record(event, origin.handle) == 0
+            assert lib.simdev_stream_wait_event(side.handle, event) == 0  # side joins the capture
+            assert lib.simdev_memset_async(ctypes.c_void_p(buf.address), 0, 64, side.handle) == 0
+            # ... and never joins back into origin
+    expect("CaptureUnjoined", e)
+    assert lib.simdev_event_destroy(event) == 0
+    side.synchronize()
+    origin.synchronize()
 
 
 @pytest.mark.parametrize("bad, why", [
