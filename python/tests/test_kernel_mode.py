@@ -238,3 +238,28 @@ def test_two_threads_blocked_in_synchronize_release_the_gil_and_progress_togethe
         t.join()
     assert outcome == {0: "ok", 1: "ok"}, "both synchronizes must return cleanly: %r" % outcome
     assert len(met) == 2, "both callbacks met while both threads were blocked"
+
+
+def test_device_synchronize_raises_a_failed_round_and_graph_destroy_is_idempotent(kernel):
+    w, device, vid = kernel
+    fid = w.kernel_prepare_callable(fail_image())
+    stream = device.stream()
+    x, y = device.malloc(16), device.malloc(16)
+    tensors = [x.tensor((4,), simpler.DataType.F32), y.tensor((4,), simpler.DataType.F32)]
+    w.kernel_launch(fid, tensors, caller_stream=stream)
+    with pytest.raises(simpler.RunFailed) as e:
+        device.synchronize()
+    assert e.value.code == -321, "the device sync returns the first carried stream error"
+    device.synchronize()  # cleared by the sync that reported it
+    graph = simpler.Graph()
+    with stream.capture(graph):
+        w.kernel_launch(fid, tensors, caller_stream=stream)
+    graph.replay(stream)
+    with pytest.raises(simpler.RunFailed) as e:
+        stream.synchronize()
+    assert e.value.code == -321, "a replayed failing round fails its stream"
+    graph.destroy()
+    graph.destroy()
+    with pytest.raises(simpler.InvalidState):
+        graph.replay(stream)
+    assert [dt.itemsize for dt in simpler.DataType] == [4, 2, 2, 8, 1, 2, 4, 8, 1, 2, 4, 8]

@@ -110,3 +110,15 @@ def test_build_callable_refuses_what_the_validator_would():
         simpler.build_callable(path("VECTOR_ORCH_SO"), "", [simpler.IN])
     with pytest.raises(simpler.InvalidArgument):
         simpler.build_callable(path("VECTOR_ORCH_SO"), "vector_orchestration", [7])
+
+
+def test_without_simpler_library_a_checkout_finds_its_build_tree():
+    built = os.path.join(PYTHON_DIR, "..", "build", "src", "libsimpler.so.0")
+    if not os.path.exists(built):
+        import pytest
+        pytest.skip("this build is not the checkout's build/")
+    env = {k: v for k, v in os.environ.items() if k != "SIMPLER_LIBRARY"}
+    env["PYTHONPATH"], env["PYTHONDONTWRITEBYTECODE"] = PYTHON_DIR, "1"
+    out = subprocess.run([sys.executable, "-c", "import simpler; print(simpler.library_path)"],
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == os.path.normpath(built), "the build tree comes after SIMPLER_LIBRARY"

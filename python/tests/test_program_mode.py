@@ -190,3 +190,17 @@ def test_two_threads_running_on_one_worker_each_get_exact_results(vector_worker)
         t.join()
     assert errors == [], "a runner failed: %r" % errors
     assert len(results) == 20 and sum(results.values()) == 0, "a run got another run's result"
+
+
+def test_a_run_config_of_its_own_that_fits_the_capacity_runs(worker):
+    worker.register(1, offset_image())
+    x, y = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    small = simpler.RunConfig(task_window=64, heap_bytes=1 << 16, dep_pool=256)
+    assert small.task_window == 64 and small.to_c().task_window[3] == 64, "one int is every ring"
+    info = worker.run(1, [x, y], [np.float32(4.0)], config=small)
+    assert info.tasks_submitted == 1 and wrong(y, x + 4) == 0
+    handle = worker.submit(1, [x, y], [np.float32(5.0)], config=simpler.RunConfig(task_window=(64, 32, 16, 8)))
+    handle.wait()
+    assert wrong(y, x + 5) == 0
+    with pytest.raises(TypeError):
+        worker.run(1, [x, y], [0], config={"task_window": 64})
