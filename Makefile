@@ -1,7 +1,8 @@
 # simpler — top-level entry points. See README.md.
 #   make run    install what is missing, build, run the demonstration (the
 #               vector example traced: build/vector-trace.{json,svg} and its
-#               summary by tools/simpler-trace)
+#               summary by tools/simpler-trace), the other examples, and
+#               the vector example from Python (examples/python/vector.py)
 #   make test   install what is missing, build and run every test:
 #               the model check (make verify), normal build, then ASan+UBSan, then TSan, then a short soak
 #               (SOAK_SHORT_N runs of the pipeline, fault, review and engine tests
@@ -18,8 +19,9 @@
 #   make bench-components  the component benchmarks (device, runtime,
 #               program mode, kernel mode, tracing) on their own
 #   make bench-trace  what tracing costs a run, level 0 to 4 (bench_trace)
-#   make install  install headers, libraries, simpler.pc and the CMake
-#               package under PREFIX (default /usr/local; docs/install.md)
+#   make install  install headers, libraries, simpler.pc, the CMake
+#               package and the Python package under PREFIX (default
+#               /usr/local; docs/install.md, docs/python.md)
 #   make uninstall  remove exactly the files the last `make install` wrote
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
@@ -51,6 +53,7 @@ run: build
 	./build/tools/simpler-trace --svg build/vector-trace.svg build/vector-trace.json
 	./build/examples/matmul_example
 	./build/examples/attention_example
+	/usr/bin/python3 examples/python/vector.py build/examples/libvector_orch.so build/examples/libvector_kernels.so
 
 test: deps verify test-normal test-asan test-tsan test-soak-short test-release test-fuzz
 	@echo "simpler: all test builds passed (model check, normal, asan+ubsan, tsan, short soak, release build, fuzz)"

@@ -30,3 +30,33 @@ install(FILES ${PROJECT_BINARY_DIR}/simplerConfig.cmake ${PROJECT_BINARY_DIR}/si
 file(RELATIVE_PATH SIMPLER_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/simpler.pc.in ${PROJECT_BINARY_DIR}/simpler.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/simpler.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The Python package (python/simpler, docs/python.md) goes where the
+# interpreter that `make test` uses (SIMPLER_PYTHON, /usr/bin/python3) looks
+# for packages under a prefix: on Debian lib/python3.N/dist-packages, which
+# /usr/bin/python3 searches for /usr/local; for another prefix, PYTHONPATH
+# names it. SIMPLER_INSTALL_PYTHONDIR overrides the choice. Beside the
+# package's modules, _installed.py records where the library is relative to
+# them: the package finds it there before anywhere else but SIMPLER_LIBRARY.
+set(SIMPLER_PYTHON /usr/bin/python3 CACHE FILEPATH "The interpreter the Python package is tested and installed for")
+if(NOT DEFINED SIMPLER_INSTALL_PYTHONDIR)
+  execute_process(COMMAND ${SIMPLER_PYTHON} -c
+                    "import sys; print('lib/python%d.%d/dist-packages' % sys.version_info[:2])"
+                  OUTPUT_VARIABLE SIMPLER_DETECTED_PYTHONDIR OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE SIMPLER_PYTHON_RC ERROR_QUIET)
+  if(NOT SIMPLER_PYTHON_RC EQUAL 0)
+    set(SIMPLER_DETECTED_PYTHONDIR lib/python3/dist-packages)
+  endif()
+  set(SIMPLER_INSTALL_PYTHONDIR ${SIMPLER_DETECTED_PYTHONDIR} CACHE STRING
+      "Where under the prefix the Python package is installed")
+endif()
+file(RELATIVE_PATH SIMPLER_PACKAGE_TO_LIBDIR /${SIMPLER_INSTALL_PYTHONDIR}/simpler /${CMAKE_INSTALL_LIBDIR})
+string(REGEX REPLACE "/$" "" SIMPLER_PACKAGE_TO_LIBDIR "${SIMPLER_PACKAGE_TO_LIBDIR}")
+file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/python/_installed.py CONTENT
+"\"\"\"Written by make install: where libsimpler is, relative to this package.\"\"\"
+LIBRARY = \"${SIMPLER_PACKAGE_TO_LIBDIR}/$<TARGET_SONAME_FILE_NAME:simpler_shared>\"
+")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/simpler DESTINATION ${SIMPLER_INSTALL_PYTHONDIR}
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(FILES ${PROJECT_BINARY_DIR}/python/_installed.py
+        DESTINATION ${SIMPLER_INSTALL_PYTHONDIR}/simpler)

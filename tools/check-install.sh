@@ -4,11 +4,15 @@
 # manifest and the source tree's headers, builds the README's first example
 # twice against the installed shared library (pkg-config, then a CMake
 # project using find_package) and runs both; then uninstalls and checks that
-# nothing is left. The CMake project also links the static library.
-# Usage: check-install.sh SOURCE_DIR BUILD_DIR LIBDIR VERSION CC CMAKE WORK_DIR
-#   LIBDIR is CMAKE_INSTALL_LIBDIR (lib), VERSION the project's MAJOR.MINOR.PATCH.
+# nothing is left. The CMake project also links the static library. The
+# Python package is imported from the prefix (PYTHONPATH, as docs/python.md
+# says for a prefix of one's own) and must load the prefix's library.
+# Usage: check-install.sh SOURCE_DIR BUILD_DIR LIBDIR VERSION CC CMAKE WORK_DIR PYTHONDIR PYTHON
+#   LIBDIR is CMAKE_INSTALL_LIBDIR (lib), VERSION the project's MAJOR.MINOR.PATCH,
+#   PYTHONDIR SIMPLER_INSTALL_PYTHONDIR (lib/python3.N/dist-packages), PYTHON
+#   the interpreter the package is installed for (/usr/bin/python3).
 set -euo pipefail
-src=$1 build=$2 libdir=$3 version=$4 cc=$5 cmake=$6 work=$7
+src=$1 build=$2 libdir=$3 version=$4 cc=$5 cmake=$6 work=$7 pythondir=$8 python=$9
 unset DESTDIR # the scratch prefix is the whole destination
 major=${version%%.*}
 minor_version=${version%.*} # MAJOR.MINOR, what find_package asks for
@@ -43,6 +47,10 @@ expected=$( {
                 cmake/simpler/simplerTargets-CONFIG.cmake; do
         echo "$libdir/$file"
     done
+    for module in "$src"/python/simpler/*.py; do
+        echo "$pythondir/simpler/${module##*/}"
+    done
+    echo "$pythondir/simpler/_installed.py"
 } | sort)
 installed=$(cd "$prefix" && find . -type f -o -type l | sed 's|^\./||' | sort)
 listed=$(sed "s|^$prefix/||" "$manifest" | sort)
@@ -109,7 +117,28 @@ if readelf -d "$work/app/build/first_static" | grep -q "(NEEDED).*libsimpler"; t
 fi
 "$work/app/build/first_static" || fail "first_static failed"
 
-# 3. Uninstall removes every file it installed, and simpler's own directories.
+# 3. Python: the installed package imports from the prefix with nothing but
+# PYTHONPATH, finds the prefix's library beside it (SIMPLER_LIBRARY unset:
+# CTest sets it for the package's own tests) and reports its version.
+# PYTHONDONTWRITEBYTECODE: no __pycache__ for uninstall to meet.
+if "$python" -c "" 2>/dev/null; then
+    loaded=$(env -u SIMPLER_LIBRARY PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$prefix/$pythondir" \
+             "$python" -c 'import simpler; print(simpler.__file__); print(simpler.library_path); print(simpler.__version__)') ||
+        fail "$python cannot import the installed package"
+    expected_python="$prefix/$pythondir/simpler/__init__.py
+$prefix/$libdir/libsimpler.so.$major
+$version"
+    [ "$loaded" = "$expected_python" ] ||
+        fail "the installed package loaded:
+$loaded
+expected:
+$expected_python"
+    echo "python: $python imports simpler $version from $prefix/$pythondir"
+else
+    echo "python: $python not found: the installed package was not imported" >&2
+fi
+
+# 4. Uninstall removes every file it installed, and simpler's own directories.
 bash "$src/tools/uninstall.sh" "$manifest" >"$work/uninstall.log"
 left=$(cd "$prefix" && find . -type f -o -type l -o -type d -name simpler)
 [ -z "$left" ] || fail "uninstall left: $left"

@@ -13,9 +13,11 @@ set -euo pipefail
 # package (docs/install.md). spin: the model check of the kernel-mode round
 # gate (make verify, model/round_gate.pml). libjansson-dev: the JSON parser
 # the trace test reads traces back with and tools/simpler-trace reads them
-# with.
+# with. python3-pytest + python3-numpy: the Python package's tests and
+# example (python/, docs/python.md), which run on /usr/bin/python3, the
+# interpreter Debian's python3-* packages install for.
 needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config binutils libasan8 libubsan1 libtsan2
-        clang liblapacke-dev libblas-dev gdb spin libjansson-dev)
+        clang liblapacke-dev libblas-dev gdb spin libjansson-dev python3-pytest python3-numpy)
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

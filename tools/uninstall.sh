@@ -2,7 +2,8 @@
 # Removes what one `cmake --install` wrote, as listed in its manifest
 # (make uninstall: build/install_manifest.txt): exactly those files and
 # links, then the directories only simpler writes into (include/simpler,
-# lib/cmake/simpler) once they are empty. Shared directories (lib/,
+# lib/cmake/simpler, the Python package's simpler/) once they are empty,
+# with the byte-code the interpreter cached for the package's modules. Shared directories (lib/,
 # lib/pkgconfig/, ...) stay, even if empty. The manifest names files
 # without DESTDIR; under DESTDIR (as given to the install) they are
 # removed from there.
@@ -26,6 +27,14 @@ while IFS= read -r file || [ -n "$file" ]; do
     dir=$(dirname "$file")
     if [ "$(basename "$dir")" = simpler ]; then
         own_dirs+=("$dir")
+        # The interpreter's byte-code cache of an installed Python module.
+        if [[ $file == *.py ]]; then
+            stem=$(basename "$file" .py)
+            for cached in "$dir/__pycache__/$stem".*.pyc; do
+                [ -e "$cached" ] && rm -f "$cached" && echo "simpler: removed $cached"
+            done
+            rmdir "$dir/__pycache__" 2>/dev/null || true
+        fi
     fi
 done <"$manifest"
 

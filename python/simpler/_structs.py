@@ -1,0 +1,141 @@
+"""simpler._structs — ctypes mirrors of the public C structs the package passes.
+
+Owns: the layouts only. Each mirror follows its header field by field; the
+test suite compares every size and offset with what the C compiler lays
+out (python/tests/native/layout.c), and the tensor descriptor's fixed size
+is also checked here at import.
+"""
+import ctypes
+
+TENSOR_MAX_DIMS = 5   # SIMPLER_TENSOR_MAX_DIMS
+RUN_RINGS = 4         # SIMPLER_RUN_RINGS
+TASK_ID_NONE = (1 << 64) - 1  # SIMPLER_TASK_ID_NONE
+MEM_HOST, MEM_DEVICE = 0, 1   # enum simpler_address_space
+CALLABLE_MAGIC = 0x4C435053   # SIMPLER_CALLABLE_MAGIC
+CALLABLE_NAME_MAX = 64
+CALLABLE_MAX_ARGS = 128
+
+
+class Tensor(ctypes.Structure):
+    """struct simpler_tensor (tensor.h)."""
+    _fields_ = [
+        ("addr", ctypes.c_uint64),
+        ("buffer_bytes", ctypes.c_uint64),
+        ("start_offset", ctypes.c_uint64),
+        ("producer_task_id", ctypes.c_uint64),
+        ("version", ctypes.c_uint32),
+        ("ndims", ctypes.c_uint8),
+        ("dtype", ctypes.c_uint8),
+        ("address_space", ctypes.c_uint8),
+        ("flags", ctypes.c_uint8),
+        ("shape", ctypes.c_uint64 * TENSOR_MAX_DIMS),
+        ("stride", ctypes.c_int64 * TENSOR_MAX_DIMS),
+        ("reserved", ctypes.c_uint64),
+    ]
+
+
+if ctypes.sizeof(Tensor) != 128:  # the header's _Static_assert, on this side
+    raise ImportError("simpler: ctypes lays struct simpler_tensor out in %d bytes, not 128"
+                      % ctypes.sizeof(Tensor))
+
+
+class Args(ctypes.Structure):
+    """struct simpler_args (simpler.h)."""
+    _fields_ = [
+        ("tensor_count", ctypes.c_uint32),
+        ("scalar_count", ctypes.c_uint32),
+        ("tensors", ctypes.POINTER(Tensor)),
+        ("scalars", ctypes.POINTER(ctypes.c_uint64)),
+    ]
+
+
+class RunConfig(ctypes.Structure):
+    """struct simpler_run_config (orchestration.h)."""
+    _fields_ = [
+        ("task_window", ctypes.c_uint32 * RUN_RINGS),
+        ("heap_bytes", ctypes.c_uint64 * RUN_RINGS),
+        ("dep_pool", ctypes.c_uint32 * RUN_RINGS),
+        ("tensormap_buckets", ctypes.c_uint32),
+        ("tensormap_entries", ctypes.c_uint32),
+        ("max_fanin", ctypes.c_uint32),
+        ("scheduler_threads", ctypes.c_uint32),
+        ("ring_timeout_ms", ctypes.c_uint32),
+        ("sched_timeout_ms", ctypes.c_uint32),
+        ("tensor_wait_timeout_ms", ctypes.c_uint32),
+        ("trace_level", ctypes.c_uint32),
+        ("trace_records", ctypes.c_uint32),
+    ]
+
+
+class Config(ctypes.Structure):
+    """struct simpler_config (simpler.h)."""
+    _fields_ = [
+        ("pipeline_depth", ctypes.c_uint32),
+        ("max_callables", ctypes.c_uint32),
+        ("callable_bytes", ctypes.c_uint64),
+        ("run_capacity", RunConfig),
+    ]
+
+
+class RunInfo(ctypes.Structure):
+    """struct simpler_run_info (simpler.h)."""
+    _fields_ = [
+        ("status", ctypes.c_int32),
+        ("reserved", ctypes.c_uint32),
+        ("tasks_submitted", ctypes.c_uint64),
+        ("tasks_completed", ctypes.c_uint64),
+        ("edges", ctypes.c_uint64),
+    ]
+
+
+class ContextInfo(ctypes.Structure):
+    """struct simpler_context_info (simpler.h)."""
+    _fields_ = [
+        ("unfinalized_runs", ctypes.c_uint32),
+        ("stranded_runs", ctypes.c_uint32),
+        ("stranded_runs_released", ctypes.c_uint64),
+    ]
+
+
+class CallableHeader(ctypes.Structure):
+    """struct simpler_callable_header (callable.h): read to learn a signature."""
+    _fields_ = [
+        ("magic", ctypes.c_uint32),
+        ("version", ctypes.c_uint32),
+        ("total_bytes", ctypes.c_uint64),
+        ("header_bytes", ctypes.c_uint32),
+        ("sig_count", ctypes.c_uint32),
+        ("scalar_count", ctypes.c_uint32),
+        ("child_count", ctypes.c_uint32),
+        ("orch_kind", ctypes.c_uint32),
+        ("reserved0", ctypes.c_uint32),
+        ("orch_offset", ctypes.c_uint64),
+        ("orch_bytes", ctypes.c_uint64),
+        ("children_offset", ctypes.c_uint64),
+        ("entry_name", ctypes.c_char * CALLABLE_NAME_MAX),
+        ("config_name", ctypes.c_char * CALLABLE_NAME_MAX),
+        ("signature", ctypes.c_uint8 * CALLABLE_MAX_ARGS),
+    ]
+
+
+class MemInfo(ctypes.Structure):
+    """struct simdev_mem_info (device.h)."""
+    _fields_ = [
+        ("capacity", ctypes.c_uint64),
+        ("in_use", ctypes.c_uint64),
+        ("high_water", ctypes.c_uint64),
+        ("allocations", ctypes.c_uint64),
+    ]
+
+
+# Every mirror by its C name, for the layout test.
+MIRRORS = {
+    "simpler_tensor": Tensor,
+    "simpler_args": Args,
+    "simpler_run_config": RunConfig,
+    "simpler_config": Config,
+    "simpler_run_info": RunInfo,
+    "simpler_context_info": ContextInfo,
+    "simpler_callable_header": CallableHeader,
+    "simdev_mem_info": MemInfo,
+}

@@ -1,0 +1,285 @@
+"""simpler.worker — Worker: one simpler context, in program or kernel mode.
+
+Owns: the context's life (create, init, finalize, destroy), the callables
+registered or prepared on it with their signatures, and the runs it holds:
+each RunHandle keeps the arrays of its run alive until the run is
+finalized. Blocking calls (run, wait, kernel launches) go through
+ctypes.CDLL, which releases the GIL for their duration.
+"""
+import ctypes
+import threading
+from dataclasses import dataclass
+
+from . import _args
+from . import _structs as S
+from ._lib import lib
+from .callable import Image
+from .config import CallConfig, RunConfig
+from .device import Stream, _bump_epoch, _current
+from .errors import NOT_READY, Unsupported, check, error, invalid
+
+_MODES = ("program", "kernel")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The counters of a completed run (struct simpler_run_info)."""
+    status: int
+    tasks_submitted: int
+    tasks_completed: int
+    edges: int
+
+    @classmethod
+    def from_c(cls, info):
+        return cls(info.status, info.tasks_submitted, info.tasks_completed, info.edges)
+
+
+class RunHandle:
+    """A submitted program-mode run. done() polls; wait() waits, finalizes
+    (copying OUT/INOUT arrays back when the run succeeded) and returns its
+    RunInfo, or raises its failure (RunFailed for the run's own code). Every
+    later wait() returns or raises the same."""
+
+    def __init__(self, worker, run, built):
+        self._worker, self._run, self._built = worker, run, built
+        self._lock = threading.Lock()
+        self._result = None  # RunInfo or the exception, once finalized
+
+    def done(self):
+        """True once the run completed (successfully or not); never blocks."""
+        if self._result is not None:
+            return True
+        return lib.simpler_poll_run(self._worker._ctx, self._run) != NOT_READY
+
+    def wait(self):
+        with self._lock:
+            if self._result is None:
+                self._result = self._worker._finish(self._run, self._built)
+                self._built = None
+            result = self._result
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+class Worker:
+    """A simpler context on one device. level must be 2 (one device);
+    execution_mode "program" (the context owns the device) or "kernel"
+    (it borrows the device and the caller's streams). `config`: a
+    CallConfig (None: the defaults). A context manager; close() ends it."""
+
+    def __init__(self, level=2, device_id=0, execution_mode="program", config=None):
+        self._ctx = ctypes.c_void_p()
+        self._initialised = False
+        if level != 2:
+            raise Unsupported(Unsupported.CODE, "Worker",
+                              "level %r: only level 2 (one device) exists" % (level,))
+        if execution_mode not in _MODES:
+            raise invalid("execution_mode %r: 'program' or 'kernel'" % (execution_mode,))
+        if config is None:
+            config = CallConfig()
+        elif not isinstance(config, CallConfig):
+            raise TypeError("simpler: config must be a CallConfig")
+        if not isinstance(device_id, int):
+            raise invalid("device_id %r: an int" % (device_id,))
+        c_config = config.to_c()
+        self.level, self.device_id, self.execution_mode = level, device_id, execution_mode
+        self.config = config
+        self._lock = threading.Lock()
+        self._runs = {}        # run handle -> RunHandle, until finalized
+        self._signatures = {}  # callable id -> tuple of Directions
+        check(lib.simpler_create_device_context(ctypes.byref(self._ctx)),
+              "simpler_create_device_context")
+        if execution_mode == "program":
+            rc = lib.simpler_init(self._ctx, device_id, ctypes.byref(c_config))
+            call = "simpler_init"
+        else:
+            rc = lib.simdev_set_device(device_id)
+            call = "simdev_set_device"
+            if rc == 0:
+                rc = lib.simpler_kernel_mode_init(self._ctx, device_id, ctypes.byref(c_config), 0)
+                call = "simpler_kernel_mode_init"
+        if rc:
+            lib.simpler_destroy_device_context(self._ctx)
+            self._ctx = ctypes.c_void_p()
+            raise error(rc, call)
+        self._initialised = True
+
+    # ------------------------------------------------------------ life
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _open(self, call):
+        if not self._initialised:
+            raise error(-1003, call, "the worker is closed")
+
+    def _mode(self, mode, call):
+        self._open(call)
+        if self.execution_mode != mode:
+            raise error(-1003, call, "a %s-mode call on a %s-mode worker"
+                        % (mode, self.execution_mode))
+
+    def finalize(self):
+        """Waits out and finalizes every run still held, then releases
+        everything the context holds (simpler_finalize_device; a program
+        worker resets its device). The worker cannot run afterwards."""
+        if not self._initialised:
+            return
+        for handle in list(self._runs.values()):
+            try:
+                handle.wait()
+            except Exception:
+                pass  # the run's own failure; it is released all the same
+        check(lib.simpler_finalize_device(self._ctx), "simpler_finalize_device")
+        self._initialised = False
+        if self.execution_mode == "program":
+            _bump_epoch(self.device_id)
+
+    def close(self):
+        """finalize(), then destroys the context (idempotent)."""
+        if self._ctx.value:
+            self.finalize()
+            check(lib.simpler_destroy_device_context(self._ctx), "simpler_destroy_device_context")
+            self._ctx = ctypes.c_void_p()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def committed_device_memory(self):
+        """Bytes of device memory the context holds now."""
+        return lib.simpler_committed_device_memory(self._ctx) if self._ctx.value else 0
+
+    # ---------------------------------------------------- program mode
+
+    def register(self, callable_id, image):
+        """Loads a callable image (bytes) under `callable_id`."""
+        self._mode("program", "register")
+        img = Image(image)
+        check(lib.simpler_register_callable(self._ctx, callable_id, img.buffer, img.size),
+              "simpler_register_callable")
+        self._signatures[callable_id] = img.signature
+
+    def unregister(self, callable_id):
+        """Unloads the callable registered under `callable_id`."""
+        self._mode("program", "unregister")
+        check(lib.simpler_unregister_callable(self._ctx, callable_id),
+              "simpler_unregister_callable")
+        self._signatures.pop(callable_id, None)
+
+    def _build(self, callable_id, tensors, scalars, host_allowed=True):
+        return _args.build(tensors, scalars, self._signatures.get(callable_id), host_allowed)
+
+    @staticmethod
+    def _run_config(config):
+        if config is None:
+            return None
+        if not isinstance(config, RunConfig):
+            raise TypeError("simpler: config must be a RunConfig")
+        return ctypes.byref(config.to_c())
+
+    def run(self, callable_id, tensors=(), scalars=(), config=None):
+        """One run, start to end (simpler_run): returns its RunInfo once the
+        OUT/INOUT arrays hold its results; raises its failure."""
+        self._mode("program", "run")
+        built = self._build(callable_id, tensors, scalars)
+        try:
+            cfg = self._run_config(config)
+            info = S.RunInfo()
+            rc = lib.simpler_run(self._ctx, callable_id, ctypes.byref(built.args), cfg,
+                                 ctypes.byref(info))
+        finally:
+            built.release()
+        check(rc, "simpler_run")
+        return RunInfo.from_c(info)
+
+    def submit(self, callable_id, tensors=(), scalars=(), config=None):
+        """Prepares and launches one run and returns its RunHandle at once.
+        Up to config.pipeline_depth runs may be held; one more raises
+        CapacityExceeded."""
+        self._mode("program", "submit")
+        built = self._build(callable_id, tensors, scalars)
+        run = ctypes.c_uint64()
+        try:
+            cfg = self._run_config(config)
+            check(lib.simpler_prepare_run(self._ctx, ctypes.byref(run), callable_id,
+                                          ctypes.byref(built.args), cfg), "simpler_prepare_run")
+        except BaseException:
+            built.release()
+            raise
+        rc = lib.simpler_launch_run(self._ctx, run.value)
+        if rc:
+            lib.simpler_finalize_run(self._ctx, run.value)
+            built.release()
+            raise error(rc, "simpler_launch_run")
+        handle = RunHandle(self, run.value, built)
+        with self._lock:
+            self._runs[run.value] = handle
+        return handle
+
+    def _finish(self, run, built):
+        """wait, run info, finalize: the RunInfo, or the exception to raise."""
+        status = lib.simpler_wait_run(self._ctx, run)
+        info = S.RunInfo()
+        if lib.simpler_get_run_info(self._ctx, run, ctypes.byref(info)) != 0:
+            # The wait itself failed (a device operation), not the run: the
+            # run is released without its outputs.
+            info.status = status
+        rc = 0
+        for _ in range(3):  # a failing finalize redoes only what is left
+            rc = lib.simpler_finalize_run(self._ctx, run)
+            if rc == 0:
+                break
+        with self._lock:
+            self._runs.pop(run, None)
+        built.release()
+        if status:
+            return error(status, "run")
+        if rc:
+            return error(rc, "simpler_finalize_run")
+        return RunInfo.from_c(info)
+
+    # ----------------------------------------------------- kernel mode
+
+    @property
+    def kernel_mode_supported(self):
+        """True when kernel launches can run on this worker's device."""
+        if not self._ctx.value:
+            return False
+        if lib.simdev_set_device(self.device_id) != 0:
+            return False
+        return bool(lib.simpler_kernel_mode_supported(self._ctx))
+
+    def kernel_prepare_callable(self, image):
+        """Loads a callable image and returns the id it is launched by
+        (0, 1, 2, ... in order)."""
+        self._mode("kernel", "kernel_prepare_callable")
+        img = Image(image)
+        _current(self.device_id)
+        callable_id = ctypes.c_int32(-1)
+        check(lib.simpler_kernel_mode_prepare_callable(self._ctx, img.buffer, img.size,
+                                                       ctypes.byref(callable_id)),
+              "simpler_kernel_mode_prepare_callable")
+        self._signatures[callable_id.value] = img.signature
+        return callable_id.value
+
+    def kernel_launch(self, callable_id, tensors=(), scalars=(), caller_stream=None):
+        """Enqueues one round on `caller_stream` and returns; the stream's
+        synchronize raises the round's failure. Tensors are device Tensors."""
+        self._mode("kernel", "kernel_launch")
+        if not isinstance(caller_stream, Stream):
+            raise invalid("caller_stream: a simpler.Stream")
+        handle = caller_stream.handle
+        built = self._build(callable_id, tensors, scalars, host_allowed=False)
+        _current(self.device_id)
+        check(lib.simpler_kernel_mode_launch(self._ctx, callable_id, ctypes.byref(built.args),
+                                             handle), "simpler_kernel_mode_launch")
+        caller_stream.keep(built.keep)

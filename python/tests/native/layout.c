@@ -1,0 +1,83 @@
+/*
+ * layout.c — prints the size and every field offset of the public structs
+ * the Python package mirrors with ctypes, as one JSON object, so the test
+ * compares the mirror against what the C compiler lays out (one source of
+ * truth: the headers).
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "simpler/simpler.h"
+
+#define STRUCT(type) printf("%s\"%s\": {\"sizeof\": %zu", first ? "" : ", ", #type, \
+                            sizeof(struct type)), first = 0
+#define FIELD(type, field) printf(", \"%s\": %zu", #field, offsetof(struct type, field))
+#define END() printf("}")
+
+int main(void)
+{
+    int first = 1;
+    printf("{");
+    STRUCT(simpler_tensor);
+    FIELD(simpler_tensor, addr); FIELD(simpler_tensor, buffer_bytes);
+    FIELD(simpler_tensor, start_offset); FIELD(simpler_tensor, producer_task_id);
+    FIELD(simpler_tensor, version); FIELD(simpler_tensor, ndims); FIELD(simpler_tensor, dtype);
+    FIELD(simpler_tensor, address_space); FIELD(simpler_tensor, flags);
+    FIELD(simpler_tensor, shape); FIELD(simpler_tensor, stride); FIELD(simpler_tensor, reserved);
+    END();
+    STRUCT(simpler_args);
+    FIELD(simpler_args, tensor_count); FIELD(simpler_args, scalar_count);
+    FIELD(simpler_args, tensors); FIELD(simpler_args, scalars);
+    END();
+    STRUCT(simpler_run_config);
+    FIELD(simpler_run_config, task_window); FIELD(simpler_run_config, heap_bytes);
+    FIELD(simpler_run_config, dep_pool); FIELD(simpler_run_config, tensormap_buckets);
+    FIELD(simpler_run_config, tensormap_entries); FIELD(simpler_run_config, max_fanin);
+    FIELD(simpler_run_config, scheduler_threads); FIELD(simpler_run_config, ring_timeout_ms);
+    FIELD(simpler_run_config, sched_timeout_ms); FIELD(simpler_run_config, tensor_wait_timeout_ms);
+    FIELD(simpler_run_config, trace_level); FIELD(simpler_run_config, trace_records);
+    END();
+    STRUCT(simpler_config);
+    FIELD(simpler_config, pipeline_depth); FIELD(simpler_config, max_callables);
+    FIELD(simpler_config, callable_bytes); FIELD(simpler_config, run_capacity);
+    END();
+    STRUCT(simpler_run_info);
+    FIELD(simpler_run_info, status); FIELD(simpler_run_info, reserved);
+    FIELD(simpler_run_info, tasks_submitted); FIELD(simpler_run_info, tasks_completed);
+    FIELD(simpler_run_info, edges);
+    END();
+    STRUCT(simpler_context_info);
+    FIELD(simpler_context_info, unfinalized_runs); FIELD(simpler_context_info, stranded_runs);
+    FIELD(simpler_context_info, stranded_runs_released);
+    END();
+    STRUCT(simpler_callable_header);
+    FIELD(simpler_callable_header, magic); FIELD(simpler_callable_header, version);
+    FIELD(simpler_callable_header, total_bytes); FIELD(simpler_callable_header, header_bytes);
+    FIELD(simpler_callable_header, sig_count); FIELD(simpler_callable_header, scalar_count);
+    FIELD(simpler_callable_header, child_count); FIELD(simpler_callable_header, orch_kind);
+    FIELD(simpler_callable_header, reserved0); FIELD(simpler_callable_header, orch_offset);
+    FIELD(simpler_callable_header, orch_bytes); FIELD(simpler_callable_header, children_offset);
+    FIELD(simpler_callable_header, entry_name); FIELD(simpler_callable_header, config_name);
+    FIELD(simpler_callable_header, signature);
+    END();
+    STRUCT(simdev_mem_info);
+    FIELD(simdev_mem_info, capacity); FIELD(simdev_mem_info, in_use);
+    FIELD(simdev_mem_info, high_water); FIELD(simdev_mem_info, allocations);
+    END();
+    /* The enums the package mirrors as IntEnums. */
+    printf(", \"enums\": {");
+#define ENUM(name) printf("%s\"%s\": %d", first_enum ? "" : ", ", #name, (int)(name)), first_enum = 0
+    int first_enum = 1;
+    ENUM(SIMPLER_DTYPE_F32); ENUM(SIMPLER_DTYPE_F16); ENUM(SIMPLER_DTYPE_BF16);
+    ENUM(SIMPLER_DTYPE_F64); ENUM(SIMPLER_DTYPE_I8); ENUM(SIMPLER_DTYPE_I16);
+    ENUM(SIMPLER_DTYPE_I32); ENUM(SIMPLER_DTYPE_I64); ENUM(SIMPLER_DTYPE_U8);
+    ENUM(SIMPLER_DTYPE_U16); ENUM(SIMPLER_DTYPE_U32); ENUM(SIMPLER_DTYPE_U64);
+    ENUM(SIMPLER_DIR_SCALAR); ENUM(SIMPLER_DIR_IN); ENUM(SIMPLER_DIR_OUT); ENUM(SIMPLER_DIR_INOUT);
+    ENUM(SIMPLER_CORE_AIC); ENUM(SIMPLER_CORE_AIV);
+    ENUM(SIMPLER_TENSOR_MAX_DIMS); ENUM(SIMPLER_RUN_RINGS); ENUM(SIMPLER_CALLABLE_MAGIC);
+    ENUM(SIMPLER_CALLABLE_NAME_MAX); ENUM(SIMPLER_CALLABLE_MAX_ARGS);
+    ENUM(SIMPLER_MEM_HOST); ENUM(SIMPLER_MEM_DEVICE);
+    ENUM(SIMDEV_COPY_HOST_TO_DEVICE); ENUM(SIMDEV_COPY_DEVICE_TO_HOST);
+    printf("}}\n");
+    return 0;
+}
