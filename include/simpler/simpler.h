@@ -8,7 +8,8 @@
  * out of device memory around each run.
  *
  * A run goes through four calls, each invocation preparing its own inputs
- * and being submitted once:
+ * and being submitted once (or, through a prepared call, prepared once and
+ * submitted many times: simpler_prepare_call, simpler_submit_call):
  *   simpler_prepare_run   snapshot the args, take a pipeline slot, stage
  *                         IN/INOUT host tensors onto the device
  *   simpler_launch_run    enqueue it on the device (in launch order) and return
@@ -109,7 +110,9 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
 /*
  * Releases everything the context holds and resets its device; afterwards
  * committed device memory is 0 and the context may be initialised again
- * (as PROGRAM). INVALID_STATE, changing nothing, when not initialised or
+ * (as PROGRAM). INVALID_STATE, changing nothing, when not initialised,
+ * while a prepared call of the context is alive (in either identity:
+ * simpler_release_call each first; the caller holds their pointers), or
  * while a run is unfinalized, unless every unfinalized run is *stranded*:
  * a finalize of it failed on a device operation (simpler_finalize_run
  * returned a device code, or simpler_run gave up on it) and nobody is
@@ -124,20 +127,33 @@ int simpler_finalize_device(struct simpler_context *ctx);
  * uninitialised context). */
 size_t simpler_committed_device_memory(const struct simpler_context *ctx);
 
-/* The runs a context holds, and the stranded runs it gave up. */
+/* The runs a context holds, the stranded runs it gave up, and its
+ * preparation work. */
 struct simpler_context_info {
     uint32_t unfinalized_runs;       /* runs holding a pipeline slot now */
     uint32_t stranded_runs;          /* of those, runs whose finalize failed on a
                                         device operation (see simpler_finalize_device) */
-    uint64_t stranded_runs_released; /* stranded runs released by finalize_device or
-                                        unregister since the context was created;
-                                        their outputs were not delivered by them */
+    uint64_t stranded_runs_released; /* stranded runs released by finalize_device,
+                                        unregister or simpler_release_call since the
+                                        context was created; their outputs were not
+                                        delivered by them */
+    /* Appended by the prepared-call work; the fields above keep their offsets. */
+    uint64_t host_preparations;      /* times the preparation step (validate and
+                                        snapshot the args, resolve the config; in
+                                        kernel mode, encode the packet) ran: once
+                                        per simpler_prepare_call, simpler_prepare_run,
+                                        simpler_run and simpler_kernel_mode_launch;
+                                        never for a submission or launch of a prepared
+                                        call, nor for a replay */
+    uint64_t prepared_calls;         /* simpler_prepare_call's calls alive now */
+    uint64_t packets_encoded;        /* kernel mode: invocation packets encoded
+                                        (0 in program mode, which has none) */
 };
 
-/* Writes the context's info to *info (borrowed). INVALID_ARGUMENT for NULL;
- * INVALID_STATE for a context of the kernel-mode identity. Works on an
- * uninitialised context (no runs; the released count stays readable after
- * simpler_finalize_device). Touches no device. */
+/* Writes the context's info to *info (borrowed). INVALID_ARGUMENT for NULL.
+ * Works on a context of either identity (a kernel context has no runs: its
+ * run fields are 0) and on an uninitialised one (no runs; the counts stay
+ * readable after simpler_finalize_device). Touches no device. */
 int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_context_info *info);
 
 /* -------------------------------------------------------------- callables */
@@ -154,8 +170,9 @@ int simpler_register_callable(struct simpler_context *ctx, int32_t callable_id, 
                               size_t bytes);
 
 /* Unloads and frees a callable. CALLABLE_NOT_RESIDENT when the id is not
- * registered; INVALID_STATE, changing nothing, while an unfinalized run uses
- * it, unless every such run is stranded (see simpler_finalize_device): those
+ * registered; INVALID_STATE, changing nothing, while a prepared call names
+ * it (simpler_release_call first), or while an unfinalized run uses it,
+ * unless every such run is stranded (see simpler_finalize_device): those
  * are released first, as finalize_device releases them, and counted. */
 int simpler_unregister_callable(struct simpler_context *ctx, int32_t callable_id);
 
@@ -257,6 +274,80 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run);
 int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct simpler_args *args,
                 const struct simpler_run_config *config, struct simpler_run_info *info);
 
+
+/* --------------------------------------------------------- prepared calls */
+
+/*
+ * A prepared call (docs/api.md, "Prepared calls"): an invocation resolved
+ * once — the args checked against the callable and snapshotted into
+ * storage the call owns, the effective run config resolved, the callable
+ * referenced (in kernel mode the invocation packet encoded) — and then
+ * submitted any number of times, also many times at once. A prepared call
+ * is immutable: no submission writes it, and each submission has its own
+ * handle, slot, status and retirement. Host tensor *contents* are not part
+ * of it: a program-mode submission reads IN/INOUT host bytes when it is
+ * submitted and writes OUT/INOUT back at its own finalize, so two queued
+ * submissions of one call see the host bytes as each found them.
+ */
+struct simpler_prepared_call;
+
+/*
+ * Prepares an invocation of `callable_id` with `args` and `config` (NULL:
+ * the callable's), checking exactly what simpler_prepare_run (program mode)
+ * or simpler_kernel_mode_launch (kernel mode) checks, with the same codes,
+ * except that no pipeline slot is taken. Everything is copied: the caller
+ * may change or free `args`, its arrays and `config` as soon as it returns
+ * (the host buffers host tensors point at stay the caller's and must stay
+ * valid while a submission uses them). A kernel-mode config must fit the
+ * context's committed capacity; its scheduler threads are the context's
+ * and its trace level is the context's (fixed at init). *out is NULL on
+ * every failure, and a failed prepare changes nothing (an earlier prepared
+ * call included). OUT_OF_HOST_MEMORY when the call's storage cannot be
+ * allocated. Touches no device and enqueues nothing, so it may be called
+ * while the thread captures a stream.
+ */
+int simpler_prepare_call(struct simpler_context *ctx, int32_t callable_id,
+                         const struct simpler_args *args,
+                         const struct simpler_run_config *config,
+                         struct simpler_prepared_call **out);
+
+/*
+ * Program mode: stages a submission of `call` (takes a free pipeline slot,
+ * copies the IN/INOUT host bytes as they are now) and launches it behind
+ * every earlier launch, returning its handle in *run without waiting; then
+ * poll, wait, get_run_info and finalize it as any run. CAPACITY_EXCEEDED
+ * at once when every slot holds an unfinalized run. A staging or launch
+ * failure returns its code with *run 0 and the slot released (when that
+ * release fails too, the submission is stranded and finalize_device or
+ * releasing the call releases it). INVALID_ARGUMENT: NULLs, a call that is
+ * not alive or is another context's; INVALID_STATE: a kernel context.
+ */
+int simpler_submit_call(struct simpler_context *ctx, const struct simpler_prepared_call *call,
+                        simpler_run_t *run);
+
+/*
+ * Kernel mode: enqueues one round of `call` on `caller_stream`, exactly as
+ * simpler_kernel_mode_launch does, with the packet the call encoded at
+ * prepare (nothing is validated or encoded again). The launch takes what
+ * it needs: the call may be released as soon as this returns, and a
+ * capture records the call's packet, which every replay reuses.
+ * INVALID_ARGUMENT: NULLs, a call that is not alive or another context's;
+ * INVALID_STATE: a program context, or as simpler_kernel_mode_launch.
+ */
+int simpler_kernel_mode_launch_call(struct simpler_context *ctx,
+                                    const struct simpler_prepared_call *call,
+                                    simdev_stream_t caller_stream);
+
+/*
+ * Releases a prepared call; its pointer is invalid afterwards. Program
+ * mode: INVALID_STATE, changing nothing, while a submission of it is
+ * unfinalized, unless every such submission is stranded (see
+ * simpler_finalize_device): those are released first and counted. Kernel
+ * mode: always allowed (every launch already took what it needs).
+ * INVALID_ARGUMENT: NULL, a call that is not alive or another context's.
+ * Touches no device unless it releases a stranded submission.
+ */
+int simpler_release_call(struct simpler_context *ctx, struct simpler_prepared_call *call);
 
 /* ------------------------------------------------------------ diagnostics */
 

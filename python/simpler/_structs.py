@@ -94,6 +94,9 @@ class ContextInfo(ctypes.Structure):
         ("unfinalized_runs", ctypes.c_uint32),
         ("stranded_runs", ctypes.c_uint32),
         ("stranded_runs_released", ctypes.c_uint64),
+        ("host_preparations", ctypes.c_uint64),
+        ("prepared_calls", ctypes.c_uint64),
+        ("packets_encoded", ctypes.c_uint64),
     ]
 
 

@@ -46,6 +46,9 @@ struct sp_counters {
     uint64_t launches;
     uint64_t callables_loaded;
     uint64_t callables_unloaded;
+    uint64_t host_preparations; /* preparation steps run (prepared_call.c) */
+    uint64_t packets_encoded;   /* kernel mode: invocation packets encoded */
+    uint64_t prepared_calls;    /* live: simpler_prepare_call's, not yet released */
 };
 
 /* What the identity a context latched does for the entry points every

@@ -407,6 +407,8 @@ static int kernel_finalize(struct simpler_context *ctx)
     struct sp_kernel_mode *k = &ctx->kernel;
     if (sp_phase_current(&k->phase) == SP_PHASE_NEW)
         return PTO_RUNTIME_ERR_INVALID_STATE; /* never initialised: it may still be */
+    if (ctx->counters.prepared_calls)
+        return PTO_RUNTIME_ERR_INVALID_STATE; /* the caller still holds prepared calls */
     int rc = sp_phase_close_begin(&k->phase);
     if (rc)
         return rc; /* an init is under way */
@@ -494,7 +496,7 @@ void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_enco
                              uint64_t *callables_resolved)
 {
     pthread_mutex_lock(&ctx->lock);
-    *packets_encoded = ctx->kernel.packets_encoded;
+    *packets_encoded = ctx->counters.packets_encoded;
     *callables_resolved = ctx->kernel.callables_resolved;
     pthread_mutex_unlock(&ctx->lock);
 }

@@ -44,8 +44,8 @@ struct sp_kernel_mode {
     int32_t next_id;                   /* the next callable id minted */
     uint64_t next_slot_generation;
     uint64_t next_round;               /* the last round's generation */
-    /* Host-side preparation work, for tests: a replayed graph adds none. */
-    uint64_t packets_encoded;
+    /* Callables minted, for tests (packets encoded are counted with the
+     * context's preparations, ctx->counters). */
     uint64_t callables_resolved;
 };
 

@@ -2,13 +2,15 @@
  * host/pipeline.c — the program-mode run pipeline: a run's way through its
  * slot, from prepare to finalize.
  *
- * Owns: prepare (check the args against the callable, snapshot them into
- * a free slot, stage host tensors into device buffers the run owns),
- * launch (enqueue on the device behind every earlier launch), poll/wait
- * (this run's status, from this run's own stream), finalize (copy outputs
- * back, free the staging, release the slot exactly once) and simpler_run.
- * Its interface is simpler.h's run functions. Must not create or destroy
- * context-wide resources: program.c owns them.
+ * Owns: a submission's stage (take a free slot, stage the prepared call's
+ * host tensors into device buffers the run owns, as they are at that
+ * moment), launch (enqueue on the device behind every earlier launch),
+ * poll/wait (this run's status, from this run's own stream), finalize (copy
+ * outputs back, free the staging, release the slot exactly once);
+ * simpler_prepare_run (a single-use prepared call, prepared_call.c, held in
+ * the slot), simpler_submit_call and simpler_run. Its interface is
+ * simpler.h's run functions. Must not create or destroy context-wide
+ * resources (program.c owns them) nor write a prepared call.
  *
  * Ordering: every run's chain goes through the context's one launcher, whose
  * streams execute runs in launch order; each slot's own stream joins the
@@ -19,116 +21,119 @@
 #include "host/context.h"
 #include "host/program.h"
 #include "host/residency.h"
-#include "host/run_args.h"
+#include "host/prepared_call.h"
 #include "host/run_slot.h"
 #include "host/trace_host.h"
 
-/* The checks of a prepare before any state: the args' structure and, when
- * given, the run config (into *rtc). 0 or INVALID_ARGUMENT. */
-static int check_prepare(const struct simpler_args *args, const struct simpler_run_config *config,
-                         struct rt_config *rtc)
+/* Fills the free slot `s` for a submission of `call`: the run's trace (at
+ * the level of the call's public config) attached to *rtc (the call's
+ * config), and the call's host tensors staged and copied in as they are
+ * now. On failure undoes what it did; what cannot be freed stays recorded
+ * in the slot. Caller holds ctx->lock. */
+static int stage_submission(struct simpler_context *ctx, struct sp_slot *s,
+                            const struct simpler_prepared_call *call, struct rt_config *rtc)
 {
-    int rc = sp_run_args_check(args);
-    if (!rc && config) {
-        rt_config_from_public(config, rtc);
-        if (!(rc = rt_config_check(rtc)))
-            rc = sp_trace_config_check(config);
-    }
-    return rc;
-}
-
-/* The resident callable `callable_id` into *out, when `args` match its
- * signature: CALLABLE_NOT_RESIDENT or INVALID_ARGUMENT otherwise. Caller
- * holds ctx->lock. */
-static int resolve_callable(struct simpler_context *ctx, int32_t callable_id,
-                            const struct simpler_args *args, struct sp_callable **out)
-{
-    struct sp_callable *c = ctx->callables[callable_id];
-    if (!c)
-        return PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
-    if (args->tensor_count != c->tensor_count || args->scalar_count != c->scalar_count)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* does not match the signature */
-    *out = c;
-    return 0;
-}
-
-/* The run's config: `config`'s (already in *rtc) or, when NULL, the
- * callable's, checked against the context, with its scheduler threads in
- * *schedulers. INVALID_ARGUMENT (more schedulers than the device has, or
- * what a config function left), CAPACITY_EXCEEDED (bigger than the
- * context's run capacity) or rt_arena_bytes's code. Caller holds ctx->lock. */
-static int fit_run_config(struct simpler_context *ctx, const struct sp_callable *c,
-                          const struct simpler_run_config *config, struct rt_config *rtc,
-                          uint32_t *schedulers)
-{
-    size_t need;
-    int rc;
-    if (!config)
-        rt_config_from_public(&c->config, rtc);
-    *schedulers = rtc->scheduler_threads ? rtc->scheduler_threads : ctx->topo.aicpu_threads - 1;
-    if (*schedulers + 1 > ctx->topo.aicpu_threads || rt_config_check(rtc))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if ((rc = rt_arena_bytes(rtc, &ctx->topo, &need)))
-        return rc;
-    return need > ctx->arena_bytes ? PTO_RUNTIME_ERR_CAPACITY_EXCEEDED : 0;
-}
-
-/* Fills the free slot `s` for a run of `c` with `args`: the owned
- * snapshot, the run's trace (at the level of `pub`, the run's public
- * config) attached to *rtc, and the args staged and copied in. On failure
- * undoes what it did; what cannot be freed stays recorded in the slot.
- * Caller holds ctx->lock. */
-static int stage_run(struct simpler_context *ctx, struct sp_slot *s, const struct sp_callable *c,
-                     const struct simpler_args *args, const struct simpler_run_config *pub,
-                     uint32_t schedulers, struct rt_config *rtc)
-{
-    sp_run_args_snapshot(s, args);
-    /* Staging a prepare before could not free (its undo failed) goes now. */
-    int rc = sp_staging_free(ctx, s);
+    /* Staging a submission before could not free (its undo failed) goes now. */
+    int rc = sp_staging_free(ctx, &s->ws);
     if (rc)
         return rc;
-    s->staging_count = 0;
-    if ((rc = sp_trace_run_open(ctx, s, sp_trace_level(ctx, pub), schedulers, pub->trace_records,
-                                rtc)))
+    s->ws.staging_count = 0;
+    *rtc = call->config;
+    const struct simpler_run_config *pub = &call->public_config;
+    if ((rc = sp_trace_run_open(ctx, &s->sub, sp_trace_level(ctx, pub), call->schedulers,
+                                pub->trace_records, rtc)))
         return rc;
-    uint64_t stage_begin = sp_trace_now(s);
-    if ((rc = sp_staging_alloc(ctx, s)) || (rc = sp_staging_copy_in(s, c))) {
+    uint64_t stage_begin = sp_trace_now(&s->sub);
+    if ((rc = sp_staging_alloc(ctx, &s->ws, call)) || (rc = sp_staging_copy_in(&s->ws, call))) {
         /* Undo: a free that fails is tried once more; what still cannot be
-         * freed stays recorded in the slot, for the next prepare on it or
-         * finalize_device. The staging's code is the answer. */
-        if (sp_staging_free(ctx, s))
-            sp_staging_free(ctx, s);
-        if (sp_trace_run_release(ctx, s))
-            sp_trace_run_release(ctx, s);
+         * freed stays recorded in the slot, for the next submission on it
+         * or finalize_device. The staging's code is the answer. */
+        if (sp_staging_free(ctx, &s->ws))
+            sp_staging_free(ctx, &s->ws);
+        if (sp_trace_run_release(ctx, &s->sub))
+            sp_trace_run_release(ctx, &s->sub);
         return rc;
     }
-    sp_trace_span(s, SP_SPAN_STAGE, stage_begin);
+    sp_trace_span(&s->sub, SP_SPAN_STAGE, stage_begin);
     return 0;
+}
+
+/* Stages a submission of `call` in the free slot `s` and takes the slot
+ * for it: its handle into *run. Caller holds ctx->lock. */
+static int submit_staged(struct simpler_context *ctx, struct sp_slot *s,
+                         struct simpler_prepared_call *call, simpler_run_t *run)
+{
+    struct rt_config rtc;
+    int rc = stage_submission(ctx, s, call, &rtc);
+    if (!rc)
+        *run = sp_slot_acquire(ctx, s, call, &rtc);
+    return rc;
 }
 
 int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t callable_id,
                         const struct simpler_args *args, const struct simpler_run_config *config)
 {
-    if (!ctx || !run || !args || callable_id < 0 || callable_id >= SIMPLER_MAX_CALLABLE_IDS)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    uint64_t prepare_begin = simdev_clock_ns(); /* the host span, if the run traces */
-    struct rt_config rtc;
-    int rc = check_prepare(args, config, &rtc);
+    int rc = run ? sp_call_arguments(ctx, callable_id, args, config)
+                 : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (rc)
         return rc;
+    uint64_t prepare_begin = simdev_clock_ns(); /* the host span, if the run traces */
     pthread_mutex_lock(&ctx->lock);
-    struct sp_callable *c;
+    struct sp_call_resolution r;
     struct sp_slot *s;
-    uint32_t schedulers;
-    if (!(rc = sp_program_ready(ctx)) && !(rc = resolve_callable(ctx, callable_id, args, &c)) &&
-        !(rc = fit_run_config(ctx, c, config, &rtc, &schedulers)) &&
+    /* One preparation path: a single-use call, held in the slot it runs in
+     * and gone with its submission. */
+    if (!(rc = sp_program_ready(ctx)) &&
+        !(rc = sp_call_resolve(ctx, callable_id, args, config, &r)) &&
         !(rc = sp_slot_find_free(ctx, &s)) &&
-        !(rc = stage_run(ctx, s, c, args, config ? config : &c->config, schedulers, &rtc))) {
-        *run = sp_slot_acquire(ctx, s, c, &rtc);
-        sp_trace_span(s, SP_SPAN_PREPARE, prepare_begin);
+        !(rc = sp_call_fill(ctx, callable_id, args, config, &r, true, &s->own_call))) {
+        if (!(rc = submit_staged(ctx, s, &s->own_call, run)))
+            sp_trace_span(&s->sub, SP_SPAN_PREPARE, prepare_begin);
+        else
+            s->own_call.magic = 0;
     }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
+}
+
+/* Enqueues the staged submission in `s` behind every earlier launch. On
+ * failure the submission stays staged and may be launched again (its
+ * inputs are copied in again first). Caller holds ctx->lock. */
+static int launch_staged(struct simpler_context *ctx, struct sp_slot *s)
+{
+    struct sp_submission *sub = &s->sub;
+    const struct sp_callable *c = sub->call->callable;
+    int rc;
+    /* After a failed launch the kernels may have run on the staged buffers:
+     * stage the inputs again from the host. */
+    if (sub->restage) {
+        if ((rc = sp_staging_copy_in(&s->ws, sub->call)))
+            return rc;
+        sub->restage = false;
+    }
+    uint64_t launch_begin = sp_trace_now(sub);
+    struct rt_run_request rq = {
+        .entry = c->entry,
+        .kernels = c->record->kernels,
+        .kernel_count = c->kernel_count,
+        .args = s->ws.device_args,
+        .arena = ctx->arena,
+        .arena_bytes = ctx->arena_bytes,
+        .arena_nonce = ctx->arena_nonce,
+        .result = s->ws.device_result,
+        .config = sub->config,
+    };
+    /* On failure rt_run_enqueue has drained whatever part of the chain it
+     * enqueued. */
+    if ((rc = rt_run_enqueue(ctx->launcher, s->ws.stream, &rq))) {
+        sub->restage = true;
+        return rc;
+    }
+    sub->generation = rt_launcher_generation(ctx->launcher);
+    sub->state = SP_SUBMISSION_LAUNCHED;
+    ctx->counters.launches++;
+    sp_trace_span(sub, SP_SPAN_LAUNCH, launch_begin);
+    return 0;
 }
 
 int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
@@ -138,35 +143,51 @@ int simpler_launch_run(struct simpler_context *ctx, simpler_run_t run)
     pthread_mutex_lock(&ctx->lock);
     struct sp_slot *s = NULL;
     int rc = sp_program_ready(ctx);
-    if (!rc && (!(s = sp_slot_find(ctx, run)) || s->state != SP_SLOT_PREPARED))
+    if (!rc && (!(s = sp_slot_find(ctx, run)) || s->sub.state != SP_SUBMISSION_STAGED))
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
-    /* After a failed launch the kernels may have run on the staged buffers:
-     * stage the inputs again from the host. */
-    if (!rc && s->restage && !(rc = sp_staging_copy_in(s, s->callable)))
-        s->restage = false;
-    if (!rc) {
-        uint64_t launch_begin = sp_trace_now(s);
-        struct rt_run_request rq = {
-            .entry = s->callable->entry,
-            .kernels = s->callable->record->kernels,
-            .kernel_count = s->callable->kernel_count,
-            .args = s->device_args,
-            .arena = ctx->arena,
-            .arena_bytes = ctx->arena_bytes,
-            .arena_nonce = ctx->arena_nonce,
-            .result = s->device_result,
-            .config = s->config,
-        };
-        /* On failure rt_run_enqueue has drained whatever part of the chain
-         * it enqueued; the run stays prepared and may be launched again. */
-        if ((rc = rt_run_enqueue(ctx->launcher, s->stream, &rq))) {
-            s->restage = true;
-        } else {
-            s->generation = rt_launcher_generation(ctx->launcher);
-            s->state = SP_SLOT_LAUNCHED;
-            ctx->counters.launches++;
-            sp_trace_span(s, SP_SPAN_LAUNCH, launch_begin);
-        }
+    if (!rc)
+        rc = launch_staged(ctx, s);
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
+/* After a launch of the submission in `s` failed part-way, its work on
+ * the slot's stream must be over before the staging goes (the error the
+ * stream carries is not the run's status; the run never ran): 0 once it
+ * is, or the code of a sync that failed itself (nothing drained). */
+static int drain_failed_launch(struct sp_slot *s)
+{
+    if (!s->sub.restage)
+        return 0;
+    int drained = simdev_stream_sync(s->ws.stream);
+    if (drained && simdev_stream_query(s->ws.stream) == PTO_RUNTIME_ERR_NOT_READY)
+        return drained;
+    return 0;
+}
+
+int simpler_submit_call(struct simpler_context *ctx, const struct simpler_prepared_call *call,
+                        simpler_run_t *run)
+{
+    if (run)
+        *run = 0;
+    int rc = run ? sp_call_check(ctx, call) : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ctx->lock);
+    struct sp_slot *s;
+    simpler_run_t handle;
+    /* The call is immutable; the submission counts itself on it. */
+    struct simpler_prepared_call *mine = (struct simpler_prepared_call *)call;
+    if (!(rc = sp_program_ready(ctx)) && !(rc = sp_slot_find_free(ctx, &s)) &&
+        !(rc = submit_staged(ctx, s, mine, &handle))) {
+        /* A submission is staged and launched whole or not at all: a launch
+         * that fails releases it (its chain was drained), and the caller
+         * sees no handle. A release that fails too leaves it stranded, for
+         * finalize_device (or releasing the call) to release. */
+        if (!(rc = launch_staged(ctx, s)))
+            *run = handle;
+        else if (drain_failed_launch(s) || sp_slot_release(ctx, s))
+            s->sub.stranded = true;
     }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
@@ -187,21 +208,21 @@ static int latch_status(struct simpler_context *ctx, struct sp_slot *s, int carr
 {
     int rc;
     if (simdev_device_is_lost(ctx->device)) {
-        s->status = PTO_RUNTIME_ERR_DEVICE_LOST;
-    } else if ((rc = simdev_memcpy(&s->result, s->device_result, sizeof s->result,
+        s->sub.status = PTO_RUNTIME_ERR_DEVICE_LOST;
+    } else if ((rc = simdev_memcpy(&s->sub.result, s->ws.device_result, sizeof s->sub.result,
                                    SIMDEV_COPY_DEVICE_TO_HOST))) {
         return rc;
-    } else if (s->result.generation != s->generation) {
-        memset(&s->result, 0, sizeof s->result);
-        s->status = carried ? carried : PTO_RUNTIME_ERR_INTERNAL;
-        s->result.status = s->status;
+    } else if (s->sub.result.generation != s->sub.generation) {
+        memset(&s->sub.result, 0, sizeof s->sub.result);
+        s->sub.status = carried ? carried : PTO_RUNTIME_ERR_INTERNAL;
+        s->sub.result.status = s->sub.status;
     } else {
         /* The run's own status, or, when it succeeded, an error the chain
          * carried after it (a failed record or wait of the chain): nothing
          * the device reported is dropped. */
-        s->status = s->result.status ? s->result.status : carried;
+        s->sub.status = s->sub.result.status ? s->sub.result.status : carried;
     }
-    s->completed = true;
+    s->sub.completed = true;
     return 0;
 }
 
@@ -214,8 +235,8 @@ static int latch_status(struct simpler_context *ctx, struct sp_slot *s, int carr
  * must not take the sync's code as its status). */
 static int sync_run_stream(struct simpler_context *ctx, struct sp_slot *s, int *carried)
 {
-    int before = simdev_stream_query(s->stream);
-    int rc = simdev_stream_sync(s->stream);
+    int before = simdev_stream_query(s->ws.stream);
+    int rc = simdev_stream_sync(s->ws.stream);
     *carried = rc;
     if (rc && before == 0 && !simdev_device_is_lost(ctx->device))
         return rc;
@@ -232,29 +253,29 @@ static int sync_run_stream(struct simpler_context *ctx, struct sp_slot *s, int *
 static int await(struct simpler_context *ctx, simpler_run_t run, struct sp_slot **slot)
 {
     struct sp_slot *s = *slot;
-    uint64_t wait_begin = s->completed ? 0 : sp_trace_now(s);
-    while (!s->completed) {
-        if (s->waiting) {
+    uint64_t wait_begin = s->sub.completed ? 0 : sp_trace_now(&s->sub);
+    while (!s->sub.completed) {
+        if (s->sub.waiting) {
             ctx->sleepers++; /* finalize_device waits for none, refuses instead */
             pthread_cond_wait(&ctx->waiters_done, &ctx->lock);
             ctx->sleepers--;
-            if (!(s = *slot = sp_slot_find(ctx, run)) || s->state != SP_SLOT_LAUNCHED)
+            if (!(s = *slot = sp_slot_find(ctx, run)) || s->sub.state != SP_SUBMISSION_LAUNCHED)
                 return PTO_RUNTIME_ERR_INVALID_STATE;
             continue;
         }
-        s->waiting = true;
+        s->sub.waiting = true;
         pthread_mutex_unlock(&ctx->lock);
         int carried;
         int sync_rc = sync_run_stream(ctx, s, &carried);
         pthread_mutex_lock(&ctx->lock);
-        s->waiting = false;
+        s->sub.waiting = false;
         pthread_cond_broadcast(&ctx->waiters_done);
         int rc;
         if ((rc = sync_rc) || (rc = latch_status(ctx, s, carried)))
             return rc;
     }
     if (wait_begin)
-        sp_trace_span(s, SP_SPAN_WAIT, wait_begin);
+        sp_trace_span(&s->sub, SP_SPAN_WAIT, wait_begin);
     return 0;
 }
 
@@ -263,7 +284,7 @@ static struct sp_slot *launched_slot(struct simpler_context *ctx, simpler_run_t 
 {
     struct sp_slot *s = NULL;
     *rc = sp_latch_require(&ctx->latch, SP_IDENTITY_PROGRAM);
-    if (!*rc && (!ctx->initialized || !(s = sp_slot_find(ctx, run)) || s->state != SP_SLOT_LAUNCHED))
+    if (!*rc && (!ctx->initialized || !(s = sp_slot_find(ctx, run)) || s->sub.state != SP_SUBMISSION_LAUNCHED))
         *rc = PTO_RUNTIME_ERR_INVALID_STATE;
     if (!*rc)
         *rc = simdev_set_device(ctx->device);
@@ -277,15 +298,15 @@ int simpler_poll_run(struct simpler_context *ctx, simpler_run_t run)
     pthread_mutex_lock(&ctx->lock);
     int rc;
     struct sp_slot *s = launched_slot(ctx, run, &rc);
-    if (s && !s->completed) {
-        int carried = s->waiting ? PTO_RUNTIME_ERR_NOT_READY : simdev_stream_query(s->stream);
+    if (s && !s->sub.completed) {
+        int carried = s->sub.waiting ? PTO_RUNTIME_ERR_NOT_READY : simdev_stream_query(s->ws.stream);
         if (carried == PTO_RUNTIME_ERR_NOT_READY)
             rc = PTO_RUNTIME_ERR_NOT_READY;
-        else if (!(rc = carried ? sp_slot_synced(ctx, s, simdev_stream_sync(s->stream)) : 0))
+        else if (!(rc = carried ? sp_slot_synced(ctx, s, simdev_stream_sync(s->ws.stream)) : 0))
             rc = latch_status(ctx, s, carried);
     }
-    if (s && s->completed)
-        rc = s->status;
+    if (s && s->sub.completed)
+        rc = s->sub.status;
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
@@ -298,7 +319,7 @@ int simpler_wait_run(struct simpler_context *ctx, simpler_run_t run)
     int rc;
     struct sp_slot *s = launched_slot(ctx, run, &rc);
     if (s && !(rc = await(ctx, run, &s)))
-        rc = s->status;
+        rc = s->sub.status;
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
@@ -311,14 +332,14 @@ int simpler_get_run_info(struct simpler_context *ctx, simpler_run_t run,
     pthread_mutex_lock(&ctx->lock);
     int rc;
     struct sp_slot *s = launched_slot(ctx, run, &rc);
-    if (s && !s->completed)
+    if (s && !s->sub.completed)
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
     else if (s) {
         memset(info, 0, sizeof *info);
-        info->status = s->status;
-        info->tasks_submitted = s->result.tasks_submitted;
-        info->tasks_completed = s->result.tasks_completed;
-        info->edges = s->result.edges;
+        info->status = s->sub.status;
+        info->tasks_submitted = s->sub.result.tasks_submitted;
+        info->tasks_completed = s->sub.result.tasks_completed;
+        info->edges = s->sub.result.edges;
     }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
@@ -337,30 +358,22 @@ int simpler_finalize_run(struct simpler_context *ctx, simpler_run_t run)
         rc = simdev_set_device(ctx->device);
     if (rc)
         goto out;
-    uint64_t finalize_begin = sp_trace_now(s);
-    if (s->restage) {
-        /* A launch failed part-way: its work on the run's stream must be
-         * over before the staging goes (the error it carries is not this
-         * run's status; the run never ran). */
-        int drained = simdev_stream_sync(s->stream);
-        if (drained && simdev_stream_query(s->stream) == PTO_RUNTIME_ERR_NOT_READY) {
-            rc = drained; /* the sync itself failed: nothing was drained */
-            goto failed;
-        }
-    }
-    if (s->state == SP_SLOT_LAUNCHED) {
+    uint64_t finalize_begin = sp_trace_now(&s->sub);
+    if ((rc = drain_failed_launch(s)))
+        goto failed;
+    if (s->sub.state == SP_SUBMISSION_LAUNCHED) {
         if ((rc = await(ctx, run, &s)))
             goto failed; /* not known to be over: nothing may be released */
-        if (s->status == 0 && !s->copied_back) {
-            uint64_t copy_begin = sp_trace_now(s);
-            rc = sp_staging_copy_back(s);
+        if (s->sub.status == 0 && !s->sub.copied_back) {
+            uint64_t copy_begin = sp_trace_now(&s->sub);
+            rc = sp_staging_copy_back(&s->ws, s->sub.call);
             if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
                 goto failed; /* outputs not delivered yet: a retry copies again */
-            s->copied_back = true;
-            sp_trace_span(s, SP_SPAN_COPY_BACK, copy_begin);
+            s->sub.copied_back = true;
+            sp_trace_span(&s->sub, SP_SPAN_COPY_BACK, copy_begin);
         }
-        sp_trace_span(s, SP_SPAN_FINALIZE, finalize_begin);
-        sp_trace_run_write(ctx, s); /* failed runs too */
+        sp_trace_span(&s->sub, SP_SPAN_FINALIZE, finalize_begin);
+        sp_trace_run_write(ctx, &s->sub); /* failed runs too */
     }
     if (!(rc = sp_slot_release(ctx, s)))
         goto out;
@@ -370,7 +383,7 @@ failed:
      * or unregistering the callable may release it. NULL: await found the
      * run finalized by another thread (INVALID_STATE). */
     if (s)
-        s->stranded = true;
+        s->sub.stranded = true;
 out:
     pthread_mutex_unlock(&ctx->lock);
     return rc;

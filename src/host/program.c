@@ -18,6 +18,8 @@
 #include "host/residency.h"
 #include "host/run_slot.h"
 
+#define ANY_RUN ((struct sp_runs_of){0})
+
 /*
  * Releases what the context holds, in reverse order of creation, nulling
  * each handle once released: a failure returns its code and leaves the rest
@@ -91,11 +93,13 @@ static int release_leftovers(struct simpler_context *ctx)
 static int program_finalize(struct simpler_context *ctx)
 {
     int rc = ctx->initialized ? 0 : PTO_RUNTIME_ERR_INVALID_STATE;
+    if (!rc && ctx->counters.prepared_calls)
+        rc = PTO_RUNTIME_ERR_INVALID_STATE; /* the caller still holds prepared calls */
     if (!rc)
-        rc = sp_stranded_only(ctx, NULL); /* an unfinalized run nobody gave up on */
+        rc = sp_stranded_only(ctx, ANY_RUN); /* an unfinalized run nobody gave up on */
     if (!rc && ctx->sleepers)
         rc = PTO_RUNTIME_ERR_INVALID_STATE; /* a waiter of a finalized run has not woken yet */
-    if (!rc && !(rc = simdev_set_device(ctx->device)) && !(rc = sp_release_stranded(ctx, NULL)) &&
+    if (!rc && !(rc = simdev_set_device(ctx->device)) && !(rc = sp_release_stranded(ctx, ANY_RUN)) &&
         !(rc = release_all(ctx))) {
         /* The context owns its device: leave it as it found it. */
         if (!(rc = simdev_device_reset(ctx->device))) {
@@ -170,21 +174,37 @@ int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_c
 {
     if (!ctx || !info)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL)
-        return PTO_RUNTIME_ERR_INVALID_STATE;
     struct simpler_context *c = (struct simpler_context *)ctx;
     struct simpler_context_info out = {0};
     pthread_mutex_lock(&c->lock);
+    /* A kernel context has no runs: its slot count is 0. */
     for (uint32_t i = 0; c->initialized && i < c->slot_count; i++) {
-        if (c->slots[i].state == SP_SLOT_FREE)
+        if (c->slots[i].sub.state == SP_SUBMISSION_NONE)
             continue;
         out.unfinalized_runs++;
-        out.stranded_runs += c->slots[i].stranded;
+        out.stranded_runs += c->slots[i].sub.stranded;
     }
     out.stranded_runs_released = c->stranded_released;
+    out.host_preparations = c->counters.host_preparations;
+    out.prepared_calls = c->counters.prepared_calls;
+    out.packets_encoded = c->counters.packets_encoded;
     pthread_mutex_unlock(&c->lock);
     *info = out;
     return 0;
+}
+
+/* Releases the stranded submissions of `call` before the call goes, as
+ * unregistering a callable releases its stranded runs: INVALID_STATE while
+ * one of them is not stranded or is waited for. Caller holds ctx->lock. */
+int sp_program_release_submissions(struct simpler_context *ctx,
+                                   const struct simpler_prepared_call *call)
+{
+    struct sp_runs_of of = {.call = call};
+    int rc = sp_stranded_only(ctx, of);
+    if (rc)
+        return rc;
+    rc = ctx->initialized ? simdev_set_device(ctx->device) : PTO_RUNTIME_ERR_INVALID_STATE;
+    return rc ? rc : sp_release_stranded(ctx, of);
 }
 
 /* ------------------------------------------------------------- callables */
@@ -226,9 +246,12 @@ static int unregister_locked(struct simpler_context *ctx, int32_t callable_id)
         return rc;
     if (!c)
         return PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT;
-    if (c->runs && (rc = sp_stranded_only(ctx, c)))
+    if (c->prepared_refs)
+        return PTO_RUNTIME_ERR_INVALID_STATE; /* a prepared call names it */
+    struct sp_runs_of of = {.callable = c};
+    if (c->runs && (rc = sp_stranded_only(ctx, of)))
         return rc; /* an unfinalized run nobody gave up on uses it */
-    if ((rc = sp_release_stranded(ctx, c)))
+    if ((rc = sp_release_stranded(ctx, of)))
         return rc;
     return sp_residency_remove(ctx, c);
 }

@@ -11,9 +11,17 @@
 #define SIMPLER_HOST_PROGRAM_H
 
 struct simpler_context;
+struct simpler_prepared_call;
 
 /* 0, INVALID_STATE (not a program context or not initialised) or
  * DEVICE_LOST; makes the context's device current. Caller holds ctx->lock. */
 int sp_program_ready(struct simpler_context *ctx);
+
+/* Releases the submissions of `call` still unfinalized, when every one is
+ * stranded and waited for by nobody (as unregister does for a callable's):
+ * 0 once none is left, else INVALID_STATE or a device code, releasing
+ * nothing more. Caller holds ctx->lock. */
+int sp_program_release_submissions(struct simpler_context *ctx,
+                                   const struct simpler_prepared_call *call);
 
 #endif /* SIMPLER_HOST_PROGRAM_H */

@@ -34,6 +34,7 @@ struct sp_callable {
     struct simpler_run_config config;  /* the callable's run config */
     bool loaded;           /* the device holds its binaries loaded */
     uint32_t runs;         /* program mode: unfinalized runs using it */
+    uint32_t prepared_refs; /* live prepared calls of it (simpler_prepare_call's) */
     uint64_t slot_generation; /* kernel mode: its binding slot's (0: not launchable) */
 };
 

@@ -17,7 +17,8 @@
 #include "host/context.h"
 #include "host/device_binding.h"
 #include "host/residency.h"
-#include "host/run_slot.h"
+#include "host/prepared_call.h"
+#include "host/submission.h"
 #include "host/trace_host.h"
 
 /* ------------------------------------------------------------- settings */
@@ -120,10 +121,10 @@ static void attach(struct rt_config *rtc, uint32_t level, void *region,
 
 /* ----------------------------------------------------------- program mode */
 
-int sp_trace_run_open(struct simpler_context *ctx, struct sp_slot *slot, uint32_t level,
+int sp_trace_run_open(struct simpler_context *ctx, struct sp_submission *sub, uint32_t level,
                       uint32_t schedulers, uint32_t records, struct rt_config *rtc)
 {
-    slot->trace = NULL;
+    sub->trace = NULL;
     if (level == 0)
         return 0;
     struct sp_trace_run *t = sp_host_calloc(1, sizeof *t);
@@ -137,26 +138,26 @@ int sp_trace_run_open(struct simpler_context *ctx, struct sp_slot *slot, uint32_
     ctx->trace.allocations++;
     t->level = level;
     attach(rtc, level, t->region, &t->layout, 0);
-    slot->trace = t;
+    sub->trace = t;
     return 0;
 }
 
-uint64_t sp_trace_now(const struct sp_slot *slot)
+uint64_t sp_trace_now(const struct sp_submission *sub)
 {
-    return slot->trace ? simdev_clock_ns() : 0;
+    return sub->trace ? simdev_clock_ns() : 0;
 }
 
-void sp_trace_span(struct sp_slot *slot, enum sp_span span, uint64_t begin)
+void sp_trace_span(struct sp_submission *sub, enum sp_span span, uint64_t begin)
 {
-    if (!slot->trace || (unsigned)span >= SP_SPAN_COUNT)
+    if (!sub->trace || (unsigned)span >= SP_SPAN_COUNT)
         return;
-    slot->trace->spans[span][0] = begin;
-    slot->trace->spans[span][1] = simdev_clock_ns();
+    sub->trace->spans[span][0] = begin;
+    sub->trace->spans[span][1] = simdev_clock_ns();
 }
 
-int sp_trace_run_release(struct simpler_context *ctx, struct sp_slot *slot)
+int sp_trace_run_release(struct simpler_context *ctx, struct sp_submission *sub)
 {
-    struct sp_trace_run *t = slot->trace;
+    struct sp_trace_run *t = sub->trace;
     if (!t)
         return 0;
     if (t->region) {
@@ -166,7 +167,7 @@ int sp_trace_run_release(struct simpler_context *ctx, struct sp_slot *slot)
         t->region = NULL;
     }
     free(t);
-    slot->trace = NULL;
+    sub->trace = NULL;
     return 0;
 }
 
@@ -241,25 +242,25 @@ static int collect(struct simpler_context *ctx, const struct collect_request *rq
     return rc;
 }
 
-void sp_trace_run_write(struct simpler_context *ctx, struct sp_slot *slot)
+void sp_trace_run_write(struct simpler_context *ctx, struct sp_submission *sub)
 {
-    struct sp_trace_run *t = slot->trace;
+    struct sp_trace_run *t = sub->trace;
     if (!t || !t->region)
         return;
     struct collect_request rq = {
         .region = t->region,
         .layout = &t->layout,
-        .callable = slot->callable,
-        .edges_total = slot->result.edges,
-        .run = slot->run,
-        .status = slot->status,
+        .callable = sub->call->callable,
+        .edges_total = sub->result.edges,
+        .run = sub->run,
+        .status = sub->status,
         .spans = (const uint64_t(*)[2])t->spans,
         .path = ctx->trace.path,
     };
     int rc = collect(ctx, &rq);
     if (rc)
         fprintf(stderr, "simpler: the trace of run %llu was not written to %s: %s\n",
-                (unsigned long long)slot->run, ctx->trace.path, simpler_strerror(rc));
+                (unsigned long long)sub->run, ctx->trace.path, simpler_strerror(rc));
 }
 
 /* ------------------------------------------------------------ kernel mode */

@@ -3,7 +3,7 @@
  * device regions they record into, the host spans, and collection.
  *
  * Owns: the SIMPLER_TRACE setting of a context, a traced program-mode
- * run's region and spans (struct sp_trace_run, held by its slot), a kernel
+ * run's region and spans (struct sp_trace_run, held by its submission), a kernel
  * context's region (committed once at init), and writing the files after a
  * run. At level 0 nothing here allocates or copies anything: the hooks
  * return at once. Called by the program-mode pipeline (pipeline.c,
@@ -39,7 +39,7 @@ struct sp_trace_ctx {
     uint64_t allocations;
 };
 
-/* A traced run's state (held by its slot; NULL when not traced). */
+/* A traced run's state (held by its submission; NULL when not traced). */
 struct sp_trace_run {
     uint32_t level;
     void *region; /* device */
@@ -48,7 +48,7 @@ struct sp_trace_run {
 };
 
 struct simpler_context;
-struct sp_slot;
+struct sp_submission;
 
 /* Parses a SIMPLER_TRACE value, "<level>[,<path>]" with level 0..4 and a
  * non-empty path shorter than SP_TRACE_PATH_MAX. 0 with *level and (when
@@ -70,27 +70,27 @@ uint32_t sp_trace_level(const struct simpler_context *ctx, const struct simpler_
  * `schedulers` scheduler threads and `records` per buffer (0: default),
  * allocates its region (device) and record (host), zeroes the region's
  * header and buffer states on the device, and attaches it to *rtc (trace
- * and the edge log). Level 0: nothing, slot->trace NULL. 0 or the failing
+ * and the edge log). Level 0: nothing, sub->trace NULL. 0 or the failing
  * call's code, with nothing held. Caller holds ctx->lock.
  */
-int sp_trace_run_open(struct simpler_context *ctx, struct sp_slot *slot, uint32_t level,
+int sp_trace_run_open(struct simpler_context *ctx, struct sp_submission *sub, uint32_t level,
                       uint32_t schedulers, uint32_t records, struct rt_config *rtc);
 
-/* Records host span `span` of the slot's run as [begin, now) (no-op when
+/* Records host span `span` of the submission's run as [begin, now) (no-op when
  * the run is not traced). */
-void sp_trace_span(struct sp_slot *slot, enum sp_span span, uint64_t begin);
+void sp_trace_span(struct sp_submission *sub, enum sp_span span, uint64_t begin);
 
 /* The clock for a span's begin: 0 (no clock read) when not traced. */
-uint64_t sp_trace_now(const struct sp_slot *slot);
+uint64_t sp_trace_now(const struct sp_submission *sub);
 
 /* Finalize of a launched, completed run: copies the region back and writes
  * the files (best effort: a failure goes to stderr). Caller holds
  * ctx->lock; the run is over on the device. */
-void sp_trace_run_write(struct simpler_context *ctx, struct sp_slot *slot);
+void sp_trace_run_write(struct simpler_context *ctx, struct sp_submission *sub);
 
-/* Frees the slot's trace (device region, host record). 0 or the free's
+/* Frees the submission's trace (device region, host record). 0 or the free's
  * code (the record kept for a retry). Caller holds ctx->lock. */
-int sp_trace_run_release(struct simpler_context *ctx, struct sp_slot *slot);
+int sp_trace_run_release(struct simpler_context *ctx, struct sp_submission *sub);
 
 /* Kernel mode, init: commits the context's region when it traces. 0 or
  * the failing call's code; kernel_release undoes it

@@ -49,6 +49,9 @@ int main(void)
     STRUCT(simpler_context_info);
     FIELD(simpler_context_info, unfinalized_runs); FIELD(simpler_context_info, stranded_runs);
     FIELD(simpler_context_info, stranded_runs_released);
+    FIELD(simpler_context_info, host_preparations);
+    FIELD(simpler_context_info, prepared_calls);
+    FIELD(simpler_context_info, packets_encoded);
     END();
     STRUCT(simpler_callable_header);
     FIELD(simpler_callable_header, magic); FIELD(simpler_callable_header, version);

@@ -72,8 +72,8 @@ static void run_pair(struct simpler_context *ctx, struct pm_run *a, struct pm_ru
     simpler_run_t ha, hb;
     assert_int_equal(simpler_prepare_run(ctx, &ha, PM_CALLABLE, &a->args, NULL), 0);
     assert_int_equal(simpler_prepare_run(ctx, &hb, PM_CALLABLE, &b->args, NULL), 0);
-    assert_int_equal(ctx->slots[0].run, ha);
-    assert_int_equal(ctx->slots[1].run, hb);
+    assert_int_equal(ctx->slots[0].sub.run, ha);
+    assert_int_equal(ctx->slots[1].sub.run, hb);
     assert_int_equal(simpler_launch_run(ctx, ha), 0);
     assert_int_equal(simpler_launch_run(ctx, hb), 0);
     *rc_a = simpler_wait_run(ctx, ha);
@@ -110,7 +110,7 @@ static void test_device_op_failing_inside_a_run_does_not_make_later_runs_report_
     pm_run_init(&f, 2.0f, 0.5f, 0, 0, 3);
     simpler_run_t hf;
     assert_int_equal(simpler_prepare_run(ctx, &hf, PM_CALLABLE, &f.args, NULL), 0);
-    assert_int_equal(ctx->slots[0].run, hf);
+    assert_int_equal(ctx->slots[0].sub.run, hf);
     assert_int_equal(simdev_fault_inject_exec(0, SIMDEV_OP_LAUNCH, 1, INJECTED), 0);
     assert_int_equal(simpler_launch_run(ctx, hf), 0);
     int rc_f = simpler_wait_run(ctx, hf);
@@ -200,7 +200,7 @@ static void *waiter_main(void *arg)
 static bool slot_waiting(struct simpler_context *ctx, uint32_t i)
 {
     pthread_mutex_lock(&ctx->lock);
-    bool waiting = ctx->slots[i].waiting;
+    bool waiting = ctx->slots[i].sub.waiting;
     pthread_mutex_unlock(&ctx->lock);
     return waiting;
 }
@@ -260,7 +260,7 @@ static void test_second_waiter_of_a_finalized_run_does_not_latch_the_slots_next_
     ts_gate_open(&pm_gate);
     /* Let run 2 really end before anything is finalized (a latched run 2
      * would not wait for itself). */
-    simdev_stream_t s2 = ctx->slots[0].stream;
+    simdev_stream_t s2 = ctx->slots[0].ws.stream;
     simdev_stream_sync(s2);
     assert_int_equal(simpler_finalize_run(ctx, h2), 0);
     pm_run_free(&r1);

@@ -1,0 +1,118 @@
+/*
+ * host/prepared_call.h — the prepared description of an invocation: what
+ * simpler_prepare_call resolves once and any number of submissions read.
+ *
+ * Owns: struct simpler_prepared_call (the public type's layout, opaque to
+ * callers), the one preparation path both identities and both of their
+ * single-use entries (simpler_prepare_run, simpler_kernel_mode_launch) go
+ * through, and the counted references a prepared call holds. Must not take
+ * a pipeline slot, stage, launch or touch a device: preparing is host work
+ * only (the submission, host/submission.h, and its working set,
+ * host/working_set.h, are the other two lifetimes).
+ *
+ * Immutability: after sp_call_prepare returns, nothing writes a prepared
+ * call but the count of its unfinalized submissions (`submissions`, under
+ * ctx->lock), which is the submission's reference, not the call's content.
+ */
+#ifndef SIMPLER_HOST_PREPARED_CALL_H
+#define SIMPLER_HOST_PREPARED_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/packet.h"
+#include "host/latch.h"
+#include "runtime/runtime.h"
+#include "simpler/simpler.h"
+
+struct sp_callable;
+
+/*
+ * The runtime-specific part of a prepared call: what the device is handed,
+ * in the form the runtime that runs the call wants it. It is explicit on
+ * purpose: the TMR packet is not the universal form of a prepared call.
+ *   SP_PAYLOAD_STAGED_ARGS  program mode (TMR): nothing beyond the snapshot;
+ *                           each submission stages host tensors into its
+ *                           own working set and uploads the rewritten args.
+ *   SP_PAYLOAD_TMR_PACKET   kernel mode (TMR): the invocation packet,
+ *                           encoded once; every launch hands the same bytes.
+ * A runtime whose payload holds addresses of the bank it will run in (the
+ * host_build_graph image) adds a kind here whose bytes are position-
+ * independent, relocated by each submission when it publishes them to its
+ * bank: the prepared bytes never name a bank.
+ */
+enum sp_payload_kind {
+    SP_PAYLOAD_STAGED_ARGS = 1,
+    SP_PAYLOAD_TMR_PACKET = 2,
+};
+
+struct sp_prepared_payload {
+    enum sp_payload_kind kind;
+    size_t bytes;                             /* of `packet`; 0 for STAGED_ARGS */
+    unsigned char packet[SP_PACKET_MAX_BYTES]; /* TMR_PACKET: the encoded packet */
+};
+
+#define SP_PREPARED_CALL_MAGIC 0x50524550u /* "PREP": a live prepared call */
+
+struct simpler_prepared_call {
+    uint32_t magic;                /* SP_PREPARED_CALL_MAGIC while alive */
+    enum sp_identity identity;     /* of the context that prepared it */
+    struct simpler_context *ctx;   /* the context it belongs to */
+    int32_t callable_id;
+    struct sp_callable *callable;  /* resident while the call lives (see refs) */
+    bool temporary;                /* made by a single-use entry: holds no
+                                      callable reference, is not counted in
+                                      prepared_calls, dies with its use */
+    struct simpler_orch_args args; /* the owned snapshot of the caller's args */
+    struct simpler_run_config public_config; /* the effective config, as given */
+    struct rt_config config;       /* the same, in the runtime's form */
+    uint32_t schedulers;           /* scheduler threads of each submission */
+    uint32_t submissions;          /* program mode: unfinalized submissions of it
+                                      (ctx->lock) */
+    struct sp_prepared_payload payload;
+};
+
+/*
+ * The preparation step, both identities: checks that `args` and `config`
+ * (NULL: the callable's) suit resident callable `callable_id` exactly as
+ * simpler_prepare_run (program) or simpler_kernel_mode_launch (kernel)
+ * check them, then fills *out (any storage; nothing of it is read) with the
+ * owned snapshot, the effective config and the payload, and counts the
+ * preparation (and, in kernel mode, the packet encoding). `temporary` calls
+ * take no callable reference. The arguments themselves (NULLs, id range,
+ * the args' structure) are checked by the caller first. 0,
+ * CALLABLE_NOT_RESIDENT, INVALID_ARGUMENT or CAPACITY_EXCEEDED; on failure
+ * *out is untouched and nothing changed. Caller holds ctx->lock, the
+ * context accepting work.
+ */
+int sp_call_prepare(struct simpler_context *ctx, int32_t callable_id,
+                    const struct simpler_args *args, const struct simpler_run_config *config,
+                    bool temporary, struct simpler_prepared_call *out);
+
+/* The two halves of sp_call_prepare, for a caller that must find storage
+ * for the call between them (simpler_prepare_run: a free slot). resolve
+ * checks and changes nothing; fill writes *out and counts. */
+struct sp_call_resolution {
+    struct sp_callable *callable;
+    struct rt_config config;
+    uint32_t schedulers;
+};
+int sp_call_resolve(struct simpler_context *ctx, int32_t callable_id,
+                    const struct simpler_args *args, const struct simpler_run_config *config,
+                    struct sp_call_resolution *out);
+int sp_call_fill(struct simpler_context *ctx, int32_t callable_id,
+                 const struct simpler_args *args, const struct simpler_run_config *config,
+                 const struct sp_call_resolution *resolution, bool temporary,
+                 struct simpler_prepared_call *out);
+
+/* The checks every entry that takes a prepared call makes: INVALID_ARGUMENT
+ * for NULL, a call that is not alive or is another context's. */
+int sp_call_check(const struct simpler_context *ctx, const struct simpler_prepared_call *call);
+
+/* The argument checks of a preparation before any state (both identities):
+ * NULLs, the id's range, the args' structure. 0 or INVALID_ARGUMENT. */
+int sp_call_arguments(const struct simpler_context *ctx, int32_t callable_id,
+                      const struct simpler_args *args, const struct simpler_run_config *config);
+
+#endif /* SIMPLER_HOST_PREPARED_CALL_H */
