@@ -62,7 +62,7 @@ void pm_kernel_axpb(int64_t *args)
     uint64_t flags = simpler_kernel_scalar_u64(args, 2 + S_FLAGS);
     if (flags & PM_FLAG_GATE)
         ts_gate_pass(&pm_gate);
-    if (fail) {
+    if (fail && (!(flags & PM_FLAG_FAIL_IF_NEGATIVE) || x[0] < 0.0f)) {
         simpler_kernel_fail(args, (int)fail);
         return;
     }

@@ -5,8 +5,10 @@
  *
  * The callable: args x (IN), y (OUT), acc (INOUT), scalars mul, add (f32
  * bits), fail code, flags, tag. Task 0 computes y = x * mul + add (failing
- * with `fail code` when nonzero; PM_FLAG_GATE: first passes pm_gate;
- * PM_FLAG_SCRIBBLE: then overwrites x on the device with PM_POISON); task 1
+ * with `fail code` when nonzero, or, with PM_FLAG_FAIL_IF_NEGATIVE, only
+ * when x[0] < 0, so that a failure can depend on the input; PM_FLAG_GATE:
+ * first passes pm_gate; PM_FLAG_SCRIBBLE: then overwrites x on the device
+ * with PM_POISON); task 1
  * computes acc += y and appends `tag` to the completion order log.
  */
 #ifndef SIMPLER_PM_SUPPORT_H
@@ -23,6 +25,7 @@
 #define PM_POISON_BITS 0xDBDBDBDBu
 #define PM_FLAG_GATE 1u
 #define PM_FLAG_SCRIBBLE 2u
+#define PM_FLAG_FAIL_IF_NEGATIVE 4u /* the fail code applies only when x[0] < 0 */
 
 extern struct ts_gate pm_gate;
 extern _Atomic uint64_t pm_order[64]; /* tags in completion order */
