@@ -1,7 +1,8 @@
 /*
  * test_program_faults.c — every device operation and host allocation of
  * simpler_init, register, prepare, launch, wait, finalize and
- * finalize_device, failed in turn.
+ * finalize_device, and of a prepared call's prepare and submit, failed in
+ * turn.
  *
  * For each phase a clean pass first counts the operations of each kind the
  * phase performs; then, for every kind and every n up to that count, a
@@ -36,6 +37,7 @@ struct fx {
     size_t image_bytes;
     struct pm_run run;
     simpler_run_t handle;
+    struct simpler_prepared_call *call; /* the submit_call phases' */
     size_t committed_before;
 };
 
@@ -77,7 +79,8 @@ static void assert_nothing_held(const char *where, const struct ledger *a, const
         b->counters.staging_allocs - a->counters.staging_allocs !=
             b->counters.staging_frees - a->counters.staging_frees ||
         b->counters.callables_loaded - a->counters.callables_loaded !=
-            b->counters.callables_unloaded - a->counters.callables_unloaded)
+            b->counters.callables_unloaded - a->counters.callables_unloaded ||
+        b->counters.prepared_calls != a->counters.prepared_calls)
         fail_msg("%s: the failed call left resources held (streams %+lld/%+lld, events "
                  "%+lld/%+lld, mallocs %+lld/%+lld, in_use %llu -> %llu, committed %zu -> %zu)",
                  where, (long long)delta(a, b, SIMDEV_OP_STREAM_CREATE),
@@ -153,8 +156,16 @@ static void fx_completed(struct fx *f)
     assert_int_equal(simpler_wait_run(f->ctx, f->handle), 0);
 }
 
+static void fx_call_prepared(struct fx *f)
+{
+    fx_registered(f);
+    assert_int_equal(simpler_prepare_call(f->ctx, PM_CALLABLE, &f->run.args, NULL, &f->call), 0);
+}
+
 static void fx_teardown(struct fx *f)
 {
+    if (f->call)
+        assert_int_equal(simpler_release_call(f->ctx, f->call), 0);
     pm_run_free(&f->run);
     simpler_callable_free(f->image);
     if (f->ctx)
@@ -170,6 +181,11 @@ static int call_prepare(struct fx *f)
 {
     return simpler_prepare_run(f->ctx, &f->handle, PM_CALLABLE, &f->run.args, NULL);
 }
+static int call_prepare_call(struct fx *f)
+{
+    return simpler_prepare_call(f->ctx, PM_CALLABLE, &f->run.args, NULL, &f->call);
+}
+static int call_submit_call(struct fx *f) { return simpler_submit_call(f->ctx, f->call, &f->handle); }
 static int call_launch(struct fx *f) { return simpler_launch_run(f->ctx, f->handle); }
 static int call_wait(struct fx *f) { return simpler_wait_run(f->ctx, f->handle); }
 static int call_finalize(struct fx *f) { return simpler_finalize_run(f->ctx, f->handle); }
@@ -194,6 +210,28 @@ static void finish_from_prepared(struct fx *f)
     pm_run_check(&f->run);
     assert_int_equal(simpler_committed_device_memory(f->ctx), f->committed_before);
     fx_teardown(f);
+}
+
+/* After a prepared call's submit: the run completes exactly, and once it
+ * is finalized the call is released with nothing left. */
+static void finish_from_submitted(struct fx *f)
+{
+    uint64_t preparations = f->ctx->counters.host_preparations;
+    assert_int_equal(simpler_wait_run(f->ctx, f->handle), 0);
+    assert_int_equal(simpler_finalize_run(f->ctx, f->handle), 0);
+    pm_run_check(&f->run);
+    assert_int_equal(simpler_committed_device_memory(f->ctx), f->committed_before);
+    assert_int_equal(f->ctx->counters.host_preparations, preparations);
+    fx_teardown(f);
+}
+
+/* After a prepared call's prepare: it submits and runs exactly. */
+static void finish_from_call_prepared(struct fx *f)
+{
+    assert_non_null(f->call);
+    assert_int_equal(f->ctx->counters.prepared_calls, 1); /* 2: the failed prepare counted */
+    assert_int_equal(call_submit_call(f), 0);
+    finish_from_submitted(f);
 }
 
 static void finish_from_launched(struct fx *f)
@@ -241,6 +279,7 @@ static const struct phase phases[] = {
     {"wait", fx_launched, call_wait, finish_from_completed, 0, 0},
     {"finalize", fx_completed, call_finalize, finish_from_finalized, 1, 0},
     {"finalize_device", fx_registered, call_finalize_device, finish_device_finalized, 1, 1},
+    {"submit_call", fx_call_prepared, call_submit_call, finish_from_submitted, 0, 0},
 };
 
 /* Counts the ops of each kind a clean pass of `p` performs. */
@@ -288,7 +327,12 @@ static void sweep_device_faults(const struct phase *p, uint64_t *injected)
             }
             if (rc != INJECTED)
                 fail_msg("%s: returned %d, not the injected %d", where, rc, INJECTED);
+            if (p->call == call_submit_call && f.handle != 0)
+                fail_msg("%s: a failed submit handed out run %llu", where,
+                         (unsigned long long)f.handle);
             ledger_take(&f, &b);
+            if (p->call == call_submit_call) /* a submission never prepares */
+                assert_int_equal(b.counters.host_preparations, a.counters.host_preparations);
             if (!p->partial_progress)
                 assert_nothing_held(where, &a, &b);
             rc = p->call(&f);
@@ -320,6 +364,11 @@ static void sweep_host_faults(const struct phase *p, uint64_t *injected)
                      rc);
         ledger_take(&f, &b);
         assert_nothing_held(p->name, &a, &b);
+        if (p->call == call_prepare_call) {
+            assert_null(f.call); /* *out is NULL on every failure */
+            /* +1: the failed prepare counted a preparation */
+            assert_int_equal(b.counters.host_preparations, a.counters.host_preparations);
+        }
         assert_int_equal(p->call(&f), 0);
         p->finish(&f);
         (*injected)++;
@@ -343,6 +392,7 @@ static void test_every_device_operation_fails_cleanly_and_retries(void **state)
     assert_int_equal(injected[4], 2);  /* wait: the sync, the result block */
     assert_int_equal(injected[5], 5);  /* finalize: y and acc back, 3 staging frees */
     assert_int_equal(injected[6], 18); /* finalize_device: unload, 7 frees, 5 streams, 4 events */
+    assert_int_equal(injected[7], 17); /* submit_call: prepare's 6 staging ops, launch's 11 */
 }
 
 static void test_every_host_allocation_fails_cleanly_and_retries(void **state)
@@ -352,11 +402,12 @@ static void test_every_host_allocation_fails_cleanly_and_retries(void **state)
         {"create", fx_device, call_create, finish_created, 0, 0},
         {"init", fx_created, call_init, finish_run_all, 0, 0},
         {"register", fx_initialised, call_register, finish_run_all, 0, 0},
+        {"prepare_call", fx_registered, call_prepare_call, finish_from_call_prepared, 0, 0},
     };
     uint64_t injected = 0;
     for (size_t i = 0; i < sizeof host_phases / sizeof host_phases[0]; i++)
         sweep_host_faults(&host_phases[i], &injected);
-    assert_true(injected >= 4); /* context, slots, launcher, callable record */
+    assert_true(injected >= 5); /* context, slots, launcher, callable record, prepared call */
 }
 
 /* An init fails, and so does the cleanup of what it had created: the
