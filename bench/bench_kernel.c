@@ -12,6 +12,15 @@
  *             chain never backs up. Per repetition the median over its
  *             batches. The wall time of the same batches is printed beside
  *             it (the device threads compete for the host's CPUs meanwhile).
+ *             The same, measured the same way in the same run, for
+ *             simpler_kernel_mode_launch_call of one call prepared once
+ *             (simpler_prepare_call, same args) and released at the end:
+ *             batches of the two kinds alternate, and the ratio prepared /
+ *             unprepared host CPU is taken per repetition. Around every
+ *             batch (untimed) simpler_get_context_info's host_preparations
+ *             and packets_encoded must grow by exactly BATCH for
+ *             unprepared launches and not at all for prepared ones, or the
+ *             benchmark stops.
  *   latency   wall time of launch + simdev_stream_sync of the same one-task
  *             operator, one round at a time; per repetition the median over
  *             its rounds. For reference (no goal), simpler_run of the same
@@ -422,8 +431,10 @@ static void program_rounds_timed(struct op *op, double *samples, uint32_t n)
 /* ================================================================ measurement */
 
 struct enqueue_result {
-    uint32_t batches; /* per repetition */
-    struct bench_stats cpu_ns, wall_ns; /* per launch */
+    uint32_t batches; /* per repetition and kind */
+    struct bench_stats cpu_ns, wall_ns; /* per simpler_kernel_mode_launch */
+    struct bench_stats prepared_cpu_ns, prepared_wall_ns; /* per launch of the prepared call */
+    struct bench_stats ratio; /* prepared / unprepared host CPU, per repetition */
 };
 
 struct latency_result {
@@ -441,36 +452,132 @@ static struct enqueue_result g_enqueue;
 static struct latency_result g_latency;
 static struct per_task_result g_per_task[2];
 
+/* The context's preparation counters now. */
+static struct simpler_context_info kernel_info(void)
+{
+    struct simpler_context_info info;
+    CHECK(simpler_get_context_info(g_kernel_ctx, &info));
+    return info;
+}
+
+/* Stops the benchmark unless the batch of BATCH launches between `before`
+ * and `after` ran the preparation step (and encoded a packet) exactly
+ * `want` times each: BATCH for simpler_kernel_mode_launch, 0 for launches
+ * of a prepared call (a prepared launch that validated or encoded again
+ * would be measured as something it is not). */
+static void expect_preparations(const struct simpler_context_info *before,
+                                const struct simpler_context_info *after, uint64_t want,
+                                const char *kind)
+{
+    uint64_t prepared = after->host_preparations - before->host_preparations;
+    uint64_t encoded = after->packets_encoded - before->packets_encoded;
+    if (prepared != want || encoded != want) {
+        fprintf(stderr,
+                PROGRAM ": %d %s launches ran the preparation step %llu times and encoded "
+                        "%llu packets, want %llu each\n",
+                BATCH, kind, (unsigned long long)prepared, (unsigned long long)encoded,
+                (unsigned long long)want);
+        exit(1);
+    }
+}
+
+/* Enqueues one kernel-mode round of the prepared call `call` of `op`. */
+static void kernel_launch_call(struct op *op, const struct simpler_prepared_call *call)
+{
+    CHECK(simpler_kernel_mode_launch_call(g_kernel_ctx, call, g_stream));
+    op->kernel_rounds++;
+}
+
+/* One timed batch of BATCH launches of `op` (of `call` when not NULL, else
+ * through simpler_kernel_mode_launch with the same args): host CPU and
+ * wall ns per launch into *cpu and *wall, then an untimed sync, so the
+ * chain starts empty for the next batch. The preparation counters are
+ * read around the batch (untimed) and checked. */
+static void enqueue_batch(struct op *op, const struct simpler_prepared_call *call, double *cpu,
+                          double *wall)
+{
+    struct simpler_context_info before = kernel_info();
+    uint64_t c0 = thread_cpu_ns(), w0 = now_ns();
+    for (uint32_t i = 0; i < BATCH; i++) {
+        if (call)
+            kernel_launch_call(op, call);
+        else
+            kernel_launch(op);
+    }
+    uint64_t c1 = thread_cpu_ns(), w1 = now_ns();
+    struct simpler_context_info after = kernel_info();
+    kernel_sync();
+    *cpu = (double)(c1 - c0) / BATCH;
+    *wall = (double)(w1 - w0) / BATCH;
+    expect_preparations(&before, &after, call ? 0 : BATCH, call ? "prepared" : "unprepared");
+}
+
+/* simpler_kernel_mode_launch of the one-task operator against
+ * simpler_kernel_mode_launch_call of one call prepared once with the same
+ * args: batches of the two kinds alternate, so both see the same machine
+ * state. */
 static void measure_enqueue(void)
 {
     struct op *op = &g_ops[0];
     const uint32_t batches = scaled(BATCHES);
-    double cpu[BATCHES], wall[BATCHES], cpu_rep[MAX_REPS], wall_rep[MAX_REPS];
+    double cpu[BATCHES], wall[BATCHES], prepared_cpu[BATCHES], prepared_wall[BATCHES];
+    double cpu_rep[MAX_REPS], wall_rep[MAX_REPS], prepared_cpu_rep[MAX_REPS],
+        prepared_wall_rep[MAX_REPS], ratio[MAX_REPS];
     CHECK(simdev_set_device(KERNEL_DEVICE));
+    const struct simpler_args args = {1, 0, &op->kernel_t, NULL};
+    struct simpler_prepared_call *call;
+    struct simpler_context_info before = kernel_info();
+    CHECK(simpler_prepare_call(g_kernel_ctx, op->kernel_id, &args, NULL, &call));
+    struct simpler_context_info after = kernel_info();
+    if (after.prepared_calls != 1 || after.host_preparations != before.host_preparations + 1 ||
+        after.packets_encoded != before.packets_encoded + 1) {
+        fprintf(stderr, PROGRAM ": simpler_prepare_call left %llu prepared calls, %llu "
+                        "preparations and %llu packets encoded, want 1, 1 and 1\n",
+                (unsigned long long)after.prepared_calls,
+                (unsigned long long)(after.host_preparations - before.host_preparations),
+                (unsigned long long)(after.packets_encoded - before.packets_encoded));
+        exit(1);
+    }
     for (uint32_t b = 0; b < 2; b++) { /* warm-up */
-        for (uint32_t i = 0; i < BATCH; i++)
-            kernel_launch(op);
-        kernel_sync();
+        enqueue_batch(op, NULL, &cpu[0], &wall[0]);
+        enqueue_batch(op, call, &cpu[0], &wall[0]);
     }
     kernel_check(op);
     for (uint32_t rep = 0; rep < reps(); rep++) {
         for (uint32_t b = 0; b < batches; b++) {
-            uint64_t c0 = thread_cpu_ns(), w0 = now_ns();
-            for (uint32_t i = 0; i < BATCH; i++)
-                kernel_launch(op);
-            uint64_t c1 = thread_cpu_ns(), w1 = now_ns();
-            kernel_sync(); /* untimed: the chain starts empty for the next batch */
-            cpu[b] = (double)(c1 - c0) / BATCH;
-            wall[b] = (double)(w1 - w0) / BATCH;
+            /* Alternate which kind goes first, so neither always follows
+             * the other's tail. */
+            int prepared_first = (rep + b) % 2 == 0;
+            if (prepared_first)
+                enqueue_batch(op, call, &prepared_cpu[b], &prepared_wall[b]);
+            enqueue_batch(op, NULL, &cpu[b], &wall[b]);
+            if (!prepared_first)
+                enqueue_batch(op, call, &prepared_cpu[b], &prepared_wall[b]);
         }
-        kernel_check(op);
+        kernel_check(op); /* every launch of both kinds ran exactly once, whole */
         cpu_rep[rep] = bench_median_in_place(cpu, batches);
         wall_rep[rep] = bench_median_in_place(wall, batches);
+        prepared_cpu_rep[rep] = bench_median_in_place(prepared_cpu, batches);
+        prepared_wall_rep[rep] = bench_median_in_place(prepared_wall, batches);
+        ratio[rep] = prepared_cpu_rep[rep] / cpu_rep[rep];
     }
-    g_enqueue = (struct enqueue_result){batches, bench_stats_of(cpu_rep, reps()),
-                                        bench_stats_of(wall_rep, reps())};
-    printf("  enqueue: %.0f ns host CPU per launch (wall %.0f ns)\n", g_enqueue.cpu_ns.median,
-           g_enqueue.wall_ns.median);
+    /* Every launch was synced: the call may go (kernel mode allows it as
+     * soon as its launches are enqueued). */
+    CHECK(simpler_release_call(g_kernel_ctx, call));
+    if (kernel_info().prepared_calls != 0) {
+        fprintf(stderr, PROGRAM ": a prepared call is still counted after its release\n");
+        exit(1);
+    }
+    g_enqueue = (struct enqueue_result){batches,
+                                        bench_stats_of(cpu_rep, reps()),
+                                        bench_stats_of(wall_rep, reps()),
+                                        bench_stats_of(prepared_cpu_rep, reps()),
+                                        bench_stats_of(prepared_wall_rep, reps()),
+                                        bench_stats_of(ratio, reps())};
+    printf("  enqueue: %.0f ns host CPU per launch (wall %.0f ns); prepared call %.0f ns "
+           "(wall %.0f ns), ratio %.3f\n",
+           g_enqueue.cpu_ns.median, g_enqueue.wall_ns.median, g_enqueue.prepared_cpu_ns.median,
+           g_enqueue.prepared_wall_ns.median, g_enqueue.ratio.median);
     fflush(stdout);
 }
 
@@ -669,6 +776,9 @@ static void print_figures(void)
     print_row("enqueue: host CPU per launch", g_enqueue.cpu_ns, 0, "ns", "<= 2000 ns host CPU",
               enqueue_met());
     print_row("  (wall per launch, same batches)", g_enqueue.wall_ns, 0, "ns", NULL, 0);
+    print_row("enqueue, prepared call: host CPU", g_enqueue.prepared_cpu_ns, 0, "ns", NULL, 0);
+    print_row("  (wall per prepared launch)", g_enqueue.prepared_wall_ns, 0, "ns", NULL, 0);
+    print_row("  prepared / unprepared (host CPU)", g_enqueue.ratio, 3, "", NULL, 0);
     print_row("one-task launch-to-sync (wall)", g_latency.kernel_ns, 0, "ns", "<= 20000 ns",
               latency_met());
     print_row("  (program mode simpler_run, ref.)", g_latency.program_ns, 0, "ns", NULL, 0);
@@ -717,8 +827,14 @@ static int write_json(const char *path, double seconds)
     bench_json_stats(f, "host_cpu_ns_per_launch", g_enqueue.cpu_ns, 1);
     fprintf(f, ", ");
     bench_json_stats(f, "wall_ns_per_launch", g_enqueue.wall_ns, 1);
-    fprintf(f, ", \"goal_ns\": %.0f, \"met\": %s},\n", GOAL_ENQUEUE_NS,
+    fprintf(f, ", \"goal_ns\": %.0f, \"met\": %s, ", GOAL_ENQUEUE_NS,
             enqueue_met() ? "true" : "false");
+    bench_json_stats(f, "prepared_host_cpu_ns_per_launch", g_enqueue.prepared_cpu_ns, 1);
+    fprintf(f, ", ");
+    bench_json_stats(f, "prepared_wall_ns_per_launch", g_enqueue.prepared_wall_ns, 1);
+    fprintf(f, ", ");
+    bench_json_stats(f, "ratio_prepared_to_unprepared_host_cpu", g_enqueue.ratio, 3);
+    fprintf(f, "},\n");
     fprintf(f, "  \"latency\": {\"rounds_per_rep\": %u, ", g_latency.rounds);
     bench_json_stats(f, "kernel_launch_to_sync_ns", g_latency.kernel_ns, 1);
     fprintf(f, ", ");
