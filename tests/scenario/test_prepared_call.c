@@ -540,6 +540,83 @@ static void test_kernel_prepare_refuses_what_launch_refuses(void **state)
     km_closing(ctx, s, &b);
 }
 
+/* Every device operation of a prepared call's launch failed in turn (the
+ * kinds a clean launch performs): refused whole before the program is
+ * enqueued, absorbed after it (the round runs exactly once); and neither
+ * the failure nor the retry prepares or encodes anything. */
+#define INJECTED (-991)
+static const enum simdev_op_kind swept[] = {SIMDEV_OP_LAUNCH, SIMDEV_OP_RECORD, SIMDEV_OP_WAIT,
+                                            SIMDEV_OP_COPY, SIMDEV_OP_SEM};
+
+static uint64_t launch_call_attempts(enum simdev_op_kind kind)
+{
+    struct simpler_context *ctx;
+    simdev_stream_t s;
+    struct km_bufs b;
+    km_opening(&ctx, &s, &b, km_open(), 64, 0.0f);
+    struct km_args a;
+    km_args_make(&a, &b, 1.0f, 1.0f, 0, 1);
+    struct simpler_prepared_call *call = NULL;
+    assert_int_equal(simpler_prepare_call(ctx, 0, &a.args, NULL, &call), 0);
+    uint64_t before, after;
+    assert_int_equal(simdev_op_count(0, kind, &before), 0);
+    assert_int_equal(simpler_kernel_mode_launch_call(ctx, call, s), 0);
+    assert_int_equal(simdev_op_count(0, kind, &after), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    km_closing(ctx, s, &b);
+    return after - before;
+}
+
+static void test_a_prepared_launch_fails_cleanly_at_every_device_operation(void **state)
+{
+    (void)state;
+    uint64_t refused = 0, absorbed = 0;
+    for (size_t k = 0; k < sizeof swept / sizeof swept[0]; k++) {
+        uint64_t attempts = launch_call_attempts(swept[k]);
+        for (uint64_t nth = 1; nth <= attempts; nth++) {
+            struct simpler_context *ctx;
+            simdev_stream_t s;
+            struct km_bufs b;
+            km_opening(&ctx, &s, &b, km_open(), 1024, 0.0f);
+            struct km_args a;
+            km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+            struct simpler_prepared_call *call = NULL;
+            assert_int_equal(simpler_prepare_call(ctx, 0, &a.args, NULL, &call), 0);
+            struct simpler_context_info prepared = info_of(ctx);
+            assert_int_equal(simdev_fault_inject(0, swept[k], nth, INJECTED), 0);
+            int rc = simpler_kernel_mode_launch_call(ctx, call, s);
+            assert_int_equal(simdev_fault_clear(0), 0);
+            int round = simdev_stream_sync(s);
+            if (rc) {
+                refused++;
+                assert_int_equal(rc, INJECTED);
+                assert_true(km_bufs_untouched(&b)); /* refused whole: nothing ran */
+                assert_int_equal(simpler_kernel_mode_launch_call(ctx, call, s), 0);
+                round = simdev_stream_sync(s);
+            } else {
+                absorbed++;
+            }
+            if (round != 0)
+                fail_msg("launch_call, %s #%llu failed (launch %d): the round returned %d",
+                         simdev_op_kind_name(swept[k]), (unsigned long long)nth, rc, round);
+            assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f)); /* 1 + 2y: two rounds ran */
+            struct simpler_context_info after = info_of(ctx);
+            assert_int_equal(after.host_preparations, prepared.host_preparations);
+            assert_int_equal(after.packets_encoded, prepared.packets_encoded);
+            assert_int_equal(simpler_release_call(ctx, call), 0);
+            km_closing(ctx, s, &b);
+        }
+    }
+    print_message("launch_call faults: %llu refused, %llu absorbed\n", (unsigned long long)refused,
+                  (unsigned long long)absorbed);
+    /* As simpler_kernel_mode_launch (test_kernel_mode): 9 before the program
+     * is enqueued refuse the launch, 6 after it are absorbed. Fewer: a
+     * failure point of the prepared launch was never exercised. */
+    assert_int_equal(refused, 9);
+    assert_int_equal(absorbed, 6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_a_kernel_call_released_before_its_round_runs),
         cmocka_unit_test(test_a_captured_prepared_launch_replays_without_host_work),
         cmocka_unit_test(test_kernel_prepare_refuses_what_launch_refuses),
+        cmocka_unit_test(test_a_prepared_launch_fails_cleanly_at_every_device_operation),
     };
     if (getenv("PM_FILTER"))
         cmocka_set_test_filter(getenv("PM_FILTER"));
