@@ -141,13 +141,15 @@ struct simpler_context_info {
     uint64_t host_preparations;      /* times the preparation step (validate and
                                         snapshot the args, resolve the config; in
                                         kernel mode, encode the packet) ran: once
-                                        per simpler_prepare_call, simpler_prepare_run,
-                                        simpler_run and simpler_kernel_mode_launch;
-                                        never for a submission or launch of a prepared
-                                        call, nor for a replay */
+                                        per successful simpler_prepare_call,
+                                        simpler_prepare_run and simpler_kernel_mode_launch
+                                        (a refused one counts nothing); never for a
+                                        submission or launch of a prepared call, nor
+                                        for a replay */
     uint64_t prepared_calls;         /* simpler_prepare_call's calls alive now */
-    uint64_t packets_encoded;        /* kernel mode: invocation packets encoded
-                                        (0 in program mode, which has none) */
+    uint64_t packets_encoded;        /* kernel mode: invocation packets encoded, by
+                                        a successful prepare or unprepared launch (0
+                                        in program mode, which has none) */
 };
 
 /* Writes the context's info to *info (borrowed). INVALID_ARGUMENT for NULL.
@@ -288,6 +290,16 @@ int simpler_run(struct simpler_context *ctx, int32_t callable_id, const struct s
  * of it: a program-mode submission reads IN/INOUT host bytes when it is
  * submitted and writes OUT/INOUT back at its own finalize, so two queued
  * submissions of one call see the host bytes as each found them.
+ *
+ * A call pointer is checked before it is read: every entry that takes one
+ * first looks it up, under the context's lock, among the context's live
+ * calls, so a released call, another context's call or a pointer that
+ * never was a call is refused with INVALID_ARGUMENT without being touched
+ * (and a release racing a submission on another thread is ordered by that
+ * lock: the submission either finds the call alive and counts itself on
+ * it, making the release INVALID_STATE, or is refused). Like any pointer
+ * handle, a released call's address may be returned by a later prepare,
+ * and then names that call.
  */
 struct simpler_prepared_call;
 
@@ -302,8 +314,8 @@ struct simpler_prepared_call;
  * context's committed capacity; its scheduler threads are the context's
  * and its trace level is the context's (fixed at init). *out is NULL on
  * every failure, and a failed prepare changes nothing (an earlier prepared
- * call included). OUT_OF_HOST_MEMORY when the call's storage cannot be
- * allocated. Touches no device and enqueues nothing, so it may be called
+ * call and the counters included). OUT_OF_HOST_MEMORY when the call's
+ * storage cannot be allocated. Touches no device and enqueues nothing, so it may be called
  * while the thread captures a stream.
  */
 int simpler_prepare_call(struct simpler_context *ctx, int32_t callable_id,
@@ -318,9 +330,11 @@ int simpler_prepare_call(struct simpler_context *ctx, int32_t callable_id,
  * poll, wait, get_run_info and finalize it as any run. CAPACITY_EXCEEDED
  * at once when every slot holds an unfinalized run. A staging or launch
  * failure returns its code with *run 0 and the slot released (when that
- * release fails too, the submission is stranded and finalize_device or
- * releasing the call releases it). INVALID_ARGUMENT: NULLs, a call that is
- * not alive or is another context's; INVALID_STATE: a kernel context.
+ * release fails too, the submission is stranded: simpler_release_call of
+ * the call releases it, since finalize_device refuses while the call
+ * lives). INVALID_ARGUMENT: NULLs, a call that is not alive or is another
+ * context's; INVALID_STATE: a kernel context. Never prepares anything:
+ * host_preparations does not move.
  */
 int simpler_submit_call(struct simpler_context *ctx, const struct simpler_prepared_call *call,
                         simpler_run_t *run);

@@ -82,6 +82,9 @@ struct simpler_context {
     uint64_t callable_bytes;
     struct sp_callable *callables[SIMPLER_MAX_CALLABLE_IDS];
     struct sp_counters counters;
+    /* The live prepared calls, newest first (prepared_call.c): an entry
+     * taking a caller's call pointer finds it here before reading it. */
+    struct simpler_prepared_call *prepared;
     struct sp_trace_ctx trace; /* trace_host.c */
 
     /* ---- the program-mode half (program.c and the run pipeline); zero in

@@ -78,8 +78,9 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
     struct simpler_prepared_call call;
     pthread_mutex_lock(&ctx->lock);
     if (!(rc = sp_kernel_mode_ready(ctx, true)) &&
-        !(rc = sp_call_prepare(ctx, callable_id, args, NULL, true, &call)))
-        rc = launch_prepared(ctx, &call, caller_stream);
+        !(rc = sp_call_prepare(ctx, callable_id, args, NULL, true, &call)) &&
+        (rc = launch_prepared(ctx, &call, caller_stream)))
+        sp_call_discard(ctx, &call); /* refused whole: nothing counted */
     pthread_mutex_unlock(&ctx->lock);
     return rc;
 }
@@ -88,11 +89,11 @@ int simpler_kernel_mode_launch_call(struct simpler_context *ctx,
                                     const struct simpler_prepared_call *call,
                                     simdev_stream_t caller_stream)
 {
-    int rc = caller_stream ? sp_call_check(ctx, call) : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (rc)
-        return rc;
+    if (!ctx || !call || !caller_stream)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
-    if (!(rc = sp_kernel_mode_ready(ctx, true)))
+    int rc = sp_call_find(ctx, call); /* before *call is read */
+    if (!rc && !(rc = sp_kernel_mode_ready(ctx, true)))
         rc = launch_prepared(ctx, call, caller_stream);
     pthread_mutex_unlock(&ctx->lock);
     return rc;

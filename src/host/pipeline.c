@@ -90,7 +90,7 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
         if (!(rc = submit_staged(ctx, s, &s->own_call, run)))
             sp_trace_span(&s->sub, SP_SPAN_PREPARE, prepare_begin);
         else
-            s->own_call.magic = 0;
+            sp_call_discard(ctx, &s->own_call); /* a refused prepare counts nothing */
     }
     pthread_mutex_unlock(&ctx->lock);
     return rc;
@@ -170,15 +170,15 @@ int simpler_submit_call(struct simpler_context *ctx, const struct simpler_prepar
 {
     if (run)
         *run = 0;
-    int rc = run ? sp_call_check(ctx, call) : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (rc)
-        return rc;
+    if (!ctx || !call || !run)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
     struct sp_slot *s;
     simpler_run_t handle;
     /* The call is immutable; the submission counts itself on it. */
     struct simpler_prepared_call *mine = (struct simpler_prepared_call *)call;
-    if (!(rc = sp_program_ready(ctx)) && !(rc = sp_slot_find_free(ctx, &s)) &&
+    int rc = sp_call_find(ctx, call);
+    if (!rc && !(rc = sp_program_ready(ctx)) && !(rc = sp_slot_find_free(ctx, &s)) &&
         !(rc = submit_staged(ctx, s, mine, &handle))) {
         /* A submission is staged and launched whole or not at all: a launch
          * that fails releases it (its chain was drained), and the caller

@@ -10,6 +10,7 @@
  */
 #include "host/prepared_call.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@
 #include "host/program.h"
 #include "host/residency.h"
 #include "host/run_args.h"
+#include "host/run_slot.h"
 #include "host/trace_host.h"
 
 /* ------------------------------------------------------------- checks */
@@ -44,12 +46,32 @@ int sp_call_arguments(const struct simpler_context *ctx, int32_t callable_id,
     return rc;
 }
 
-int sp_call_check(const struct simpler_context *ctx, const struct simpler_prepared_call *call)
+int sp_call_find(const struct simpler_context *ctx, const struct simpler_prepared_call *call)
 {
-    if (!ctx || !call || call->magic != SP_PREPARED_CALL_MAGIC || call->ctx != ctx ||
-        call->temporary)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    return 0;
+    for (const struct simpler_prepared_call *p = ctx->prepared; p; p = p->live_next)
+        if (p == call)
+            return 0;
+    return PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* not read: it may be freed memory */
+}
+
+bool sp_call_check_refs(const struct simpler_context *ctx)
+{
+    uint64_t listed = 0, refs = 0;
+    for (const struct simpler_prepared_call *p = ctx->prepared; p; p = p->live_next) {
+        if (p->magic != SP_PREPARED_CALL_MAGIC || p->ctx != ctx || p->temporary ||
+            (p->live_next && p->live_next->live_prev != p))
+            return false;
+        uint32_t executing = 0;
+        for (uint32_t i = 0; ctx->slots && i < ctx->slot_count; i++)
+            executing += sp_slot_executes(&ctx->slots[i], p);
+        if (executing != p->submissions)
+            return false;
+        listed++;
+    }
+    for (uint32_t id = 0; id < SIMPLER_MAX_CALLABLE_IDS; id++)
+        if (ctx->callables[id])
+            refs += ctx->callables[id]->prepared_refs;
+    return listed == ctx->counters.prepared_calls && refs == listed;
 }
 
 /* The structural checks of a kernel-mode call's tensors: every one a device
@@ -145,13 +167,20 @@ int sp_call_fill(struct simpler_context *ctx, int32_t callable_id,
     out->callable_id = callable_id;
     out->callable = c;
     out->temporary = temporary;
-    memset(&out->args, 0, sizeof out->args);
     out->args.tensor_count = args->tensor_count;
     out->args.scalar_count = args->scalar_count;
-    if (args->tensor_count)
-        memcpy(out->args.tensors, args->tensors, args->tensor_count * sizeof *args->tensors);
-    if (args->scalar_count)
-        memcpy(out->args.scalars, args->scalars, args->scalar_count * sizeof *args->scalars);
+    /* The snapshot, except for a single-use kernel launch: its packet is
+     * all the launch reads, and skipping the copy (up to 8 KiB) keeps the
+     * unprepared launch as cheap as it was before prepared calls. */
+    if (!(kernel && temporary)) {
+        memset(&out->args, 0, sizeof out->args);
+        out->args.tensor_count = args->tensor_count;
+        out->args.scalar_count = args->scalar_count;
+        if (args->tensor_count)
+            memcpy(out->args.tensors, args->tensors, args->tensor_count * sizeof *args->tensors);
+        if (args->scalar_count)
+            memcpy(out->args.scalars, args->scalars, args->scalar_count * sizeof *args->scalars);
+    }
     out->public_config = config ? *config : c->config;
     out->config = r->config;
     out->schedulers = r->schedulers;
@@ -161,11 +190,25 @@ int sp_call_fill(struct simpler_context *ctx, int32_t callable_id,
     ctx->counters.host_preparations++;
     if (kernel)
         ctx->counters.packets_encoded++;
+    out->live_prev = out->live_next = NULL;
     if (!temporary) {
         c->prepared_refs++;
         ctx->counters.prepared_calls++;
+        out->live_next = ctx->prepared; /* listed first: found by sp_call_find */
+        if (ctx->prepared)
+            ctx->prepared->live_prev = out;
+        ctx->prepared = out;
+        assert(sp_call_check_refs(ctx));
     }
     return 0;
+}
+
+void sp_call_discard(struct simpler_context *ctx, struct simpler_prepared_call *call)
+{
+    ctx->counters.host_preparations--;
+    if (call->payload.kind == SP_PAYLOAD_TMR_PACKET)
+        ctx->counters.packets_encoded--;
+    call->magic = 0;
 }
 
 int sp_call_prepare(struct simpler_context *ctx, int32_t callable_id,
@@ -213,21 +256,35 @@ int simpler_prepare_call(struct simpler_context *ctx, int32_t callable_id,
     return 0;
 }
 
+/* Takes a released call off the context's list. Caller holds ctx->lock. */
+static void unlist(struct simpler_context *ctx, struct simpler_prepared_call *call)
+{
+    if (call->live_prev)
+        call->live_prev->live_next = call->live_next;
+    else
+        ctx->prepared = call->live_next;
+    if (call->live_next)
+        call->live_next->live_prev = call->live_prev;
+    call->live_prev = call->live_next = NULL;
+}
+
 int simpler_release_call(struct simpler_context *ctx, struct simpler_prepared_call *call)
 {
-    int rc = sp_call_check(ctx, call);
-    if (rc)
-        return rc;
+    if (!ctx || !call)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
+    int rc = sp_call_find(ctx, call);
     /* A program-mode submission reads the call until it is finalized (a
      * stranded one is released now, as unregister releases it); a
      * kernel-mode launch copied what it needs when it was enqueued. */
-    if (call->submissions)
+    if (!rc && call->submissions)
         rc = sp_program_release_submissions(ctx, call);
     if (!rc) {
         call->callable->prepared_refs--;
         ctx->counters.prepared_calls--;
+        unlist(ctx, call);
         call->magic = 0;
+        assert(sp_call_check_refs(ctx));
     }
     pthread_mutex_unlock(&ctx->lock);
     if (!rc)

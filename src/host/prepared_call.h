@@ -12,7 +12,13 @@
  *
  * Immutability: after sp_call_prepare returns, nothing writes a prepared
  * call but the count of its unfinalized submissions (`submissions`, under
- * ctx->lock), which is the submission's reference, not the call's content.
+ * ctx->lock), which is the submission's reference, not the call's content,
+ * and its links in the context's list of live calls.
+ *
+ * Liveness: a public entry never dereferences a caller's call pointer
+ * before finding it, under ctx->lock, in the context's list of live calls
+ * (sp_call_find): a released call, a call of another context or a pointer
+ * that never was a call is refused without being read.
  */
 #ifndef SIMPLER_HOST_PREPARED_CALL_H
 #define SIMPLER_HOST_PREPARED_CALL_H
@@ -70,6 +76,9 @@ struct simpler_prepared_call {
     uint32_t schedulers;           /* scheduler threads of each submission */
     uint32_t submissions;          /* program mode: unfinalized submissions of it
                                       (ctx->lock) */
+    /* The context's live calls (ctx->prepared; ctx->lock); NULL in a
+     * temporary call, which is never listed. */
+    struct simpler_prepared_call *live_prev, *live_next;
     struct sp_prepared_payload payload;
 };
 
@@ -106,9 +115,25 @@ int sp_call_fill(struct simpler_context *ctx, int32_t callable_id,
                  const struct sp_call_resolution *resolution, bool temporary,
                  struct simpler_prepared_call *out);
 
-/* The checks every entry that takes a prepared call makes: INVALID_ARGUMENT
- * for NULL, a call that is not alive or is another context's. */
-int sp_call_check(const struct simpler_context *ctx, const struct simpler_prepared_call *call);
+/* The check every entry that takes a prepared call makes, under the lock
+ * and before reading *call: 0 when `call` is a live call of `ctx` (listed
+ * by simpler_prepare_call, not yet released), INVALID_ARGUMENT otherwise
+ * (NULL, released, another context's, a temporary call). It compares
+ * pointers only: O(live calls of the context). Caller holds ctx->lock. */
+int sp_call_find(const struct simpler_context *ctx, const struct simpler_prepared_call *call);
+
+/* Undoes sp_call_fill of a temporary call whose use failed before it did
+ * anything (a single-use entry refused): the preparation and the packet
+ * are not counted, the call is dead. Caller holds ctx->lock. */
+void sp_call_discard(struct simpler_context *ctx, struct simpler_prepared_call *call);
+
+/* The invariant of the counted references (asserted where they change,
+ * unless NDEBUG): the live list holds exactly counters.prepared_calls
+ * calls, each of this context and none temporary; the callables'
+ * prepared_refs add up to the same; and each live call's `submissions` is
+ * the number of slots whose submission executes it. True when consistent.
+ * Caller holds ctx->lock. */
+bool sp_call_check_refs(const struct simpler_context *ctx);
 
 /* The argument checks of a preparation before any state (both identities):
  * NULLs, the id's range, the args' structure. 0 or INVALID_ARGUMENT. */

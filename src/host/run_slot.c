@@ -9,6 +9,7 @@
  */
 #include "host/run_slot.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "host/context.h"
@@ -68,6 +69,7 @@ simpler_run_t sp_slot_acquire(struct simpler_context *ctx, struct sp_slot *s,
 {
     sp_submission_begin(&s->sub, ctx->next_run++, call, config);
     ctx->counters.slots_acquired++;
+    assert(sp_call_check_refs(ctx));
     return s->sub.run;
 }
 
@@ -81,6 +83,7 @@ int sp_slot_release(struct simpler_context *ctx, struct sp_slot *s)
     sp_submission_end(&s->sub);
     s->ws.staging_count = 0;
     ctx->counters.slots_released++;
+    assert(sp_call_check_refs(ctx));
     return 0;
 }
 

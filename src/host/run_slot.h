@@ -43,6 +43,13 @@ int sp_slots_create(struct simpler_context *ctx, uint32_t depth);
  * leaves the rest, ctx->slot_count saying what is left, for a retry. */
 int sp_slots_release(struct simpler_context *ctx);
 
+/* 1 when the slot holds a submission executing `call`, else 0. */
+static inline uint32_t sp_slot_executes(const struct sp_slot *slot,
+                                        const struct simpler_prepared_call *call)
+{
+    return slot->sub.state != SP_SUBMISSION_NONE && slot->sub.call == call;
+}
+
 /* The slot holding `run`, or NULL. */
 struct sp_slot *sp_slot_find(struct simpler_context *ctx, simpler_run_t run);
 

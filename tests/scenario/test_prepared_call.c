@@ -18,6 +18,9 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -330,12 +333,37 @@ static void test_bad_arguments_are_refused_and_change_nothing(void **state)
     assert_int_equal(simdev_stream_destroy(s), 0);
     assert_int_equal(simpler_release_call(ctx, NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simpler_release_call(NULL, call), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    /* Pointers that are not live calls of the context are refused unread
+     * (ASan: a read of one would be reported). */
+    uint64_t *not_a_call = calloc(1, sizeof(uint64_t));
+    assert_non_null(not_a_call);
+    assert_int_equal(simpler_submit_call(ctx, (struct simpler_prepared_call *)not_a_call, &run),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simpler_release_call(ctx, (struct simpler_prepared_call *)not_a_call),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    free(not_a_call);
+    struct simpler_prepared_call *gone = NULL;
+    assert_int_equal(simpler_prepare_call(ctx, PM_CALLABLE, &r.args, NULL, &gone), 0);
+    assert_int_equal(simpler_release_call(ctx, gone), 0);
+    assert_int_equal(simpler_submit_call(ctx, gone, &run), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simpler_release_call(ctx, gone), PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* twice */
     struct simpler_context_info refused = info_of(ctx);
     assert_int_equal(refused.unfinalized_runs, 0); /* a refused submit took a slot */
     assert_int_equal(refused.prepared_calls, 1);
 
-    /* The single-use entries prepare once per run. */
+    /* The single-use entries prepare once per run, and not at all when
+     * refused (here: every slot is taken). */
     uint64_t preparations = refused.host_preparations;
+    simpler_run_t held[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(simpler_submit_call(ctx, call, &held[i]), 0);
+    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &r.args, NULL, NULL),
+                     PTO_RUNTIME_ERR_CAPACITY_EXCEEDED);
+    assert_int_equal(info_of(ctx).host_preparations, preparations); /* +1: the refusal counted */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(simpler_wait_run(ctx, held[i]), 0);
+        assert_int_equal(simpler_finalize_run(ctx, held[i]), 0);
+    }
     assert_int_equal(simpler_run(ctx, PM_CALLABLE, &r.args, NULL, NULL), 0);
     simpler_run_t one;
     assert_int_equal(simpler_prepare_run(ctx, &one, PM_CALLABLE, &r.args, NULL), 0);
@@ -381,6 +409,74 @@ static void test_a_call_of_another_context_is_refused(void **state)
     pm_close(ctx);
 }
 
+/* One thread submits a call over and over while another releases it: the
+ * context's lock orders them. Every release before the last is refused
+ * (a submission is out), every submission before the release runs
+ * exactly, and every one after it is refused without touching the freed
+ * call (ASan, TSan). */
+struct race {
+    struct simpler_context *ctx;
+    struct simpler_prepared_call *call;
+    struct pm_run *r;
+    atomic_int done;      /* submissions finished exactly */
+    atomic_int wrong;     /* a submission that failed or gave wrong outputs */
+    atomic_int refused;   /* the submit that found the call released */
+};
+
+static void *submit_until_released(void *arg)
+{
+    struct race *race = arg;
+    for (int i = 0; i < 400; i++) {
+        simpler_run_t run = 0;
+        int rc = simpler_submit_call(race->ctx, race->call, &run);
+        if (rc == PTO_RUNTIME_ERR_INVALID_ARGUMENT && run == 0) {
+            atomic_store(&race->refused, 1);
+            break;
+        }
+        memset(race->r->y, PM_POISON_BYTE, PM_N * sizeof(float));
+        if (rc || simpler_wait_run(race->ctx, run) || simpler_finalize_run(race->ctx, run) ||
+            race->r->y[PM_N - 1] != race->r->x[PM_N - 1] * race->r->mul + race->r->add) {
+            atomic_fetch_add(&race->wrong, 1);
+            break;
+        }
+        atomic_fetch_add(&race->done, 1);
+    }
+    return NULL;
+}
+
+static void test_a_release_racing_submissions_is_ordered(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx = pm_open(2);
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 0.5f, 0, 0, 1);
+    struct race race = {.ctx = ctx, .r = &r};
+    assert_int_equal(simpler_prepare_call(ctx, PM_CALLABLE, &r.args, NULL, &race.call), 0);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, submit_until_released, &race), 0);
+    while (atomic_load(&race.done) < 3 && !atomic_load(&race.wrong))
+        sched_yield(); /* let some submissions through first: no ordering rests on it */
+    int rc, refusals = 0;
+    while ((rc = simpler_release_call(ctx, race.call)) == PTO_RUNTIME_ERR_INVALID_STATE) {
+        refusals++; /* a submission was out */
+        sched_yield();
+    }
+    assert_int_equal(rc, 0); /* anything else: the release saw a broken call */
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(atomic_load(&race.wrong), 0);
+    assert_true(atomic_load(&race.done) >= 3);
+    /* Either the submitter met the released call, or it finished its 400
+     * before the release went through. */
+    assert_true(atomic_load(&race.refused) || atomic_load(&race.done) == 400);
+    struct simpler_context_info info = info_of(ctx);
+    assert_int_equal(info.prepared_calls, 0);
+    assert_int_equal(info.unfinalized_runs, 0);
+    print_message("release refused %d times while %d submissions ran\n", refusals,
+                  atomic_load(&race.done));
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
 /* ------------------------------------------------------------- kernel mode */
 
 /* 1,000 launches of one prepared call: nothing is prepared or encoded again,
@@ -414,8 +510,14 @@ static void test_a_thousand_kernel_launches_encode_once(void **state)
     assert_int_equal(after.packets_encoded, prepared.packets_encoded); /* +n: a launch re-encoded */
     assert_int_equal(after.host_preparations, prepared.host_preparations); /* +n: re-prepared */
     assert_true(km_bufs_hold_rounds(&b, 2.0f, 0.5f, 0.25f, 1000)); /* not 1000 rounds ran */
-    /* An unprepared launch still prepares and encodes once each. */
+    /* An unprepared launch still prepares and encodes once each, and a
+     * refused one (its first record fails) counts neither. */
     km_args_make(&a, &b, 0.5f, 0.25f, 0, 1);
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_RECORD, 1, -991), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), -991);
+    assert_int_equal(simdev_fault_clear(0), 0);
+    assert_int_equal(info_of(ctx).packets_encoded, after.packets_encoded);
+    assert_int_equal(info_of(ctx).host_preparations, after.host_preparations);
     assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_int_equal(info_of(ctx).packets_encoded, after.packets_encoded + 1);
@@ -627,6 +729,7 @@ int main(void)
         SIMPLER_TEST_WITH(test_lifetime_refusals_and_idle_afterwards, NULL, pm_teardown),
         cmocka_unit_test(test_bad_arguments_are_refused_and_change_nothing),
         cmocka_unit_test(test_a_call_of_another_context_is_refused),
+        cmocka_unit_test(test_a_release_racing_submissions_is_ordered),
         cmocka_unit_test(test_a_thousand_kernel_launches_encode_once),
         cmocka_unit_test(test_a_kernel_call_released_before_its_round_runs),
         cmocka_unit_test(test_a_captured_prepared_launch_replays_without_host_work),

@@ -33,11 +33,13 @@ static struct simpler_context_info info_of(struct simpler_context *ctx)
 }
 
 /* The call's content: everything but the count of its unfinalized
- * submissions, which is theirs. */
+ * submissions, which is theirs, and its links among the context's live
+ * calls, which change as other calls come and go. */
 static void content_of(const struct simpler_prepared_call *call, struct simpler_prepared_call *out)
 {
     memcpy(out, call, sizeof *out);
     out->submissions = 0;
+    out->live_prev = out->live_next = NULL;
 }
 
 static void assert_content_unchanged(const struct simpler_prepared_call *call,

@@ -80,9 +80,11 @@ static void assert_nothing_held(const char *where, const struct ledger *a, const
             b->counters.staging_frees - a->counters.staging_frees ||
         b->counters.callables_loaded - a->counters.callables_loaded !=
             b->counters.callables_unloaded - a->counters.callables_unloaded ||
-        b->counters.prepared_calls != a->counters.prepared_calls)
-        fail_msg("%s: the failed call left resources held (streams %+lld/%+lld, events "
-                 "%+lld/%+lld, mallocs %+lld/%+lld, in_use %llu -> %llu, committed %zu -> %zu)",
+        b->counters.prepared_calls != a->counters.prepared_calls ||
+        b->counters.host_preparations != a->counters.host_preparations)
+        fail_msg("%s: the failed call left resources held or counted (streams %+lld/%+lld, "
+                 "events %+lld/%+lld, mallocs %+lld/%+lld, in_use %llu -> %llu, committed %zu -> "
+                 "%zu, prepared calls and preparations counted)",
                  where, (long long)delta(a, b, SIMDEV_OP_STREAM_CREATE),
                  (long long)delta(a, b, SIMDEV_OP_STREAM_DESTROY),
                  (long long)delta(a, b, SIMDEV_OP_EVENT_CREATE),
