@@ -11,10 +11,11 @@ from .config import CallConfig, RunConfig
 from .device import Device, DeviceBuffer, Graph, Stream, Tensor
 from .errors import *  # noqa: F401,F403 (SimplerError, RunFailed and one class per code)
 from .errors import __all__ as _error_names
-from .worker import RunHandle, RunInfo, Worker
+from .worker import ContextInfo, PreparedCall, RunHandle, RunInfo, Worker
 
 IN, OUT, INOUT, SCALAR = Direction.IN, Direction.OUT, Direction.INOUT, Direction.SCALAR
 
 __all__ = ["__version__", "library_path", "Core", "DataType", "Direction", "IN", "OUT", "INOUT",
            "SCALAR", "build_callable", "CallConfig", "RunConfig", "Device", "DeviceBuffer",
-           "Graph", "Stream", "Tensor", "RunHandle", "RunInfo", "Worker"] + _error_names
+           "Graph", "Stream", "Tensor", "ContextInfo", "PreparedCall", "RunHandle", "RunInfo",
+           "Worker"] + _error_names

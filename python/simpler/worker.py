@@ -1,10 +1,13 @@
 """simpler.worker — Worker: one simpler context, in program or kernel mode.
 
 Owns: the context's life (create, init, finalize, destroy), the callables
-registered or prepared on it with their signatures, and the runs it holds:
-each RunHandle keeps the arrays of its run alive until the run is
-finalized. Blocking calls (run, wait, kernel launches) go through
-ctypes.CDLL, which releases the GIL for their duration.
+registered or prepared on it with their signatures, the runs it holds and
+its prepared calls: each RunHandle keeps the arrays of its run alive until
+the run is finalized (a submission of a PreparedCall keeps the call, which
+holds them); a PreparedCall keeps its arrays until it is released and
+every submission of it is finalized. Blocking calls (run, wait, kernel
+launches) go through ctypes.CDLL, which releases the GIL for their
+duration.
 """
 import ctypes
 import threading
@@ -34,14 +37,35 @@ class RunInfo:
         return cls(info.status, info.tasks_submitted, info.tasks_completed, info.edges)
 
 
+@dataclass(frozen=True)
+class ContextInfo:
+    """The runs a context holds and its preparation work (struct
+    simpler_context_info): host_preparations and packets_encoded count over
+    the context's life; prepared_calls is the calls alive now."""
+    unfinalized_runs: int
+    stranded_runs: int
+    stranded_runs_released: int
+    host_preparations: int
+    prepared_calls: int
+    packets_encoded: int
+
+    @classmethod
+    def from_c(cls, info):
+        return cls(info.unfinalized_runs, info.stranded_runs, info.stranded_runs_released,
+                   info.host_preparations, info.prepared_calls, info.packets_encoded)
+
+
 class RunHandle:
     """A submitted program-mode run. done() polls; wait() waits, finalizes
     (copying OUT/INOUT arrays back when the run succeeded) and returns its
     RunInfo, or raises its failure (RunFailed for the run's own code). Every
     later wait() returns or raises the same."""
 
-    def __init__(self, worker, run, built):
-        self._worker, self._run, self._built = worker, run, built
+    def __init__(self, worker, run, built, call=None):
+        # built: the arrays of a Worker.submit run, released at its finalize;
+        # call: the PreparedCall this run is a submission of (None for
+        # Worker.submit), which holds the arrays and is told at finalize.
+        self._worker, self._run, self._built, self._call = worker, run, built, call
         self._lock = threading.Lock()
         self._result = None  # RunInfo or the exception, once finalized
 
@@ -54,12 +78,106 @@ class RunHandle:
     def wait(self):
         with self._lock:
             if self._result is None:
-                self._result = self._worker._finish(self._run, self._built)
-                self._built = None
+                self._result = self._worker._finish(self._run, self._built, self._call)
+                self._built = self._call = None
             result = self._result
         if isinstance(result, Exception):
             raise result
         return result
+
+
+class PreparedCall:
+    """An invocation prepared once by Worker.prepare (simpler_prepare_call):
+    submit() it (program mode) or launch() it (kernel mode) any number of
+    times, also several at once; release() it (or leave it to the worker's
+    finalize). It keeps its arrays and device tensors alive until it is
+    released and every submission of it is finalized. A context manager:
+    release() at exit."""
+
+    def __init__(self, worker, call, built):
+        self._worker, self._call, self._built = worker, call, built
+        # Held around every C call that passes the pointer, so none passes
+        # it after release (a later prepare may be given the same address).
+        self._lock = threading.Lock()
+        self._unfinalized = 0  # submissions whose handle is not finalized
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        try:
+            self.release()
+        except Exception:
+            if exc_type is None:
+                raise
+            # The body's exception wins; the call stays for finalize.
+        return False
+
+    def _alive(self, call):
+        """Caller must hold self._lock."""
+        if self._call is None:
+            raise invalid("the prepared call was released", call)
+
+    def _drop_arrays_if_unused(self):
+        """Caller must hold self._lock."""
+        if self._call is None and self._unfinalized == 0 and self._built is not None:
+            self._built.release()
+            self._built = None
+
+    def submit(self):
+        """Program mode: stages a submission (the IN/INOUT arrays are read
+        as they are now) and launches it (simpler_submit_call); returns its
+        RunHandle at once. Its wait() finalizes it, writing the OUT/INOUT
+        arrays back. CapacityExceeded when pipeline_depth runs are held."""
+        w = self._worker
+        run = ctypes.c_uint64()
+        with self._lock:
+            self._alive("PreparedCall.submit")
+            w._mode("program", "PreparedCall.submit")
+            check(lib.simpler_submit_call(w._ctx, self._call, ctypes.byref(run)),
+                  "simpler_submit_call")
+            self._unfinalized += 1
+        handle = RunHandle(w, run.value, None, self)
+        with w._lock:
+            w._runs[run.value] = handle
+        return handle
+
+    def _submission_finalized(self):
+        with self._lock:
+            self._unfinalized -= 1
+            self._drop_arrays_if_unused()
+
+    def launch(self, caller_stream):
+        """Kernel mode: enqueues one round on `caller_stream` with the packet
+        encoded at prepare (simpler_kernel_mode_launch_call), as
+        Worker.kernel_launch does; the stream's synchronize raises the
+        round's failure. Inside a capture, the graph records the packet."""
+        w = self._worker
+        if not isinstance(caller_stream, Stream):
+            raise invalid("caller_stream: a simpler.Stream", "PreparedCall.launch")
+        handle = caller_stream.handle
+        with self._lock:
+            self._alive("PreparedCall.launch")
+            w._mode("kernel", "PreparedCall.launch")
+            _current(w.device_id)
+            check(lib.simpler_kernel_mode_launch_call(w._ctx, self._call, handle),
+                  "simpler_kernel_mode_launch_call")
+            caller_stream.keep(self._built.keep)
+
+    def release(self):
+        """Releases the call (simpler_release_call); idempotent. Program
+        mode: InvalidState, changing nothing, while a submission of it is
+        unfinalized (wait() it first). Kernel mode: always allowed; queued
+        rounds and captured graphs keep what they use."""
+        w = self._worker
+        with self._lock:
+            if self._call is None:
+                return
+            check(lib.simpler_release_call(w._ctx, self._call), "simpler_release_call")
+            self._call = None
+            self._drop_arrays_if_unused()
+        with w._lock:
+            w._calls.discard(self)
 
 
 class Worker:
@@ -87,6 +205,7 @@ class Worker:
         self.config = config
         self._lock = threading.Lock()
         self._runs = {}        # run handle -> RunHandle, until finalized
+        self._calls = set()    # PreparedCalls, until released
         self._signatures = {}  # callable id -> tuple of Directions
         check(lib.simpler_create_device_context(ctypes.byref(self._ctx)),
               "simpler_create_device_context")
@@ -125,9 +244,10 @@ class Worker:
                         % (mode, self.execution_mode))
 
     def finalize(self):
-        """Waits out and finalizes every run still held, then releases
-        everything the context holds (simpler_finalize_device; a program
-        worker resets its device). The worker cannot run afterwards."""
+        """Waits out and finalizes every run still held, releases every
+        PreparedCall still alive, then releases everything the context
+        holds (simpler_finalize_device; a program worker resets its
+        device). The worker cannot run afterwards."""
         if not self._initialised:
             return
         for handle in list(self._runs.values()):
@@ -135,6 +255,10 @@ class Worker:
                 handle.wait()
             except Exception:
                 pass  # the run's own failure; it is released all the same
+        with self._lock:
+            calls = list(self._calls)
+        for call in calls:
+            call.release()
         check(lib.simpler_finalize_device(self._ctx), "simpler_finalize_device")
         self._initialised = False
         if self.execution_mode == "program":
@@ -157,6 +281,42 @@ class Worker:
     def committed_device_memory(self):
         """Bytes of device memory the context holds now."""
         return lib.simpler_committed_device_memory(self._ctx) if self._ctx.value else 0
+
+    def context_info(self):
+        """The context's ContextInfo (simpler_get_context_info); readable
+        after finalize() too, until close()."""
+        if not self._ctx.value:
+            raise error(-1003, "context_info", "the worker is closed")
+        info = S.ContextInfo()
+        check(lib.simpler_get_context_info(self._ctx, ctypes.byref(info)),
+              "simpler_get_context_info")
+        return ContextInfo.from_c(info)
+
+    # -------------------------------------------------- prepared calls
+
+    def prepare(self, callable_id, tensors=(), scalars=(), config=None):
+        """Prepares an invocation once (simpler_prepare_call): checks and
+        copies the args, resolves `config` (a RunConfig; None: the
+        callable's) and, in kernel mode, encodes the packet. Returns a
+        PreparedCall; host array contents are read at each submit, not
+        here. In kernel mode tensors are device Tensors."""
+        self._open("prepare")
+        kernel = self.execution_mode == "kernel"
+        built = self._build(callable_id, tensors, scalars, host_allowed=not kernel)
+        call = ctypes.c_void_p()
+        try:
+            cfg = self._run_config(config)
+            if kernel:
+                _current(self.device_id)
+            check(lib.simpler_prepare_call(self._ctx, callable_id, ctypes.byref(built.args), cfg,
+                                           ctypes.byref(call)), "simpler_prepare_call")
+        except BaseException:
+            built.release()
+            raise
+        prepared = PreparedCall(self, call, built)
+        with self._lock:
+            self._calls.add(prepared)
+        return prepared
 
     # ---------------------------------------------------- program mode
 
@@ -225,7 +385,7 @@ class Worker:
             self._runs[run.value] = handle
         return handle
 
-    def _finish(self, run, built):
+    def _finish(self, run, built, call=None):
         """wait, run info, finalize: the RunInfo, or the exception to raise."""
         status = lib.simpler_wait_run(self._ctx, run)
         info = S.RunInfo()
@@ -240,7 +400,10 @@ class Worker:
                 break
         with self._lock:
             self._runs.pop(run, None)
-        built.release()
+        if call is None:
+            built.release()
+        else:
+            call._submission_finalized()
         if status:
             return error(status, "run")
         if rc:
