@@ -342,6 +342,42 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph);
 int simdev_graph_launch(simdev_graph_exec_t exec, simdev_stream_t stream);
 int simdev_graph_exec_destroy(simdev_graph_exec_t exec);
 
+/*
+ * Launch nodes of an executable graph and their arguments (CUDA's
+ * cudaGraphExecKernelNodeSetParams). The launch nodes are the graph's
+ * AICPU and AICore launches, indexed 0..count-1 in capture order.
+ */
+struct simdev_launch_node {
+    simdev_aicpu_fn aicpu_fn;   /* an AICPU launch's function, else NULL */
+    simdev_aicore_fn aicore_fn; /* an AICore launch's function, else NULL */
+    uint32_t thread_count;      /* an AICPU launch's threads; 0 for AICore */
+    size_t args_size;           /* bytes of its current arguments */
+};
+
+/* The number of launch nodes of `exec` into *count. INVALID_ARGUMENT for NULLs. */
+int simdev_graph_exec_launch_count(simdev_graph_exec_t exec, size_t *count);
+
+/* Describes launch node `index` into *node and, when `args` is not NULL,
+ * copies its current argument bytes (those a replay launched now runs
+ * with) into `args` (`capacity` bytes). INVALID_ARGUMENT for NULLs, an
+ * index past the count, or a capacity below the node's args_size. */
+int simdev_graph_exec_launch_get(simdev_graph_exec_t exec, size_t index,
+                                 struct simdev_launch_node *node, void *args, size_t capacity);
+
+/*
+ * Replaces the argument bytes of launch node `index` with `bytes` bytes
+ * copied from `args` (at most SIMDEV_MAX_LAUNCH_ARGS; the function and
+ * thread count stay). Replays launched after this returns run with them;
+ * replays launched before it (queued or running) keep the set they were
+ * launched with, whole: an update racing a launch on another thread leaves
+ * that replay with the old set or the new one, never a mix. Never waits for
+ * a replay and touches no device memory. INVALID_ARGUMENT for a NULL exec,
+ * an index past the count, NULL args with bytes, or too many bytes;
+ * OUT_OF_HOST_MEMORY, with nothing changed.
+ */
+int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, const void *args,
+                                      size_t bytes);
+
 /* Monotonic device clock in nanoseconds. */
 uint64_t simdev_clock_ns(void);
 

@@ -9,6 +9,13 @@
  * different streams run concurrently, as they did eagerly; a node starts
  * when the nodes it depends on (its lane predecessor and its cross-lane
  * edges) have finished in this replay.
+ *
+ * Launch arguments of an executable graph may be replaced after
+ * instantiation (simdev_graph_exec_launch_set_args, as CUDA's
+ * cudaGraphExecKernelNodeSetParams): the graph's current argument set is
+ * an immutable, counted object; an update publishes a new set, and each
+ * replay takes the set that was current when it was launched, so a replay
+ * runs one whole set, old or new, whatever updates race it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +37,21 @@ struct lane_helper {
     _Atomic uint64_t done_gen;  /* release: replay `gen` finished */
 };
 
+/* A launch op an update made, shared by the argument sets that hold it. */
+struct sd_param_op {
+    _Atomic uint32_t refs; /* one per set holding it */
+    struct sd_op *op;
+};
+
+/* One set of an executable graph's launch arguments: per node, the op a
+ * replay runs in place of the instantiated one (NULL: the instantiated
+ * one). Immutable once published. */
+struct sd_graph_params {
+    _Atomic uint32_t refs; /* the graph's while current, and one per launched replay */
+    size_t node_count;
+    struct sd_param_op *ops[];
+};
+
 struct simdev_graph_exec {
     struct sd_device *dev;
     struct simdev_graph_exec *next_in_device; /* caller must hold dev->lock */
@@ -39,6 +61,12 @@ struct simdev_graph_exec {
     uint32_t lane_count;
     size_t **lane_nodes; /* node ids of each lane, in capture order */
     size_t *lane_length;
+    size_t *launch_nodes; /* node ids of the AICPU and AICore launches, in capture order */
+    size_t launch_count;
+
+    pthread_mutex_t params_lock;    /* orders updates, and launches taking the current set */
+    struct sd_graph_params *params; /* the current set; NULL: none updated yet */
+    struct sd_graph_params *running; /* the set of the replay in progress (replay_lock) */
 
     pthread_mutex_t replay_lock; /* replays never overlap */
     uint64_t gen;                /* current replay; guarded by replay_lock */
@@ -84,6 +112,46 @@ static struct sd_gnode *gnodes_clone(const struct sd_gnode *nodes, size_t count)
             memcpy(copy[i].deps, nodes[i].deps, nodes[i].dep_count * sizeof(size_t));
     }
     return copy;
+}
+
+/* --------------------------------------------------------- argument sets */
+
+static void param_op_unref(struct sd_param_op *po)
+{
+    /* acq_rel: the last holder sees every use of the op before freeing it */
+    if (po && atomic_fetch_sub_explicit(&po->refs, 1, memory_order_acq_rel) == 1) {
+        sd_op_free(po->op);
+        free(po);
+    }
+}
+
+static void params_unref(struct sd_graph_params *p)
+{
+    /* acq_rel: pairs with itself; the last holder frees what every replay
+     * of the set read */
+    if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < p->node_count; i++)
+        param_op_unref(p->ops[i]);
+    free(p);
+}
+
+/* The current set, counted for a replay being launched (NULL: none). */
+static struct sd_graph_params *params_take(struct simdev_graph_exec *exec)
+{
+    pthread_mutex_lock(&exec->params_lock);
+    struct sd_graph_params *p = exec->params;
+    if (p)
+        atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&exec->params_lock);
+    return p;
+}
+
+/* The op node `id` runs in a replay of set `p`. */
+static const struct sd_op *node_op(const struct simdev_graph_exec *exec,
+                                   const struct sd_graph_params *p, size_t id)
+{
+    return p && p->ops[id] ? p->ops[id]->op : exec->nodes[id].op;
 }
 
 /* ----------------------------------------------------------------- graphs */
@@ -173,7 +241,10 @@ static void run_lane(struct simdev_graph_exec *exec, uint32_t lane, uint64_t gen
             if (carried == 0)
                 carried = exec->node_status[node->deps[d]];
         }
-        int status = sd_op_run_after(dev, node->op, carried);
+        /* The op is only read: a replay never writes the arguments it
+         * shares with the graph and with other replays. */
+        int status = sd_op_run_after(dev, (struct sd_op *)node_op(exec, exec->running, id),
+                                     carried);
         exec->node_status[id] = status;
         /* release: publishes node_status; pairs with node_finished */
         atomic_store_explicit(&exec->node_done_gen[id], gen, memory_order_release);
@@ -220,10 +291,13 @@ static bool helper_finished(void *arg)
     return atomic_load_explicit(&w->helper->done_gen, memory_order_acquire) >= w->gen;
 }
 
-int sd_graph_exec_run(struct simdev_graph_exec *exec)
+int sd_graph_exec_run(struct simdev_graph_exec *exec, struct sd_graph_params *params)
 {
     pthread_mutex_lock(&exec->replay_lock);
     uint64_t gen = ++exec->gen;
+    /* Read by the helpers after their start_gen acquire, which pairs with
+     * the release below: they run this replay's set. */
+    exec->running = params;
     /* A lane without nodes needs no thread, and the launching executor runs
      * the first lane that has some: a replay wakes and waits for one helper
      * fewer when the launching stream's own lane is empty (as when a
@@ -267,7 +341,10 @@ static void exec_free(struct simdev_graph_exec *exec, uint32_t helpers_started)
     free(exec->helpers);
     free(exec->node_done_gen);
     free(exec->node_status);
+    free(exec->launch_nodes);
+    params_unref(exec->params);
     sd_gnodes_free(exec->nodes, exec->node_count);
+    pthread_mutex_destroy(&exec->params_lock);
     pthread_mutex_destroy(&exec->replay_lock);
     free(exec);
 }
@@ -284,9 +361,15 @@ static int exec_build_lanes(struct simdev_graph_exec *exec)
         if (!exec->lane_nodes[lane])
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
+    exec->launch_nodes = sd_malloc((exec->node_count ? exec->node_count : 1) * sizeof(size_t));
+    if (!exec->launch_nodes)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     for (size_t i = 0; i < exec->node_count; i++) {
         uint32_t lane = exec->nodes[i].lane;
         exec->lane_nodes[lane][exec->lane_length[lane]++] = i;
+        enum sd_op_type type = exec->nodes[i].op->type;
+        if (type == SD_OP_AICPU || type == SD_OP_AICORE)
+            exec->launch_nodes[exec->launch_count++] = i;
     }
     exec->first_lane = 0;
     while (exec->first_lane + 1 < exec->lane_count && !exec->lane_length[exec->first_lane])
@@ -307,6 +390,7 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     exec->dev = dev;
     atomic_init(&exec->refs, 1);
     pthread_mutex_init(&exec->replay_lock, NULL);
+    pthread_mutex_init(&exec->params_lock, NULL);
     exec->node_count = graph->node_count;
     exec->lane_count = graph->lane_count ? graph->lane_count : 1;
     exec->nodes = gnodes_clone(graph->nodes, graph->node_count);
@@ -339,13 +423,14 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     return 0;
 }
 
-void sd_graph_exec_ref(struct simdev_graph_exec *exec)
+static void exec_ref(struct simdev_graph_exec *exec)
 {
     atomic_fetch_add_explicit(&exec->refs, 1, memory_order_relaxed);
 }
 
-void sd_graph_exec_unref(struct simdev_graph_exec *exec)
+void sd_graph_exec_unref(struct simdev_graph_exec *exec, struct sd_graph_params *params)
 {
+    params_unref(params);
     /* acq_rel: the last owner sees every replay's writes before freeing */
     if (atomic_fetch_sub_explicit(&exec->refs, 1, memory_order_acq_rel) == 1)
         exec_free(exec, exec->lane_count - 1);
@@ -358,7 +443,7 @@ int simdev_graph_exec_destroy(simdev_graph_exec_t exec)
     pthread_mutex_lock(&exec->dev->lock);
     SD_LIST_REMOVE(&exec->dev->execs, exec, struct simdev_graph_exec, next_in_device);
     pthread_mutex_unlock(&exec->dev->lock);
-    sd_graph_exec_unref(exec); /* pending replays keep it alive */
+    sd_graph_exec_unref(exec, NULL); /* pending replays keep it alive */
     return 0;
 }
 
@@ -366,7 +451,7 @@ void sd_graph_exec_teardown_list(struct simdev_graph_exec *execs)
 {
     while (execs) {
         struct simdev_graph_exec *next = execs->next_in_device;
-        sd_graph_exec_unref(execs);
+        sd_graph_exec_unref(execs, NULL);
         execs = next;
     }
 }
@@ -386,13 +471,102 @@ int simdev_graph_launch(simdev_graph_exec_t exec, simdev_stream_t stream)
     struct sd_op *op = sd_op_new(SD_OP_GRAPH, NULL, 0);
     if (!op)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    sd_graph_exec_ref(exec);
-    op->u.graph = exec;
+    exec_ref(exec);
+    op->u.graph.exec = exec;
+    op->u.graph.params = params_take(exec); /* this replay's arguments, whatever updates follow */
     rc = sd_stream_submit(stream, op);
     if (rc != 0) {
         sd_op_free(op);
         return rc;
     }
     sd_count(dev, SIMDEV_OP_GRAPH_LAUNCH);
+    return 0;
+}
+
+/* ------------------------------------------------------- launch arguments */
+
+int simdev_graph_exec_launch_count(simdev_graph_exec_t exec, size_t *count)
+{
+    if (!exec || !count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    *count = exec->launch_count;
+    return 0;
+}
+
+int simdev_graph_exec_launch_get(simdev_graph_exec_t exec, size_t index,
+                                 struct simdev_launch_node *node, void *args, size_t capacity)
+{
+    if (!exec || !node || index >= exec->launch_count || (capacity && !args))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    size_t id = exec->launch_nodes[index];
+    pthread_mutex_lock(&exec->params_lock);
+    const struct sd_op *op = node_op(exec, exec->params, id);
+    int rc = args && capacity < op->args_size ? PTO_RUNTIME_ERR_INVALID_ARGUMENT : 0;
+    if (!rc) {
+        memset(node, 0, sizeof *node);
+        if (op->type == SD_OP_AICPU) {
+            node->aicpu_fn = op->u.aicpu.fn;
+            node->thread_count = op->u.aicpu.thread_count;
+        } else {
+            node->aicore_fn = op->u.aicore.fn;
+        }
+        node->args_size = op->args_size;
+        if (args && op->args_size)
+            memcpy(args, op->args, op->args_size);
+    }
+    pthread_mutex_unlock(&exec->params_lock);
+    return rc;
+}
+
+/* The set `from` (NULL: none updated) with node `id` running `po`: a new
+ * set with a reference on every update op it holds. NULL when out of
+ * memory. Caller holds exec->params_lock. */
+static struct sd_graph_params *params_with(const struct simdev_graph_exec *exec,
+                                           const struct sd_graph_params *from, size_t id,
+                                           struct sd_param_op *po)
+{
+    struct sd_graph_params *p =
+        sd_calloc(1, sizeof *p + exec->node_count * sizeof p->ops[0]);
+    if (!p)
+        return NULL;
+    atomic_init(&p->refs, 1); /* the graph's */
+    p->node_count = exec->node_count;
+    for (size_t i = 0; from && i < exec->node_count; i++) {
+        if ((p->ops[i] = from->ops[i]))
+            atomic_fetch_add_explicit(&p->ops[i]->refs, 1, memory_order_relaxed);
+    }
+    param_op_unref(p->ops[id]); /* `from`'s op for the node, replaced */
+    p->ops[id] = po;
+    return p;
+}
+
+int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, const void *args,
+                                      size_t bytes)
+{
+    if (!exec || index >= exec->launch_count || (bytes && !args) ||
+        bytes > SIMDEV_MAX_LAUNCH_ARGS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    size_t id = exec->launch_nodes[index];
+    const struct sd_op *model = exec->nodes[id].op; /* the function and threads stay */
+    struct sd_param_op *po = sd_calloc(1, sizeof *po);
+    struct sd_op *op = po ? sd_op_new(model->type, args, bytes) : NULL;
+    if (!op) {
+        free(po);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    op->u = model->u;
+    atomic_init(&po->refs, 1);
+    po->op = op;
+    pthread_mutex_lock(&exec->params_lock);
+    struct sd_graph_params *old = exec->params;
+    struct sd_graph_params *p = params_with(exec, old, id, po);
+    if (p)
+        exec->params = p; /* launches from now take it; earlier ones keep theirs */
+    pthread_mutex_unlock(&exec->params_lock);
+    if (!p) {
+        param_op_unref(po);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    params_unref(old); /* the graph's reference; replays holding it keep it alive */
     return 0;
 }

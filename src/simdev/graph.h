@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct sd_device;
+struct sd_graph_params;
 struct sd_op;
 struct simdev_graph_exec;
 
@@ -37,11 +38,13 @@ struct simdev_graph {
 int sd_graph_from_capture(struct sd_device *dev, struct sd_gnode *nodes, size_t node_count,
                           uint32_t lane_count, struct simdev_graph **out);
 void sd_gnodes_free(struct sd_gnode *nodes, size_t count);
-/* Runs one replay on the calling thread (the stream executor); returns the
+/* Runs one replay on the calling thread (the stream executor) with the
+ * launch arguments of `params` (the set its launch took); returns the
  * first failing node's status. */
-int sd_graph_exec_run(struct simdev_graph_exec *exec);
-void sd_graph_exec_ref(struct simdev_graph_exec *exec);
-void sd_graph_exec_unref(struct simdev_graph_exec *exec);
+int sd_graph_exec_run(struct simdev_graph_exec *exec, struct sd_graph_params *params);
+/* Drops what an enqueued replay holds: its reference on the executable
+ * graph and on the argument set it took (NULL: none). */
+void sd_graph_exec_unref(struct simdev_graph_exec *exec, struct sd_graph_params *params);
 /* Destroy every graph / executable graph of a list (device reset). */
 void sd_graph_teardown_list(struct simdev_graph *graphs);
 void sd_graph_exec_teardown_list(struct simdev_graph_exec *execs);

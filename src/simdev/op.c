@@ -48,7 +48,7 @@ void sd_op_free(struct sd_op *op)
     if ((op->type == SD_OP_RECORD || op->type == SD_OP_WAIT) && op->u.record)
         sd_record_unref(op->u.record);
     if (op->type == SD_OP_GRAPH)
-        sd_graph_exec_unref(op->u.graph);
+        sd_graph_exec_unref(op->u.graph.exec, op->u.graph.params);
     free(op);
 }
 

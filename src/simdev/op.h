@@ -29,6 +29,7 @@ enum sd_op_type {
 
 struct sd_device;
 struct sd_event_record;
+struct sd_graph_params;
 struct simdev_graph_exec;
 
 /* One stream operation. Launch argument bytes are stored inline after it. */
@@ -58,7 +59,10 @@ struct sd_op {
             void *user_data;
         } host;
         struct sd_event_record *record; /* RECORD: completes it; WAIT: waits for it (NULL: no-op) */
-        struct simdev_graph_exec *graph;
+        struct {
+            struct simdev_graph_exec *exec;
+            struct sd_graph_params *params; /* the launch arguments as the launch found them */
+        } graph;
         simdev_sem_t sem;
     } u;
     int exec_fault; /* test-only: nonzero = fail with this code when executed */

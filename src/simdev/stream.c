@@ -49,7 +49,7 @@ static int execute(struct simdev_stream *stream, struct sd_op *op, int carried)
         }
         return carried;
     case SD_OP_GRAPH:
-        return carried ? carried : sd_graph_exec_run(op->u.graph);
+        return carried ? carried : sd_graph_exec_run(op->u.graph.exec, op->u.graph.params);
     default:
         return sd_op_run_after(stream->dev, op, carried);
     }
