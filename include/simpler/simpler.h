@@ -455,6 +455,47 @@ int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
                                const struct simpler_args *args, simdev_stream_t caller_stream);
 
 /*
+ * A captured launch rebound (docs/kernel-mode.md, "Rebinding a replay"):
+ * the rounds of this context that executable graph `exec` recorded are
+ * its launches, indexed 0..count-1 in capture order, and each can be given
+ * new arguments of the same callable without recapturing. Replays launched
+ * after an update returns run with the new arguments; replays launched
+ * before it (queued or running) keep theirs; a replay racing an update on
+ * another thread runs one whole set, old or new. An update needs no device
+ * sync, device allocation or copy, and may be made while replays run.
+ */
+
+/* Writes to *count how many rounds of this context `exec` recorded (0 if
+ * none). INVALID_ARGUMENT: NULLs; INVALID_STATE: not an open kernel
+ * context. */
+int simpler_kernel_mode_graph_launches(struct simpler_context *ctx, simdev_graph_exec_t exec,
+                                       size_t *count);
+
+/*
+ * Rebinds launch `index` of `exec` to `args` (borrowed for the call) of
+ * `callable_id`, checked as simpler_kernel_mode_launch checks them and
+ * encoded into a packet once (packets_encoded and host_preparations grow
+ * by one; a refused update counts nothing). PREPARED_INCOMPATIBLE when
+ * `callable_id` is not the launch's callable or the counts differ from
+ * its; INVALID_ARGUMENT for NULLs, an index past the count or args launch
+ * would refuse; CALLABLE_NOT_RESIDENT as launch; INVALID_STATE after close
+ * (or not a kernel context); OUT_OF_HOST_MEMORY. A refused update changes
+ * nothing.
+ */
+int simpler_kernel_mode_graph_update(struct simpler_context *ctx, simdev_graph_exec_t exec,
+                                     size_t index, int32_t callable_id,
+                                     const struct simpler_args *args);
+
+/* The same from a prepared call of this context (simpler_prepare_call):
+ * its packet, encoded at prepare, is used as is (nothing is checked or
+ * encoded again: packets_encoded does not move), and the call may be
+ * released afterwards. INVALID_ARGUMENT also for a call that is not a live
+ * call of the context; PREPARED_INCOMPATIBLE for another callable or other
+ * counts. */
+int simpler_kernel_mode_graph_update_call(struct simpler_context *ctx, simdev_graph_exec_t exec,
+                                          size_t index, const struct simpler_prepared_call *call);
+
+/*
  * Writes the trace of the context's last round (eager or replayed) to
  * `path` (NULL: the context's trace path) and its dependency graph beside
  * it, as program mode does for a run. A kernel context traces when its

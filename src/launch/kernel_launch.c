@@ -5,7 +5,9 @@
  * (chain.c): the round's device functions and argument blocks (round
  * begin, core loop, program with the packet, status op), its gate and
  * serial tail, and kernel mode's failure policy (refuse before commit,
- * retry after it, report a lost gate unit). Must not allocate,
+ * retry after it, report a lost gate unit); and a round as a graph
+ * recorded it (its program node's packet found and replaced, for a
+ * rebinding: pure byte work on the node's arguments). Must not allocate,
  * synchronise, query a stream or an event, or look at capture state: a
  * launch may be captured into the caller's graph, and everything it does
  * must be an op of that graph.
@@ -137,4 +139,36 @@ int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launc
     else if (rc && failed <= RT_CHAIN_GATE_RELEASE && gate_lost)
         *gate_lost = true;
     return rc;
+}
+
+/* ------------------------------------------------- a round in a graph */
+
+bool rt_kernel_mode_round_packet(const struct simdev_launch_node *node, const void *args,
+                                 uint64_t context_generation, const void **packet,
+                                 size_t *packet_bytes)
+{
+    struct rt_kernel_mode_envelope env;
+    if (node->aicpu_fn != rt_kernel_mode_program_fn || node->args_size < sizeof env)
+        return false;
+    memcpy(&env, args, sizeof env);
+    if (env.context_generation != context_generation ||
+        env.packet_bytes != node->args_size - sizeof env)
+        return false;
+    *packet = (const unsigned char *)args + sizeof env;
+    *packet_bytes = env.packet_bytes;
+    return true;
+}
+
+int rt_kernel_mode_round_rebind(const void *args, const void *packet, size_t packet_bytes,
+                                void *out, size_t capacity, size_t *out_bytes)
+{
+    struct rt_kernel_mode_envelope env;
+    if (capacity < sizeof env || packet_bytes > capacity - sizeof env)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    memcpy(&env, args, sizeof env);
+    env.packet_bytes = (uint32_t)packet_bytes;
+    memcpy(out, &env, sizeof env);
+    memcpy((unsigned char *)out + sizeof env, packet, packet_bytes);
+    *out_bytes = sizeof env + packet_bytes;
+    return 0;
 }

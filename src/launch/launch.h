@@ -179,4 +179,23 @@ int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launc
                      const struct rt_config *config, uint64_t round_generation,
                      const void *packet, size_t packet_bytes, bool *gate_lost);
 
+/*
+ * A round as a caller's executable graph recorded it: the program launch
+ * node is the one whose arguments carry the packet. rt_kernel_mode_round_packet
+ * says whether launch node `node` (its argument bytes `args`) is the
+ * program of a round of context `context_generation`, and if so points
+ * *packet into `args` at its packet (*packet_bytes long). Reads nothing
+ * but `node` and `args`.
+ */
+bool rt_kernel_mode_round_packet(const struct simdev_launch_node *node, const void *args,
+                                 uint64_t context_generation, const void **packet,
+                                 size_t *packet_bytes);
+
+/* Writes to `out` (`capacity` bytes) the program arguments `args` (a
+ * round's, as rt_kernel_mode_round_packet accepted them) with the packet
+ * replaced by `packet`: the round's generations, schedulers and config
+ * stay. Its length into *out_bytes. INVALID_ARGUMENT when it does not fit. */
+int rt_kernel_mode_round_rebind(const void *args, const void *packet, size_t packet_bytes,
+                                void *out, size_t capacity, size_t *out_bytes);
+
 #endif /* SIMPLER_LAUNCH_LAUNCH_H */
