@@ -13,7 +13,9 @@
 #             replayed on several streams at once, closed under replays),
 #             test_sem (the round gate's semaphore), test_prepared_call
 #             (one prepared call submitted four at once and released while
-#             another thread submits it); each test_program_*, test_kernel_*
+#             another thread submits it), test_graph_update and
+#             test_kernel_graph_update (replays racing argument updates);
+#             each test_program_*, test_kernel_*
 #             and test_prepared_call of these with its _internals half (the
 #             cases that read the host's internals)
 #   faults    test_program_faults, test_runtime_faults, test_host_faults,
@@ -57,7 +59,8 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_kernel_mode test_kernel_mode_internals test_kernel_capture test_kernel_capture_internals
        test_sem test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults
        test_fault test_chain_breaks test_program_stranded test_program_review test_program_review_internals
-       test_dispatch test_regs test_prepared_call test_prepared_call_internals)
+       test_dispatch test_regs test_prepared_call test_prepared_call_internals
+       test_graph_update test_kernel_graph_update)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
