@@ -21,6 +21,14 @@
  *             and packets_encoded must grow by exactly BATCH for
  *             unprepared launches and not at all for prepared ones, or the
  *             benchmark stops.
+ *   update    host CPU per simpler_kernel_mode_graph_update of a captured
+ *             one-task round (args checked and encoded, the graph's
+ *             argument set replaced) and per
+ *             simpler_kernel_mode_graph_update_call (a prepared call's
+ *             packet), in alternating batches of BATCH, measured as
+ *             enqueue is; packets_encoded must grow by BATCH per update
+ *             batch and not at all per prepared batch, and the rebound
+ *             graph's replay must then run its one round whole.
  *   latency   wall time of launch + simdev_stream_sync of the same one-task
  *             operator, one round at a time; per repetition the median over
  *             its rounds. For reference (no goal), simpler_run of the same
@@ -636,6 +644,82 @@ static void measure_per_task(struct op *op, struct per_task_result *out)
     fflush(stdout);
 }
 
+/* Rebinding a captured one-task round: host CPU per
+ * simpler_kernel_mode_graph_update (checks and encodes the args) and per
+ * simpler_kernel_mode_graph_update_call (a prepared call's packet), in
+ * alternating batches of BATCH updates. */
+struct update_result {
+    uint32_t batches; /* per repetition and kind */
+    struct bench_stats cpu_ns, call_cpu_ns;
+};
+
+static struct update_result g_update;
+
+/* One timed batch of BATCH updates of launch 0 of `exec` (from `call` when
+ * not NULL, else from `args`): host CPU ns per update into *cpu. The
+ * counters are read around it (untimed) and checked: an update encodes one
+ * packet, an update from a prepared call none. */
+static void update_batch(simdev_graph_exec_t exec, const struct op *op,
+                         const struct simpler_args *args, const struct simpler_prepared_call *call,
+                         double *cpu)
+{
+    struct simpler_context_info before = kernel_info();
+    uint64_t c0 = thread_cpu_ns();
+    for (uint32_t i = 0; i < BATCH; i++) {
+        if (call)
+            CHECK(simpler_kernel_mode_graph_update_call(g_kernel_ctx, exec, 0, call));
+        else
+            CHECK(simpler_kernel_mode_graph_update(g_kernel_ctx, exec, 0, op->kernel_id, args));
+    }
+    *cpu = (double)(thread_cpu_ns() - c0) / BATCH;
+    struct simpler_context_info after = kernel_info();
+    expect_preparations(&before, &after, call ? 0 : BATCH, call ? "prepared update" : "update");
+}
+
+static void measure_update(void)
+{
+    struct op *op = &g_ops[0];
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    const struct simpler_args args = {1, 0, &op->kernel_t, NULL};
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec;
+    CHECK(simdev_stream_begin_capture(g_stream));
+    CHECK(simpler_kernel_mode_launch(g_kernel_ctx, op->kernel_id, &args, g_stream));
+    CHECK(simdev_stream_end_capture(g_stream, &graph));
+    CHECK(simdev_graph_instantiate(&exec, graph));
+    struct simpler_prepared_call *call;
+    CHECK(simpler_prepare_call(g_kernel_ctx, op->kernel_id, &args, NULL, &call));
+    const uint32_t batches = scaled(BATCHES);
+    double cpu[BATCHES], call_cpu[BATCHES], cpu_rep[MAX_REPS], call_rep[MAX_REPS];
+    update_batch(exec, op, &args, NULL, &cpu[0]); /* warm-up */
+    update_batch(exec, op, &args, call, &call_cpu[0]);
+    for (uint32_t rep = 0; rep < reps(); rep++) {
+        for (uint32_t b = 0; b < batches; b++) {
+            int call_first = (rep + b) % 2 == 0;
+            if (call_first)
+                update_batch(exec, op, &args, call, &call_cpu[b]);
+            update_batch(exec, op, &args, NULL, &cpu[b]);
+            if (!call_first)
+                update_batch(exec, op, &args, call, &call_cpu[b]);
+        }
+        cpu_rep[rep] = bench_median_in_place(cpu, batches);
+        call_rep[rep] = bench_median_in_place(call_cpu, batches);
+    }
+    /* The rebound graph still replays its one round, whole. */
+    CHECK(simdev_graph_launch(exec, g_stream));
+    op->kernel_rounds++;
+    kernel_sync();
+    kernel_check(op);
+    CHECK(simpler_release_call(g_kernel_ctx, call));
+    CHECK(simdev_graph_exec_destroy(exec));
+    CHECK(simdev_graph_destroy(graph));
+    g_update = (struct update_result){batches, bench_stats_of(cpu_rep, reps()),
+                                      bench_stats_of(call_rep, reps())};
+    printf("  update: %.0f ns host CPU per graph update; from a prepared call %.0f ns\n",
+           g_update.cpu_ns.median, g_update.call_cpu_ns.median);
+    fflush(stdout);
+}
+
 /* A captured operator, replayed against eager launches of the same and
  * program-mode runs of the same. Figures are wall ns per round. */
 struct replay_result {
@@ -779,6 +863,8 @@ static void print_figures(void)
     print_row("enqueue, prepared call: host CPU", g_enqueue.prepared_cpu_ns, 0, "ns", NULL, 0);
     print_row("  (wall per prepared launch)", g_enqueue.prepared_wall_ns, 0, "ns", NULL, 0);
     print_row("  prepared / unprepared (host CPU)", g_enqueue.ratio, 3, "", NULL, 0);
+    print_row("graph update: host CPU per update", g_update.cpu_ns, 0, "ns", NULL, 0);
+    print_row("  from a prepared call", g_update.call_cpu_ns, 0, "ns", NULL, 0);
     print_row("one-task launch-to-sync (wall)", g_latency.kernel_ns, 0, "ns", "<= 20000 ns",
               latency_met());
     print_row("  (program mode simpler_run, ref.)", g_latency.program_ns, 0, "ns", NULL, 0);
@@ -834,6 +920,12 @@ static int write_json(const char *path, double seconds)
     bench_json_stats(f, "prepared_wall_ns_per_launch", g_enqueue.prepared_wall_ns, 1);
     fprintf(f, ", ");
     bench_json_stats(f, "ratio_prepared_to_unprepared_host_cpu", g_enqueue.ratio, 3);
+    fprintf(f, "},\n");
+    fprintf(f, "  \"update\": {\"updates_per_batch\": %d, \"batches_per_rep\": %u, ", BATCH,
+            g_update.batches);
+    bench_json_stats(f, "host_cpu_ns_per_update", g_update.cpu_ns, 1);
+    fprintf(f, ", ");
+    bench_json_stats(f, "host_cpu_ns_per_update_from_prepared_call", g_update.call_cpu_ns, 1);
     fprintf(f, "},\n");
     fprintf(f, "  \"latency\": {\"rounds_per_rep\": %u, ", g_latency.rounds);
     bench_json_stats(f, "kernel_launch_to_sync_ns", g_latency.kernel_ns, 1);
@@ -915,6 +1007,7 @@ int main(int argc, char **argv)
     uint64_t measured_from = now_ns();
     double busy0 = bench_host_busy_ns(), cpu0 = bench_process_cpu_ns();
     measure_enqueue();
+    measure_update();
     measure_latency();
     measure_per_task(&g_ops[1], &g_per_task[0]);
     measure_per_task(&g_ops[2], &g_per_task[1]);
