@@ -315,6 +315,15 @@ int simdev_stream_begin_capture(simdev_stream_t stream);
  */
 int simdev_stream_end_capture(simdev_stream_t stream, simdev_graph_t *graph);
 
+/* Whether `stream` is in a capture (as origin or pulled in) into
+ * *capturing (1 or 0), and that capture's id into *capture_id (0 when
+ * not capturing): unique among the process's captures, so two streams
+ * report the same id exactly when they are in the same capture (CUDA's
+ * cudaStreamGetCaptureInfo). A read: it neither waits nor changes
+ * anything, and is allowed from a capturing thread. INVALID_ARGUMENT for
+ * NULLs. */
+int simdev_stream_get_capture_info(simdev_stream_t stream, int *capturing, uint64_t *capture_id);
+
 /* 1 if the stream is capturing (as origin or pulled in), else 0; writes it
  * to *capturing. */
 int simdev_stream_is_capturing(simdev_stream_t stream, int *capturing);

@@ -70,6 +70,7 @@ const char *simpler_version(void);
 
 #define SIMPLER_MAX_PIPELINE_DEPTH 16
 #define SIMPLER_MAX_CALLABLE_IDS 1024 /* callable ids are 0..this-1 */
+#define SIMPLER_MAX_CAPTURES 16       /* kernel mode: captures open at once, at most */
 
 /* Context-wide sizes, fixed by simpler_init. */
 struct simpler_config {
@@ -78,6 +79,11 @@ struct simpler_config {
     uint64_t callable_bytes;     /* image bytes registered at once; default 256 MiB */
     struct simpler_run_config run_capacity; /* the largest run: the device arena is sized
                                                for it; default simpler_run_config_default */
+    /* Appended by the kernel-mode contract work; the fields above keep their offsets. */
+    uint32_t max_captures;       /* kernel mode: stream captures that may hold launches of the
+                                    context at once, 1..SIMPLER_MAX_CAPTURES; default 4;
+                                    committed at init (a pair of streams each); ignored in
+                                    program mode, which captures nothing */
 };
 
 /* Writes the defaults above. INVALID_ARGUMENT for NULL. */

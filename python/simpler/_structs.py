@@ -74,6 +74,7 @@ class Config(ctypes.Structure):
         ("max_callables", ctypes.c_uint32),
         ("callable_bytes", ctypes.c_uint64),
         ("run_capacity", RunConfig),
+        ("max_captures", ctypes.c_uint32),
     ]
 
 

@@ -100,8 +100,9 @@ class RunConfig(_Fields):
 
 class CallConfig(_Fields):
     """Context-wide sizes (struct simpler_config): pipeline_depth,
-    max_callables, callable_bytes and run_capacity (a RunConfig: the
-    largest run the device arena is sized for)."""
+    max_callables, callable_bytes, run_capacity (a RunConfig: the
+    largest run the device arena is sized for) and max_captures (kernel
+    mode: captures that may hold launches of the worker at once)."""
     _struct = S.Config
 
     @staticmethod

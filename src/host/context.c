@@ -24,6 +24,7 @@ int simpler_config_default(struct simpler_config *out)
     out->max_callables = 64;
     out->callable_bytes = 256ull << 20;
     simpler_run_config_default(&out->run_capacity);
+    out->max_captures = 4;
     return 0;
 }
 

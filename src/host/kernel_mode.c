@@ -109,17 +109,25 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx)
  * throughout; release runs with the context's device current.
  */
 
-#define OWN_STREAMS 5
+#define OWN_STREAMS (3 + 2 * SIMPLER_MAX_CAPTURES)
 #define OWN_EVENTS 5
 #define OWN_MEMORY 4
 
-/* The context's own streams, in creation order. */
+/* The context's own streams, in creation order: the control stream, the
+ * chain's AICPU and AICore streams, then every capture pair a context may
+ * have (init creates config.max_captures of them; the rest stay NULL, and
+ * releasing skips NULLs, so a retried init with another count leaks none). */
 static void own_streams(struct simpler_context *ctx, simdev_stream_t *out[OWN_STREAMS])
 {
     struct sp_kernel_mode *k = &ctx->kernel;
-    simdev_stream_t *streams[OWN_STREAMS] = {&ctx->control, &k->chain.aicpu, &k->chain.aicore,
-                                             &k->capture_aicpu, &k->capture_aicore};
-    memcpy(out, streams, sizeof streams);
+    int n = 0;
+    out[n++] = &ctx->control;
+    out[n++] = &k->chain.aicpu;
+    out[n++] = &k->chain.aicore;
+    for (int i = 0; i < SIMPLER_MAX_CAPTURES; i++) {
+        out[n++] = &k->capture_aicpu[i];
+        out[n++] = &k->capture_aicore[i];
+    }
 }
 
 /* The chain's events, in creation order. */
@@ -165,14 +173,15 @@ static int size_resources(struct simpler_context *ctx, struct rt_kernel_mode_bin
     return 0;
 }
 
-/* The control stream, the chain's AICPU and AICore streams, their capture
- * twins. */
+/* The control stream, the chain's AICPU and AICore streams, and
+ * config.max_captures capture pairs. */
 static int create_streams(struct simpler_context *ctx)
 {
     simdev_stream_t *streams[OWN_STREAMS];
     own_streams(ctx, streams);
     int rc = 0;
-    for (int i = 0; i < OWN_STREAMS && !rc; i++)
+    int count = 3 + 2 * (int)ctx->config.max_captures;
+    for (int i = 0; i < count && !rc; i++)
         rc = simdev_stream_create(streams[i]);
     return rc;
 }
@@ -258,12 +267,14 @@ static int kernel_create(struct simpler_context *ctx)
  * running; only a lost device (nothing to wait for) stops it. */
 static int quiesce_streams(struct simpler_context *ctx, bool lost)
 {
-    struct sp_kernel_mode *k = &ctx->kernel;
-    simdev_stream_t own[OWN_STREAMS] = {k->chain.aicpu, k->chain.aicore, k->capture_aicpu,
-                                        k->capture_aicore, ctx->control};
+    simdev_stream_t *own[OWN_STREAMS];
+    own_streams(ctx, own);
     int rc;
-    for (int i = 0; i < OWN_STREAMS && !lost; i++) {
-        if (own[i] && (rc = rt_stream_drain(own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+    /* The chain's and the capture pairs' streams first, the control stream
+     * (own[0]) last. */
+    for (int i = 1; i <= OWN_STREAMS && !lost; i++) {
+        simdev_stream_t s = *own[i % OWN_STREAMS];
+        if (s && (rc = rt_stream_drain(s)) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
     return 0;
@@ -449,6 +460,8 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
 {
     struct simpler_config cfg;
     int rc = sp_init_arguments(ctx, device_id, config, &cfg);
+    if (!rc && (cfg.max_captures < 1 || cfg.max_captures > SIMPLER_MAX_CAPTURES))
+        rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* kernel mode's own field */
     if (rc)
         return rc;
     pthread_mutex_lock(&ctx->lock);

@@ -19,6 +19,7 @@
 #include "launch/launch.h"
 #include "simpler/device.h"
 #include "simpler/orchestration.h"
+#include "simpler/simpler.h"
 
 struct simpler_context;
 
@@ -30,10 +31,14 @@ struct sp_kernel_mode {
     bool claimed;                      /* holds its device (sp_device_claim) */
     bool registered;                   /* the device registry knows the binding */
     struct rt_launch_chain chain;      /* the context's AICPU and AICore streams, the events */
-    /* The streams that carry a launch made on a capturing caller stream:
-     * captured work never lands on the eager streams, so an eager launch
-     * from another thread during a capture stays eager. */
-    simdev_stream_t capture_aicpu, capture_aicore;
+    /* The streams that carry a launch made on a capturing caller stream,
+     * one pair per capture open at once (config.max_captures of them): a
+     * capture pulls its pair in, so captured work never lands on the eager
+     * streams (an eager launch from another thread during a capture stays
+     * eager) nor on another capture's pair (two captures never wait on each
+     * other's points). A pair serves the capture whose id its streams
+     * report, or is free when they report none. */
+    simdev_stream_t capture_aicpu[SIMPLER_MAX_CAPTURES], capture_aicore[SIMPLER_MAX_CAPTURES];
     bool gate_held; /* finalize took the round gate (and has not destroyed it yet) */
     bool gate_lost; /* a round kept the gate's unit for good: poisoned, close does not take it */
     const struct rt_launch_ops *launch_ops; /* rt_launch_simdev_ops; tests may swap it */

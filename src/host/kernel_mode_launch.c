@@ -22,35 +22,73 @@
 #include "host/residency.h"
 #include "host/trace_host.h"
 
+/*
+ * The streams a launch on `caller_stream` goes through, into *chain (the
+ * context's chain with its AICPU and AICore streams chosen) and whether
+ * the caller captures into *capturing. Eager: the context's own. In a
+ * capture: the capture pair already serving that capture (its streams
+ * report the caller's capture id), else a free one (its streams report no
+ * capture; the launch's events pull it in), else CAPACITY_EXCEEDED —
+ * config.max_captures captures hold a pair, and nothing is enqueued. The
+ * queries go through the launch's ops table; they neither wait nor change
+ * anything. Caller holds ctx->lock: two launches never claim one pair.
+ */
+static int choose_streams(struct simpler_context *ctx, const struct rt_launch_ops *ops,
+                          simdev_stream_t caller_stream, struct rt_launch_chain *chain,
+                          int *capturing)
+{
+    struct sp_kernel_mode *k = &ctx->kernel;
+    uint64_t capture, pair_capture;
+    int pair_capturing, rc;
+    *chain = k->chain;
+    if ((rc = ops->capture_info(caller_stream, capturing, &capture)) || !*capturing)
+        return rc;
+    int free_pair = -1;
+    for (uint32_t i = 0; i < ctx->config.max_captures; i++) {
+        if ((rc = ops->capture_info(k->capture_aicpu[i], &pair_capturing, &pair_capture)))
+            return rc;
+        if (pair_capturing && pair_capture == capture) {
+            free_pair = (int)i; /* this capture's own pair */
+            break;
+        }
+        if (!pair_capturing && free_pair < 0 &&
+            !(rc = ops->capture_info(k->capture_aicore[i], &pair_capturing, &pair_capture)) &&
+            !pair_capturing)
+            free_pair = (int)i;
+        if (rc)
+            return rc;
+    }
+    if (free_pair < 0)
+        return PTO_RUNTIME_ERR_CAPACITY_EXCEEDED; /* every pair serves another open capture */
+    chain->aicpu = k->capture_aicpu[free_pair];
+    chain->aicore = k->capture_aicore[free_pair];
+    return 0;
+}
+
 /* Enqueues one round of the prepared kernel-mode `call` on `caller_stream`:
  * its packet, as prepared, through the context's eager streams or, when
- * `caller_stream` captures, its capture streams. Caller holds ctx->lock,
- * the context accepting launches. */
+ * `caller_stream` captures, the capture pair of its capture. Caller holds
+ * ctx->lock, the context accepting launches. */
 static int launch_prepared(struct simpler_context *ctx, const struct simpler_prepared_call *call,
                            simdev_stream_t caller_stream)
 {
     struct sp_kernel_mode *k = &ctx->kernel;
+    const struct rt_launch_ops *ops = k->launch_ops ? k->launch_ops : &rt_launch_simdev_ops;
+    struct rt_launch_chain chain;
+    int capturing = 0;
+    int rc = choose_streams(ctx, ops, caller_stream, &chain, &capturing);
+    if (rc)
+        return rc;
     struct rt_config config = call->config;
     sp_trace_kernel_attach(ctx, call->callable_id, &config);
     struct rt_kernel_mode_target target = {k->generation, ctx->arena, ctx->arena_bytes,
                                            k->schedulers};
-    /* A launch on a capturing caller stream goes through the capture
-     * streams (the same events and gate): the capture pulls those in, and
-     * the eager streams stay out of it. The query neither waits nor changes
-     * anything. */
-    struct rt_launch_chain chain = k->chain;
-    int capturing = 0;
-    if (!simdev_stream_is_capturing(caller_stream, &capturing) && capturing) {
-        chain.aicpu = k->capture_aicpu;
-        chain.aicore = k->capture_aicore;
-    }
     k->next_round = sp_kernel_mode_fresh_generation();
     bool gate_lost = false;
     /* The chain copies the packet into the program op's arguments as it
      * enqueues it: the call is not read after this returns. */
-    int rc = rt_kernel_mode_launch(k->launch_ops ? k->launch_ops : &rt_launch_simdev_ops, &chain,
-                                   caller_stream, &target, &config, k->next_round,
-                                   call->payload.packet, call->payload.bytes, &gate_lost);
+    rc = rt_kernel_mode_launch(ops, &chain, caller_stream, &target, &config, k->next_round,
+                               call->payload.packet, call->payload.bytes, &gate_lost);
     if (!rc)
         sp_phase_launch_enqueued(&k->phase);
     /* A captured chain that failed to record loses no unit (nothing of it

@@ -40,6 +40,7 @@ const struct rt_launch_ops rt_launch_simdev_ops = {
     .launch_aicore = simdev_launch_aicore,
     .gate_acquire = simdev_stream_sem_acquire,
     .gate_release = simdev_stream_sem_release,
+    .capture_info = simdev_stream_get_capture_info,
 };
 
 /* One rt_chain_enqueue call's operands. */

@@ -52,6 +52,11 @@ struct rt_launch_ops {
     int (*gate_acquire)(simdev_stream_t stream, simdev_sem_t gate);
     int (*gate_release)(simdev_stream_t stream, simdev_sem_t gate);
     int (*memset_async)(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream);
+    /* The one question a launch asks of a stream (the caller's, and its
+     * capture pairs'): is it capturing, and in which capture. A read that
+     * neither waits nor changes anything, as CUDA libraries ask
+     * cudaStreamGetCaptureInfo. */
+    int (*capture_info)(simdev_stream_t stream, int *capturing, uint64_t *capture_id);
 };
 extern const struct rt_launch_ops rt_launch_simdev_ops;
 

@@ -27,6 +27,9 @@
 static pthread_mutex_t g_capture_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sd_capture *g_live; /* open sessions, all devices */
 static _Atomic int g_live_count;  /* lets sync paths skip the lock */
+static uint64_t g_next_capture_id; /* the last capture id given (g_capture_lock) */
+
+static struct sd_capture *lock_capture_of(struct simdev_stream *stream);
 static _Thread_local enum simdev_capture_mode tls_mode = SIMDEV_CAPTURE_MODE_STRICT;
 
 /* ----------------------------------------------------------- small helpers */
@@ -120,6 +123,7 @@ int simdev_stream_begin_capture(simdev_stream_t stream)
         free(cap);
         return PTO_RUNTIME_ERR_INVALID_STATE;
     }
+    cap->id = ++g_next_capture_id;
     stream->capture_lane = 0;
     stream->capture_tail_count = 0;
     /* Published under the stream lock as well: sd_stream_enqueue re-checks
@@ -263,6 +267,18 @@ void sd_capture_abort_device(struct sd_device *dev)
         cap = next;
     }
     pthread_mutex_unlock(&g_capture_lock);
+}
+
+int simdev_stream_get_capture_info(simdev_stream_t stream, int *capturing, uint64_t *capture_id)
+{
+    if (!stream || !capturing || !capture_id)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct sd_capture *cap = lock_capture_of(stream);
+    *capturing = cap != NULL;
+    *capture_id = cap ? cap->id : 0;
+    if (cap)
+        pthread_mutex_unlock(&g_capture_lock);
+    return 0;
 }
 
 int simdev_stream_is_capturing(simdev_stream_t stream, int *capturing)

@@ -37,6 +37,7 @@ struct sd_capture {
     size_t node_cap;
     bool ended;
     _Atomic uint32_t refs; /* the session and every record it made */
+    uint64_t id;           /* unique in the process, never 0 (g_capture_lock) */
 };
 
 /*

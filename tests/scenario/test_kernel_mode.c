@@ -413,11 +413,11 @@ static void test_init_fails_cleanly_at_every_device_operation_and_a_retry_works(
             pm_close(ctx);
         }
     }
-    /* 5 streams (control, AICPU and AICore, their two capture twins), the
-     * round gate, 5 events, 4 allocations, 2 copies (the result block
-     * zeroed, the binding), 1 register op, 1 sync:
+    /* 11 streams (control, AICPU and AICore, and a capture pair for each of
+     * the default 4 captures), the round gate, 5 events, 4 allocations, 2
+     * copies (the result block zeroed, the binding), 1 register op, 1 sync:
      * fewer would mean some creation point was never exercised. */
-    assert_int_equal(injected, 19);
+    assert_int_equal(injected, 25);
 }
 
 /* Attempts of `kind` one clean launch makes. */
@@ -539,11 +539,12 @@ static void test_prepare_launch_and_finalize_fail_cleanly_and_a_retry_works(void
      * program is enqueued refuse the launch, 6 after it are absorbed);
      * finalize: the gate's acquire and its sync, the gate's destroy, the
      * unregister op and its sync, the unload op and its sync, 6 frees,
-     * 5 events, 5 streams. Fewer: a failure point was never exercised. */
+     * 5 events, 11 streams (4 capture pairs). Fewer: a failure point was
+     * never exercised. */
     assert_int_equal(prepare_faults, 8);
     assert_int_equal(launch_faults, 9);
     assert_int_equal(launch_absorbed, 6);
-    assert_int_equal(finalize_faults, 23);
+    assert_int_equal(finalize_faults, 29);
     simpler_callable_free(image);
 }
 

@@ -40,6 +40,7 @@ int main(void)
     STRUCT(simpler_config);
     FIELD(simpler_config, pipeline_depth); FIELD(simpler_config, max_callables);
     FIELD(simpler_config, callable_bytes); FIELD(simpler_config, run_capacity);
+    FIELD(simpler_config, max_captures);
     END();
     STRUCT(simpler_run_info);
     FIELD(simpler_run_info, status); FIELD(simpler_run_info, reserved);
