@@ -21,7 +21,10 @@
 #   faults    test_program_faults, test_runtime_faults, test_host_faults,
 #             test_fault (every device op and host allocation failed in turn),
 #             test_chain_breaks (every op of a run's launch chain failed as it
-#             executes), test_program_stranded (runs whose finalize failed)
+#             executes), test_kernel_chain_breaks (every op of a kernel-mode
+#             launch's chain failed at enqueue and as it executes, eagerly
+#             and captured, and failing replays), test_program_stranded
+#             (runs whose finalize failed)
 #   review    test_program_review and test_program_review_internals
 #             (regressions from review: run reuse, second waiters, stale
 #             results)
@@ -58,7 +61,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tests=(test_program_mode test_program_mode_internals test_program_elf test_program_elf_internals
        test_kernel_mode test_kernel_mode_internals test_kernel_capture test_kernel_capture_internals
        test_sem test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults
-       test_fault test_chain_breaks test_program_stranded test_program_review test_program_review_internals
+       test_fault test_chain_breaks test_kernel_chain_breaks test_program_stranded test_program_review test_program_review_internals
        test_dispatch test_regs test_prepared_call test_prepared_call_internals
        test_graph_update test_kernel_graph_update)
 if [ -n "${SOAK_TESTS:-}" ]; then
