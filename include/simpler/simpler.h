@@ -414,12 +414,18 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx);
  * defaults; borrowed for the call) and its device binding.
  * `context_generation` names the context in every packet (0: pick a fresh
  * one; otherwise it must be unique among live kernel contexts).
- * INVALID_ARGUMENT: NULL ctx, bad device id or config; INVALID_STATE: the
- * context is PROGRAM or already initialised (also after it closed),
- * `device_id` is not the calling thread's current device, or another
- * context (program or kernel) holds that device; UNSUPPORTED: the device
- * cannot run the runtime. A failure undoes what this call created; the
- * identity stays KERNEL and init may be retried when everything was undone.
+ * INVALID_ARGUMENT: NULL ctx, bad device id or config (max_captures
+ * outside 1..SIMPLER_MAX_CAPTURES, more scheduler threads than the device
+ * has AICPU threads for); INVALID_STATE: the context is PROGRAM or already
+ * initialised (also after it closed), `device_id` is not the calling
+ * thread's current device, or another context (program or kernel) holds
+ * that device; UNSUPPORTED: the device cannot run the runtime (fewer than
+ * 2 AICPU threads; simdev never offers a device without cores, which a
+ * port's device could be); DEVICE_LOST: the device is lost. Those
+ * refusals latch nothing: the context may still become either identity.
+ * A failure of a device operation after them undoes what this call
+ * created; the identity then stays KERNEL and init may be retried when
+ * everything was undone.
  */
 int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
                              const struct simpler_config *config, uint64_t context_generation);
@@ -434,7 +440,10 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
  * load; INVALID_STATE: not an initialised, open kernel context, or not on
  * its device; CALLABLE_COUNT_EXCEEDED: config.max_callables ids minted;
  * CALLABLE_BYTES_EXCEEDED: past config.callable_bytes; CAPACITY_EXCEEDED:
- * its run config needs more than the context committed.
+ * its run config needs more than the context committed. When a failure's
+ * undo (unloading what was loaded) fails on a device operation, that
+ * operation's code is returned instead: the callable then stays loaded,
+ * unreachable (its id is spent), until simpler_finalize_device.
  */
 int simpler_kernel_mode_prepare_callable(struct simpler_context *ctx, const void *image,
                                          size_t bytes, int32_t *callable_id);

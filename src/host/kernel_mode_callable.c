@@ -82,15 +82,20 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
     k->callables_resolved++;
     c = NULL;
     goto out;
-unload:
-    if (sp_callable_release(ctx, c) == 0) {
+unload:;
+    int undo = sp_callable_release(ctx, c);
+    if (undo == 0) {
         free(c);
         c = NULL;
     } else {
-        /* Keep it (unused, invisible to launches) so finalize releases it. */
+        /* Keep it (unused, invisible to launches) so finalize releases it,
+         * and say so: the refusal did change something (its memory stays
+         * committed until close, its id is spent), so its code is the
+         * undo's, not the refusal's. */
         sp_residency_add(ctx, c);
         k->next_id++;
         c = NULL;
+        rc = undo;
     }
 out:
     free(c);
