@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@
 #include "common/packet.h"
 #include "simpler/simpler.h"
 #include "host/context.h"
+#include "host/kernel_mode.h"
 #include "host/residency.h"
 #include "pm_support.h"
 #include "launch/launch.h"
@@ -257,6 +259,129 @@ static void test_bad_arguments_and_states_are_refused_and_change_nothing(void **
     simpler_callable_free(image);
 }
 
+/* ------------------------------------------------- the launch's vocabulary */
+
+/* Calls of each entry of the launch's ops table, counted by wrappers around
+ * simdev's. */
+enum op_entry { E_RECORD, E_HANDOFF, E_WAIT, E_AICPU, E_AICORE, E_ACQUIRE, E_RELEASE, E_MEMSET,
+                E_CAPTURE_INFO, E_ENTRIES };
+static atomic_int entry_calls[E_ENTRIES];
+
+static int count_record(simdev_event_t e, simdev_stream_t s)
+{
+    atomic_fetch_add(&entry_calls[E_RECORD], 1);
+    return rt_launch_simdev_ops.record(e, s);
+}
+static int count_handoff(simdev_event_t e, simdev_stream_t s)
+{
+    atomic_fetch_add(&entry_calls[E_HANDOFF], 1);
+    return rt_launch_simdev_ops.record_handoff(e, s);
+}
+static int count_wait(simdev_stream_t s, simdev_event_t e)
+{
+    atomic_fetch_add(&entry_calls[E_WAIT], 1);
+    return rt_launch_simdev_ops.wait(s, e);
+}
+static int count_aicpu(simdev_stream_t s, simdev_aicpu_fn fn, uint32_t threads, const void *args,
+                       size_t bytes)
+{
+    atomic_fetch_add(&entry_calls[E_AICPU], 1);
+    return rt_launch_simdev_ops.launch_aicpu(s, fn, threads, args, bytes);
+}
+static int count_aicore(simdev_stream_t s, simdev_aicore_fn fn, const void *args, size_t bytes)
+{
+    atomic_fetch_add(&entry_calls[E_AICORE], 1);
+    return rt_launch_simdev_ops.launch_aicore(s, fn, args, bytes);
+}
+static int count_acquire(simdev_stream_t s, simdev_sem_t gate)
+{
+    atomic_fetch_add(&entry_calls[E_ACQUIRE], 1);
+    return rt_launch_simdev_ops.gate_acquire(s, gate);
+}
+static int count_release(simdev_stream_t s, simdev_sem_t gate)
+{
+    atomic_fetch_add(&entry_calls[E_RELEASE], 1);
+    return rt_launch_simdev_ops.gate_release(s, gate);
+}
+static int count_memset(void *dev, int value, size_t bytes, simdev_stream_t s)
+{
+    atomic_fetch_add(&entry_calls[E_MEMSET], 1);
+    return rt_launch_simdev_ops.memset_async(dev, value, bytes, s);
+}
+static int count_capture_info(simdev_stream_t s, int *capturing, uint64_t *id)
+{
+    atomic_fetch_add(&entry_calls[E_CAPTURE_INFO], 1);
+    return rt_launch_simdev_ops.capture_info(s, capturing, id);
+}
+
+static const struct rt_launch_ops counting_ops = {
+    .record = count_record,
+    .record_handoff = count_handoff,
+    .wait = count_wait,
+    .launch_aicpu = count_aicpu,
+    .launch_aicore = count_aicore,
+    .gate_acquire = count_acquire,
+    .gate_release = count_release,
+    .memset_async = count_memset,
+    .capture_info = count_capture_info,
+};
+
+static void entries_reset(void)
+{
+    for (int i = 0; i < E_ENTRIES; i++)
+        atomic_store(&entry_calls[i], 0);
+}
+
+/* What one launch calls of its ops table, every entry counted, eagerly and
+ * into a capture: the chain's 15 enqueues and the capture question (of the
+ * caller's stream, then, in a capture, of the capture pairs it looks at). */
+static void test_a_launch_calls_exactly_these_entries_of_its_ops_table(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx;
+    simdev_stream_t s;
+    struct km_bufs b;
+    km_opening(&ctx, &s, &b, km_open(), 1024, 0.0f);
+    struct km_args a;
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    sp_test_kernel_set_launch_ops(ctx, &counting_ops);
+    int eager[E_ENTRIES], captured[E_ENTRIES];
+    entries_reset();
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    for (int i = 0; i < E_ENTRIES; i++)
+        eager[i] = atomic_load(&entry_calls[i]);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+    entries_reset();
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    for (int i = 0; i < E_ENTRIES; i++)
+        captured[i] = atomic_load(&entry_calls[i]);
+    simdev_graph_t graph;
+    assert_int_equal(simdev_stream_end_capture(s, &graph), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    sp_test_kernel_set_launch_ops(ctx, NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        const int *n = pass ? captured : eager;
+        /* start, aicore_start, serial_tail; aicore_done and aicpu_done hand off */
+        assert_int_equal(n[E_RECORD], 3);
+        assert_int_equal(n[E_HANDOFF], 2);
+        assert_int_equal(n[E_WAIT], 4);    /* start, aicore_start, aicore_done, aicpu_done */
+        assert_int_equal(n[E_AICPU], 3);   /* round begin, program, status op */
+        assert_int_equal(n[E_AICORE], 1);  /* the core loop */
+        assert_int_equal(n[E_ACQUIRE], 1); /* the round gate */
+        assert_int_equal(n[E_RELEASE], 1);
+        assert_int_equal(n[E_MEMSET], 0);  /* program mode's rendezvous only */
+    }
+    /* Eager: the caller's stream asked once. In a capture: the caller's,
+     * the first pair's AICPU and AICore streams (free: taken unless the
+     * capture already holds another), then the AICPU stream of each of the
+     * other 3 pairs (none holds this capture). */
+    assert_int_equal(eager[E_CAPTURE_INFO], 1);
+    assert_int_equal(captured[E_CAPTURE_INFO], 1 + 2 + 3);
+    km_closing(ctx, s, &b);
+}
+
 /* ------------------------------------------------- regressions from review */
 
 /* Host allocations: simpler's own (sp_host_*) and simdev's, each failed
@@ -389,6 +514,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         SIMPLER_TEST(test_the_device_refuses_stale_and_corrupt_packets_without_following_them),
         SIMPLER_TEST(test_four_threads_launching_on_three_streams_each_run_exactly_once),
+        SIMPLER_TEST(test_a_launch_calls_exactly_these_entries_of_its_ops_table),
         SIMPLER_TEST(test_bad_arguments_and_states_are_refused_and_change_nothing),
         SIMPLER_TEST(test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_works),
     };
