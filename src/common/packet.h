@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/identity.h"
 #include "simpler/callable.h"
 #include "simpler/device_fn.h"
 #include "simpler/orchestration.h"
@@ -38,8 +39,10 @@
 
 struct simpler_args; /* simpler.h: the host side encodes from it */
 
-#define SP_PACKET_MODE_PROGRAM 0u /* never valid in a packet: program mode has none */
-#define SP_PACKET_MODE_KERNEL 1u
+/* The mode word is the identity the packet was encoded for, in the one
+ * encoding of common/identity.h. */
+#define SP_PACKET_MODE_PROGRAM ((uint32_t)SP_IDENTITY_PROGRAM) /* never valid: program mode has no packets */
+#define SP_PACKET_MODE_KERNEL ((uint32_t)SP_IDENTITY_KERNEL)
 
 struct sp_packet_header {
     uint32_t mode;          /* @0  SP_PACKET_MODE_KERNEL */

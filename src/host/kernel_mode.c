@@ -73,7 +73,7 @@ int sp_kernel_mode_ready(struct simpler_context *ctx, bool launch)
 
 int simpler_kernel_mode_supported(const struct simpler_context *ctx)
 {
-    if (!ctx || sp_latch_identity(&ctx->latch) == SP_IDENTITY_PROGRAM)
+    if (!ctx || sp_latch_is(&ctx->latch, SP_IDENTITY_PROGRAM))
         return 0;
     int device;
     struct simdev_config topo;
@@ -467,7 +467,7 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
     pthread_mutex_lock(&ctx->lock);
     struct simdev_config topo;
     int current;
-    if (sp_latch_identity(&ctx->latch) == SP_IDENTITY_PROGRAM ||
+    if (sp_latch_is(&ctx->latch, SP_IDENTITY_PROGRAM) ||
         sp_phase_current(&ctx->kernel.phase) != SP_PHASE_NEW)
         rc = PTO_RUNTIME_ERR_INVALID_STATE;
     else if (!(rc = simdev_get_device(&current)) && current != device_id)

@@ -11,9 +11,10 @@
 #define SIMPLER_HOST_LATCH_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-enum sp_identity { SP_IDENTITY_NONE = 0, SP_IDENTITY_PROGRAM = 1, SP_IDENTITY_KERNEL = 2 };
+#include "common/identity.h"
 
 struct sp_latch {
     _Atomic uint32_t identity; /* enum sp_identity */
@@ -31,5 +32,12 @@ int sp_latch_require(const struct sp_latch *latch, enum sp_identity identity);
 
 /* The identity held now (SP_IDENTITY_NONE before the first claim). */
 enum sp_identity sp_latch_identity(const struct sp_latch *latch);
+
+/* Whether `identity` is held now: the one predicate every guard asks
+ * (never compare sp_latch_identity's answer by hand). */
+static inline bool sp_latch_is(const struct sp_latch *latch, enum sp_identity identity)
+{
+    return sp_latch_identity(latch) == identity;
+}
 
 #endif /* SIMPLER_HOST_LATCH_H */

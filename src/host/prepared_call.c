@@ -36,7 +36,7 @@ int sp_call_arguments(const struct simpler_context *ctx, int32_t callable_id,
     /* Program mode's structural checks come before any state, as they
      * always did; a kernel context checks its (device-only) tensors once
      * it knows the callable, as its launch always did. */
-    int rc = sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL ? 0 : sp_run_args_check(args);
+    int rc = sp_latch_is(&ctx->latch, SP_IDENTITY_KERNEL) ? 0 : sp_run_args_check(args);
     if (!rc && config) {
         struct rt_config rtc;
         rt_config_from_public(config, &rtc);
@@ -138,7 +138,7 @@ int sp_call_resolve(struct simpler_context *ctx, int32_t callable_id,
                     const struct simpler_args *args, const struct simpler_run_config *config,
                     struct sp_call_resolution *out)
 {
-    bool kernel = sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL;
+    bool kernel = sp_latch_is(&ctx->latch, SP_IDENTITY_KERNEL);
     int rc = resolve_callable(ctx, callable_id, kernel, args, &out->callable);
     if (!rc)
         rc = fit_config(ctx, out->callable, kernel, config, &out->config, &out->schedulers);
@@ -150,7 +150,7 @@ int sp_call_fill(struct simpler_context *ctx, int32_t callable_id,
                  const struct sp_call_resolution *r, bool temporary,
                  struct simpler_prepared_call *out)
 {
-    bool kernel = sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL;
+    bool kernel = sp_latch_is(&ctx->latch, SP_IDENTITY_KERNEL);
     struct sp_callable *c = r->callable;
     /* Kernel mode: the packet, encoded once, is the call's payload. */
     struct sp_prepared_payload *p = &out->payload;
@@ -224,7 +224,7 @@ int sp_call_prepare(struct simpler_context *ctx, int32_t callable_id,
  * a kernel context's poison cause. Caller holds ctx->lock. */
 static int accepts_preparation(struct simpler_context *ctx)
 {
-    if (sp_latch_identity(&ctx->latch) == SP_IDENTITY_KERNEL)
+    if (sp_latch_is(&ctx->latch, SP_IDENTITY_KERNEL))
         return sp_kernel_mode_ready(ctx, false);
     return sp_program_ready(ctx);
 }

@@ -420,7 +420,9 @@ static void decode_refuses_a_wrong_mode_and_nonzero_reserved_fields(void **state
     size_t bytes = encode_sample();
     put_u32(0, SP_PACKET_MODE_PROGRAM); /* OK: a program-mode word taken for a kernel launch */
     assert_int_equal(decode_reason(bytes), SP_PACKET_BAD_MODE);
-    put_u32(0, 2);
+    put_u32(0, SP_IDENTITY_NONE); /* OK: an unlatched context's word */
+    assert_int_equal(decode_reason(bytes), SP_PACKET_BAD_MODE);
+    put_u32(0, SP_PACKET_MODE_KERNEL + 1); /* OK: an identity that does not exist */
     assert_int_equal(decode_reason(bytes), SP_PACKET_BAD_MODE);
     put_u32(0, UINT32_MAX);
     assert_int_equal(decode_reason(bytes), SP_PACKET_BAD_MODE);
