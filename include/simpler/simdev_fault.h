@@ -14,7 +14,10 @@
 #ifndef SIMPLER_SIMDEV_FAULT_H
 #define SIMPLER_SIMDEV_FAULT_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "simpler/device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +58,19 @@ int simdev_fault_inject(int device, enum simdev_op_kind kind, uint64_t nth, int 
  * counted. The fault then disarms; simdev_fault_clear disarms it too.
  */
 int simdev_fault_inject_exec(int device, enum simdev_op_kind kind, uint64_t nth, int code);
+
+/*
+ * Replay faults: launch node `index` of executable graph `exec` (its
+ * launches, indexed in capture order as simdev_graph_exec_launch_get
+ * indexes them) fails with `code` (negative) the next time a replay runs
+ * it, as if the device had failed it: the launch does not run, the nodes
+ * after it in its lane and those that depend on it are skipped with the
+ * code (a semaphore node still executes), and the replay fails with its
+ * first failing node's code. Once: the next replay runs it again. Re-arming
+ * replaces the fault; destroying the graph drops it. INVALID_ARGUMENT for
+ * a NULL exec, an index past the count or a code >= 0.
+ */
+int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code);
 
 /* Disarms every fault on `device` (also execution faults), and the host fault. */
 int simdev_fault_clear(int device);

@@ -64,6 +64,11 @@ struct simdev_graph_exec {
     size_t *launch_nodes; /* node ids of the AICPU and AICore launches, in capture order */
     size_t launch_count;
 
+    /* Test-only (simdev_fault_inject_replay): the node id + 1 whose next run
+     * fails with fault_code; 0: none. Taken by one compare-and-swap. */
+    _Atomic size_t fault_node;
+    _Atomic int fault_code;
+
     pthread_mutex_t params_lock;    /* orders updates, and launches taking the current set */
     struct sd_graph_params *params; /* the current set; NULL: none updated yet */
     struct sd_graph_params *running; /* the set of the replay in progress (replay_lock) */
@@ -225,6 +230,19 @@ static bool node_finished(void *arg)
     return atomic_load_explicit(&w->exec->node_done_gen[w->node], memory_order_acquire) >= w->gen;
 }
 
+/* The armed replay fault's code when it is node `id`'s (disarming it), else 0. */
+static int replay_fault_take(struct simdev_graph_exec *exec, size_t id)
+{
+    size_t armed = id + 1;
+    /* acquire (in the exchange): pairs with the release in
+     * simdev_fault_inject_replay, so the code is the armed one */
+    if (atomic_load_explicit(&exec->fault_node, memory_order_relaxed) != armed ||
+        !atomic_compare_exchange_strong_explicit(&exec->fault_node, &armed, 0,
+                                                 memory_order_acquire, memory_order_relaxed))
+        return 0;
+    return atomic_load_explicit(&exec->fault_code, memory_order_relaxed);
+}
+
 /* Runs one lane of replay `gen`; a node after a failure in its lane, or
  * after a failed dependency, is skipped with that failure (a semaphore op
  * still executes: sd_op_run_after). */
@@ -243,8 +261,10 @@ static void run_lane(struct simdev_graph_exec *exec, uint32_t lane, uint64_t gen
         }
         /* The op is only read: a replay never writes the arguments it
          * shares with the graph and with other replays. */
-        int status = sd_op_run_after(dev, (struct sd_op *)node_op(exec, exec->running, id),
-                                     carried);
+        int fault = carried ? 0 : replay_fault_take(exec, id);
+        int status = fault ? fault
+                           : sd_op_run_after(dev, (struct sd_op *)node_op(exec, exec->running, id),
+                                             carried);
         exec->node_status[id] = status;
         /* release: publishes node_status; pairs with node_finished */
         atomic_store_explicit(&exec->node_done_gen[id], gen, memory_order_release);
@@ -568,5 +588,15 @@ int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, co
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
     params_unref(old); /* the graph's reference; replays holding it keep it alive */
+    return 0;
+}
+
+int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code)
+{
+    if (!exec || index >= exec->launch_count || code >= 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    atomic_store_explicit(&exec->fault_code, code, memory_order_relaxed);
+    /* release: the code above is visible to whoever takes the fault */
+    atomic_store_explicit(&exec->fault_node, exec->launch_nodes[index] + 1, memory_order_release);
     return 0;
 }

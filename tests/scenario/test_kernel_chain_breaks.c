@@ -26,18 +26,17 @@
  * device memory and the device's bytes in use unchanged.
  *
  * Replays: simdev applies execution faults only to ops queued on a stream
- * (stream.c takes the armed fault in sd_stream_enqueue). A capture records
+ * (stream.c takes the armed fault in sd_stream_enqueue); a capture records
  * the chain's launches and semaphore ops as graph nodes and its records and
- * waits as edges, without taking a fault (sd_capture_submit comes first),
- * instantiation copies nodes with their fault cleared (op.c, sd_op_clone),
- * and a replay runs its nodes directly (graph.c, run_lane), never queued:
- * a replay's nodes cannot be failed as they execute. What this file does
- * instead for replays: each op failed at enqueue while being captured (then
- * the capture retried or ended at once), the replay's own enqueue failed
- * (SIMDEV_OP_GRAPH_LAUNCH), a failed op the caller queued before the
- * replay, and failures of the replayed round itself decided by device data
- * (this file's callable reads a control word the test writes between
- * replays): a kernel's code, an orchestrator error, a scheduler timeout.
+ * waits as edges, and a replay runs its nodes directly (graph.c, run_lane).
+ * So a replayed round's launch nodes are failed as they run with
+ * simdev_fault_inject_replay (each of the four in turn), and besides: each
+ * op failed at enqueue while being captured (then the capture retried or
+ * ended at once), the replay's own enqueue failed (SIMDEV_OP_GRAPH_LAUNCH),
+ * a failed op the caller queued before the replay, and failures of the
+ * replayed round itself decided by device data (this file's callable reads
+ * a control word the test writes between replays): a kernel's code, an
+ * orchestrator error, a scheduler timeout.
  *
  * The callable: pm_support's kernels (y = x * mul + add, then acc += y)
  * under cb_orchestration, which first reads ctl[0] from device memory:
@@ -861,6 +860,56 @@ static void test_a_replay_refused_skipped_or_failing_on_data_ends_and_the_next_r
     cb_close(&f);
 }
 
+/* Each launch node of a replayed round (round begin, core loop, AICPU
+ * program, status op, in capture order) failing as the replay runs it
+ * (simdev_fault_inject_replay): the replay stream's sync returns the
+ * injected code, the round ran only when the failure came after it (the
+ * status op), the gate was given back (its release is a semaphore node,
+ * which runs whatever failed before it), and the next replay and the next
+ * eager launch are exact. */
+static const struct {
+    const char *node;
+    bool ran;
+} replay_nodes[] = {
+    {"round begin", false},
+    {"core loop", false},      /* the program runs alone to its deadline */
+    {"AICPU program", false},  /* the core loop runs alone to its deadline */
+    {"status op", true},
+};
+#define REPLAY_NODES (sizeof replay_nodes / sizeof replay_nodes[0])
+
+static void test_each_launch_of_a_replayed_round_failing_as_it_runs_ends_the_replay(void **state)
+{
+    (void)state;
+    struct cb f;
+    cb_open(&f);
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec = capture_one(&f, &graph);
+    size_t launches = 0;
+    assert_int_equal(simdev_graph_exec_launch_count(exec, &launches), 0);
+    assert_int_equal(launches, REPLAY_NODES); /* other: the captured chain changed */
+    for (size_t i = 0; i < REPLAY_NODES; i++) {
+        km_bufs_refill(&f.b, 0.0f);
+        assert_int_equal(simdev_fault_inject_replay(exec, i, INJECTED), 0);
+        assert_int_equal(simdev_graph_launch(exec, f.cs), 0);
+        launch_behind(&f); /* queued at the gate behind the broken replay */
+        int round = simdev_stream_sync(f.cs);
+        if (round != INJECTED)
+            fail_msg("the replay's %s failing as it runs: its sync returned %d, expected %d",
+                     replay_nodes[i].node, round, INJECTED);
+        if (!rounds_ran(&f, replay_nodes[i].ran ? 1 : 0))
+            fail_msg("the replay's %s failing as it runs: expected %s", replay_nodes[i].node,
+                     replay_nodes[i].ran ? "exactly one round" : "no round");
+        assert_behind_exact(&f);
+        assert_memory_unchanged(&f);
+        assert_next_replay_exact(&f, exec);
+        assert_next_launch_exact(&f);
+    }
+    print_message("replayed launch nodes failed: %zu\n", (size_t)REPLAY_NODES);
+    graph_free(exec, graph);
+    cb_close(&f);
+}
+
 /* ------------------------------------- (d) round failures, eagerly */
 
 /* A scheduler timeout and an orchestrator error in an eager kernel round
@@ -912,6 +961,8 @@ int main(void)
         SIMPLER_TEST_WITH(
             test_a_replay_refused_skipped_or_failing_on_data_ends_and_the_next_replay_is_exact,
             ts_device_setup, cb_teardown),
+        SIMPLER_TEST_WITH(test_each_launch_of_a_replayed_round_failing_as_it_runs_ends_the_replay,
+                          ts_device_setup, cb_teardown),
         SIMPLER_TEST_WITH(test_a_scheduler_timeout_and_an_orchestrator_error_reach_the_callers_sync,
                           ts_device_setup, cb_teardown),
     };

@@ -554,6 +554,49 @@ static void graph_launch_fault_replays_nothing_and_a_retry_succeeds(void **state
     assert_int_equal(simdev_stream_destroy(replay_stream), 0);
 }
 
+/* A replay fault fails one launch node of the next replay only: that
+ * launch and the launch after it in its lane are skipped, the replay
+ * stream carries the code, and the replay after runs both again. */
+static void replay_fault_fails_one_node_of_the_next_replay_only(void **state)
+{
+    (void)state;
+    simdev_stream_t capture_stream, replay_stream;
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec;
+    static atomic_int first = 0, second = 0;
+    assert_int_equal(simdev_stream_create(&capture_stream), 0);
+    assert_int_equal(simdev_stream_create(&replay_stream), 0);
+    assert_int_equal(simdev_stream_begin_capture(capture_stream), 0);
+    ts_launch_count(capture_stream, &first);
+    ts_launch_count(capture_stream, &second);
+    assert_int_equal(simdev_stream_end_capture(capture_stream, &graph), 0);
+    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+
+    assert_int_equal(simdev_fault_inject_replay(exec, 2, INJECTED_RUN_CODE),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* two launch nodes */
+    assert_int_equal(simdev_fault_inject_replay(exec, 0, 0), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_fault_inject_replay(NULL, 0, INJECTED_RUN_CODE),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_fault_inject_replay(exec, 1, INJECTED_RUN_CODE), 0);
+    assert_int_equal(simdev_graph_launch(exec, replay_stream), 0);
+    assert_int_equal(simdev_stream_sync(replay_stream), INJECTED_RUN_CODE);
+    assert_int_equal(atomic_load(&first), 1);  /* 0: the fault hit the wrong node */
+    assert_int_equal(atomic_load(&second), 0); /* 1: the failed node ran */
+    assert_int_equal(simdev_graph_launch(exec, replay_stream), 0);
+    assert_int_equal(simdev_stream_sync(replay_stream), 0); /* the code again: not once */
+    assert_int_equal(atomic_load(&second), 1);
+
+    assert_int_equal(simdev_fault_inject_replay(exec, 0, INJECTED_RUN_CODE), 0);
+    assert_int_equal(simdev_graph_launch(exec, replay_stream), 0);
+    assert_int_equal(simdev_stream_sync(replay_stream), INJECTED_RUN_CODE);
+    assert_int_equal(atomic_load(&first), 2);  /* the failed node did not run */
+    assert_int_equal(atomic_load(&second), 1); /* 2: a node after a failure ran */
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_stream_destroy(capture_stream), 0);
+    assert_int_equal(simdev_stream_destroy(replay_stream), 0);
+}
+
 /* --------------------------------------------------------------- counters */
 
 static void op_counters_count_exactly_the_performed_ops(void **state)
@@ -646,6 +689,7 @@ int main(void)
         SIMPLER_TEST(wait_fault_enqueues_no_wait_and_a_retry_succeeds),
         SIMPLER_TEST(sync_fault_clears_nothing_for_each_sync_call_and_a_retry_reports),
         SIMPLER_TEST(graph_launch_fault_replays_nothing_and_a_retry_succeeds),
+        SIMPLER_TEST(replay_fault_fails_one_node_of_the_next_replay_only),
         SIMPLER_TEST(op_counters_count_exactly_the_performed_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
