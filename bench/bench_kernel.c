@@ -676,17 +676,26 @@ static void update_batch(simdev_graph_exec_t exec, const struct op *op,
     expect_preparations(&before, &after, call ? 0 : BATCH, call ? "prepared update" : "update");
 }
 
+/* Captures one kernel-mode launch of `op` with `args` on the framework's
+ * stream and instantiates it. */
+static simdev_graph_exec_t capture_round(const struct op *op, const struct simpler_args *args,
+                                         simdev_graph_t *graph)
+{
+    simdev_graph_exec_t exec;
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    CHECK(simdev_stream_begin_capture(g_stream));
+    CHECK(simpler_kernel_mode_launch(g_kernel_ctx, op->kernel_id, args, g_stream));
+    CHECK(simdev_stream_end_capture(g_stream, graph));
+    CHECK(simdev_graph_instantiate(&exec, *graph));
+    return exec;
+}
+
 static void measure_update(void)
 {
     struct op *op = &g_ops[0];
-    CHECK(simdev_set_device(KERNEL_DEVICE));
     const struct simpler_args args = {1, 0, &op->kernel_t, NULL};
     simdev_graph_t graph;
-    simdev_graph_exec_t exec;
-    CHECK(simdev_stream_begin_capture(g_stream));
-    CHECK(simpler_kernel_mode_launch(g_kernel_ctx, op->kernel_id, &args, g_stream));
-    CHECK(simdev_stream_end_capture(g_stream, &graph));
-    CHECK(simdev_graph_instantiate(&exec, graph));
+    simdev_graph_exec_t exec = capture_round(op, &args, &graph);
     struct simpler_prepared_call *call;
     CHECK(simpler_prepare_call(g_kernel_ctx, op->kernel_id, &args, NULL, &call));
     const uint32_t batches = scaled(BATCHES);
@@ -750,14 +759,9 @@ static double kernel_batch_ns(struct op *op, simdev_graph_exec_t exec)
 
 static void measure_replay(struct op *op, uint32_t tasks, struct replay_result *out)
 {
-    CHECK(simdev_set_device(KERNEL_DEVICE));
     const struct simpler_args args = {1, 0, &op->kernel_t, NULL};
     simdev_graph_t graph;
-    simdev_graph_exec_t exec;
-    CHECK(simdev_stream_begin_capture(g_stream));
-    CHECK(simpler_kernel_mode_launch(g_kernel_ctx, op->kernel_id, &args, g_stream));
-    CHECK(simdev_stream_end_capture(g_stream, &graph));
-    CHECK(simdev_graph_instantiate(&exec, graph));
+    simdev_graph_exec_t exec = capture_round(op, &args, &graph);
     const uint32_t batches = scaled(REPLAY_BATCHES);
     double replay[REPLAY_BATCHES], eager[REPLAY_BATCHES], program[REPLAY_BATCH];
     double replay_rep[MAX_REPS], eager_rep[MAX_REPS], program_rep[MAX_REPS], ratio[MAX_REPS];
