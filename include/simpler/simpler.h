@@ -461,10 +461,17 @@ int simpler_kernel_mode_prepare_callable(struct simpler_context *ctx, const void
  * the round has run. Several threads may launch on one context at once, on
  * the same or different streams: each launch runs exactly once and rounds
  * never overlap on the context's device state.
+ * On a capturing `caller_stream` the round is recorded into the caller's
+ * capture (see "Capture" in docs/kernel-mode.md); up to config.max_captures
+ * captures may hold launches of the context at once, each on its own
+ * streams.
  * INVALID_ARGUMENT: NULLs, an id outside 0..SIMPLER_MAX_CALLABLE_IDS-1,
  * counts that do not match the callable's signature, a host tensor, a view
  * outside its buffer; CALLABLE_NOT_RESIDENT: an id never minted;
- * INVALID_STATE: not an open kernel context, or not on its device.
+ * INVALID_STATE: not an open kernel context, or not on its device;
+ * CAPACITY_EXCEEDED: `caller_stream` captures while config.max_captures
+ * other captures hold launches of the context (nothing is enqueued; every
+ * capture, the caller's included, still ends cleanly).
  */
 int simpler_kernel_mode_launch(struct simpler_context *ctx, int32_t callable_id,
                                const struct simpler_args *args, simdev_stream_t caller_stream);
