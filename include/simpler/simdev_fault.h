@@ -67,8 +67,9 @@ int simdev_fault_inject_exec(int device, enum simdev_op_kind kind, uint64_t nth,
  * after it in its lane and those that depend on it are skipped with the
  * code (a semaphore node still executes), and the replay fails with its
  * first failing node's code. Once: the next replay runs it again. Re-arming
- * replaces the fault; destroying the graph drops it. INVALID_ARGUMENT for
- * a NULL exec, an index past the count or a code >= 0.
+ * replaces the fault; destroying the graph drops it (simdev_fault_clear
+ * does not: the fault belongs to the graph, not to the device).
+ * INVALID_ARGUMENT for a NULL exec, an index past the count or a code >= 0.
  */
 int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code);
 

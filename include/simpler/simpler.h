@@ -118,7 +118,9 @@ int simpler_init(struct simpler_context *ctx, int device_id, const struct simple
  * committed device memory is 0 and the context may be initialised again
  * (as PROGRAM). INVALID_STATE, changing nothing, when not initialised,
  * while a prepared call of the context is alive (in either identity:
- * simpler_release_call each first; the caller holds their pointers), or
+ * simpler_release_call each first; the caller holds their pointers), in
+ * kernel mode while a stream capture holding launches of the context has
+ * not ended (closing would break the caller's capture: end it first), or
  * while a run is unfinalized, unless every unfinalized run is *stranded*:
  * a finalize of it failed on a device operation (simpler_finalize_run
  * returned a device code, or simpler_run gave up on it) and nobody is
@@ -513,7 +515,9 @@ int simpler_kernel_mode_graph_update(struct simpler_context *ctx, simdev_graph_e
  * encoded again: packets_encoded does not move), and the call may be
  * released afterwards. INVALID_ARGUMENT also for a call that is not a live
  * call of the context; PREPARED_INCOMPATIBLE for another callable or other
- * counts. */
+ * counts. An update replaces the launch's tensors and scalars only: the
+ * round keeps the run config it was captured with (a call prepared with
+ * another config runs under the captured one). */
 int simpler_kernel_mode_graph_update_call(struct simpler_context *ctx, simdev_graph_exec_t exec,
                                           size_t index, const struct simpler_prepared_call *call);
 

@@ -413,6 +413,25 @@ static int kernel_release(struct simpler_context *ctx)
 }
 
 /* The kernel half of simpler_finalize_device. Caller holds ctx->lock. */
+/* Whether a capture of the caller's still holds one of the context's
+ * capture pairs (a launch recorded into a capture that has not ended):
+ * draining or destroying that pair would break the caller's capture. A
+ * read: the query neither waits nor changes anything. */
+static bool a_capture_holds_a_pair(const struct simpler_context *ctx)
+{
+    const struct sp_kernel_mode *k = &ctx->kernel;
+    for (int i = 0; i < SIMPLER_MAX_CAPTURES; i++) {
+        simdev_stream_t pair[2] = {k->capture_aicpu[i], k->capture_aicore[i]};
+        for (int j = 0; j < 2; j++) {
+            int capturing = 0;
+            uint64_t id;
+            if (pair[j] && !simdev_stream_get_capture_info(pair[j], &capturing, &id) && capturing)
+                return true;
+        }
+    }
+    return false;
+}
+
 static int kernel_finalize(struct simpler_context *ctx)
 {
     struct sp_kernel_mode *k = &ctx->kernel;
@@ -420,6 +439,8 @@ static int kernel_finalize(struct simpler_context *ctx)
         return PTO_RUNTIME_ERR_INVALID_STATE; /* never initialised: it may still be */
     if (ctx->counters.prepared_calls)
         return PTO_RUNTIME_ERR_INVALID_STATE; /* the caller still holds prepared calls */
+    if (a_capture_holds_a_pair(ctx))
+        return PTO_RUNTIME_ERR_INVALID_STATE; /* end the capture first: nothing changed */
     int rc = sp_phase_close_begin(&k->phase);
     if (rc)
         return rc; /* an init is under way */

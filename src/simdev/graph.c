@@ -64,10 +64,11 @@ struct simdev_graph_exec {
     size_t *launch_nodes; /* node ids of the AICPU and AICore launches, in capture order */
     size_t launch_count;
 
-    /* Test-only (simdev_fault_inject_replay): the node id + 1 whose next run
-     * fails with fault_code; 0: none. Taken by one compare-and-swap. */
-    _Atomic size_t fault_node;
-    _Atomic int fault_code;
+    /* Test-only (simdev_fault_inject_replay): the armed fault, one word so
+     * that arming and taking never mix two faults: the node id + 1 whose
+     * next run fails, in the high 32 bits (0: none), and its code in the
+     * low 32. Taken by one compare-and-swap. */
+    _Atomic uint64_t replay_fault;
 
     pthread_mutex_t params_lock;    /* orders updates, and launches taking the current set */
     struct sd_graph_params *params; /* the current set; NULL: none updated yet */
@@ -233,14 +234,12 @@ static bool node_finished(void *arg)
 /* The armed replay fault's code when it is node `id`'s (disarming it), else 0. */
 static int replay_fault_take(struct simdev_graph_exec *exec, size_t id)
 {
-    size_t armed = id + 1;
-    /* acquire (in the exchange): pairs with the release in
-     * simdev_fault_inject_replay, so the code is the armed one */
-    if (atomic_load_explicit(&exec->fault_node, memory_order_relaxed) != armed ||
-        !atomic_compare_exchange_strong_explicit(&exec->fault_node, &armed, 0,
-                                                 memory_order_acquire, memory_order_relaxed))
+    uint64_t armed = atomic_load_explicit(&exec->replay_fault, memory_order_relaxed);
+    if (armed >> 32 != (uint64_t)id + 1 ||
+        !atomic_compare_exchange_strong_explicit(&exec->replay_fault, &armed, 0,
+                                                 memory_order_relaxed, memory_order_relaxed))
         return 0;
-    return atomic_load_explicit(&exec->fault_code, memory_order_relaxed);
+    return (int)(int32_t)(uint32_t)armed; /* node and code came in one word */
 }
 
 /* Runs one lane of replay `gen`; a node after a failure in its lane, or
@@ -340,6 +339,7 @@ int sd_graph_exec_run(struct simdev_graph_exec *exec, struct sd_graph_params *pa
     int status = 0;
     for (size_t i = 0; i < exec->node_count && status == 0; i++)
         status = exec->node_status[i];
+    exec->running = NULL; /* the set may go once this replay's op is freed */
     pthread_mutex_unlock(&exec->replay_lock);
     return status;
 }
@@ -593,10 +593,10 @@ int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, co
 
 int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code)
 {
-    if (!exec || index >= exec->launch_count || code >= 0)
+    if (!exec || index >= exec->launch_count || code >= 0 ||
+        exec->launch_nodes[index] + 1 > UINT32_MAX)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    atomic_store_explicit(&exec->fault_code, code, memory_order_relaxed);
-    /* release: the code above is visible to whoever takes the fault */
-    atomic_store_explicit(&exec->fault_node, exec->launch_nodes[index] + 1, memory_order_release);
+    uint64_t armed = ((uint64_t)(exec->launch_nodes[index] + 1) << 32) | (uint32_t)code;
+    atomic_store_explicit(&exec->replay_fault, armed, memory_order_relaxed);
     return 0;
 }

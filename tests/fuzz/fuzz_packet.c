@@ -58,7 +58,8 @@ static uint64_t raw_u64(const unsigned char *p, size_t at)
     return v;
 }
 
-/* The header rules, from the raw bytes: at least 48 of them; mode 1;
+/* The header rules, from the raw bytes: at least 48 of them; mode 2 (the
+ * kernel identity, common/identity.h);
  * reserved words 0; id and counts not negative, counts within the limits;
  * payload_bytes = bytes - 32 = 16 + 128 x tensors + 8 x scalars; both
  * generations nonzero. */
@@ -68,7 +69,7 @@ static bool oracle_header_ok(const unsigned char *p, size_t bytes)
         return false;
     int32_t id = (int32_t)raw_u32(p, 4), tensors = (int32_t)raw_u32(p, 16),
             scalars = (int32_t)raw_u32(p, 20);
-    if (raw_u32(p, 0) != 1 || raw_u32(p, 24) != 0 || raw_u32(p, 28) != 0 || id < 0)
+    if (raw_u32(p, 0) != 2 || raw_u32(p, 24) != 0 || raw_u32(p, 28) != 0 || id < 0)
         return false;
     if (tensors < 0 || tensors > SIMPLER_ORCH_MAX_TENSORS || scalars < 0 ||
         scalars > SIMPLER_ORCH_MAX_SCALARS)

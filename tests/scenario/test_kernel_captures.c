@@ -212,6 +212,36 @@ static void test_one_pair_serves_one_capture_and_eager_launches_stay_eager(void 
     pm_close(ctx);
 }
 
+/* Closing the context while a capture holds one of its pairs would break
+ * the caller's capture (draining or destroying a capturing stream does):
+ * refused, nothing changed, and the capture still ends cleanly and
+ * replays; then the close works. */
+static void test_close_is_refused_while_a_capture_holds_a_pair(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx;
+    simdev_stream_t s;
+    struct km_bufs b;
+    km_opening(&ctx, &s, &b, km_open(), N, 1.0f);
+    struct km_args a;
+    km_args_make(&a, &b, 2.0f, 1.0f, 0, 1);
+    size_t committed = simpler_committed_device_memory(ctx);
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    assert_int_equal(simpler_finalize_device(ctx), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simpler_committed_device_memory(ctx), committed); /* less: it released */
+    simdev_graph_t graph;
+    assert_int_equal(simdev_stream_end_capture(s, &graph), 0); /* INVALIDATED: close drained it */
+    simdev_graph_exec_t exec;
+    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(km_bufs_hold(&b, 1.0f, 2.0f, 1.0f, 1.0f));
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    km_closing(ctx, s, &b); /* the close, now that no capture holds a pair */
+}
+
 /* max_captures outside 1..SIMPLER_MAX_CAPTURES: refused before any state. */
 static void test_max_captures_out_of_range_is_refused(void **state)
 {
@@ -238,6 +268,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_four_captures_at_once_and_a_fifth_refused),
         cmocka_unit_test(test_one_pair_serves_one_capture_and_eager_launches_stay_eager),
+        cmocka_unit_test(test_close_is_refused_while_a_capture_holds_a_pair),
         cmocka_unit_test(test_max_captures_out_of_range_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, ts_device_teardown);

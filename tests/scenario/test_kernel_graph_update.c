@@ -360,6 +360,20 @@ static void test_refused_updates_change_nothing(void **state)
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
     assert_int_equal(simpler_kernel_mode_graph_update(ctx, exec, 0, -1, &b.args),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    /* Every host allocation simdev makes for an update, failed in turn:
+     * the packet it had encoded is not counted. */
+    uint64_t allocs_before, allocs_after;
+    assert_int_equal(simdev_host_alloc_count(&allocs_before), 0);
+    assert_int_equal(simpler_kernel_mode_graph_update(ctx, exec, 0, 0, &a.args), 0); /* A again */
+    assert_int_equal(simdev_host_alloc_count(&allocs_after), 0);
+    assert_int_equal(allocs_after - allocs_before, 3); /* the op holder, the op, the new set */
+    before = info_of(ctx);
+    for (uint64_t nth = 1; nth <= allocs_after - allocs_before; nth++) {
+        assert_int_equal(simdev_fault_inject_host(nth), 0);
+        assert_int_equal(simpler_kernel_mode_graph_update(ctx, exec, 0, 0, &b.args),
+                         PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
+        assert_int_equal(simdev_fault_clear(0), 0);
+    }
     struct simpler_prepared_call *twin_call = NULL;
     assert_int_equal(simpler_prepare_call(ctx, twin, &b.args, NULL, &twin_call), 0);
     assert_int_equal(simpler_kernel_mode_graph_update_call(ctx, exec, 0, twin_call),
