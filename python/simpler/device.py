@@ -4,8 +4,10 @@ Owns: Device, DeviceBuffer, Tensor (a device tensor descriptor), Stream and
 Graph over simdev's public API (device.h). Every call first makes its
 device the calling thread's current device (simdev_set_device), because
 simdev's current device is per thread. The objects that enqueued work
-points at (buffers of a launch, a replayed graph) are kept alive by the
-stream until its next synchronize, and by a graph for as long as it lives.
+points at (buffers of a launch, a replayed graph and the bindings of its
+rebound launches) are kept alive by the stream until its next synchronize,
+and by a graph for as long as it lives (what its captured launches use,
+and each rebound launch's current binding: see Graph).
 
 A program-mode Worker resets its device when it is finalized; buffers
 allocated on that device before are gone with it. The package counts those
@@ -289,12 +291,24 @@ class _Capture:
 
 
 class Graph:
-    """What a Stream.capture recorded, instantiated for replay."""
+    """What a Stream.capture recorded, instantiated for replay.
+
+    It keeps what its captured launches use for as long as it lives. A
+    launch rebound (Worker.kernel_graph_update, kernel_graph_update_call)
+    replaces what it uses: the graph keeps each launch's current binding,
+    and a replay keeps, on its stream until that stream's next synchronize
+    (or destroy), the bindings it was launched with; so a binding no
+    longer current is dropped once no replay launched with it can still
+    run, and a graph rebound many times holds one binding per launch."""
 
     def __init__(self):
         self._graph = ctypes.c_void_p()
         self._exec = ctypes.c_void_p()
         self._keep = []
+        self._bound = {}  # launch index -> what its current rebinding uses
+        # Held around a replay's launch and an update's rebinding, so the
+        # bindings a replay keeps are the ones it was launched with.
+        self._lock = threading.Lock()
         self.device = None
 
     def _adopt(self, device, graph):
@@ -315,15 +329,28 @@ class Graph:
               "simdev_graph_node_count")
         return count.value
 
+    def _live_exec(self, call):
+        """The executable graph's handle; InvalidState when there is none."""
+        if not self._exec.value or self._epoch != _epoch.get(self.device.device_id, 0):
+            raise error(-1003, call, "nothing was captured, or the device was reset")
+        return self._exec
+
     def replay(self, stream):
         """Enqueues one replay on `stream` (simdev_graph_launch); the
         stream's synchronize reports its result."""
-        if not self._exec.value or self._epoch != _epoch.get(self.device.device_id, 0):
-            raise error(-1003, "Graph.replay", "nothing was captured, or the device was reset")
-        handle = stream.handle
-        _current(stream.device.device_id)
-        check(lib.simdev_graph_launch(self._exec, handle), "simdev_graph_launch")
-        stream.keep(self)
+        with self._lock:
+            exec_handle = self._live_exec("Graph.replay")
+            handle = stream.handle
+            _current(stream.device.device_id)
+            check(lib.simdev_graph_launch(exec_handle, handle), "simdev_graph_launch")
+            stream.keep((self, tuple(self._bound.values())))
+
+    def _rebind(self, call, index, keep, update):
+        """Runs update(exec handle), which raises on a refusal, and on
+        success keeps `keep` as launch `index`'s current binding."""
+        with self._lock:
+            update(self._live_exec(call))
+            self._bound[index] = keep
 
     def destroy(self):
         """Destroys the graph and its executable form (idempotent)."""
@@ -339,6 +366,7 @@ class Graph:
                 lib.simdev_graph_destroy(self._graph)
             self._graph = ctypes.c_void_p()
         self._keep = []
+        self._bound = {}
 
     def __del__(self):
         try:

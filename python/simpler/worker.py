@@ -5,9 +5,10 @@ registered or prepared on it with their signatures, the runs it holds and
 its prepared calls: each RunHandle keeps the arrays of its run alive until
 the run is finalized (a submission of a PreparedCall keeps the call, which
 holds them); a PreparedCall keeps its arrays until it is released and
-every submission of it is finalized. Blocking calls (run, wait, kernel
-launches) go through ctypes.CDLL, which releases the GIL for their
-duration.
+every submission of it is finalized. The binding of a rebound launch of a
+captured Graph (kernel_graph_update, kernel_graph_update_call) is kept as
+Graph says. Blocking calls (run, wait, kernel launches) go through
+ctypes.CDLL, which releases the GIL for their duration.
 """
 import ctypes
 import threading
@@ -18,7 +19,7 @@ from . import _structs as S
 from ._lib import lib
 from .callable import Image
 from .config import CallConfig, RunConfig
-from .device import Stream, _bump_epoch, _current
+from .device import Graph, Stream, _bump_epoch, _current
 from .errors import NOT_READY, Unsupported, check, error, invalid
 
 _MODES = ("program", "kernel")
@@ -446,3 +447,70 @@ class Worker:
         check(lib.simpler_kernel_mode_launch(self._ctx, callable_id, ctypes.byref(built.args),
                                              handle), "simpler_kernel_mode_launch")
         caller_stream.keep(built.keep)
+
+    # ------------------------------------------------ rebinding a replay
+
+    def _graph_exec(self, graph, call):
+        self._mode("kernel", call)
+        if not isinstance(graph, Graph):
+            raise invalid("graph: a simpler.Graph", call)
+        return graph._live_exec(call)
+
+    @staticmethod
+    def _launch_index(index, call):
+        if not isinstance(index, int) or index < 0:
+            raise invalid("index %r: a launch index, 0..kernel_graph_launches(graph) - 1"
+                          % (index,), call)
+
+    def kernel_graph_launches(self, graph):
+        """How many rounds of this worker `graph` recorded (its launches,
+        indexed 0..count-1 in capture order; 0 if none)."""
+        exec_handle = self._graph_exec(graph, "kernel_graph_launches")
+        count = ctypes.c_size_t()
+        check(lib.simpler_kernel_mode_graph_launches(self._ctx, exec_handle, ctypes.byref(count)),
+              "simpler_kernel_mode_graph_launches")
+        return count.value
+
+    def kernel_graph_update(self, graph, index, callable_id, tensors=(), scalars=()):
+        """Rebinds launch `index` of `graph` to new device Tensors and
+        scalars of the same callable, encoded once (as kernel_launch
+        would): replays enqueued from now on run with them; replays
+        enqueued before keep theirs. PreparedIncompatible for another
+        callable or other counts than the launch's; InvalidArgument for an
+        index past kernel_graph_launches(graph). A refused update changes
+        nothing. The graph keeps the new tensors while they are the
+        launch's binding, and each replay keeps the binding it was
+        launched with until its stream's synchronize."""
+        self._graph_exec(graph, "kernel_graph_update")
+        self._launch_index(index, "kernel_graph_update")
+        built = self._build(callable_id, tensors, scalars, host_allowed=False)
+        _current(self.device_id)
+
+        def update(exec_handle):
+            check(lib.simpler_kernel_mode_graph_update(self._ctx, exec_handle, index, callable_id,
+                                                       ctypes.byref(built.args)),
+                  "simpler_kernel_mode_graph_update")
+
+        graph._rebind("kernel_graph_update", index, built.keep, update)
+
+    def kernel_graph_update_call(self, graph, index, prepared_call):
+        """kernel_graph_update from a PreparedCall of this worker: its
+        packet, encoded at prepare, is used as is (nothing is encoded
+        again). The launch keeps the run config it was captured with. The
+        call may be released afterwards: the graph keeps its tensors while
+        they are the launch's binding, as kernel_graph_update does."""
+        self._graph_exec(graph, "kernel_graph_update_call")
+        self._launch_index(index, "kernel_graph_update_call")
+        if not isinstance(prepared_call, PreparedCall) or prepared_call._worker is not self:
+            raise invalid("prepared_call: a PreparedCall of this worker",
+                          "kernel_graph_update_call")
+        _current(self.device_id)
+        with prepared_call._lock:
+            prepared_call._alive("kernel_graph_update_call")
+
+            def update(exec_handle):
+                check(lib.simpler_kernel_mode_graph_update_call(self._ctx, exec_handle, index,
+                                                                prepared_call._call),
+                      "simpler_kernel_mode_graph_update_call")
+
+            graph._rebind("kernel_graph_update_call", index, prepared_call._built.keep, update)
