@@ -11,7 +11,7 @@
 #               target (FUZZ_SECONDS each)
 #   make verify the SPIN model check of the round gate (model/round_gate.pml)
 #   make soak   the pipeline, fault, review and engine tests SOAK_N times each under
-#               the normal, ASan and TSan builds (about twelve minutes;
+#               the normal, ASan and TSan builds (about thirty minutes;
 #               SOAK_N=, SOAK_BUILDS="normal asan tsan", tools/soak.sh)
 #   make fuzz-long  each fuzz target for FUZZ_LONG_SECONDS (default 600)
 #   make bench  install the peers (OpenMP, StarPU, BLAS), build optimised and

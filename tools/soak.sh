@@ -34,7 +34,7 @@
 #             register windows, the runnable budget, waits with a predicate)
 #
 # Environment:
-#   SOAK_N        repetitions of each test per build (default 20: about twelve
+#   SOAK_N        repetitions of each test per build (default 20: about thirty
 #                 minutes for the three builds on a 2-CPU machine when
 #                 nothing hangs; each hang adds about SOAK_TIMEOUT / 2)
 #   SOAK_TESTS    the tests to run instead of the list above
@@ -43,7 +43,7 @@
 #   SOAK_JOBS     runs at once (default: the number of CPUs); more than one
 #                 puts the runs under load, which is where races show
 #   SOAK_TIMEOUT  seconds one run may take before `timeout` kills it
-#                 (default 60: the slowest of these tests needs 9 s under
+#                 (default 60: the slowest of these tests needs 19 s under
 #                 TSan in a soak); the test watchdog fires 15 s earlier and
 #                 writes every thread's stack to the log
 #   SOAK_ENV_normal, SOAK_ENV_asan, SOAK_ENV_tsan
