@@ -126,24 +126,7 @@ static void *cb_image(size_t *bytes)
                                                  SIMPLER_DIR_INOUT,  SIMPLER_DIR_IN,
                                                  SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR,
                                                  SIMPLER_DIR_SCALAR};
-    static const enum simpler_direction ksig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT};
-    struct simpler_callable_builder *b;
-    void *image;
-    assert_int_equal(simpler_callable_builder_create(&b), 0);
-    assert_int_equal(simpler_callable_builder_set_orchestration(b, SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                                "cb_orchestration", NULL, sig, 7),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 0, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "pm_kernel_axpb", ksig, 2),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 1, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "pm_kernel_acc", ksig, 2),
-                     0);
-    assert_int_equal(simpler_callable_builder_finish(b, &image, bytes), 0);
-    simpler_callable_builder_destroy(b);
-    return image;
+    return pm_image_of("cb_orchestration", NULL, sig, 7, 2, bytes);
 }
 
 /* ------------------------------------------------------------- the fixture */

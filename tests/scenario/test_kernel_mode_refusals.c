@@ -61,28 +61,7 @@ void rf_orchestration_axpb(struct simpler_orch *rt, const struct simpler_orch_ar
  * `config` (NULL: none), pm's kernels 0 and, when `both_kernels`, 1. */
 static void *image_of(const char *orch, const char *config, bool both_kernels, size_t *bytes)
 {
-    static const enum simpler_direction sig[] = {
-        SIMPLER_DIR_IN,     SIMPLER_DIR_OUT,    SIMPLER_DIR_INOUT,  SIMPLER_DIR_SCALAR,
-        SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR};
-    static const enum simpler_direction ksig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT};
-    struct simpler_callable_builder *b;
-    void *image;
-    assert_int_equal(simpler_callable_builder_create(&b), 0);
-    assert_int_equal(simpler_callable_builder_set_orchestration(b, SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                                orch, config, sig, 8),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 0, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "pm_kernel_axpb", ksig, 2),
-                     0);
-    if (both_kernels)
-        assert_int_equal(simpler_callable_builder_add_kernel(b, 1, SIMPLER_CORE_AIV,
-                                                             SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                             "pm_kernel_acc", ksig, 2),
-                         0);
-    assert_int_equal(simpler_callable_builder_finish(b, &image, bytes), 0);
-    simpler_callable_builder_destroy(b);
-    return image;
+    return pm_image_of(orch, config, pm_signature, PM_SIGNATURE, both_kernels ? 2 : 1, bytes);
 }
 
 /* ------------------------------------------------------- nothing changed */

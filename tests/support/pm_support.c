@@ -107,29 +107,37 @@ void pm_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *a
     simpler_submit_aiv(rt, 1, &ta, &r);
 }
 
-void *pm_image(size_t *bytes)
+const enum simpler_direction pm_signature[PM_SIGNATURE] = {
+    SIMPLER_DIR_IN,     SIMPLER_DIR_OUT,    SIMPLER_DIR_INOUT,  SIMPLER_DIR_SCALAR,
+    SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR};
+
+void *pm_image_of(const char *orchestration, const char *config,
+                  const enum simpler_direction *signature, uint32_t signature_count,
+                  uint32_t kernels, size_t *bytes)
 {
-    static const enum simpler_direction sig[] = {
-        SIMPLER_DIR_IN,     SIMPLER_DIR_OUT,    SIMPLER_DIR_INOUT,  SIMPLER_DIR_SCALAR,
-        SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR};
     static const enum simpler_direction ksig[] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT};
+    static const char *const kernel_symbols[2] = {"pm_kernel_axpb", "pm_kernel_acc"};
     struct simpler_callable_builder *b;
     void *image;
+    assert_true(kernels >= 1 && kernels <= 2);
     assert_int_equal(simpler_callable_builder_create(&b), 0);
     assert_int_equal(simpler_callable_builder_set_orchestration(b, SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                                "pm_orchestration", NULL, sig, 8),
+                                                                orchestration, config, signature,
+                                                                signature_count),
                      0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 0, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "pm_kernel_axpb", ksig, 2),
-                     0);
-    assert_int_equal(simpler_callable_builder_add_kernel(b, 1, SIMPLER_CORE_AIV,
-                                                         SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                                         "pm_kernel_acc", ksig, 2),
-                     0);
+    for (uint32_t k = 0; k < kernels; k++)
+        assert_int_equal(simpler_callable_builder_add_kernel(b, (int32_t)k, SIMPLER_CORE_AIV,
+                                                             SIMPLER_BINARY_SYMBOL, NULL, 0,
+                                                             kernel_symbols[k], ksig, 2),
+                         0);
     assert_int_equal(simpler_callable_builder_finish(b, &image, bytes), 0);
     simpler_callable_builder_destroy(b);
     return image;
+}
+
+void *pm_image(size_t *bytes)
+{
+    return pm_image_of("pm_orchestration", NULL, pm_signature, PM_SIGNATURE, 2, bytes);
 }
 
 struct simpler_context *pm_open(uint32_t depth)

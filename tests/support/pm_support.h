@@ -49,6 +49,19 @@ int pm_setup(void **state);
 /* A symbol-form image of the callable (free with simpler_callable_free). */
 void *pm_image(size_t *bytes);
 
+/* The callable's signature: x, y, acc, then the PM_SCALARS scalars. */
+#define PM_SIGNATURE 8
+extern const enum simpler_direction pm_signature[PM_SIGNATURE];
+
+/* A symbol-form image of pm's kernels — func 0 pm_kernel_axpb and, when
+ * `kernels` is 2, func 1 pm_kernel_acc — under another orchestration
+ * symbol with its own signature (`signature_count` directions) and config
+ * symbol (NULL: none). pm_image is ("pm_orchestration", NULL,
+ * pm_signature, PM_SIGNATURE, 2). */
+void *pm_image_of(const char *orchestration, const char *config,
+                  const enum simpler_direction *signature, uint32_t signature_count,
+                  uint32_t kernels, size_t *bytes);
+
 /* Element i of the callable's input x: (i % 97) * 0.5 + x_base. */
 float pm_x_value(uint64_t i, float x_base);
 
