@@ -267,14 +267,14 @@ static int kernel_create(struct simpler_context *ctx)
  * running; only a lost device (nothing to wait for) stops it. */
 static int quiesce_streams(struct simpler_context *ctx, bool lost)
 {
-    simdev_stream_t *own[OWN_STREAMS];
+    simdev_stream_t *own[OWN_STREAMS + 1];
     own_streams(ctx, own);
     int rc;
-    /* The chain's and the capture pairs' streams first, the control stream
-     * (own[0]) last. */
+    /* The chain's and the capture pairs' streams first, then the control
+     * stream (own[0]). */
+    own[OWN_STREAMS] = own[0];
     for (int i = 1; i <= OWN_STREAMS && !lost; i++) {
-        simdev_stream_t s = *own[i % OWN_STREAMS];
-        if (s && (rc = rt_stream_drain(s)) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
+        if (*own[i] && (rc = rt_stream_drain(*own[i])) && rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
     return 0;

@@ -58,8 +58,7 @@ bool sp_call_check_refs(const struct simpler_context *ctx)
 {
     uint64_t listed = 0, refs = 0;
     for (const struct simpler_prepared_call *p = ctx->prepared; p; p = p->live_next) {
-        if (p->magic != SP_PREPARED_CALL_MAGIC || p->ctx != ctx || p->temporary ||
-            (p->live_next && p->live_next->live_prev != p))
+        if (p->temporary || (p->live_next && p->live_next->live_prev != p))
             return false;
         uint32_t executing = 0;
         for (uint32_t i = 0; ctx->slots && i < ctx->slot_count; i++)
@@ -161,9 +160,6 @@ int sp_call_fill(struct simpler_context *ctx, int32_t callable_id,
                     : 0;
     if (rc)
         return rc; /* nothing counted; only the payload's bytes were written */
-    out->magic = SP_PREPARED_CALL_MAGIC;
-    out->identity = kernel ? SP_IDENTITY_KERNEL : SP_IDENTITY_PROGRAM;
-    out->ctx = ctx;
     out->callable_id = callable_id;
     out->callable = c;
     out->temporary = temporary;
@@ -208,7 +204,6 @@ void sp_call_discard(struct simpler_context *ctx, struct simpler_prepared_call *
     ctx->counters.host_preparations--;
     if (call->payload.kind == SP_PAYLOAD_TMR_PACKET)
         ctx->counters.packets_encoded--;
-    call->magic = 0;
 }
 
 int sp_call_prepare(struct simpler_context *ctx, int32_t callable_id,
@@ -283,7 +278,6 @@ int simpler_release_call(struct simpler_context *ctx, struct simpler_prepared_ca
         call->callable->prepared_refs--;
         ctx->counters.prepared_calls--;
         unlist(ctx, call);
-        call->magic = 0;
         assert(sp_call_check_refs(ctx));
     }
     pthread_mutex_unlock(&ctx->lock);

@@ -59,12 +59,9 @@ struct sp_prepared_payload {
     unsigned char packet[SP_PACKET_MAX_BYTES]; /* TMR_PACKET: the encoded packet */
 };
 
-#define SP_PREPARED_CALL_MAGIC 0x50524550u /* "PREP": a live prepared call */
-
+/* Alive exactly while listed in its context's live calls (ctx->prepared),
+ * or, when temporary, while its one use lasts. */
 struct simpler_prepared_call {
-    uint32_t magic;                /* SP_PREPARED_CALL_MAGIC while alive */
-    enum sp_identity identity;     /* of the context that prepared it */
-    struct simpler_context *ctx;   /* the context it belongs to */
     int32_t callable_id;
     struct sp_callable *callable;  /* resident while the call lives (see refs) */
     bool temporary;                /* made by a single-use entry: holds no

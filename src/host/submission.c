@@ -29,8 +29,6 @@ void sp_submission_end(struct sp_submission *sub)
     struct simpler_prepared_call *call = sub->call;
     call->submissions--;
     call->callable->runs--;
-    if (call->temporary)
-        call->magic = 0;
     sub->call = NULL;
     sub->state = SP_SUBMISSION_NONE;
     sub->run = 0;
