@@ -91,6 +91,7 @@
 #include "simpler/kernel.h"
 #include "simpler/orchestration.h"
 #include "simpler/device.h"
+#include "simpler/simdev_profile.h"
 #include "simpler/simpler.h"
 
 #define PROGRAM "bench_kernel"
@@ -757,6 +758,239 @@ static double kernel_batch_ns(struct op *op, simdev_graph_exec_t exec)
     return (double)(now_ns() - t0) / REPLAY_BATCH;
 }
 
+/* ======================================================================= hops */
+
+/* One round's hops: the timeline simdev records (simpler/simdev_profile.h)
+ * of one-task rounds, launch + sync one at a time, each mark named by the
+ * stream it ran on, what it was and its occurrence in the round, and timed
+ * from the launch call. Per mark, the median over the rounds; the wait
+ * counters' growth per round beside it. Two conditions: back to back (the
+ * next launch as soon as the sync returned) and isolated (the device idle
+ * for HOP_IDLE_NS first). */
+#define HOP_ROUNDS 200
+#define HOP_IDLE_ROUNDS 40
+#define HOP_IDLE_NS 10000000ull
+#define MAX_HOPS 64
+#define HOP_MARKS_PER_ROUND 128
+
+struct hop_row {
+    char name[64];
+    double *samples; /* ns from the launch call, per round that had it */
+    uint32_t n;
+    double median;
+};
+
+struct hop_result {
+    const char *condition;
+    uint32_t rounds;
+    size_t count;
+    struct hop_row rows[MAX_HOPS];
+    double wakeups, parks, handoffs; /* per round */
+    double total_ns;                 /* median launch-to-sync */
+};
+
+static struct hop_result g_hops[2]; /* back to back, isolated */
+
+static const char *mark_op_name(uint32_t op)
+{
+    static const char *const names[] = {"AICPU launch", "AICore launch", "copy", "memset",
+                                        "host callback", "record", "wait", "graph launch",
+                                        "semaphore acquire", "semaphore release"};
+    return op < sizeof names / sizeof names[0] ? names[op] : "op";
+}
+
+static int entry_by_ns(const void *a, const void *b)
+{
+    const struct simdev_timeline_entry *x = a, *y = b;
+    return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+/* The row named `name` of r, made if new; NULL when the table is full. */
+static struct hop_row *hop_row_of(struct hop_result *r, const char *name)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (strcmp(r->rows[i].name, name) == 0)
+            return &r->rows[i];
+    if (r->count == MAX_HOPS)
+        return NULL;
+    struct hop_row *row = &r->rows[r->count++];
+    snprintf(row->name, sizeof row->name, "%s", name);
+    row->samples = malloc(r->rounds * sizeof *row->samples);
+    if (!row->samples) {
+        fprintf(stderr, PROGRAM ": out of host memory\n");
+        exit(1);
+    }
+    row->n = 0;
+    return row;
+}
+
+static void hop_add(struct hop_result *r, const char *name, double ns)
+{
+    struct hop_row *row = hop_row_of(r, name);
+    if (row && row->n < r->rounds)
+        row->samples[row->n++] = ns;
+}
+
+/* Names each mark of one round, entries e[0..n) sorted by time, launched
+ * at t0, into r's rows. */
+static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *e, size_t n,
+                      uint64_t t0)
+{
+    simdev_stream_t aicore = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].mark == SIMDEV_MARK_OP_BEGIN && e[i].op == SIMDEV_MARK_AICORE)
+            aicore = e[i].stream;
+    uint32_t seen[5][3][16]; /* per mark, stream (jobs: kind), op: occurrences */
+    memset(seen, 0, sizeof seen);
+    for (size_t i = 0; i < n; i++) {
+        char name[64];
+        uint32_t mark = e[i].mark;
+        if (mark > SIMDEV_MARK_SYNC_END)
+            continue;
+        if (mark == SIMDEV_MARK_JOB_BEGIN || mark == SIMDEV_MARK_JOB_END) {
+            uint32_t k = ++seen[mark][e[i].core][0];
+            snprintf(name, sizeof name, "%s %u %s", e[i].core ? "core" : "AICPU thread", k,
+                     mark == SIMDEV_MARK_JOB_BEGIN ? "begins its job" : "ends its job");
+        } else if (mark == SIMDEV_MARK_SYNC_END) {
+            snprintf(name, sizeof name, "caller's sync wakes");
+        } else {
+            const char *role = e[i].stream == g_stream ? "caller stream"
+                               : e[i].stream == aicore ? "AICore stream"
+                                                       : "AICPU stream";
+            uint32_t s = e[i].stream == g_stream ? 0 : e[i].stream == aicore ? 1 : 2;
+            uint32_t k = ++seen[mark][s][e[i].op & 15];
+            snprintf(name, sizeof name, "%s: %s %u %s", role, mark_op_name(e[i].op), k,
+                     mark == SIMDEV_MARK_OP_BEGIN ? "begins" : "ends");
+        }
+        hop_add(r, name, (double)(e[i].ns - t0));
+    }
+}
+
+static int hop_row_by_median(const void *a, const void *b)
+{
+    const struct hop_row *x = a, *y = b;
+    return x->median < y->median ? -1 : x->median > y->median;
+}
+
+static void measure_hops_in(struct hop_result *r, bool isolated)
+{
+    struct op *op = &g_ops[0];
+    r->condition = isolated ? "isolated (device idle 10 ms first)" : "back to back";
+    r->rounds = scaled(isolated ? HOP_IDLE_ROUNDS : HOP_ROUNDS);
+    uint64_t *t0 = malloc(r->rounds * sizeof *t0);
+    uint64_t *t1 = malloc(r->rounds * sizeof *t1);
+    uint64_t *tr = malloc(r->rounds * sizeof *tr);
+    size_t cap = (size_t)r->rounds * HOP_MARKS_PER_ROUND;
+    struct simdev_timeline_entry *e = malloc(cap * sizeof *e);
+    double *total = malloc(r->rounds * sizeof *total);
+    if (!t0 || !t1 || !tr || !e || !total) {
+        fprintf(stderr, PROGRAM ": out of host memory\n");
+        exit(1);
+    }
+    CHECK(simdev_set_device(KERNEL_DEVICE));
+    kernel_launch(op); /* warm */
+    kernel_sync();
+    struct simdev_wait_stats w0, w1;
+    CHECK(simdev_wait_stats(KERNEL_DEVICE, &w0));
+    CHECK(simdev_timeline_start(KERNEL_DEVICE, cap));
+    for (uint32_t i = 0; i < r->rounds; i++) {
+        if (isolated) {
+            struct timespec idle = {0, (long)HOP_IDLE_NS};
+            nanosleep(&idle, NULL);
+        }
+        t0[i] = simdev_clock_ns();
+        kernel_launch(op);
+        tr[i] = simdev_clock_ns();
+        kernel_sync();
+        t1[i] = simdev_clock_ns();
+        total[i] = (double)(t1[i] - t0[i]);
+    }
+    size_t n = 0;
+    uint64_t dropped = 0;
+    CHECK(simdev_timeline_stop(KERNEL_DEVICE, e, cap, &n, &dropped));
+    CHECK(simdev_wait_stats(KERNEL_DEVICE, &w1));
+    kernel_check(op);
+    if (dropped) {
+        fprintf(stderr, PROGRAM ": the timeline dropped %llu marks\n", (unsigned long long)dropped);
+        exit(1);
+    }
+    r->wakeups = (double)(w1.wakeups - w0.wakeups) / r->rounds;
+    r->parks = (double)(w1.parks - w0.parks) / r->rounds;
+    r->handoffs = (double)(w1.handoffs - w0.handoffs) / r->rounds;
+    qsort(e, n, sizeof *e, entry_by_ns);
+    r->count = 0;
+    size_t at = 0;
+    for (uint32_t i = 0; i < r->rounds; i++) {
+        while (at < n && e[at].ns < t0[i])
+            at++;
+        size_t end = at;
+        while (end < n && e[end].ns <= t1[i])
+            end++;
+        hop_add(r, "launch call returns", (double)(tr[i] - t0[i]));
+        hop_round(r, e + at, end - at, t0[i]);
+        hop_add(r, "sync returns to the caller", (double)(t1[i] - t0[i]));
+        at = end;
+    }
+    for (size_t k = 0; k < r->count; k++)
+        r->rows[k].median = bench_median_in_place(r->rows[k].samples, r->rows[k].n);
+    qsort(r->rows, r->count, sizeof r->rows[0], hop_row_by_median);
+    r->total_ns = bench_median_in_place(total, r->rounds);
+    free(t0);
+    free(t1);
+    free(tr);
+    free(e);
+    free(total);
+}
+
+static void measure_hops(void)
+{
+    measure_hops_in(&g_hops[0], false);
+    measure_hops_in(&g_hops[1], true);
+    printf("  hops: back to back %.0f ns, %.1f wake-ups a round; isolated %.0f ns, %.1f wake-ups\n",
+           g_hops[0].total_ns, g_hops[0].wakeups, g_hops[1].total_ns, g_hops[1].wakeups);
+    fflush(stdout);
+}
+
+static void print_hops(void)
+{
+    for (size_t c = 0; c < 2; c++) {
+        const struct hop_result *r = &g_hops[c];
+        printf("\none-task round, %s: %u rounds; per round %.1f wake-ups, %.1f sleeps, %.1f "
+               "hand-offs\n",
+               r->condition, r->rounds, r->wakeups, r->parks, r->handoffs);
+        printf("%-46s %12s %10s %8s\n", "mark (median over rounds)", "from launch", "step",
+               "rounds");
+        double prev = 0;
+        for (size_t k = 0; k < r->count; k++) {
+            const struct hop_row *row = &r->rows[k];
+            printf("%-46s %9.1f us %7.1f us %8u\n", row->name, row->median / 1e3,
+                   (row->median - prev) / 1e3, row->n);
+            prev = row->median;
+        }
+    }
+}
+
+static void write_hops_json(FILE *f)
+{
+    fprintf(f, "  \"hops\": [\n");
+    for (size_t c = 0; c < 2; c++) {
+        const struct hop_result *r = &g_hops[c];
+        fprintf(f, "    {\"condition\": ");
+        bench_json_string(f, r->condition);
+        fprintf(f, ", \"rounds\": %u, \"launch_to_sync_ns\": %.0f, \"wakeups_per_round\": %.2f, "
+                   "\"sleeps_per_round\": %.2f, \"handoffs_per_round\": %.2f, \"marks\": [",
+                r->rounds, r->total_ns, r->wakeups, r->parks, r->handoffs);
+        for (size_t k = 0; k < r->count; k++) {
+            fprintf(f, "%s{\"mark\": ", k ? ", " : "");
+            bench_json_string(f, r->rows[k].name);
+            fprintf(f, ", \"median_ns_from_launch\": %.0f, \"rounds\": %u}", r->rows[k].median,
+                    r->rows[k].n);
+        }
+        fprintf(f, "]}%s\n", c + 1 < 2 ? "," : "");
+    }
+    fprintf(f, "  ],\n");
+}
+
 static void measure_replay(struct op *op, uint32_t tasks, struct replay_result *out)
 {
     const struct simpler_args args = {1, 0, &op->kernel_t, NULL};
@@ -937,6 +1171,7 @@ static int write_json(const char *path, double seconds)
     bench_json_stats(f, "program_simpler_run_ns", g_latency.program_ns, 1);
     fprintf(f, ", \"goal_ns\": %.0f, \"met\": %s},\n", GOAL_LATENCY_NS,
             latency_met() ? "true" : "false");
+    write_hops_json(f);
     fprintf(f, "  \"per_task\": [\n");
     for (size_t i = 0; i < 2; i++) {
         const struct per_task_result *r = &g_per_task[i];
@@ -1013,6 +1248,7 @@ int main(int argc, char **argv)
     measure_enqueue();
     measure_update();
     measure_latency();
+    measure_hops();
     measure_per_task(&g_ops[1], &g_per_task[0]);
     measure_per_task(&g_ops[2], &g_per_task[1]);
     measure_replay(&g_ops[0], 1, &g_replay[0]);
@@ -1027,6 +1263,7 @@ int main(int argc, char **argv)
     CHECK(simdev_device_reset(PROGRAM_DEVICE));
 
     double seconds = (double)(now_ns() - start) / 1e9;
+    print_hops();
     print_figures();
     if (write_json(out_path, seconds) != 0)
         return 1;

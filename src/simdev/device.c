@@ -21,6 +21,7 @@
 #include "simdev/graph.h"
 #include "simdev/launch.h"
 #include "simdev/memory.h"
+#include "simdev/profile.h"
 #include "simdev/cpu_affinity.h"
 #include "simdev/regs.h"
 #include "simdev/sem.h"
@@ -40,6 +41,13 @@ static void devices_init(void)
         pthread_mutex_init(&dev->lock, NULL);
         sd_launch_init(dev);
         sd_memory_init(dev);
+        sd_timeline_init(&dev->timeline);
+        sd_word_bind(&dev->launch.done, &dev->waits);
+        sd_word_bind(&dev->regs.cond_word, &dev->waits);
+        for (uint32_t c = 0; c < PLATFORM_NOTIFY_CHANNELS; c++)
+            sd_word_bind(&dev->regs.notify[c].word, &dev->waits);
+        for (uint32_t s = 0; s < SIMDEV_MAX_SEMS; s++)
+            sd_word_bind(&dev->sems[s].word, &dev->waits);
     }
 }
 

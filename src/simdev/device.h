@@ -18,6 +18,7 @@
 #include "simdev/launch.h"
 #include "simdev/memory.h"
 #include "simdev/park.h"
+#include "simdev/profile.h"
 #include "simdev/cpu_affinity.h"
 #include "simdev/regs.h"
 #include "simdev/sem.h"
@@ -51,6 +52,8 @@ struct sd_device {
     struct simdev_graph_exec *execs;
 
     struct sd_fault_state fault;
+    struct sd_wait_counters waits; /* simdev_wait_stats */
+    struct sd_timeline timeline;   /* simdev_timeline_start */
 };
 
 /* The device `id`, started (threads running) — the checked entry of every

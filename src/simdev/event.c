@@ -46,12 +46,17 @@ void sd_record_unref(struct sd_event_record *record)
     free(record);
 }
 
-void sd_record_complete(struct sd_event_record *record, int status)
+void sd_record_complete(struct sd_event_record *record, int status,
+                        struct sd_wait_counters *counters)
 {
     pthread_mutex_lock(&record->lock);
     record->status = status;
     /* release: pairs with the acquire in record_is_done */
     atomic_store_explicit(&record->done, 1, memory_order_release);
+    if (record->sleepers && counters) {
+        sd_count_wait(&counters->wakeups, 1);
+        sd_count_wait(&counters->handoffs, record->sleepers);
+    }
     pthread_cond_broadcast(&record->cond);
     pthread_mutex_unlock(&record->lock);
 }
@@ -62,11 +67,16 @@ static bool record_is_done(const struct sd_event_record *record)
     return atomic_load_explicit(&((struct sd_event_record *)record)->done, memory_order_acquire);
 }
 
-int sd_record_wait(struct sd_event_record *record)
+int sd_record_wait(struct sd_event_record *record, struct sd_wait_counters *counters)
 {
     pthread_mutex_lock(&record->lock);
-    while (!record_is_done(record))
+    while (!record_is_done(record)) {
+        if (counters)
+            sd_count_wait(&counters->parks, 1);
+        record->sleepers++;
         pthread_cond_wait(&record->cond, &record->lock);
+        record->sleepers--;
+    }
     int status = record->status;
     pthread_mutex_unlock(&record->lock);
     return status;
@@ -258,7 +268,7 @@ int simdev_event_sync(simdev_event_t event)
             sd_record_unref(record);
         return rc;
     }
-    int status = record ? sd_record_wait(record) : 0;
+    int status = record ? sd_record_wait(record, &dev->waits) : 0;
     if (record)
         sd_record_unref(record);
     sd_count(dev, SIMDEV_OP_SYNC);

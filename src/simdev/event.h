@@ -28,6 +28,7 @@ struct sd_event_record {
     int status; /* written before done is released */
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    uint32_t sleepers; /* threads asleep in sd_record_wait; guarded by lock */
     struct sd_capture *capture; /* non-NULL: recorded inside this capture */
     size_t *capture_tail;       /* the recording stream's tail at that point */
     size_t capture_tail_count;
@@ -43,9 +44,14 @@ struct simdev_event {
 struct sd_event_record *sd_record_new(void);
 void sd_record_ref(struct sd_event_record *record);
 void sd_record_unref(struct sd_event_record *record);
-void sd_record_complete(struct sd_event_record *record, int status);
-/* Blocks until complete; returns its status. */
-int sd_record_wait(struct sd_event_record *record);
+/* Completes the record with `status`; counts the wake-up it makes, if a
+ * thread sleeps in sd_record_wait, and that thread's hand-off, in
+ * `counters` (may be NULL). */
+void sd_record_complete(struct sd_event_record *record, int status,
+                        struct sd_wait_counters *counters);
+/* Blocks until complete; returns its status. Counts a sleep in `counters`
+ * (may be NULL). */
+int sd_record_wait(struct sd_event_record *record, struct sd_wait_counters *counters);
 void sd_event_teardown(struct simdev_event *event);
 /* Replaces the event's latest record, taking the caller's reference. */
 void sd_event_set_latest(struct simdev_event *event, struct sd_event_record *record);

@@ -408,6 +408,7 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     if (!exec)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     exec->dev = dev;
+    sd_word_bind(&exec->progress, &dev->waits);
     atomic_init(&exec->refs, 1);
     pthread_mutex_init(&exec->replay_lock, NULL);
     pthread_mutex_init(&exec->params_lock, NULL);
@@ -426,6 +427,7 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
         struct lane_helper *h = &exec->helpers[lane - 1];
         h->exec = exec;
         h->lane = lane;
+        sd_word_bind(&h->wake, &dev->waits);
         if (sd_thread_create(&h->thread, helper_main, h) != 0)
             rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         else

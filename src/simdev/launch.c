@@ -59,8 +59,10 @@ void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status)
     }
     /* acq_rel: the last finisher's release publishes every thread's status
      * write; pairs with the acquire in job_done. */
-    if (atomic_fetch_sub_explicit(&job->remaining, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&job->remaining, 1, memory_order_acq_rel) == 1) {
+        sd_count_wait(&dev->waits.handoffs, 1); /* the end, to the launcher */
         sd_wake(&dev->launch.done); /* never touch the job after the decrement */
+    }
 }
 
 static bool job_done(void *arg)
@@ -169,14 +171,19 @@ static void launch_abandon(struct sd_device *dev, struct sd_job *job)
 }
 
 /* Gives the job to each of the `count` workers it took and wakes them. */
-static void job_hand_out(struct sd_job *job, struct sd_worker **workers, uint32_t count)
+static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_worker **workers,
+                         uint32_t count)
 {
+    sd_count_wait(&dev->waits.handoffs, count);
     for (uint32_t i = 0; i < count; i++) {
         /* release: publishes the job; pairs with the acquire in worker_has_job
          * (worker.c) */
         atomic_store_explicit(&workers[i]->job, job, memory_order_release);
-        sd_wake(&workers[i]->wake);
+        if (!workers[i]->is_core)
+            sd_wake(sd_worker_word(workers[i]));
     }
+    if (count && workers[0]->is_core) /* a core launch takes every core */
+        sd_wake(sd_worker_word(workers[0]));
 }
 
 /* Waits for the job's end under the watchdog: 0, TIMEOUT (the watchdog
@@ -205,7 +212,7 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
         free(job);
         return rc;
     }
-    job_hand_out(job, workers, count);
+    job_hand_out(dev, job, workers, count);
     rc = job_wait(dev, job);
     if (rc == 0) {
         launch_return_threads(dev, job, on_cores, workers);

@@ -72,8 +72,11 @@ void sd_wake(struct sd_waitword *word)
     if (!(before & SD_SLEEPER))
         return;
     before = atomic_fetch_and_explicit(&word->seq, ~SD_SLEEPER, memory_order_seq_cst);
-    if (before & SD_SLEEPER)
+    if (before & SD_SLEEPER) {
+        if (word->counters)
+            sd_count_wait(&word->counters->wakeups, 1);
         futex_wake_all(&word->seq);
+    }
 }
 
 static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomic int *lost,
@@ -241,8 +244,11 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
         uint32_t armed = seen | SD_SLEEPER;
         if (seen == armed || atomic_compare_exchange_strong_explicit(&word->seq, &seen, armed,
                                                                      memory_order_seq_cst,
-                                                                     memory_order_seq_cst))
+                                                                     memory_order_seq_cst)) {
+            if (word->counters)
+                sd_count_wait(&word->counters->parks, 1);
             futex_wait(&word->seq, armed, deadline_ns ? deadline_ns - now : 0);
+        }
         atomic_fetch_sub_explicit(&word->waiters, 1, memory_order_relaxed);
     }
 }

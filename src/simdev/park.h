@@ -31,7 +31,30 @@ struct sd_worker;
 struct sd_waitword {
     _Atomic uint32_t seq;
     _Atomic uint32_t waiters;
+    struct sd_wait_counters *counters; /* its device's (sd_word_bind); NULL: not counted */
 };
+
+/* What waiting costs a device (simpler/simdev_profile.h): bumped only on
+ * paths that are slow already (a sleep, a wake-up system call, a stream
+ * op, a launch), never per task. */
+struct sd_wait_counters {
+    _Alignas(SD_CACHELINE) _Atomic uint64_t wakeups;
+    _Atomic uint64_t parks;
+    _Atomic uint64_t handoffs;
+};
+
+/* Counts `n` into one of a device's counters (NULL: nothing). */
+static inline void sd_count_wait(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+/* Makes `word`'s sleeps and wake-ups count in `counters`. Before the word
+ * is shared. */
+static inline void sd_word_bind(struct sd_waitword *word, struct sd_wait_counters *counters)
+{
+    word->counters = counters;
+}
 
 /* The word's count of wakes (mod 2^31), without the sleeper bit. */
 static inline uint32_t sd_word_wakes(struct sd_waitword *word)

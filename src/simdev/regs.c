@@ -34,6 +34,7 @@ int sd_regs_create(struct sd_device *dev)
     for (uint32_t i = 0; i < SIMDEV_MAX_CORES; i++) {
         regs[i].dev = dev;
         regs[i].core_id = i;
+        sd_word_bind(&regs[i].doorbell_wait, &dev->waits);
     }
     dev->regs.windows = regs;
     return 0;

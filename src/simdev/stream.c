@@ -20,6 +20,15 @@
 
 /* --------------------------------------------------------------- executor */
 
+_Static_assert((int)SD_OP_AICPU == SIMDEV_MARK_AICPU && (int)SD_OP_AICORE == SIMDEV_MARK_AICORE &&
+                   (int)SD_OP_COPY == SIMDEV_MARK_COPY && (int)SD_OP_MEMSET == SIMDEV_MARK_MEMSET &&
+                   (int)SD_OP_HOST_FN == SIMDEV_MARK_HOST_FN &&
+                   (int)SD_OP_RECORD == SIMDEV_MARK_RECORD && (int)SD_OP_WAIT == SIMDEV_MARK_WAIT &&
+                   (int)SD_OP_GRAPH == SIMDEV_MARK_GRAPH &&
+                   (int)SD_OP_SEM_ACQUIRE == SIMDEV_MARK_SEM_ACQUIRE &&
+                   (int)SD_OP_SEM_RELEASE == SIMDEV_MARK_SEM_RELEASE,
+               "a timeline's op names are the op types");
+
 /*
  * Runs one op with the stream's carried error: an op after a failure is
  * skipped and fails with the carried code; a record completes with it; a
@@ -36,14 +45,14 @@ static int execute(struct simdev_stream *stream, struct sd_op *op, int carried)
         carried = op->exec_fault;
     switch (op->type) {
     case SD_OP_RECORD:
-        sd_record_complete(op->u.record, carried);
+        sd_record_complete(op->u.record, carried, &stream->dev->waits);
         return op->handoff ? 0 : carried;
     case SD_OP_WAIT:
         /* A wait always waits, even on a stream that carries an error: an
          * error never reorders a stream, so whatever follows the wait still
          * starts after the waited-for work ended. */
         if (op->u.record) {
-            int waited = sd_record_wait(op->u.record);
+            int waited = sd_record_wait(op->u.record, &stream->dev->waits);
             if (carried == 0)
                 carried = waited;
         }
@@ -60,16 +69,23 @@ static void *executor_main(void *arg)
     struct simdev_stream *stream = arg;
     (void)pthread_setname_np(pthread_self(), "simdev stream"); /* for profilers */
     pthread_mutex_lock(&stream->lock);
+    struct sd_device *dev = stream->dev;
     for (;;) {
-        while (!stream->head && !stream->stopping)
+        while (!stream->head && !stream->stopping) {
+            sd_count_wait(&dev->waits.parks, 1);
+            stream->executor_asleep = true;
             pthread_cond_wait(&stream->work_cond, &stream->lock);
+            stream->executor_asleep = false;
+        }
         struct sd_op *op = stream->head;
         if (!op)
             break; /* stopping and drained */
         int carried = stream->carried_status;
         pthread_mutex_unlock(&stream->lock);
 
+        sd_mark(&dev->timeline, SIMDEV_MARK_OP_BEGIN, (uint32_t)op->type, stream, 0, 0);
         int after = execute(stream, op, carried);
+        sd_mark(&dev->timeline, SIMDEV_MARK_OP_END, (uint32_t)op->type, stream, 0, 0);
 
         pthread_mutex_lock(&stream->lock);
         stream->head = op->next;
@@ -79,6 +95,8 @@ static void *executor_main(void *arg)
          * sync (which waits for completion first) write carried_status. */
         stream->carried_status = after;
         stream->completed++;
+        if (stream->drain_sleepers)
+            sd_count_wait(&dev->waits.wakeups, 1);
         pthread_cond_broadcast(&stream->idle_cond);
         pthread_mutex_unlock(&stream->lock);
         sd_op_free(op);
@@ -126,6 +144,9 @@ int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
         stream->head = op;
     stream->tail = op;
     stream->enqueued++;
+    sd_count_wait(&stream->dev->waits.handoffs, 1);
+    if (stream->executor_asleep)
+        sd_count_wait(&stream->dev->waits.wakeups, 1);
     pthread_cond_signal(&stream->work_cond);
     pthread_mutex_unlock(&stream->lock);
     return 0;
@@ -215,8 +236,15 @@ static int stream_drain(struct simdev_stream *stream)
 {
     pthread_mutex_lock(&stream->lock);
     uint64_t target = stream->enqueued;
-    while (stream->completed < target)
+    struct sd_wait_counters *counters = &stream->dev->waits;
+    if (stream->completed < target)
+        sd_count_wait(&counters->handoffs, 1);
+    while (stream->completed < target) {
+        sd_count_wait(&counters->parks, 1);
+        stream->drain_sleepers++;
         pthread_cond_wait(&stream->idle_cond, &stream->lock);
+        stream->drain_sleepers--;
+    }
     int status = stream->carried_status;
     stream->carried_status = 0;
     pthread_mutex_unlock(&stream->lock);
@@ -245,6 +273,7 @@ int simdev_stream_sync(simdev_stream_t stream)
     if (rc != 0)
         return rc;
     int status = stream_drain(stream);
+    sd_mark(&dev->timeline, SIMDEV_MARK_SYNC_END, 0, stream, 0, 0);
     sd_count(dev, SIMDEV_OP_SYNC);
     return sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : status;
 }

@@ -33,6 +33,8 @@ struct simdev_stream {
     uint64_t completed;
     int carried_status; /* error the stream carries; skips later ops */
     bool stopping;
+    bool executor_asleep;    /* in its wait for work (wake-up counting) */
+    uint32_t drain_sleepers; /* syncs asleep in their wait for progress */
 
     /* Capture (capture.c); guarded by the global capture lock. The pointer
      * is atomic so the enqueue fast path can see "not capturing" lock-free. */

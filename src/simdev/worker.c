@@ -66,7 +66,9 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;
     bool primary = !w->is_core && sd_place_take(dev, w, job, index);
+    sd_mark(&dev->timeline, SIMDEV_MARK_JOB_BEGIN, 0, NULL, w->is_core, w->index);
     int status = w->is_core ? call_aicore(w, job) : call_aicpu(w, job, index);
+    sd_mark(&dev->timeline, SIMDEV_MARK_JOB_END, 0, NULL, w->is_core, w->index);
     if (primary)
         sd_place_primary_end(dev);
     sd_tl_budget = NULL;
@@ -74,6 +76,11 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
     atomic_fetch_sub_explicit(&dev->budget.awake, 1, memory_order_relaxed);
     sd_job_finish(dev, job, sd_status_from_return(status));
+}
+
+struct sd_waitword *sd_worker_word(struct sd_worker *w)
+{
+    return w->is_core ? &w->dev->workers.cores_wake : &w->wake;
 }
 
 static void *worker_main(void *arg)
@@ -87,7 +94,7 @@ static void *worker_main(void *arg)
              w->index);
     (void)pthread_setname_np(pthread_self(), name);
     for (;;) {
-        sd_wait(&w->wake, worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0, NULL);
+        sd_wait(sd_worker_word(w), worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0, NULL);
         /* acquire: pairs with the release store in job_hand_out (launch.c) */
         struct sd_job *job = atomic_exchange_explicit(&w->job, NULL, memory_order_acquire);
         if (!job) {
@@ -113,6 +120,7 @@ static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint3
         w->dev = dev;
         w->is_core = is_core;
         w->index = i;
+        sd_word_bind(&w->wake, &dev->waits);
         if (sd_thread_create(&w->thread, worker_main, w) != 0)
             return (int)i + 1; /* 1-based count of threads to keep */
     }
@@ -123,7 +131,7 @@ static int start_workers(struct sd_device *dev, struct sd_worker *workers, uint3
 static void stop_workers(struct sd_worker *workers, uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++)
-        sd_wake(&workers[i].wake);
+        sd_wake(sd_worker_word(&workers[i]));
     for (uint32_t i = 0; i < count; i++)
         pthread_join(workers[i].thread, NULL);
 }
@@ -132,6 +140,8 @@ int sd_workers_start(struct sd_device *dev)
 {
     uint32_t ncores = dev->config.aic_cores + dev->config.aiv_cores;
     atomic_store(&dev->workers.stopping, 0);
+    memset(&dev->workers.cores_wake, 0, sizeof dev->workers.cores_wake);
+    sd_word_bind(&dev->workers.cores_wake, &dev->waits);
     int made = start_workers(dev, dev->workers.aicpu, dev->config.aicpu_threads, false);
     if (made == 0) {
         int made_cores = start_workers(dev, dev->workers.cores, ncores, true);

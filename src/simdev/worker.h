@@ -32,15 +32,23 @@ struct sd_worker {
     _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
     /* Set by the launcher, taken (swapped back to NULL) by the worker. */
     _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;
-    struct sd_waitword wake; /* the launcher wakes the worker here */
+    struct sd_waitword wake; /* the launcher wakes an AICPU thread here */
 };
 
 /* A device's workers. */
 struct sd_workers {
     struct sd_worker aicpu[SIMDEV_MAX_AICPU_THREADS];
     struct sd_worker cores[SIMDEV_MAX_CORES];
+    /* Idle cores all wait here: an AICore launch takes every core, and one
+     * wake-up system call wakes them all (one per core, before: the
+     * launcher spent 10-40 us in each, one core after the other). */
+    _Alignas(SD_CACHELINE) struct sd_waitword cores_wake;
     _Atomic int stopping; /* set before the workers are woken to exit */
 };
+
+/* The word worker `w` waits on for its next job: its own for an AICPU
+ * thread, the cores' shared one for a core. */
+struct sd_waitword *sd_worker_word(struct sd_worker *w);
 
 /* The AICPU thread that shares `core`'s CPU and has the place, or NULL. */
 static inline const struct sd_worker *sd_core_mate(const struct sd_worker *core)

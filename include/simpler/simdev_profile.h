@@ -1,0 +1,102 @@
+/*
+ * simpler/simdev_profile.h — what a device's threads cost in hand-offs,
+ * and a timeline of a device's ops, for benchmarks, tools and tests.
+ *
+ * Owns: the wait counters (wake-up system calls, sleeps, hand-offs) and
+ * the op timeline of a device. The counters are always on and are bumped
+ * only on paths that are already slow (a sleep, a wake-up system call, a
+ * stream op, a launch), never per task. The timeline is off until
+ * simdev_timeline_start and costs one relaxed load per mark point then.
+ */
+#ifndef SIMPLER_SIMDEV_PROFILE_H
+#define SIMPLER_SIMDEV_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simpler/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * What waiting cost the device since it started or since the last reset.
+ *
+ * - wakeups: wake-up system calls made for a thread asleep in a simdev wait:
+ *   a device thread (a stream's executor, an AICPU thread, a core, a
+ *   graph's lane helper) or a host thread asleep in a stream sync. A wake
+ *   of a thread that is still spinning makes none and is not counted.
+ * - parks: times a thread went to sleep in a simdev wait (the same threads).
+ * - handoffs: work passed from one thread to another: each op a stream's
+ *   executor takes from the thread that enqueued it, each job a launch
+ *   hands to a device thread, each launch's end reported to its executor,
+ *   each stream a completed record lets go, each sync that had to wait.
+ */
+struct simdev_wait_stats {
+    uint64_t wakeups;
+    uint64_t parks;
+    uint64_t handoffs;
+};
+
+/* Writes `device`'s counters to *out. INVALID_ARGUMENT for a bad id or NULL. */
+int simdev_wait_stats(int device, struct simdev_wait_stats *out);
+/* Zeroes `device`'s counters. INVALID_ARGUMENT for a bad id. */
+int simdev_wait_stats_reset(int device);
+
+/* What a timeline entry marks. */
+enum simdev_mark {
+    SIMDEV_MARK_OP_BEGIN = 0, /* a stream's executor begins an op */
+    SIMDEV_MARK_OP_END,       /* ... and finished it */
+    SIMDEV_MARK_JOB_BEGIN,    /* a device thread begins a launch's function */
+    SIMDEV_MARK_JOB_END,      /* ... and it returned */
+    SIMDEV_MARK_SYNC_END,     /* a stream sync is about to return */
+};
+
+/* The op an OP mark names. */
+enum simdev_mark_op {
+    SIMDEV_MARK_AICPU = 0,
+    SIMDEV_MARK_AICORE,
+    SIMDEV_MARK_COPY,
+    SIMDEV_MARK_MEMSET,
+    SIMDEV_MARK_HOST_FN,
+    SIMDEV_MARK_RECORD,
+    SIMDEV_MARK_WAIT,
+    SIMDEV_MARK_GRAPH,
+    SIMDEV_MARK_SEM_ACQUIRE,
+    SIMDEV_MARK_SEM_RELEASE,
+};
+
+/* One timeline entry. */
+struct simdev_timeline_entry {
+    uint64_t ns;     /* simdev_clock_ns() at the mark */
+    uint32_t mark;   /* enum simdev_mark */
+    uint32_t op;     /* OP and SYNC marks: enum simdev_mark_op (SYNC: 0) */
+    simdev_stream_t stream; /* OP and SYNC marks: the stream; JOB marks: NULL */
+    uint32_t core;   /* JOB marks: 1 for a core, 0 for an AICPU thread */
+    uint32_t thread; /* JOB marks: the core id or the AICPU thread's index in the device */
+};
+
+/*
+ * Starts recording `device`'s timeline into a buffer of `capacity` entries
+ * (marks past it are dropped and counted). INVALID_ARGUMENT for a bad id,
+ * capacity 0 or above 2^24; INVALID_STATE while a timeline is recording;
+ * OUT_OF_HOST_MEMORY.
+ */
+int simdev_timeline_start(int device, size_t capacity);
+/*
+ * Stops recording and copies up to `capacity` entries, in the order they
+ * were recorded (each thread's in time order; sort by ns for one order),
+ * to out; the number copied to *count and the number dropped for want of
+ * room (in the buffer or in out) to *dropped (may be NULL). Frees the
+ * buffer. INVALID_ARGUMENT for a bad id or NULLs; INVALID_STATE when no
+ * timeline is recording.
+ */
+int simdev_timeline_stop(int device, struct simdev_timeline_entry *out, size_t capacity,
+                         size_t *count, uint64_t *dropped);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIMPLER_SIMDEV_PROFILE_H */

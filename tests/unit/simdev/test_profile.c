@@ -1,0 +1,218 @@
+/*
+ * test_profile.c — what a device's threads cost in hand-offs
+ * (simdev_wait_stats) and its op timeline (simdev_timeline_*).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "simpler/simdev_profile.h"
+#include "test_support.h"
+
+#define CORES 3 /* the fixture's 1 AIC + 2 AIV */
+
+/* The marks of `e[0..n)` of kind `mark` (and, for OP marks, op `op`). */
+static size_t count_marks(const struct simdev_timeline_entry *e, size_t n, uint32_t mark,
+                          int op)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].mark == mark && (op < 0 || e[i].op == (uint32_t)op))
+            k++;
+    return k;
+}
+
+/* A stream of a record, a two-thread AICPU launch, an AICore launch and a
+ * host callback, then a sync: the timeline holds exactly one begin and
+ * one end per op, in enqueue order on the stream, one job per thread the
+ * launches took, and the sync's return. A missing or extra mark would
+ * make the benchmark's per-hop table name the wrong hops. */
+static void a_timeline_marks_every_op_job_and_sync_once(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    simdev_event_t ev = ts_new_event();
+    _Atomic uint64_t counter = 0;
+    struct ts_count_args args = {&counter, TS_COUNT_MAGIC};
+    assert_int_equal(simdev_timeline_start(0, 256), 0);
+    assert_int_equal(simdev_event_record(ev, s), 0);
+    assert_int_equal(simdev_launch_aicpu(s, ts_magic_count_fn, 2, &args, sizeof args), 0);
+    assert_int_equal(simdev_launch_aicore(s, ts_magic_count_core_fn, &args, sizeof args), 0);
+    atomic_int calls = 0;
+    assert_int_equal(simdev_launch_host_func(s, ts_count_host_fn, &calls), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    struct simdev_timeline_entry e[256];
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, 256, &n, &dropped), 0);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(ts_load_u64(&counter), 2 + CORES);
+    /* 4 ops x (begin, end) + 2 AICPU and 3 core jobs x (begin, end) + 1 sync */
+    assert_int_equal(n, 4 * 2 + (2 + CORES) * 2 + 1);
+    const int order[] = {SIMDEV_MARK_RECORD, SIMDEV_MARK_AICPU, SIMDEV_MARK_AICORE,
+                         SIMDEV_MARK_HOST_FN};
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].mark != SIMDEV_MARK_OP_BEGIN)
+            continue;
+        assert_true(at < 4);
+        assert_int_equal(e[i].op, order[at]); /* the stream's order */
+        assert_ptr_equal(e[i].stream, s);
+        at++;
+    }
+    assert_int_equal(at, 4);
+    for (int op = 0; op < 4; op++)
+        assert_int_equal(count_marks(e, n, SIMDEV_MARK_OP_END, order[op]), 1);
+    size_t cores = 0, aicpu = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].mark != SIMDEV_MARK_JOB_BEGIN)
+            continue;
+        assert_null(e[i].stream);
+        if (e[i].core)
+            cores |= (size_t)1 << e[i].thread;
+        else
+            aicpu |= (size_t)1 << e[i].thread;
+    }
+    assert_int_equal(cores, (1u << CORES) - 1); /* every core once */
+    assert_int_equal(aicpu, 3);                 /* AICPU threads 0 and 1 */
+    assert_int_equal(count_marks(e, n, SIMDEV_MARK_JOB_END, -1), 2 + CORES);
+    assert_int_equal(count_marks(e, n, SIMDEV_MARK_SYNC_END, -1), 1);
+    assert_ptr_equal(e[n - 1].stream, s); /* the sync's return is last */
+    assert_int_equal(e[n - 1].mark, SIMDEV_MARK_SYNC_END);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_event_destroy(ev), 0);
+}
+
+/* A buffer smaller than the marks keeps the first ones and counts the
+ * rest as dropped; a stopped timeline records nothing more. */
+static void a_full_timeline_drops_and_counts_the_rest(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    atomic_int calls = 0;
+    assert_int_equal(simdev_timeline_start(0, 3), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(simdev_launch_host_func(s, ts_count_host_fn, &calls), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    struct simdev_timeline_entry e[8];
+    size_t n = 0;
+    uint64_t dropped = 0;
+    assert_int_equal(simdev_timeline_stop(0, e, 8, &n, &dropped), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(dropped, 5 * 2 + 1 - 3); /* 5 ops x 2 marks + the sync */
+    assert_int_equal(e[0].mark, SIMDEV_MARK_OP_BEGIN);
+    assert_int_equal(e[0].op, SIMDEV_MARK_HOST_FN);
+    /* room in the buffer, none in `out`: the copy keeps the first ones */
+    assert_int_equal(simdev_timeline_start(0, 16), 0);
+    assert_int_equal(simdev_launch_host_func(s, ts_count_host_fn, &calls), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simdev_timeline_stop(0, e, 1, &n, &dropped), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(dropped, 2);
+    assert_int_equal(atomic_load(&calls), 6);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+/* Refusals change nothing: a running timeline keeps running. */
+static void timeline_refusals_change_nothing(void **state)
+{
+    (void)state;
+    struct simdev_timeline_entry e[4];
+    size_t n = 7;
+    assert_int_equal(simdev_timeline_start(0, 0), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_timeline_start(-1, 4), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_timeline_start(0, ((size_t)1 << 24) + 1),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_timeline_stop(0, e, 4, &n, NULL), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(n, 7);
+    assert_int_equal(simdev_timeline_start(0, 4), 0);
+    assert_int_equal(simdev_timeline_start(0, 4), PTO_RUNTIME_ERR_INVALID_STATE);
+    assert_int_equal(simdev_timeline_stop(0, NULL, 4, &n, NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_timeline_stop(0, e, 4, NULL, NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    simdev_stream_t s = ts_new_stream();
+    atomic_int calls = 0;
+    assert_int_equal(simdev_launch_host_func(s, ts_count_host_fn, &calls), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simdev_timeline_stop(0, e, 4, &n, NULL), 0);
+    assert_int_equal(n, 3); /* still recording after the refusals */
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    struct simdev_wait_stats w;
+    assert_int_equal(simdev_wait_stats(0, NULL), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_wait_stats(99, &w), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_wait_stats_reset(99), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+}
+
+/* Hand-offs are counted per op the executor takes, per job a launch hands
+ * out and per launch end reported: exactly, but for the sync, which
+ * counts one only if it found the stream still busy. */
+static void handoffs_count_each_op_job_and_end(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    _Atomic uint64_t counter = 0;
+    struct ts_count_args args = {&counter, TS_COUNT_MAGIC};
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    assert_int_equal(simdev_launch_aicpu(s, ts_magic_count_fn, 2, &args, sizeof args), 0);
+    assert_int_equal(simdev_launch_aicore(s, ts_magic_count_core_fn, &args, sizeof args), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    struct simdev_wait_stats w;
+    assert_int_equal(simdev_wait_stats(0, &w), 0);
+    /* 2 ops to the executor; 2 + CORES jobs handed out; 2 ends reported */
+    const uint64_t want = 2 + (2 + CORES) + 2;
+    assert_true(w.handoffs == want || w.handoffs == want + 1); /* + the sync, if it waited */
+    assert_true(w.wakeups <= w.handoffs); /* a wake-up is a hand-off to a sleeper */
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    assert_int_equal(simdev_wait_stats(0, &w), 0);
+    assert_int_equal(w.wakeups, 0);
+    assert_int_equal(w.parks, 0);
+    assert_int_equal(w.handoffs, 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+/* A worker asleep when its job comes costs exactly the wake-up of it: on a
+ * device that never spins (spin 0), once every worker slept, a one-thread
+ * AICPU launch wakes one worker, and the worker and the stream's executor
+ * sleep again afterwards. */
+static void a_sleeping_worker_costs_one_wakeup(void **state)
+{
+    (void)state;
+    struct simdev_config config = ts_small_config();
+    config.spin_ns = 0;
+    ts_device_setup_config(&config);
+    simdev_stream_t s = ts_new_stream();
+    struct simdev_wait_stats w;
+    /* every worker and the executor asleep: 2 AICPU threads, CORES cores, 1 executor */
+    for (;;) {
+        assert_int_equal(simdev_wait_stats(0, &w), 0);
+        if (w.parks >= 2 + CORES + 1)
+            break;
+    }
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    _Atomic uint64_t counter = 0;
+    struct ts_count_args args = {&counter, TS_COUNT_MAGIC};
+    assert_int_equal(simdev_launch_aicpu(s, ts_magic_count_fn, 1, &args, sizeof args), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(ts_load_u64(&counter), 1);
+    assert_int_equal(simdev_wait_stats(0, &w), 0);
+    /* the worker's wake-up, and at most the executor's, the launcher's
+     * (job end) and the sync's */
+    assert_true(w.wakeups >= 1 && w.wakeups <= 4);
+    assert_true(w.handoffs >= 3 && w.handoffs <= 4); /* op, job, end (+ sync) */
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        SIMPLER_TEST(a_timeline_marks_every_op_job_and_sync_once),
+        SIMPLER_TEST(a_full_timeline_drops_and_counts_the_rest),
+        SIMPLER_TEST(timeline_refusals_change_nothing),
+        SIMPLER_TEST(handoffs_count_each_op_job_and_end),
+        SIMPLER_TEST(a_sleeping_worker_costs_one_wakeup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
