@@ -219,6 +219,7 @@ static int create_registration(struct simpler_context *ctx, struct rt_kernel_mod
     image->device = ctx->device;
     image->arena = ctx->arena;
     image->arena_bytes = ctx->arena_bytes;
+    image->arena_nonce = rt_arena_nonce(); /* a new arena: nothing in it is a run's yet */
     image->result = k->result;
     image->args = k->args;
     image->slot_count = ctx->config.max_callables;

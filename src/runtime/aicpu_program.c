@@ -95,11 +95,38 @@ static void end_queues(struct rt_run *run, uint64_t nonce)
     run->rq_token = nonce;
 }
 
+/*
+ * Lays the run's TensorMap out, or takes the one the arena's last run left
+ * and empties it in O(1) (rt_tensormap_reuse: a new epoch, instead of
+ * writing 4096 buckets of 64 bytes at the default config). The same rule
+ * as the ready queues': the mark must equal this arena's nonzero nonce, so
+ * fresh garbage or recycled memory never passes, and the map must lie
+ * where it did with the same sizes. Unlike theirs, the mark does not need
+ * a clean end: only the orchestrator thread writes the map, and whatever
+ * it left, every bucket names an epoch at or below the map's, which is all
+ * a reset relies on. The caller cleared the mark before writing anything
+ * (another layout's regions may lie over the old map); it is set again
+ * once the map is laid out.
+ */
+static int tensormap_open(struct rt_run *run, uint64_t nonce, bool marked, uint8_t *mem,
+                          const struct rt_config *config)
+{
+    if (!(marked && rt_tensormap_reuse(&run->tensormap, mem, config->tensormap_buckets,
+                                       config->tensormap_entries) == 0) &&
+        rt_tensormap_init(&run->tensormap, mem, config->tensormap_buckets,
+                          config->tensormap_entries) != 0)
+        return -1;
+    run->tm_token = nonce;
+    return 0;
+}
+
 /* Lays the run out in the arena and resets everything a run reads. Runs on
  * the orchestrator thread before the schedulers are released. */
 static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int device)
 {
     const struct rt_run_request *rq = &la->request;
+    bool tensormap_marked = rq->arena_nonce != 0 && run->tm_token == rq->arena_nonce;
+    run->tm_token = 0; /* until the TensorMap is laid out below */
     struct platform_topology topo;
     struct rt_layout l;
     if (platform_topology(device, &topo) != 0 ||
@@ -137,8 +164,8 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     run->scope_task_capacity = l.scope_task_capacity;
     run->fanin_scratch = (struct rt_slot **)(base + l.fanin_scratch);
     run->fanin_sources = (uint32_t *)(run->fanin_scratch + rq->config.max_fanin);
-    if (rt_tensormap_init(&run->tensormap, base + l.tensormap, rq->config.tensormap_buckets,
-                          rq->config.tensormap_entries) != 0)
+    if (tensormap_open(run, rq->arena_nonce, tensormap_marked, base + l.tensormap,
+                       &rq->config) != 0)
         return SIMPLER_ORCH_ERR_BAD_CONFIG;
     rt_orchestrator_init(run);
     return 0;

@@ -251,6 +251,7 @@ static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, si
     la.request.args = b->args;
     la.request.arena = b->arena;
     la.request.arena_bytes = b->arena_bytes;
+    la.request.arena_nonce = b->arena_nonce;
     la.request.result = b->result;
     la.request.config = env.config;
     la.generation = env.round_generation;

@@ -42,7 +42,8 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
      * changes: the launch chain writes them (zeroes them, the core loops'
      * and cancels' tags) before the run's own init, even for a run whose
      * AICPU program never starts, so they must never lie over a region
-     * another config's run left for reuse (its ready queues: run_init). */
+     * another config's run left for reuse (its ready queues and its
+     * TensorMap: run_init). */
     l.rendezvous_bytes = (size_t)core_count * sizeof(struct rt_rendezvous);
     l.rendezvous = take(&cursor, l.rendezvous_bytes);
     for (uint32_t i = 0; i < RT_RINGS; i++) {

@@ -63,6 +63,10 @@ struct rt_run {
 
     /* Orchestrator only. */
     struct rt_tensormap tensormap;
+    /* The arena_nonce of the run that last laid the TensorMap out or reset
+     * it on this arena, whatever its end; 0 while run_init works
+     * (aicpu_program.c). */
+    uint64_t tm_token;
     struct rt_scope scopes[SIMPLER_SCOPE_MAX_DEPTH];
     uint32_t scope_depth; /* open scopes */
     uint64_t next_scope_serial;

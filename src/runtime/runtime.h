@@ -99,7 +99,9 @@ struct rt_run_request {
      * allocation of an arena). A run that ends clean leaves it in the
      * arena with its ready queues empty, and the next run given the same
      * value takes those queues as they are instead of writing their cells
-     * again (2 MiB with the benchmark's windows). 0: always write them. */
+     * again (2 MiB with the benchmark's windows); every run leaves it with
+     * its TensorMap, which the next one empties by a new epoch instead of
+     * writing every bucket. 0: always write them. */
     uint64_t arena_nonce;
     struct rt_run_result *result;
     struct rt_config config;
@@ -149,6 +151,7 @@ struct rt_kernel_mode_binding {
     int device;
     void *arena;
     size_t arena_bytes;
+    uint64_t arena_nonce;          /* rt_run_request.arena_nonce: drawn with the arena */
     struct rt_run_result *result;  /* the round's */
     struct simpler_orch_args *args; /* the round's decoded arguments */
     uint32_t slot_count;            /* entries of slots */

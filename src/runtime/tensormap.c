@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/view.h"
+#include "runtime/invariants.h"
 #include "runtime/region_overlap.h"
 #include "runtime/tensormap.h"
 #include "runtime/tensormap_keys.h"
@@ -27,7 +28,8 @@
 #define TM_KIND_FREE 0xFFu
 
 _Static_assert(sizeof(struct rt_tm_node) == TM_LINE, "a node is one cache line");
-_Static_assert(_Alignof(struct rt_tm_buffer_bucket) <= 8 && _Alignof(struct rt_tm_entry) <= 8,
+_Static_assert(sizeof(struct rt_tm_bucket) == TM_LINE, "a bucket is one cache line");
+_Static_assert(_Alignof(struct rt_tm_bucket) <= 8 && _Alignof(struct rt_tm_entry) <= 8,
                "the block is only 8-byte aligned");
 _Static_assert(RT_TM_WIDE < 64, "class_mask has a bit per class");
 
@@ -37,10 +39,10 @@ static bool sizes_valid(uint32_t bucket_count, uint32_t entry_count)
     return power_of_two && entry_count != 0 && entry_count < RT_TM_NIL;
 }
 
-/* Bytes of the buffer buckets and granule heads (8-byte multiples). */
+/* Bytes of the buckets (8-byte multiples). */
 static uint64_t buckets_bytes(uint32_t bucket_count)
 {
-    return (uint64_t)bucket_count * (sizeof(struct rt_tm_buffer_bucket) + 2 * sizeof(uint32_t));
+    return (uint64_t)bucket_count * sizeof(struct rt_tm_bucket);
 }
 
 size_t rt_tensormap_bytes(uint32_t bucket_count, uint32_t entry_count)
@@ -55,6 +57,48 @@ size_t rt_tensormap_bytes(uint32_t bucket_count, uint32_t entry_count)
     return (size_t)bytes;
 }
 
+static void bucket_clear_versions(struct rt_tm_bucket *b)
+{
+    b->version_min = UINT32_MAX;
+    b->version_max = 0;
+    b->version_sum = 0;
+}
+
+/* Empties bucket `b` and makes it valid in `epoch`. */
+static void bucket_clear(struct rt_tm_bucket *b, uint32_t epoch)
+{
+    b->head[RT_ACCESS_READ] = b->head[RT_ACCESS_WRITE] = RT_TM_NIL;
+    b->count[RT_ACCESS_READ] = b->count[RT_ACCESS_WRITE] = 0;
+    b->class_mask[RT_ACCESS_READ] = b->class_mask[RT_ACCESS_WRITE] = 0;
+    bucket_clear_versions(b);
+    b->granule_head[RT_ACCESS_READ] = b->granule_head[RT_ACCESS_WRITE] = RT_TM_NIL;
+    b->epoch = epoch;
+    b->reserved = 0;
+}
+
+/* The counts and the free list of an empty map; the buckets are the
+ * caller's. O(1): entries [fresh, capacity) are free and have never been
+ * used since the reset. */
+static void empty_entries(struct rt_tensormap *map)
+{
+    map->free_head = RT_TM_NIL;
+    map->fresh = 0;
+    map->live = 0;
+    map->next_seq = 0;
+    memset(map->live_by_kind, 0, sizeof map->live_by_kind);
+    memset(map->class_live, 0, sizeof map->class_live);
+    memset(map->class_mask, 0, sizeof map->class_mask);
+}
+
+/* Empties the map by writing every bucket, valid in epoch 0. */
+static void empty_every_bucket(struct rt_tensormap *map)
+{
+    map->epoch = 0;
+    for (uint32_t i = 0; i < map->bucket_count; i++)
+        bucket_clear(&map->buckets[i], 0);
+    empty_entries(map);
+}
+
 int rt_tensormap_init(struct rt_tensormap *map, void *mem, uint32_t bucket_count,
                       uint32_t entry_count)
 {
@@ -67,51 +111,67 @@ int rt_tensormap_init(struct rt_tensormap *map, void *mem, uint32_t bucket_count
     map->bucket_count = bucket_count;
     map->bucket_bits = bits;
     map->capacity = entry_count;
-    map->buffers = mem;
-    map->granule_heads = (uint32_t *)(map->buffers + bucket_count);
+    map->buckets = mem;
     uintptr_t nodes = (uintptr_t)mem + (size_t)buckets_bytes(bucket_count);
     nodes = (nodes + TM_LINE - 1) & ~(uintptr_t)(TM_LINE - 1);
     map->nodes = (struct rt_tm_node *)nodes;
     map->entries = (struct rt_tm_entry *)(map->nodes + entry_count);
-    rt_tensormap_reset(map);
+    empty_every_bucket(map);
     return 0;
 }
 
-static void buffer_bucket_clear_versions(struct rt_tm_buffer_bucket *b)
-{
-    b->version_min = UINT32_MAX;
-    b->version_max = 0;
-    b->version_sum = 0;
-}
-
+/*
+ * Every bucket holds an epoch at or below the map's (init writes 0 into
+ * all, and a bucket is only ever stamped with the map's epoch), so the
+ * next epoch is none of theirs: every bucket reads empty. When the epoch
+ * would wrap, 0 may still be in buckets untouched since: those are written
+ * again instead.
+ */
 void rt_tensormap_reset(struct rt_tensormap *map)
 {
-    for (uint32_t i = 0; i < map->bucket_count; i++) {
-        struct rt_tm_buffer_bucket *b = &map->buffers[i];
-        b->head[RT_ACCESS_READ] = b->head[RT_ACCESS_WRITE] = RT_TM_NIL;
-        b->count[RT_ACCESS_READ] = b->count[RT_ACCESS_WRITE] = 0;
-        b->class_mask[RT_ACCESS_READ] = b->class_mask[RT_ACCESS_WRITE] = 0;
-        buffer_bucket_clear_versions(b);
+    if (map->epoch == UINT32_MAX) {
+        empty_every_bucket(map);
+        return;
     }
-    for (uint32_t i = 0; i < 2 * map->bucket_count; i++)
-        map->granule_heads[i] = RT_TM_NIL;
-    /* O(buckets), not O(entries): entries [fresh, capacity) are free and
-     * have never been used since the reset. */
-    map->free_head = RT_TM_NIL;
-    map->fresh = 0;
-    map->live = 0;
-    map->next_seq = 0;
-    memset(map->live_by_kind, 0, sizeof map->live_by_kind);
-    memset(map->class_live, 0, sizeof map->class_live);
-    memset(map->class_mask, 0, sizeof map->class_mask);
+    map->epoch++;
+    empty_entries(map);
+}
+
+int rt_tensormap_reuse(struct rt_tensormap *map, void *mem, uint32_t bucket_count,
+                       uint32_t entry_count)
+{
+    if (!map || map->buckets != mem || map->bucket_count != bucket_count ||
+        map->capacity != entry_count || rt_tensormap_bytes(bucket_count, entry_count) == 0)
+        return -1;
+    rt_tensormap_reset(map);
+    return 0;
 }
 
 
 /* ---- the map: chains --------------------------------------------------- */
 
-static uint32_t *granule_head(struct rt_tensormap *map, uint32_t bucket, uint32_t kind)
+/* True when bucket `b` holds what its fields say: it is of the map's
+ * epoch. Any other bucket is empty. */
+static bool bucket_current(const struct rt_tensormap *map, const struct rt_tm_bucket *b)
 {
-    return &map->granule_heads[2 * bucket + kind];
+    return b->epoch == map->epoch;
+}
+
+/* Bucket `i`, to be written: cleared first if it is of an older epoch. */
+static struct rt_tm_bucket *bucket_for_write(struct rt_tensormap *map, uint32_t i)
+{
+    struct rt_tm_bucket *b = &map->buckets[i];
+    if (!bucket_current(map, b))
+        bucket_clear(b, map->epoch);
+    return b;
+}
+
+/* The newest entry of the `kind` chain of granule bucket `i`, or
+ * RT_TM_NIL. */
+static uint32_t granule_first(const struct rt_tensormap *map, uint32_t i, uint32_t kind)
+{
+    const struct rt_tm_bucket *b = &map->buckets[i];
+    return bucket_current(map, b) ? b->granule_head[kind] : RT_TM_NIL;
 }
 
 /*
@@ -121,7 +181,7 @@ static uint32_t *granule_head(struct rt_tensormap *map, uint32_t bucket, uint32_
  * The bounds are only reset when the bucket empties, so a stale bound
  * makes this answer false more often, never wrongly true.
  */
-static bool versions_all(const struct rt_tm_buffer_bucket *b, uint32_t v)
+static bool versions_all(const struct rt_tm_bucket *b, uint32_t v)
 {
     uint64_t count = (uint64_t)b->count[RT_ACCESS_READ] + b->count[RT_ACCESS_WRITE];
     if (count == 0)
@@ -149,14 +209,15 @@ static void uncount_live(struct rt_tensormap *map, const struct rt_tm_node *n)
 static void link_entry(struct rt_tensormap *map, uint32_t index)
 {
     struct rt_tm_node *n = &map->nodes[index];
-    uint32_t *ghead = granule_head(map, granule_bucket_of_node(map, n), n->kind);
+    uint32_t *ghead =
+        &bucket_for_write(map, granule_bucket_of_node(map, n))->granule_head[n->kind];
     n->granule_prev = RT_TM_NIL;
     n->granule_next = *ghead;
     if (*ghead != RT_TM_NIL)
         map->nodes[*ghead].granule_prev = index;
     *ghead = index;
 
-    struct rt_tm_buffer_bucket *b = &map->buffers[buffer_bucket_of(map, n->addr)];
+    struct rt_tm_bucket *b = bucket_for_write(map, buffer_bucket_of(map, n->addr));
     n->buffer_prev = RT_TM_NIL;
     n->buffer_next = b->head[n->kind];
     if (b->head[n->kind] != RT_TM_NIL)
@@ -178,14 +239,18 @@ static void link_entry(struct rt_tensormap *map, uint32_t index)
 static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
 {
     struct rt_tm_node *n = &map->nodes[index];
+    /* A live entry was linked in this epoch: both its buckets are of it. */
+    struct rt_tm_bucket *g = &map->buckets[granule_bucket_of_node(map, n)];
+    RT_ASSERT_INVARIANT(bucket_current(map, g));
     if (n->granule_prev != RT_TM_NIL)
         map->nodes[n->granule_prev].granule_next = n->granule_next;
     else
-        *granule_head(map, granule_bucket_of_node(map, n), n->kind) = n->granule_next;
+        g->granule_head[n->kind] = n->granule_next;
     if (n->granule_next != RT_TM_NIL)
         map->nodes[n->granule_next].granule_prev = n->granule_prev;
 
-    struct rt_tm_buffer_bucket *b = &map->buffers[buffer_bucket_of(map, n->addr)];
+    struct rt_tm_bucket *b = &map->buckets[buffer_bucket_of(map, n->addr)];
+    RT_ASSERT_INVARIANT(bucket_current(map, b));
     if (n->buffer_prev != RT_TM_NIL)
         map->nodes[n->buffer_prev].buffer_next = n->buffer_next;
     else
@@ -198,7 +263,7 @@ static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
     if (--b->count[n->kind] == 0) {
         b->class_mask[n->kind] = 0;
         if (b->count[n->kind ^ 1u] == 0)
-            buffer_bucket_clear_versions(b);
+            bucket_clear_versions(b);
     }
     uncount_live(map, n);
 
@@ -292,7 +357,7 @@ static void open_granule_chain(const struct tm_walk *w, uint32_t kind, uint32_t 
         if (probed[i] == bucket)
             return;
     probed[(*probed_n)++] = bucket;
-    uint32_t first = on_buffer(w, w->map->granule_heads[2 * bucket + kind], false);
+    uint32_t first = on_buffer(w, granule_first(w->map, bucket, kind), false);
     if (first != RT_TM_NIL)
         heap[(*n)++] = (struct tm_cursor){w->map->nodes[first].seq, first};
 }
@@ -307,7 +372,8 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
                             bool *by_buffer)
 {
     const struct rt_tensormap *map = w->map;
-    const struct rt_tm_buffer_bucket *b = &map->buffers[w->buffer_bucket];
+    const struct rt_tm_bucket *b = &map->buckets[w->buffer_bucket];
+    RT_ASSERT_INVARIANT(bucket_current(map, b)); /* lookup_extent returned early */
     uint32_t buffer_entries = b->count[kind];
     *by_buffer = true;
     if (buffer_entries == 0)
@@ -325,9 +391,11 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
     if (!w->whole_buffer && k != RT_TM_WIDE && mask == UINT64_C(1) << k) {
         *by_buffer = false;
         uint32_t first = on_buffer(
-            w, *granule_head(w->map, granule_bucket_of(map, w->access->addr, k,
-                                                       biased(w->first) >> granule_bits(k)),
-                             kind),
+            w,
+            granule_first(map,
+                          granule_bucket_of(map, w->access->addr, k,
+                                            biased(w->first) >> granule_bits(k)),
+                          kind),
             false);
         if (first == RT_TM_NIL)
             return 0;
@@ -484,11 +552,16 @@ int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_te
     } else {
         extent_of(access, &w.first, &w.last);
     }
+    /* A bucket of an older epoch holds no entry on any buffer hashing
+     * there (its granule chains may hold some of other buffers, which the
+     * lookup would skip): nothing to report or free. */
+    const struct rt_tm_bucket *b = &map->buckets[w.buffer_bucket];
+    if (!bucket_current(map, b))
+        return 0;
     /* Granule chains only hold what can share a byte with the access; an
      * unknown extent, or entries of other versions (OTHER whatever their
      * bytes), need the whole buffer. */
-    w.whole_buffer = !extent_known(w.first, w.last) ||
-                     !versions_all(&map->buffers[w.buffer_bucket], access->version);
+    w.whole_buffer = !extent_known(w.first, w.last) || !versions_all(b, access->version);
     int rc = walk_kind(&w, RT_ACCESS_WRITE, true);
     if (rc != 0 || kind != RT_ACCESS_WRITE)
         return rc;
@@ -557,11 +630,14 @@ bool rt_tensormap_forget(struct rt_tensormap *map, uint32_t entry_index, uint64_
 uint32_t rt_tensormap_reclaim(struct rt_tensormap *map, rt_tm_retired_fn retired,
                               void *retired_ctx)
 {
-    /* Every entry is on exactly one buffer chain. */
+    /* Every entry is on exactly one buffer chain, in a bucket of this
+     * epoch. */
     uint32_t freed = 0;
     for (uint32_t i = 0; i < map->bucket_count; i++) {
+        if (!bucket_current(map, &map->buckets[i]))
+            continue;
         for (uint32_t kind = 0; kind < 2; kind++) {
-            uint32_t index = map->buffers[i].head[kind];
+            uint32_t index = map->buckets[i].head[kind];
             while (index != RT_TM_NIL) {
                 uint32_t next = map->nodes[index].buffer_next;
                 if (is_retired(retired, retired_ctx, map->nodes[index].producer_id)) {

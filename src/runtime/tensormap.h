@@ -119,8 +119,16 @@ struct rt_tm_entry {
     void *producer;
 };
 
-/* One bucket of buffer chains (per kind) and what it knows of them. */
-struct rt_tm_buffer_bucket {
+/*
+ * Bucket i: the buffer chains (per kind) of the buffers hashing to i and
+ * what it knows of them, and the granule chains (per kind) of the granules
+ * hashing to i (the two hashes are unrelated; they share the count), valid
+ * only in the map's epoch they name. A bucket of an older epoch is empty,
+ * whatever its other fields hold, and is cleared when it is first written
+ * in the current one: a reset bumps the epoch instead of writing every
+ * bucket. One cache line.
+ */
+struct rt_tm_bucket {
     uint32_t head[2];       /* [enum rt_access]: newest first, or RT_TM_NIL */
     uint32_t count[2];      /* entries in each chain */
     uint64_t class_mask[2]; /* bit k: some entry of class k may be in the chain
@@ -128,10 +136,13 @@ struct rt_tm_buffer_bucket {
     uint32_t version_min;   /* <= every entry's version (not raised on unlink) */
     uint32_t version_max;   /* >= every entry's version (not lowered on unlink) */
     uint64_t version_sum;   /* exact: count < 2^32 entries of versions < 2^32 */
+    uint32_t granule_head[2]; /* [enum rt_access]: newest first, or RT_TM_NIL */
+    uint32_t epoch;         /* the map's epoch in which the fields above hold */
+    uint32_t reserved;
 };
 
 struct rt_tensormap {
-    uint32_t bucket_count; /* power of two, for both kinds of bucket */
+    uint32_t bucket_count; /* power of two */
     uint32_t bucket_bits;
     uint32_t capacity;     /* entries */
     uint32_t live;         /* entries in chains */
@@ -141,25 +152,42 @@ struct rt_tensormap {
     uint32_t live_by_kind[2];                        /* [enum rt_access] */
     uint32_t class_live[2][RT_TM_CLASSES + 1];       /* [kind][size class] */
     uint64_t class_mask[2];                          /* bit k: class_live[kind][k] > 0 */
-    struct rt_tm_buffer_bucket *buffers;             /* [bucket_count] */
-    uint32_t *granule_heads;                         /* [bucket_count][2]: write, read */
+    uint32_t epoch;                                  /* buckets of another are empty */
+    struct rt_tm_bucket *buckets;                    /* [bucket_count] */
     struct rt_tm_node *nodes;                        /* [capacity], cache-line aligned */
     struct rt_tm_entry *entries;                     /* [capacity] */
 };
 
 /* Bytes of the block rt_tensormap_init needs (0 when the sizes are invalid:
  * bucket_count not a power of two or 0, entry_count 0 or >= RT_TM_NIL):
- * per bucket a buffer bucket and two granule chain heads, padding to a
- * cache line, then per entry a node and a record. */
+ * per bucket a bucket (64 bytes), padding to a cache line, then per entry
+ * a node and a record. */
 size_t rt_tensormap_bytes(uint32_t bucket_count, uint32_t entry_count);
 
 /* Lays the map out in `mem` (rt_tensormap_bytes of them, 8-byte aligned)
- * and empties it. Returns 0 or -1 for invalid sizes. */
+ * and empties it, writing every bucket: whatever `mem` and *map held
+ * before. O(buckets). Returns 0 or -1 for invalid sizes. */
 int rt_tensormap_init(struct rt_tensormap *map, void *mem, uint32_t bucket_count,
                       uint32_t entry_count);
 
-/* Empties the map (every entry back on the free list). O(buckets). */
+/* Empties the map (every entry back on the free list). O(1): a new epoch
+ * leaves every bucket of the old ones empty; once every 2^32 resets, when
+ * the epoch would wrap to values old buckets may hold, every bucket is
+ * written (O(buckets)). */
 void rt_tensormap_reset(struct rt_tensormap *map);
+
+/*
+ * rt_tensormap_reset for a map that may be reused: when *map is a map
+ * rt_tensormap_init laid out in `mem` with these sizes and that has
+ * changed since only through this API (the caller knows it: run_init
+ * keeps a mark for it in the arena), empties it in O(1) and returns 0.
+ * Returns -1 and changes nothing when *map lies elsewhere or has other
+ * sizes: call rt_tensormap_init. A map not laid out by rt_tensormap_init
+ * (garbage that happens to match) must never be passed: its buckets may
+ * name epochs ahead of its own.
+ */
+int rt_tensormap_reuse(struct rt_tensormap *map, void *mem, uint32_t bucket_count,
+                       uint32_t entry_count);
 
 /*
  * Visits the live entries on access->addr that `access` depends on: write

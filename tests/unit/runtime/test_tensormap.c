@@ -6,8 +6,9 @@
  * views' enumerated element sets), and the map's lookup, insert, retirement
  * and reclaim behaviour: on a few entries, on many entries of one buffer
  * across granules and size classes (hits, cuts, stale entries, failing
- * hits, a full map, and how many entries a lookup visits), and against a
- * reference model of the documented semantics on random sequences.
+ * hits, a full map, and how many entries a lookup visits), its lazy reset
+ * (an epoch: reuse across resets, the wrap), and against a reference model
+ * of the documented semantics on random sequences.
  * Touches no device.
  */
 #include <setjmp.h>
@@ -643,10 +644,12 @@ static const struct rt_tm_node *node_of(const struct test_map *tm, uint64_t prod
 static uint32_t granule_bucket_holding(const struct test_map *tm, uint32_t index)
 {
     const struct rt_tensormap *map = &tm->map;
-    for (uint32_t i = 0; i < 2 * map->bucket_count; i++)
-        for (uint32_t e = map->granule_heads[i]; e != RT_TM_NIL; e = map->nodes[e].granule_next)
-            if (e == index)
-                return i / 2;
+    for (uint32_t i = 0; i < map->bucket_count; i++)
+        for (uint32_t kind = 0; kind < 2 && map->buckets[i].epoch == map->epoch; kind++)
+            for (uint32_t e = map->buckets[i].granule_head[kind]; e != RT_TM_NIL;
+                 e = map->nodes[e].granule_next)
+                if (e == index)
+                    return i;
     fail_msg("entry %u on no granule chain", index);
     return RT_TM_NIL;
 }
@@ -662,15 +665,15 @@ static void map_bytes_and_init_reject_invalid_sizes(void **state)
     assert_int_equal(rt_tensormap_bytes(4, 0), 0);
     assert_int_equal(rt_tensormap_bytes(4, RT_TM_NIL), 0);
     assert_int_equal(rt_tensormap_bytes(UINT32_C(1) << 31 | 1, 4), 0);
-    /* per bucket a buffer bucket (48 bytes) and two granule heads (2 x
-     * uint32), up to 56 bytes to align the nodes to a cache line, then per
-     * entry a node (64) and a record (136); more: padding miscounted; less:
-     * the parts overlap */
-    assert_int_equal(sizeof(struct rt_tm_buffer_bucket), 48);
+    /* per bucket a bucket (64 bytes: buffer and granule chain heads, their
+     * counts and versions, its epoch), up to 56 bytes to align the nodes
+     * to a cache line, then per entry a node (64) and a record (136);
+     * more: padding miscounted; less: the parts overlap */
+    assert_int_equal(sizeof(struct rt_tm_bucket), 64);
     assert_int_equal(sizeof(struct rt_tm_node), 64);
     assert_int_equal(sizeof(struct rt_tm_entry), 136);
-    assert_int_equal(rt_tensormap_bytes(1, 1), 56 + 56 + 200);
-    assert_int_equal(rt_tensormap_bytes(4, 3), 224 + 56 + 3 * 200);
+    assert_int_equal(rt_tensormap_bytes(1, 1), 64 + 56 + 200);
+    assert_int_equal(rt_tensormap_bytes(4, 3), 256 + 56 + 3 * 200);
 
     uint64_t mem[64];
     struct rt_tensormap map, before;
@@ -693,24 +696,29 @@ static void map_init_lays_out_an_empty_map(void **state)
     assert_int_equal(tm.map.bucket_bits, 2);
     assert_int_equal(tm.map.capacity, 3);
     assert_int_equal(rt_tensormap_free_count(&tm.map), 3); /* less: entries lost to the free list */
-    /* buffer buckets, granule heads, nodes on the next cache line, records
-     * (else they overlap, or a node straddles two lines) */
-    assert_ptr_equal(tm.map.buffers, tm.mem);
-    assert_ptr_equal(tm.map.granule_heads, (char *)tm.mem + 192);
-    uintptr_t nodes = ((uintptr_t)tm.mem + 224 + 63) & ~(uintptr_t)63;
+    /* buckets, nodes on the next cache line, records (else they overlap,
+     * or a node straddles two lines) */
+    assert_ptr_equal(tm.map.buckets, tm.mem);
+    uintptr_t nodes = ((uintptr_t)tm.mem + 256 + 63) & ~(uintptr_t)63;
     assert_ptr_equal(tm.map.nodes, (void *)nodes);
     assert_ptr_equal(tm.map.entries, (char *)nodes + 3 * 64);
     assert_true((char *)(tm.map.entries + 3) <= (char *)tm.mem + rt_tensormap_bytes(4, 3));
-    for (uint32_t i = 0; i < 8; i++)
-        assert_int_equal(tm.map.granule_heads[i], RT_TM_NIL); /* else a chain starts at garbage */
+    /* init writes every bucket, whatever the memory held: epoch 0 in the
+     * map and in each bucket (another value in a bucket: garbage read as
+     * a live bucket) */
+    assert_int_equal(tm.map.epoch, 0);
     for (uint32_t i = 0; i < 4; i++) {
-        assert_int_equal(tm.map.buffers[i].head[RT_ACCESS_READ], RT_TM_NIL);
-        assert_int_equal(tm.map.buffers[i].head[RT_ACCESS_WRITE], RT_TM_NIL);
+        assert_int_equal(tm.map.buckets[i].epoch, 0);
+        /* else a chain starts at garbage */
+        assert_int_equal(tm.map.buckets[i].granule_head[RT_ACCESS_READ], RT_TM_NIL);
+        assert_int_equal(tm.map.buckets[i].granule_head[RT_ACCESS_WRITE], RT_TM_NIL);
+        assert_int_equal(tm.map.buckets[i].head[RT_ACCESS_READ], RT_TM_NIL);
+        assert_int_equal(tm.map.buckets[i].head[RT_ACCESS_WRITE], RT_TM_NIL);
         /* nonzero: a lookup on an empty map walks or probes garbage */
-        assert_int_equal(tm.map.buffers[i].count[RT_ACCESS_READ], 0);
-        assert_int_equal(tm.map.buffers[i].count[RT_ACCESS_WRITE], 0);
-        assert_int_equal(tm.map.buffers[i].class_mask[RT_ACCESS_READ], 0);
-        assert_int_equal(tm.map.buffers[i].class_mask[RT_ACCESS_WRITE], 0);
+        assert_int_equal(tm.map.buckets[i].count[RT_ACCESS_READ], 0);
+        assert_int_equal(tm.map.buckets[i].count[RT_ACCESS_WRITE], 0);
+        assert_int_equal(tm.map.buckets[i].class_mask[RT_ACCESS_READ], 0);
+        assert_int_equal(tm.map.buckets[i].class_mask[RT_ACCESS_WRITE], 0);
     }
     assert_int_equal(tm.map.class_mask[RT_ACCESS_READ], 0); /* else empty classes probed */
     assert_int_equal(tm.map.class_mask[RT_ACCESS_WRITE], 0);
@@ -1562,7 +1570,10 @@ static void check_map_invariants(const struct rt_tensormap *map)
     uint32_t by_class[2][RT_TM_CLASSES + 1];
     memset(by_class, 0, sizeof by_class);
     for (uint32_t b = 0; b < map->bucket_count; b++) {
-        const struct rt_tm_buffer_bucket *bb = &map->buffers[b];
+        const struct rt_tm_bucket *bb = &map->buckets[b];
+        assert_true(bb->epoch <= map->epoch); /* else a reset would not empty it */
+        if (bb->epoch != map->epoch)
+            continue; /* of an older epoch: empty, whatever it holds */
         uint64_t versions = 0;
         for (uint32_t kind = 0; kind < 2; kind++) {
             uint32_t n = check_chain(map, bb->head[kind], kind, true, seen);
@@ -1578,7 +1589,7 @@ static void check_map_invariants(const struct rt_tensormap *map)
                 assert_true(e->version <= bb->version_max);
                 versions += e->version;
             }
-            in_granules += check_chain(map, map->granule_heads[2 * b + kind], kind, false, seen);
+            in_granules += check_chain(map, bb->granule_head[kind], kind, false, seen);
         }
         assert_int_equal(versions, bb->version_sum); /* else versions_all can lie */
     }
@@ -1601,6 +1612,201 @@ static void check_map_invariants(const struct rt_tensormap *map)
     for (uint32_t i = 0; i < map->fresh; i++)
         assert_true(seen[i] == 3 || seen[i] == 4); /* leaked: in no chain, not free */
     assert_int_equal(free_entries + map->live, map->fresh);
+}
+
+/* ---- map: lazy reset --------------------------------------------------- */
+
+/* Entries spread over SPREAD_BUFFERS buffers of 256 u32 elements each:
+ * entry i (of a round shifted by `shift`) is elements [4 k, 4 k + 4) of
+ * buffer (i + shift) % SPREAD_BUFFERS, k = i / SPREAD_BUFFERS, disjoint
+ * from every other entry on its buffer; every third one a read. With 64
+ * buckets they land in most buffer and granule buckets. */
+#define SPREAD_BUFFERS 48
+#define SPREAD_BASE UINT64_C(0x7000000)
+
+static uint64_t spread_addr(uint32_t buffer)
+{
+    return SPREAD_BASE + (uint64_t)buffer * 0x1000;
+}
+
+static struct simpler_tensor spread_region(uint32_t i, uint32_t shift)
+{
+    uint64_t k = i / SPREAD_BUFFERS;
+    return sl(vec(spread_addr((i + shift) % SPREAD_BUFFERS), 256, SIMPLER_DTYPE_U32), 0, 4 * k,
+              4 * k + 4, 1);
+}
+
+static enum rt_access spread_kind(uint32_t i)
+{
+    return i % 3 == 0 ? RT_ACCESS_READ : RT_ACCESS_WRITE;
+}
+
+static void insert_spread(struct test_map *tm, uint32_t n, uint32_t shift, uint64_t first_id)
+{
+    for (uint32_t i = 0; i < n; i++)
+        insert(tm, spread_region(i, shift), spread_kind(i), first_id + i);
+}
+
+/* Buckets of the map's epoch holding some entry (either kind, either
+ * chain). */
+static uint32_t buckets_holding_entries(const struct rt_tensormap *map)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < map->bucket_count; i++) {
+        const struct rt_tm_bucket *b = &map->buckets[i];
+        n += b->epoch == map->epoch &&
+             (b->count[RT_ACCESS_READ] || b->count[RT_ACCESS_WRITE] ||
+              b->granule_head[RT_ACCESS_READ] != RT_TM_NIL ||
+              b->granule_head[RT_ACCESS_WRITE] != RT_TM_NIL);
+    }
+    return n;
+}
+
+/* Every region of the last insert_spread(n, shift), and every whole spread
+ * buffer, is looked up (WRITE: every entry kind is reported) and must hit
+ * nothing. */
+static void assert_spread_empty(struct test_map *tm, uint32_t n, uint32_t shift)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct hits h = lookup(tm, spread_region(i, shift), RT_ACCESS_WRITE, NULL);
+        assert_int_equal(h.count, 0); /* else an entry of before the reset survived it */
+    }
+    for (uint32_t b = 0; b < SPREAD_BUFFERS; b++) {
+        struct hits h =
+            lookup(tm, vec(spread_addr(b), 256, SIMPLER_DTYPE_U32), RT_ACCESS_WRITE, NULL);
+        assert_int_equal(h.count, 0);
+    }
+}
+
+static void map_reset_leaves_every_bucket_empty_without_writing_them(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    map_open(&tm, 64, 512);
+    insert_spread(&tm, 480, 0, 1);
+    /* fewer: the test does not reach the buckets it means to */
+    assert_true(buckets_holding_entries(&tm.map) >= 60);
+    uint32_t held_before = buckets_holding_entries(&tm.map);
+
+    rt_tensormap_reset(&tm.map);
+    assert_int_equal(tm.map.epoch, 1); /* 0: the reset did not start a new epoch */
+    /* The reset wrote no bucket: each still names epoch 0 and keeps its
+     * counts (all 0 with counts cleared: the reset was O(buckets) again). */
+    uint32_t untouched = 0;
+    for (uint32_t i = 0; i < 64; i++) {
+        assert_int_equal(tm.map.buckets[i].epoch, 0);
+        untouched += tm.map.buckets[i].count[RT_ACCESS_WRITE] != 0;
+    }
+    assert_true(untouched > 0);
+    assert_int_equal(buckets_holding_entries(&tm.map), 0); /* else old buckets read as live */
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 512); /* less: entries kept */
+    assert_int_equal(tm.map.live, 0);
+    check_map_invariants(&tm.map);
+    tm.retired = ~UINT64_C(0);
+    /* nonzero: reclaim walked chains of the old epoch and freed into them */
+    assert_int_equal(rt_tensormap_reclaim(&tm.map, retired_in_mask, &tm.retired), 0);
+    tm.retired = 0;
+    assert_spread_empty(&tm, 480, 0);
+    /* a lookup reads, never writes, an old bucket */
+    assert_int_equal(buckets_holding_entries(&tm.map), 0);
+
+    /* The map fills again to capacity: every entry is free and usable. */
+    insert_spread(&tm, 512, 0, 1001);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 0);
+    assert_int_equal(buckets_holding_entries(&tm.map), held_before); /* same regions, same buckets */
+    check_map_invariants(&tm.map);
+    map_close(&tm);
+}
+
+static void map_reused_across_resets_answers_exactly_this_rounds_entries(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    map_open(&tm, 64, 512);
+    const uint32_t counts[] = {480, 100, 7, 300, 512, 48};
+    for (uint32_t round = 0; round < 6; round++) {
+        uint32_t n = counts[round], shift = 7 * round;
+        uint64_t first_id = 1000 * (uint64_t)round + 1;
+        if (round > 0) {
+            /* the arena's next run: the same map, the same block */
+            assert_int_equal(rt_tensormap_reuse(&tm.map, tm.mem, 64, 512), 0);
+            assert_int_equal(tm.map.epoch, round); /* else a reuse wrote every bucket */
+        }
+        insert_spread(&tm, n, shift, first_id);
+        check_map_invariants(&tm.map);
+        assert_int_equal(rt_tensormap_free_count(&tm.map), 512 - n);
+        /* A read of a whole buffer overlaps every entry on it and is
+         * covered by none: it reports exactly this round's writes there,
+         * newest first. An extra hit is an entry of an earlier round; a
+         * missing one, an entry lost in a bucket taken as old. */
+        for (uint32_t b = 0; b < SPREAD_BUFFERS; b++) {
+            uint64_t want[MAX_HITS];
+            int want_n = 0;
+            for (uint32_t i = n; i-- > 0;)
+                if ((i + shift) % SPREAD_BUFFERS == b && spread_kind(i) == RT_ACCESS_WRITE)
+                    want[want_n++] = first_id + i;
+            struct hits h =
+                lookup(&tm, vec(spread_addr(b), 256, SIMPLER_DTYPE_U32), RT_ACCESS_READ, NULL);
+            assert_ids(&h, want, want_n);
+        }
+    }
+    /* Another block or other sizes: not this map; nothing changes. */
+    struct rt_tensormap before = tm.map;
+    assert_int_equal(rt_tensormap_reuse(&tm.map, tm.mem, 32, 512), -1);
+    assert_int_equal(rt_tensormap_reuse(&tm.map, tm.mem, 64, 256), -1);
+    assert_int_equal(rt_tensormap_reuse(&tm.map, (char *)tm.mem + 64, 64, 512), -1);
+    assert_memory_equal(&tm.map, &before, sizeof before); /* a refused reuse reset the map */
+    map_close(&tm);
+}
+
+static void map_reset_at_epoch_wrap_writes_every_bucket(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    map_open(&tm, 64, 512);
+
+    /* Two resets before the wrap: buckets of UINT32_MAX - 1, then of
+     * UINT32_MAX (init's epoch-0 buckets read empty below them). */
+    tm.map.epoch = UINT32_MAX - 1;
+    insert_spread(&tm, 300, 0, 1);
+    rt_tensormap_reset(&tm.map);
+    assert_int_equal(tm.map.epoch, UINT32_MAX); /* still lazy: no wrap yet */
+    insert_spread(&tm, 200, 5, 1001);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 312);
+    rt_tensormap_reset(&tm.map);
+    /* The wrap: epoch 0 again, and every bucket written with it, empty. A
+     * bucket of another epoch here: the reset only bumped the epoch. */
+    assert_int_equal(tm.map.epoch, 0);
+    for (uint32_t i = 0; i < 64; i++) {
+        const struct rt_tm_bucket *b = &tm.map.buckets[i];
+        assert_int_equal(b->epoch, 0);
+        assert_int_equal(b->count[RT_ACCESS_READ] + b->count[RT_ACCESS_WRITE], 0);
+        assert_int_equal(b->head[RT_ACCESS_WRITE], RT_TM_NIL);
+        assert_int_equal(b->granule_head[RT_ACCESS_WRITE], RT_TM_NIL);
+        assert_int_equal(b->granule_head[RT_ACCESS_READ], RT_TM_NIL);
+    }
+    assert_spread_empty(&tm, 200, 5);
+    check_map_invariants(&tm.map);
+
+    /* Why the wrap must write them: buckets filled in epoch 0 and
+     * untouched for 2^32 - 1 resets would be of the epoch again after a
+     * plain increment. Filled now (epoch 0), then the epoch is set to its
+     * last value as if those resets had happened. */
+    insert_spread(&tm, 480, 0, 2001);
+    tm.map.epoch = UINT32_MAX;
+    rt_tensormap_reset(&tm.map);
+    assert_int_equal(tm.map.epoch, 0);
+    /* a hit: an epoch-0 bucket of before the wrap read as live, reporting
+     * entries that are free (and garbage once reused) */
+    assert_spread_empty(&tm, 480, 0);
+    assert_int_equal(buckets_holding_entries(&tm.map), 0);
+    assert_int_equal(rt_tensormap_free_count(&tm.map), 512);
+    /* and the map runs on: the next reset is lazy again */
+    insert_spread(&tm, 10, 0, 3001);
+    rt_tensormap_reset(&tm.map);
+    assert_int_equal(tm.map.epoch, 1);
+    assert_spread_empty(&tm, 10, 0);
+    map_close(&tm);
 }
 
 /* ---- map: against a reference model ------------------------------------ */
@@ -1827,6 +2033,9 @@ int main(void)
         cmocka_unit_test(map_nonzero_hit_stops_the_walk_and_keeps_the_entry),
         cmocka_unit_test(map_write_of_a_new_version_retires_nothing_old),
         cmocka_unit_test(map_reset_empties_the_map),
+        cmocka_unit_test(map_reset_leaves_every_bucket_empty_without_writing_them),
+        cmocka_unit_test(map_reused_across_resets_answers_exactly_this_rounds_entries),
+        cmocka_unit_test(map_reset_at_epoch_wrap_writes_every_bucket),
         cmocka_unit_test(map_small_access_among_many_disjoint_slices_hits_one_and_visits_few),
         cmocka_unit_test(map_wide_access_after_many_slices_hits_every_one_newest_first),
         cmocka_unit_test(map_entry_spanning_a_granule_boundary_is_found_from_either_side),
