@@ -104,8 +104,14 @@ static int device_start(struct sd_device *dev)
     atomic_store(&dev->lost, 0);
     atomic_store(&dev->budget.awake, 0);
     sd_launch_reset(dev);
+    rc = sd_launch_watchdog_start(dev);
+    if (rc != 0) {
+        sd_regs_destroy(dev);
+        return rc;
+    }
     rc = sd_workers_start(dev);
     if (rc != 0) {
+        sd_launch_watchdog_stop(dev);
         sd_regs_destroy(dev);
         return rc;
     }
@@ -149,6 +155,7 @@ void sd_device_mark_lost(struct sd_device *dev)
     sd_launch_wake_all(dev);
     sd_sem_wake_all(dev);
     sd_regs_wake_all(dev);
+    sd_launch_fail_inflight(dev);
 }
 
 /* ------------------------------------------------------------------ reset */
@@ -202,6 +209,7 @@ int simdev_device_reset(int device)
     sd_capture_abort_device(dev);
     pthread_mutex_unlock(&dev->lock);
     destroy_objects(dev);
+    sd_launch_watchdog_stop(dev);
 
     pthread_mutex_lock(&dev->lock);
     sd_workers_stop(dev);

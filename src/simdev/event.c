@@ -46,6 +46,12 @@ void sd_record_unref(struct sd_event_record *record)
     free(record);
 }
 
+static bool record_is_done(const struct sd_event_record *record)
+{
+    /* acquire: pairs with the release in sd_record_complete */
+    return atomic_load_explicit(&((struct sd_event_record *)record)->done, memory_order_acquire);
+}
+
 void sd_record_complete(struct sd_event_record *record, int status,
                         struct sd_wait_counters *counters)
 {
@@ -58,14 +64,35 @@ void sd_record_complete(struct sd_event_record *record, int status,
         sd_count_wait(&counters->handoffs, record->sleepers);
     }
     pthread_cond_broadcast(&record->cond);
+    struct simdev_stream *waiting = record->waiting;
+    record->waiting = NULL;
     pthread_mutex_unlock(&record->lock);
+    /* The streams waiting for it go on, on this thread (their wait ops
+     * hold references to the record, so it outlives this loop). */
+    while (waiting) {
+        struct simdev_stream *next = waiting->next_waiting;
+        if (counters)
+            sd_count_wait(&counters->handoffs, 1);
+        sd_stream_wait_done(waiting, status);
+        waiting = next;
+    }
 }
 
-static bool record_is_done(const struct sd_event_record *record)
+bool sd_record_wait_async(struct sd_event_record *record, struct simdev_stream *stream,
+                          int *status)
 {
-    /* acquire: pairs with the release in sd_record_complete */
-    return atomic_load_explicit(&((struct sd_event_record *)record)->done, memory_order_acquire);
+    pthread_mutex_lock(&record->lock);
+    bool pending = !record_is_done(record);
+    if (pending) {
+        stream->next_waiting = record->waiting;
+        record->waiting = stream;
+    } else {
+        *status = record->status;
+    }
+    pthread_mutex_unlock(&record->lock);
+    return pending;
 }
+
 
 int sd_record_wait(struct sd_event_record *record, struct sd_wait_counters *counters)
 {

@@ -29,6 +29,7 @@ struct sd_event_record {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     uint32_t sleepers; /* threads asleep in sd_record_wait; guarded by lock */
+    struct simdev_stream *waiting; /* streams whose head waits for it (lock) */
     struct sd_capture *capture; /* non-NULL: recorded inside this capture */
     size_t *capture_tail;       /* the recording stream's tail at that point */
     size_t capture_tail_count;
@@ -49,6 +50,11 @@ void sd_record_unref(struct sd_event_record *record);
  * `counters` (may be NULL). */
 void sd_record_complete(struct sd_event_record *record, int status,
                         struct sd_wait_counters *counters);
+/* Registers `stream`, whose head op waits for the record, to be gone on
+ * with (sd_stream_wait_done) by whoever completes it: true. False when it
+ * is complete already, with its status in *status. */
+bool sd_record_wait_async(struct sd_event_record *record, struct simdev_stream *stream,
+                          int *status);
 /* Blocks until complete; returns its status. Counts a sleep in `counters`
  * (may be NULL). */
 int sd_record_wait(struct sd_event_record *record, struct sd_wait_counters *counters);

@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "simdev/device_config.h"
 #include "simdev/device.h"
@@ -16,12 +17,18 @@
 #include "simdev/launch.h"
 #include "simdev/op.h"
 #include "simdev/park.h"
+#include "simdev/stream.h"
 #include "simdev/worker.h"
 
 void sd_launch_init(struct sd_device *dev)
 {
     pthread_mutex_init(&dev->launch.pool_lock, NULL);
     pthread_cond_init(&dev->launch.pool_cond, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* simdev_clock_ns's clock */
+    pthread_cond_init(&dev->launch.watchdog_cond, &attr);
+    pthread_condattr_destroy(&attr);
 }
 
 void sd_launch_reset(struct sd_device *dev)
@@ -50,6 +57,54 @@ void sd_launch_free_abandoned(struct sd_device *dev)
     }
 }
 
+/* Unlinks `job` from the jobs in flight. Caller holds pool_lock. */
+static void inflight_unlink(struct sd_device *dev, struct sd_job *job)
+{
+    if (job->prev_inflight)
+        job->prev_inflight->next_inflight = job->next_inflight;
+    else
+        dev->launch.inflight = job->next_inflight;
+    if (job->next_inflight)
+        job->next_inflight->prev_inflight = job->prev_inflight;
+    job->prev_inflight = job->next_inflight = NULL;
+}
+
+/* Gives the job's threads back to the pool and wakes the launches waiting
+ * for them. Caller holds pool_lock. */
+static void return_threads_locked(struct sd_device *dev, struct sd_job *job, bool on_cores,
+                                  struct sd_worker **workers)
+{
+    if (on_cores) {
+        dev->launch.cores_busy = false;
+    } else {
+        for (uint32_t i = 0; i < job->thread_count; i++)
+            dev->launch.aicpu_busy[workers[i]->index] = false;
+        dev->launch.aicpu_free += job->thread_count;
+    }
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+}
+
+/* The end of an asynchronous job, on its last finisher: its threads back,
+ * its stream op ended, and that stream gone on with on this thread —
+ * unless a device loss abandoned the job first (and ended the op). */
+static void job_end_async(struct sd_device *dev, struct sd_job *job)
+{
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    if (atomic_load_explicit(&job->state, memory_order_relaxed) != SD_JOB_RUNNING) {
+        pthread_mutex_unlock(&dev->launch.pool_lock); /* abandoned: kept until reset */
+        return;
+    }
+    atomic_store_explicit(&job->state, SD_JOB_ENDED, memory_order_relaxed);
+    inflight_unlink(dev, job);
+    return_threads_locked(dev, job, job->aicore_fn != NULL, job->workers);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    struct simdev_stream *stream = job->stream;
+    struct sd_op *op = job->op;
+    int status = atomic_load_explicit(&job->status, memory_order_relaxed);
+    free(job);
+    sd_stream_op_done(stream, op, status);
+}
+
 void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status)
 {
     if (status != 0) {
@@ -57,11 +112,18 @@ void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status)
         atomic_compare_exchange_strong_explicit(&job->status, &expected, status,
                                                 memory_order_relaxed, memory_order_relaxed);
     }
+    /* Read before the decrement: a blocking launcher frees its job as soon
+     * as it sees it done. */
+    bool async = job->stream != NULL;
     /* acq_rel: the last finisher's release publishes every thread's status
-     * write; pairs with the acquire in job_done. */
+     * write; pairs with the acquire in job_done (and this thread's own
+     * acquire for an asynchronous job's end). */
     if (atomic_fetch_sub_explicit(&job->remaining, 1, memory_order_acq_rel) == 1) {
         sd_count_wait(&dev->waits.handoffs, 1); /* the end, to the launcher */
-        sd_wake(&dev->launch.done); /* never touch the job after the decrement */
+        if (async)
+            job_end_async(dev, job);
+        else
+            sd_wake(&dev->launch.done); /* never touch the job after the decrement */
     }
 }
 
@@ -81,9 +143,13 @@ static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
     _Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
                        SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t) % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
                    "the args copy after the job and its index table keeps its promised alignment");
-    struct sd_job *job = sd_calloc(1, sizeof(*job) + index_bytes + op->args_size);
+    size_t args_room = (op->args_size + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+    size_t worker_bytes = SIMDEV_MAX_CORES * sizeof(struct sd_worker *);
+    struct sd_job *job = sd_calloc(1, sizeof(*job) + index_bytes + args_room + worker_bytes);
     if (!job)
         return NULL;
+    job->workers = (struct sd_worker **)((unsigned char *)job + sizeof(*job) + index_bytes +
+                                         args_room);
     if (op->type == SD_OP_AICORE)
         job->aicore_fn = op->u.aicore.fn;
     else
@@ -97,6 +163,15 @@ static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
     }
     return job;
 }
+
+/* Whether the threads `job` needs are free. Caller holds pool_lock. */
+static bool threads_free(const struct sd_device *dev, const struct sd_job *job, bool on_cores)
+{
+    return on_cores ? !dev->launch.cores_busy : dev->launch.aicpu_free >= job->thread_count;
+}
+
+static void take_locked(struct sd_device *dev, struct sd_job *job, bool on_cores,
+                        struct sd_worker **workers);
 
 /* Takes the threads the launch needs, in ticket order among launches of
  * the same resource (AICPU threads or cores). Returns 0 or DEVICE_LOST.
@@ -116,12 +191,22 @@ static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool o
             pthread_mutex_unlock(&dev->launch.pool_lock);
             return PTO_RUNTIME_ERR_DEVICE_LOST;
         }
-        bool available = on_cores ? !dev->launch.cores_busy
-                                  : dev->launch.aicpu_free >= job->thread_count;
-        if (dev->launch.serving_ticket[queue] == ticket && available)
+        if (dev->launch.serving_ticket[queue] == ticket && threads_free(dev, job, on_cores))
             break;
         pthread_cond_wait(&dev->launch.pool_cond, &dev->launch.pool_lock);
     }
+    take_locked(dev, job, on_cores, workers);
+    dev->launch.serving_ticket[queue]++;
+    pthread_cond_broadcast(&dev->launch.pool_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    return 0;
+}
+
+/* Takes the job's threads, which are free, into workers[]. Caller holds
+ * pool_lock. */
+static void take_locked(struct sd_device *dev, struct sd_job *job, bool on_cores,
+                        struct sd_worker **workers)
+{
     if (on_cores) {
         dev->launch.cores_busy = true;
         for (uint32_t i = 0; i < job->thread_count; i++)
@@ -138,10 +223,6 @@ static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool o
         }
         dev->launch.aicpu_free -= job->thread_count;
     }
-    dev->launch.serving_ticket[queue]++;
-    pthread_cond_broadcast(&dev->launch.pool_cond);
-    pthread_mutex_unlock(&dev->launch.pool_lock);
-    return 0;
 }
 
 /* Gives the job's threads back to the pool and wakes the launches waiting
@@ -150,14 +231,7 @@ static void launch_return_threads(struct sd_device *dev, struct sd_job *job, boo
                                   struct sd_worker **workers)
 {
     pthread_mutex_lock(&dev->launch.pool_lock);
-    if (on_cores) {
-        dev->launch.cores_busy = false;
-    } else {
-        for (uint32_t i = 0; i < job->thread_count; i++)
-            dev->launch.aicpu_busy[workers[i]->index] = false;
-        dev->launch.aicpu_free += job->thread_count;
-    }
-    pthread_cond_broadcast(&dev->launch.pool_cond);
+    return_threads_locked(dev, job, on_cores, workers);
     pthread_mutex_unlock(&dev->launch.pool_lock);
 }
 
@@ -175,15 +249,19 @@ static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_wo
                          uint32_t count)
 {
     sd_count_wait(&dev->waits.handoffs, count);
+    /* An asynchronous job may end, and be freed by its last thread, as soon
+     * as its last worker has it: `workers` must not live in the job. */
+    bool cores = count && workers[0]->is_core;
     for (uint32_t i = 0; i < count; i++) {
+        struct sd_worker *w = workers[i];
         /* release: publishes the job; pairs with the acquire in worker_has_job
          * (worker.c) */
-        atomic_store_explicit(&workers[i]->job, job, memory_order_release);
-        if (!workers[i]->is_core)
-            sd_wake(sd_worker_word(workers[i]));
+        atomic_store_explicit(&w->job, job, memory_order_release);
+        if (!cores)
+            sd_wake(sd_worker_word(w));
     }
-    if (count && workers[0]->is_core) /* a core launch takes every core */
-        sd_wake(sd_worker_word(workers[0]));
+    if (cores) /* a core launch takes every core: one word wakes them all */
+        sd_wake(&dev->workers.cores_wake);
 }
 
 /* Waits for the job's end under the watchdog: 0, TIMEOUT (the watchdog
@@ -225,4 +303,118 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
     /* Hung threads still reference the job (never the op): keep it. */
     launch_abandon(dev, job);
     return PTO_RUNTIME_ERR_DEVICE_LOST;
+}
+
+/* ------------------------------------------------ asynchronous launches */
+
+int sd_launch_start(struct sd_device *dev, struct sd_op *op, struct simdev_stream *stream)
+{
+    bool on_cores = op->type == SD_OP_AICORE;
+    uint32_t count = on_cores ? dev->config.aic_cores + dev->config.aiv_cores
+                              : op->u.aicpu.thread_count;
+    struct sd_job *job = job_new(op, count);
+    if (!job)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    job->stream = stream;
+    job->op = op;
+    if (dev->config.watchdog_ms)
+        job->deadline_ns = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    uint32_t queue = on_cores ? 1 : 0;
+    /* Only when no launch of the kind waits for threads (their order is
+     * the tickets'), and never on a lost device (its loss already ended
+     * every job in flight; a later one would never be ended). */
+    if (dev->launch.serving_ticket[queue] != dev->launch.next_ticket[queue] ||
+        !threads_free(dev, job, on_cores) || sd_device_lost(dev)) {
+        pthread_mutex_unlock(&dev->launch.pool_lock);
+        free(job);
+        return SD_LAUNCH_BUSY;
+    }
+    take_locked(dev, job, on_cores, job->workers);
+    dev->launch.next_ticket[queue]++;
+    dev->launch.serving_ticket[queue]++;
+    job->next_inflight = dev->launch.inflight;
+    if (job->next_inflight)
+        job->next_inflight->prev_inflight = job;
+    dev->launch.inflight = job;
+    struct sd_worker *workers[SIMDEV_MAX_CORES];
+    memcpy(workers, job->workers, count * sizeof workers[0]);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    job_hand_out(dev, job, workers, count);
+    return 0;
+}
+
+void sd_launch_fail_inflight(struct sd_device *dev)
+{
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    struct sd_job *list = dev->launch.inflight;
+    dev->launch.inflight = NULL;
+    for (struct sd_job *job = list; job; job = job->next_inflight) {
+        /* Its threads may be hung: they keep the job until reset, as a
+         * blocking launch's do (launch_abandon). */
+        atomic_store_explicit(&job->state, SD_JOB_ABANDONED, memory_order_relaxed);
+        job->next_abandoned = dev->launch.abandoned;
+        dev->launch.abandoned = job;
+    }
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    /* Abandoned jobs live until reset, which waits for their streams. */
+    while (list) {
+        struct sd_job *next = list->next_inflight;
+        sd_stream_op_done(list->stream, list->op, PTO_RUNTIME_ERR_DEVICE_LOST);
+        list = next;
+    }
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct sd_device *dev = arg;
+    (void)pthread_setname_np(pthread_self(), "simdev watchdog");
+    const uint64_t period = (uint64_t)dev->config.watchdog_ms * 1000000ull;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    while (!dev->launch.watchdog_stop) {
+        uint64_t now = simdev_clock_ns();
+        uint64_t wake = now + period;
+        bool expired = false;
+        for (struct sd_job *job = dev->launch.inflight; job; job = job->next_inflight) {
+            if (job->deadline_ns <= now)
+                expired = true;
+            else if (job->deadline_ns < wake)
+                wake = job->deadline_ns;
+        }
+        if (expired) {
+            pthread_mutex_unlock(&dev->launch.pool_lock);
+            sd_device_mark_lost(dev); /* ends every job in flight */
+            sd_launch_fail_inflight(dev); /* if the device was lost already */
+            pthread_mutex_lock(&dev->launch.pool_lock);
+            continue;
+        }
+        struct timespec until = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
+        pthread_cond_timedwait(&dev->launch.watchdog_cond, &dev->launch.pool_lock, &until);
+    }
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    return NULL;
+}
+
+int sd_launch_watchdog_start(struct sd_device *dev)
+{
+    dev->launch.watchdog_stop = false;
+    dev->launch.watchdog_running = false;
+    if (!dev->config.watchdog_ms)
+        return 0;
+    if (sd_thread_create(&dev->launch.watchdog, watchdog_main, dev) != 0)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    dev->launch.watchdog_running = true;
+    return 0;
+}
+
+void sd_launch_watchdog_stop(struct sd_device *dev)
+{
+    if (!dev->launch.watchdog_running)
+        return;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    dev->launch.watchdog_stop = true;
+    pthread_cond_signal(&dev->launch.watchdog_cond);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    pthread_join(dev->launch.watchdog, NULL);
+    dev->launch.watchdog_running = false;
 }

@@ -21,10 +21,26 @@
 
 struct sd_device;
 struct sd_op;
+struct sd_worker;
+struct simdev_stream;
+
+/* An asynchronous job's state (sd_launch_start): exactly one of its last
+ * finisher and a device loss moves it on from RUNNING. */
+enum { SD_JOB_RUNNING = 0, SD_JOB_ENDED, SD_JOB_ABANDONED };
 
 /* One execution of an AICPU or AICore launch, shared with its workers. */
 struct sd_job {
     struct sd_job *next_abandoned;
+    /* Asynchronous jobs only (sd_launch_start; NULL stream: a blocking
+     * launch waits for the job itself): the stream op the job's end
+     * completes, the workers it took, its place in the device's list of
+     * jobs in flight (pool_lock) and the watchdog's deadline. */
+    struct simdev_stream *stream;
+    struct sd_op *op;
+    struct sd_worker **workers;
+    struct sd_job *prev_inflight, *next_inflight;
+    uint64_t deadline_ns; /* 0: no watchdog */
+    _Atomic int state;
     simdev_aicpu_fn aicpu_fn; /* exactly one of the two is set */
     simdev_aicore_fn aicore_fn;
     void *args_copy; /* the job's own copy of the argument bytes */
@@ -58,6 +74,14 @@ struct sd_launch_state {
     uint64_t next_ticket[2];
     uint64_t serving_ticket[2];
     struct sd_job *abandoned; /* jobs whose threads hung; freed at reset */
+    struct sd_job *inflight;  /* asynchronous jobs not yet ended */
+
+    /* The watchdog of asynchronous jobs (only with config.watchdog_ms):
+     * sleeps until the earliest deadline in flight, then loses the device.
+     * Guarded by pool_lock. */
+    pthread_t watchdog;
+    bool watchdog_running, watchdog_stop;
+    pthread_cond_t watchdog_cond; /* CLOCK_MONOTONIC */
 
     /* Launch completions: the last thread of a job wakes its launcher here.
      * The word lives in the device, not the job, because the launcher frees
@@ -71,9 +95,33 @@ struct sd_launch_state {
  * (the watchdog fired). Blocks until every thread of the job returned. */
 int sd_launch_run(struct sd_device *dev, const struct sd_op *op);
 
+/* What sd_launch_start returns when the launch's threads are not free at
+ * once (or launches before it wait for them): nothing was done. */
+#define SD_LAUNCH_BUSY 1
+
+/*
+ * Starts launch `op`, the head of `stream`, without waiting for it: takes
+ * its threads if they are free at once and hands the job out. Returns 0
+ * when started: the job's last finisher (or a device loss) ends the op
+ * through sd_stream_op_done, on its own thread. SD_LAUNCH_BUSY when the
+ * threads are not free at once; OUT_OF_HOST_MEMORY; nothing started then.
+ */
+int sd_launch_start(struct sd_device *dev, struct sd_op *op, struct simdev_stream *stream);
+
+/* Starts the watchdog of asynchronous jobs when the device has one (device
+ * start): 0 or OUT_OF_HOST_MEMORY. */
+int sd_launch_watchdog_start(struct sd_device *dev);
+/* Stops and joins it (reset, before the workers stop). */
+void sd_launch_watchdog_stop(struct sd_device *dev);
+/* Ends every asynchronous job in flight with DEVICE_LOST, abandoning it to
+ * its threads (the device was lost). */
+void sd_launch_fail_inflight(struct sd_device *dev);
+
 /* Called by each worker of a job as its device function returns: records
  * a failing `status` (the first wins) and, from the last worker, wakes the
- * launcher. The worker must not touch the job afterwards. */
+ * launcher, or for an asynchronous job ends its stream op and goes on with
+ * that stream on this thread. The worker must not touch the job
+ * afterwards. */
 void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status);
 
 /* Initialises the pool's lock and condition (once, with the device table). */

@@ -174,6 +174,31 @@ static bool ticket_granted(void *arg)
     return WORD_GEN(g) != w->generation || (int32_t)((uint32_t)g - w->ticket) > 0;
 }
 
+bool sd_sem_try_acquire(struct sd_device *dev, const struct sd_op *op, int *status)
+{
+    struct sd_sem *s = handle_slot(dev, op->u.sem);
+    uint32_t gen = SEM_GEN(op->u.sem);
+    int stale = sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : PTO_RUNTIME_ERR_INVALID_STATE;
+    uint64_t t = s ? atomic_load_explicit(&s->tickets, memory_order_acquire) : 0;
+    if (!s || WORD_GEN(t) != gen) {
+        *status = stale;
+        return true;
+    }
+    /* The acquire sd_sem_run makes (model: round_gate.pml, AcquireGate),
+     * taken only when its ticket is held at once: granted has passed it,
+     * so every ticket before it holds too and the order is the tickets'. */
+    uint64_t g = atomic_load_explicit(&s->granted, memory_order_acquire);
+    if (WORD_GEN(g) != gen || (int32_t)((uint32_t)g - (uint32_t)t) <= 0)
+        return false;
+    /* acq_rel as bump's: the releaser's work before this holder's */
+    if (!atomic_compare_exchange_strong_explicit(&s->tickets, &t, WORD(gen, (uint32_t)t + 1),
+                                                 memory_order_acq_rel, memory_order_acquire))
+        return false; /* another acquire took a ticket meanwhile: the waiting way */
+    atomic_fetch_add_explicit(&s->acquired, 1, memory_order_relaxed);
+    *status = 0;
+    return true;
+}
+
 /* model: round_gate.pml, AcquireGate (the ticket taken with the gate
  * checked, and the wait for `granted`) and ReleaseGate (granted++) */
 int sd_sem_run(struct sd_device *dev, const struct sd_op *op)

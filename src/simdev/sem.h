@@ -32,6 +32,10 @@ struct sd_sem {
 
 /* Runs an acquire or release op. */
 int sd_sem_run(struct sd_device *dev, const struct sd_op *op);
+/* Runs acquire op `op` only if it holds a unit at once (or fails at once):
+ * true with its status in *status; false when it would wait, having done
+ * nothing. */
+bool sd_sem_try_acquire(struct sd_device *dev, const struct sd_op *op, int *status);
 /* Kills every semaphore of a device being reset (their waiters fail). */
 void sd_sem_kill_all(struct sd_device *dev);
 /* Wakes every waiter on the device's semaphores (the device was lost). */

@@ -14,8 +14,10 @@
 #include "simdev/event.h"
 #include "simdev/fault.h"
 #include "simdev/graph.h"
+#include "simdev/launch.h"
 #include "simdev/memory.h"
 #include "simdev/op.h"
+#include "simdev/sem.h"
 #include "simdev/stream.h"
 
 /* --------------------------------------------------------------- executor */
@@ -30,76 +32,223 @@ _Static_assert((int)SD_OP_AICPU == SIMDEV_MARK_AICPU && (int)SD_OP_AICORE == SIM
                "a timeline's op names are the op types");
 
 /*
- * Runs one op with the stream's carried error: an op after a failure is
- * skipped and fails with the carried code; a record completes with it; a
- * wait inherits the error of the record it waited for. Returns the status
- * the stream carries afterwards. Called without the stream lock.
+ * Who runs a stream's ops. The stream's executor thread takes the stream
+ * when its head op is not busy (an op being run or in flight). An op that
+ * completes later (a launch's job, a wait for a record not yet complete)
+ * leaves the stream busy, and whoever ends it goes on with the stream on
+ * its own thread — the launch's last device thread, the thread that
+ * completes the record — as far as the ops run without blocking: a
+ * record, a wait, a semaphore op that holds at once, a launch whose
+ * threads are free at once, a small copy. An op that would block (a host
+ * callback, a graph launch, a large copy, an acquire or a launch that has
+ * to wait its turn) is handed back to the executor. So a chain of ops
+ * across streams runs where the previous op ended, without a hand-off to
+ * another thread per op (docs/device.md, "Who runs a stream's ops").
  */
-static int execute(struct simdev_stream *stream, struct sd_op *op, int carried)
+
+/* The largest copy or memset a thread other than the executor runs. */
+#define INLINE_COPY_BYTES (64u << 10)
+
+enum start_result {
+    OP_RAN,          /* done: *after holds the status the stream carries */
+    OP_PENDING,      /* in flight: its end goes on with the stream */
+    OP_FOR_EXECUTOR, /* would block: not started, the executor's */
+};
+
+/*
+ * Starts `op`, the stream's head, after `carried` (the stream's error: an
+ * op after a failure is skipped and fails with it; a record completes with
+ * it; a wait still waits and inherits the error of the record it waited
+ * for; a semaphore op still executes). on_executor: the calling thread is
+ * the stream's executor, which may block.
+ */
+static enum start_result start_op(struct simdev_stream *stream, struct sd_op *op, int carried,
+                                  bool on_executor, int *after)
 {
-    if (carried == 0 && sd_device_lost(stream->dev))
+    struct sd_device *dev = stream->dev;
+    if (carried == 0 && sd_device_lost(dev))
         carried = PTO_RUNTIME_ERR_DEVICE_LOST;
     /* A test's execution fault: the op fails as it runs, as if the device
      * had failed it (a record completes with the code, a wait still waits). */
     if (carried == 0 && op->exec_fault)
         carried = op->exec_fault;
     switch (op->type) {
-    case SD_OP_RECORD:
-        sd_record_complete(op->u.record, carried, &stream->dev->waits);
-        return op->handoff ? 0 : carried;
-    case SD_OP_WAIT:
+    case SD_OP_RECORD: /* the streams waiting for it go on here, first */
+        sd_record_complete(op->u.record, carried, &dev->waits);
+        *after = op->handoff ? 0 : carried;
+        return OP_RAN;
+    case SD_OP_WAIT: {
         /* A wait always waits, even on a stream that carries an error: an
          * error never reorders a stream, so whatever follows the wait still
          * starts after the waited-for work ended. */
-        if (op->u.record) {
-            int waited = sd_record_wait(op->u.record, &stream->dev->waits);
-            if (carried == 0)
-                carried = waited;
-        }
-        return carried;
-    case SD_OP_GRAPH:
-        return carried ? carried : sd_graph_exec_run(op->u.graph.exec, op->u.graph.params);
-    default:
-        return sd_op_run_after(stream->dev, op, carried);
+        int waited = 0;
+        stream->wait_carried = carried;
+        if (op->u.record && sd_record_wait_async(op->u.record, stream, &waited))
+            return OP_PENDING;
+        *after = carried ? carried : waited;
+        return OP_RAN;
     }
+    case SD_OP_AICPU:
+    case SD_OP_AICORE: {
+        if (carried) {
+            *after = carried;
+            return OP_RAN;
+        }
+        int rc = sd_launch_start(dev, op, stream);
+        if (rc == 0)
+            return OP_PENDING;
+        if (rc != SD_LAUNCH_BUSY) {
+            *after = rc;
+            return OP_RAN;
+        }
+        if (!on_executor)
+            return OP_FOR_EXECUTOR;
+        *after = sd_op_run_after(dev, op, 0); /* waits its turn for the threads */
+        return OP_RAN;
+    }
+    case SD_OP_SEM_ACQUIRE: {
+        int own;
+        if (!on_executor) {
+            if (!sd_sem_try_acquire(dev, op, &own))
+                return OP_FOR_EXECUTOR;
+            *after = carried ? carried : own;
+            return OP_RAN;
+        }
+        *after = sd_op_run_after(dev, op, carried);
+        return OP_RAN;
+    }
+    case SD_OP_SEM_RELEASE:
+        *after = sd_op_run_after(dev, op, carried);
+        return OP_RAN;
+    case SD_OP_COPY:
+    case SD_OP_MEMSET: {
+        size_t bytes = op->type == SD_OP_COPY ? op->u.copy.bytes : op->u.memset.bytes;
+        if (!on_executor && !carried && bytes > INLINE_COPY_BYTES)
+            return OP_FOR_EXECUTOR;
+        *after = sd_op_run_after(dev, op, carried);
+        return OP_RAN;
+    }
+    case SD_OP_GRAPH:
+        if (!on_executor && !carried)
+            return OP_FOR_EXECUTOR;
+        *after = carried ? carried : sd_graph_exec_run(op->u.graph.exec, op->u.graph.params);
+        return OP_RAN;
+    default: /* a host callback: it may block, and runs on the executor */
+        if (!on_executor && !carried)
+            return OP_FOR_EXECUTOR;
+        *after = sd_op_run_after(dev, op, carried);
+        return OP_RAN;
+    }
+}
+
+/* Ends the head op `op` with the status the stream carries after it. */
+static void finish_op(struct simdev_stream *stream, struct sd_op *op, int after)
+{
+    struct sd_device *dev = stream->dev;
+    sd_mark(&dev->timeline, SIMDEV_MARK_OP_END, (uint32_t)op->type, stream, 0, 0);
+    pthread_mutex_lock(&stream->lock);
+    stream->head = op->next;
+    if (!stream->head)
+        stream->tail = NULL;
+    /* Keep an error set meanwhile by nobody else: only the stream's runner
+     * and sync (which waits for completion first) write carried_status. */
+    stream->carried_status = after;
+    stream->completed++;
+    /* Wake the syncs only when the nearest of their targets is reached:
+     * one wake-up per sync, not one per op completed while it sleeps. */
+    if (stream->drain_sleepers && stream->completed >= stream->drain_wake_at) {
+        sd_count_wait(&dev->waits.wakeups, 1);
+        stream->drain_wake_at = UINT64_MAX; /* the ones not done set it again */
+        pthread_cond_broadcast(&stream->idle_cond);
+    }
+    pthread_mutex_unlock(&stream->lock);
+    sd_op_free(op);
+}
+
+/* Runs the stream's ops from its head while they run at once; the caller
+ * has the stream (busy). Returns with the stream left busy by an op in
+ * flight, or not busy: drained, or handed back to the executor. */
+static void advance(struct simdev_stream *stream, bool on_executor)
+{
+    struct sd_device *dev = stream->dev;
+    for (;;) {
+        pthread_mutex_lock(&stream->lock);
+        struct sd_op *op = stream->head;
+        if (!op) {
+            stream->busy = false;
+            if (stream->stopping) { /* its teardown waits for the executor */
+                if (stream->executor_asleep)
+                    sd_count_wait(&dev->waits.wakeups, 1);
+                pthread_cond_signal(&stream->work_cond);
+            }
+            pthread_mutex_unlock(&stream->lock);
+            return;
+        }
+        int carried = stream->carried_status;
+        pthread_mutex_unlock(&stream->lock);
+
+        /* marked once it starts: an op handed to the executor starts there */
+        uint64_t begun = sd_timeline_on(&dev->timeline) ? simdev_clock_ns() : 0;
+        uint32_t type = (uint32_t)op->type; /* an op in flight may end, and go, at once */
+        int after = 0;
+        enum start_result started = start_op(stream, op, carried, on_executor, &after);
+        if (started != OP_FOR_EXECUTOR)
+            sd_mark_at(&dev->timeline, begun, SIMDEV_MARK_OP_BEGIN, type, stream);
+        switch (started) {
+        case OP_PENDING:
+            return;
+        case OP_FOR_EXECUTOR:
+            pthread_mutex_lock(&stream->lock);
+            stream->busy = false;
+            sd_count_wait(&dev->waits.handoffs, 1);
+            if (stream->executor_asleep)
+                sd_count_wait(&dev->waits.wakeups, 1);
+            pthread_cond_signal(&stream->work_cond);
+            pthread_mutex_unlock(&stream->lock);
+            return;
+        case OP_RAN:
+            finish_op(stream, op, after);
+            break;
+        }
+    }
+}
+
+void sd_stream_op_done(struct simdev_stream *stream, struct sd_op *op, int status)
+{
+    finish_op(stream, op, status);
+    advance(stream, false);
+}
+
+void sd_stream_wait_done(struct simdev_stream *stream, int status)
+{
+    pthread_mutex_lock(&stream->lock);
+    struct sd_op *op = stream->head;
+    int carried = stream->wait_carried;
+    pthread_mutex_unlock(&stream->lock);
+    finish_op(stream, op, carried ? carried : status);
+    advance(stream, false);
 }
 
 static void *executor_main(void *arg)
 {
     struct simdev_stream *stream = arg;
     (void)pthread_setname_np(pthread_self(), "simdev stream"); /* for profilers */
-    pthread_mutex_lock(&stream->lock);
     struct sd_device *dev = stream->dev;
+    pthread_mutex_lock(&stream->lock);
     for (;;) {
-        while (!stream->head && !stream->stopping) {
+        /* until the head is free to take, or the stream stops drained */
+        while (!(stream->head && !stream->busy) &&
+               !(stream->stopping && !stream->head && !stream->busy)) {
             sd_count_wait(&dev->waits.parks, 1);
             stream->executor_asleep = true;
             pthread_cond_wait(&stream->work_cond, &stream->lock);
             stream->executor_asleep = false;
         }
-        struct sd_op *op = stream->head;
-        if (!op)
-            break; /* stopping and drained */
-        int carried = stream->carried_status;
-        pthread_mutex_unlock(&stream->lock);
-
-        sd_mark(&dev->timeline, SIMDEV_MARK_OP_BEGIN, (uint32_t)op->type, stream, 0, 0);
-        int after = execute(stream, op, carried);
-        sd_mark(&dev->timeline, SIMDEV_MARK_OP_END, (uint32_t)op->type, stream, 0, 0);
-
-        pthread_mutex_lock(&stream->lock);
-        stream->head = op->next;
         if (!stream->head)
-            stream->tail = NULL;
-        /* Keep an error set meanwhile by nobody else: only the executor and
-         * sync (which waits for completion first) write carried_status. */
-        stream->carried_status = after;
-        stream->completed++;
-        if (stream->drain_sleepers)
-            sd_count_wait(&dev->waits.wakeups, 1);
-        pthread_cond_broadcast(&stream->idle_cond);
+            break; /* stopping and drained */
+        stream->busy = true;
         pthread_mutex_unlock(&stream->lock);
-        sd_op_free(op);
+        advance(stream, true);
         pthread_mutex_lock(&stream->lock);
     }
     pthread_mutex_unlock(&stream->lock);
@@ -126,6 +275,36 @@ static enum simdev_op_kind op_kind(enum sd_op_type type)
     }
 }
 
+/*
+ * Starts wait op `op`, the head of idle `stream`, from the enqueueing
+ * thread: registers the stream on the record it waits for, so that the
+ * record's completion goes on with it without waking the executor. True
+ * when it did (the stream is busy now); false when the record is complete
+ * or there is none (the executor runs the op). Bookkeeping only, no device
+ * work: start_op's wait with the same carried status. Caller holds the
+ * stream's lock (taken before the record's lock, never after it).
+ */
+static bool wait_registered_locked(struct simdev_stream *stream, struct sd_op *op)
+{
+    if (op->type != SD_OP_WAIT || !op->u.record)
+        return false;
+    struct sd_device *dev = stream->dev;
+    int carried = stream->carried_status;
+    if (carried == 0 && sd_device_lost(dev))
+        carried = PTO_RUNTIME_ERR_DEVICE_LOST;
+    if (carried == 0 && op->exec_fault)
+        carried = op->exec_fault;
+    uint64_t begun = sd_timeline_on(&dev->timeline) ? simdev_clock_ns() : 0;
+    int status;
+    stream->wait_carried = carried;
+    if (!sd_record_wait_async(op->u.record, stream, &status))
+        return false;
+    /* the record's completion finishes this op only once we unlock */
+    stream->busy = true;
+    sd_mark_at(&dev->timeline, begun, SIMDEV_MARK_OP_BEGIN, SIMDEV_MARK_WAIT, stream);
+    return true;
+}
+
 int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
 {
     op->next = NULL;
@@ -144,10 +323,15 @@ int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
         stream->head = op;
     stream->tail = op;
     stream->enqueued++;
-    sd_count_wait(&stream->dev->waits.handoffs, 1);
-    if (stream->executor_asleep)
-        sd_count_wait(&stream->dev->waits.wakeups, 1);
-    pthread_cond_signal(&stream->work_cond);
+    /* A busy stream's runner takes the op when it gets there; an idle
+     * stream whose op waits for a record not complete yet waits for it
+     * from here on, and whoever completes the record runs the stream. */
+    if (!stream->busy && !(op == stream->head && wait_registered_locked(stream, op))) {
+        sd_count_wait(&stream->dev->waits.handoffs, 1);
+        if (stream->executor_asleep)
+            sd_count_wait(&stream->dev->waits.wakeups, 1);
+        pthread_cond_signal(&stream->work_cond);
+    }
     pthread_mutex_unlock(&stream->lock);
     return 0;
 }
@@ -241,6 +425,8 @@ static int stream_drain(struct simdev_stream *stream)
         sd_count_wait(&counters->handoffs, 1);
     while (stream->completed < target) {
         sd_count_wait(&counters->parks, 1);
+        if (!stream->drain_sleepers || target < stream->drain_wake_at)
+            stream->drain_wake_at = target;
         stream->drain_sleepers++;
         pthread_cond_wait(&stream->idle_cond, &stream->lock);
         stream->drain_sleepers--;

@@ -34,7 +34,14 @@ struct simdev_stream {
     int carried_status; /* error the stream carries; skips later ops */
     bool stopping;
     bool executor_asleep;    /* in its wait for work (wake-up counting) */
+    /* An op at the head is being run, or is in flight (a launch's job, a
+     * wait registered on its record): whoever ends it goes on with the
+     * stream; the executor takes the stream only when it is not busy. */
+    bool busy;
+    int wait_carried; /* the carried status when the head wait was registered */
+    struct simdev_stream *next_waiting; /* in a record's list of waiting streams */
     uint32_t drain_sleepers; /* syncs asleep in their wait for progress */
+    uint64_t drain_wake_at;  /* the nearest of their targets (completed count) */
 
     /* Capture (capture.c); guarded by the global capture lock. The pointer
      * is atomic so the enqueue fast path can see "not capturing" lock-free. */
@@ -52,6 +59,13 @@ int sd_stream_submit(struct simdev_stream *stream, struct sd_op *op);
 /* Queues an op for the executor; returns 1 (and takes nothing) when the
  * stream is capturing, so the caller goes back to its capture path. */
 int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op);
+/* Ends the stream's head op, which was in flight (a launch's job ended
+ * with `status`), and goes on with the stream on the calling thread as far
+ * as its ops run without blocking. */
+void sd_stream_op_done(struct simdev_stream *stream, struct sd_op *op, int status);
+/* Ends the stream's head wait op, registered on a record that completed
+ * with `status`, and goes on with the stream on the calling thread. */
+void sd_stream_wait_done(struct simdev_stream *stream, int status);
 /* Destroys a stream during device reset (no capture check). */
 void sd_stream_teardown(struct simdev_stream *stream);
 
