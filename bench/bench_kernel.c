@@ -847,10 +847,16 @@ static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *
         uint32_t mark = e[i].mark;
         if (mark > SIMDEV_MARK_SYNC_END)
             continue;
-        if (mark == SIMDEV_MARK_JOB_BEGIN || mark == SIMDEV_MARK_JOB_END) {
-            uint32_t k = ++seen[mark][e[i].core][0];
-            snprintf(name, sizeof name, "%s %u %s", e[i].core ? "core" : "AICPU thread", k,
-                     mark == SIMDEV_MARK_JOB_BEGIN ? "begins its job" : "ends its job");
+        if (mark == SIMDEV_MARK_JOB_BEGIN && e[i].core) { /* cores: in order of start */
+            snprintf(name, sizeof name, "core %u begins its job", ++seen[mark][1][0]);
+        } else if (mark == SIMDEV_MARK_JOB_END && e[i].core) {
+            snprintf(name, sizeof name, "core %u ends its job", ++seen[mark][1][0]);
+        } else if (mark == SIMDEV_MARK_JOB_BEGIN || mark == SIMDEV_MARK_JOB_END) {
+            /* AICPU threads by index, with the round's job count so far:
+             * round begin, program, status */
+            uint32_t k = ++seen[mark][0][e[i].thread & 15];
+            snprintf(name, sizeof name, "AICPU thread %u: its job %u %s", e[i].thread, k,
+                     mark == SIMDEV_MARK_JOB_BEGIN ? "begins" : "ends");
         } else if (mark == SIMDEV_MARK_SYNC_END) {
             snprintf(name, sizeof name, "caller's sync wakes");
         } else {

@@ -38,7 +38,8 @@ struct simdev_stream {
      * wait registered on its record): whoever ends it goes on with the
      * stream; the executor takes the stream only when it is not busy. */
     bool busy;
-    int wait_carried; /* the carried status when the head wait was registered */
+    int wait_carried;    /* the carried status when the head wait was registered */
+    int released_status; /* the status of the record that let it go */
     struct simdev_stream *next_waiting; /* in a record's list of waiting streams */
     uint32_t drain_sleepers; /* syncs asleep in their wait for progress */
     uint64_t drain_wake_at;  /* the nearest of their targets (completed count) */
@@ -64,7 +65,9 @@ int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op);
  * as its ops run without blocking. */
 void sd_stream_op_done(struct simdev_stream *stream, struct sd_op *op, int status);
 /* Ends the stream's head wait op, registered on a record that completed
- * with `status`, and goes on with the stream on the calling thread. */
+ * with `status`, and goes on with the stream on the calling thread: at
+ * once, or, when the thread is running a stream already, once that stream
+ * has gone as far as it goes. */
 void sd_stream_wait_done(struct simdev_stream *stream, int status);
 /* Destroys a stream during device reset (no capture check). */
 void sd_stream_teardown(struct simdev_stream *stream);

@@ -60,8 +60,8 @@ static int call_aicpu(struct sd_worker *w, const struct sd_job *job, uint32_t in
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
 {
     struct sd_device *dev = w->dev;
-    /* Counted awake for the job's length, but while parked (park.c). */
-    atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+    /* Counted awake for the job's length, but while parked (park.c): the
+     * launch counted it when it handed the job out (launch.c). */
     atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;

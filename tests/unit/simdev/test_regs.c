@@ -206,6 +206,9 @@ static void setup_idle_cores(uint32_t cores, uint32_t runnable_cpus)
 
 /* Each core waits for one ring of its doorbell and returns what the wait
  * did. */
+/* Cores of budget_core_fn that read their doorbell and are about to wait. */
+static atomic_int budget_cores_waiting;
+
 static int budget_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t args_size)
 {
     atomic_int *status;
@@ -213,9 +216,9 @@ static int budget_core_fn(const struct simdev_core_ctx *ctx, const void *args, s
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&status, args, sizeof status);
     uint64_t value;
-    atomic_store(&status[ctx->core_id],
-                 platform_wait_doorbell(ctx->regs, platform_read_doorbell(ctx->regs), 0,
-                                           &value));
+    uint64_t seen = platform_read_doorbell(ctx->regs);
+    atomic_fetch_add(&budget_cores_waiting, 1);
+    atomic_store(&status[ctx->core_id], platform_wait_doorbell(ctx->regs, seen, 0, &value));
     return 0;
 }
 
@@ -244,7 +247,13 @@ static void an_idle_core_over_the_runnable_budget_parks_and_the_other_spins(void
     atomic_int *arg = status;
     simdev_stream_t stream;
     assert_int_equal(simdev_stream_create(&stream), 0);
+    atomic_store(&budget_cores_waiting, 0);
     assert_int_equal(simdev_launch_aicore(stream, budget_core_fn, &arg, sizeof arg), 0);
+    /* Both cores read their doorbell before it is rung (a core that began
+     * after the ring would wait for a second one): the budget counts a
+     * core from its launch on, so one may park before the other began. */
+    while (atomic_load(&budget_cores_waiting) < 2)
+        sched_yield();
     /* Who ends this wait: the budget parks a core within about a
      * microsecond of both waiting (else the test's hang guard). */
     while (parked_cores(2) == 0)
