@@ -33,6 +33,14 @@
  *             operator, one round at a time; per repetition the median over
  *             its rounds. For reference (no goal), simpler_run of the same
  *             operator in program mode over a device tensor.
+ *   hops      the same one-task rounds, launch + sync one at a time, with
+ *             simdev's timeline on (simpler/simdev_profile.h): per mark of
+ *             the round (each op begun and ended on the caller's stream and
+ *             the chain's AICPU and AICore streams, each device thread's
+ *             job begun and ended), the median time from the launch call
+ *             over HOP_ROUNDS rounds, and the wait counters' growth per
+ *             round (wake-up system calls, sleeps, hand-offs); back to back,
+ *             and isolated (the device idle for 10 ms before each round).
  *   per-task  a callable whose orchestration submits TASKS tasks, either
  *             independent (each x[slice] += 1 on its own slice) or chained
  *             (each x += 1 on the same tensor, so each depends on the one
@@ -53,11 +61,12 @@
  * Per-task figures are whole rounds divided by TASKS: each mode's fixed
  * cost per round (see latency) is in them, amortised over the tasks.
  *
- * The issue's goals are printed beside the figures (enqueue <= 2 us of host
- * CPU, one-task launch-to-sync <= 20 us, per-task within 10% of program
- * mode; a one-task replay cheaper than its eager launch, per task inside a
- * replay no worse than eager), each said met or not met as measured. Nothing here is tuned to
- * meet them.
+ * The goals are printed beside the figures (enqueue <= 1 us of host CPU,
+ * one-task launch-to-sync <= 20 us, one-task simpler_run <= 30 us, an
+ * isolated round <= 80 us, no wake-up in a back-to-back round, per-task
+ * within 10% of program mode; a one-task replay at most half its eager
+ * launch, 100 tasks at most 0.8 of it, 1000 never above it), each said met
+ * or not met as measured. Nothing here is tuned to meet them.
  *
  * Devices: kernel mode on device 0, which the benchmark owns as a framework
  * would (its stream, its device tensors); program mode on device 1 (a
@@ -111,13 +120,19 @@ _Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repeti
 #define PER_TASK_ROUNDS 12 /* per mode and shape, per repetition */
 #define TOPOLOGY "2 AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB"
 
-#define GOAL_ENQUEUE_NS 2000.0
+/* The goals (the latency issue's, or a stricter earlier one where it had
+ * one: launch-to-sync stays at 20 us, not the latency issue's 25). */
+#define GOAL_ENQUEUE_NS 1000.0
 #define GOAL_LATENCY_NS 20000.0
+#define GOAL_PROGRAM_NS 30000.0  /* one-task simpler_run */
+#define GOAL_ISOLATED_NS 80000.0 /* a round after 10 ms of idle device */
+#define GOAL_BACK_TO_BACK_WAKEUPS 0.0
 #define GOAL_PER_TASK_RATIO 1.10
 #define REPLAY_BATCH 16   /* replay section: rounds enqueued before one sync */
 #define REPLAY_BATCHES 12 /* per repetition and kind, before --quick */
-#define GOAL_REPLAY_ONE_RATIO 1.00  /* a one-task replay costs less than its eager launch */
-#define GOAL_REPLAY_TASK_RATIO 1.05 /* per task inside a replay: no worse than eager (5% noise) */
+#define GOAL_REPLAY_ONE_RATIO 0.50   /* a one-task replay: half its eager launch */
+#define GOAL_REPLAY_SMALL_RATIO 0.80 /* 100 independent tasks */
+#define GOAL_REPLAY_TASK_RATIO 1.00  /* 1000 independent tasks: never above eager */
 
 static int g_quick;
 static double g_load_at_start;
@@ -787,6 +802,7 @@ struct hop_result {
     struct hop_row rows[MAX_HOPS];
     double wakeups, parks, handoffs; /* per round */
     double total_ns;                 /* median launch-to-sync */
+    struct bench_stats total;        /* launch-to-sync over the rounds */
 };
 
 static struct hop_result g_hops[2]; /* back to back, isolated */
@@ -940,7 +956,8 @@ static void measure_hops_in(struct hop_result *r, bool isolated)
     for (size_t k = 0; k < r->count; k++)
         r->rows[k].median = bench_median_in_place(r->rows[k].samples, r->rows[k].n);
     qsort(r->rows, r->count, sizeof r->rows[0], hop_row_by_median);
-    r->total_ns = bench_median_in_place(total, r->rounds);
+    r->total_ns = bench_median_in_place(total, r->rounds); /* sorts: min first */
+    r->total = (struct bench_stats){r->total_ns, total[0], total[r->rounds - 1]};
     free(t0);
     free(t1);
     free(tr);
@@ -1065,13 +1082,20 @@ static int per_task_met(const struct per_task_result *r)
 
 static double replay_goal(const struct replay_result *r)
 {
-    return r->tasks == 1 ? GOAL_REPLAY_ONE_RATIO : GOAL_REPLAY_TASK_RATIO;
+    return r->tasks == 1            ? GOAL_REPLAY_ONE_RATIO
+           : r->tasks == SMALL_TASKS ? GOAL_REPLAY_SMALL_RATIO
+                                     : GOAL_REPLAY_TASK_RATIO;
 }
 
 static int replay_met(const struct replay_result *r)
 {
-    return r->tasks == 1 ? r->ratio.median < GOAL_REPLAY_ONE_RATIO
-                         : r->ratio.median <= GOAL_REPLAY_TASK_RATIO;
+    return r->ratio.median <= replay_goal(r);
+}
+
+/* One figure measured once (a figure per round over all rounds). */
+static struct bench_stats one_value(double v)
+{
+    return (struct bench_stats){v, v, v};
 }
 
 /* A figure per round scaled to per task. */
@@ -1101,7 +1125,7 @@ static void print_figures(void)
         printf("; other processes used %.0f%% of the host's CPUs meanwhile", g_others_pct);
     printf("\n");
     printf("%-36s %-32s %-24s %s\n", "figure", "measured", "goal", "verdict");
-    print_row("enqueue: host CPU per launch", g_enqueue.cpu_ns, 0, "ns", "<= 2000 ns host CPU",
+    print_row("enqueue: host CPU per launch", g_enqueue.cpu_ns, 0, "ns", "<= 1000 ns host CPU",
               enqueue_met());
     print_row("  (wall per launch, same batches)", g_enqueue.wall_ns, 0, "ns", NULL, 0);
     print_row("enqueue, prepared call: host CPU", g_enqueue.prepared_cpu_ns, 0, "ns", NULL, 0);
@@ -1111,7 +1135,13 @@ static void print_figures(void)
     print_row("  from a prepared call", g_update.call_cpu_ns, 0, "ns", NULL, 0);
     print_row("one-task launch-to-sync (wall)", g_latency.kernel_ns, 0, "ns", "<= 20000 ns",
               latency_met());
-    print_row("  (program mode simpler_run, ref.)", g_latency.program_ns, 0, "ns", NULL, 0);
+    print_row("program mode one-task simpler_run", g_latency.program_ns, 0, "ns", "<= 30000 ns",
+              g_latency.program_ns.median <= GOAL_PROGRAM_NS);
+    print_row("isolated round (idle 10 ms first)", g_hops[1].total, 0, "ns", "<= 80000 ns",
+              g_hops[1].total.median <= GOAL_ISOLATED_NS);
+    print_row("  wake-ups per isolated round", one_value(g_hops[1].wakeups), 1, "", NULL, 0);
+    print_row("wake-ups per round, back to back", one_value(g_hops[0].wakeups), 1, "", "0",
+              g_hops[0].wakeups <= GOAL_BACK_TO_BACK_WAKEUPS);
     for (size_t i = 0; i < 2; i++) {
         const struct per_task_result *r = &g_per_task[i];
         char figure[64];
@@ -1134,8 +1164,9 @@ static void print_figures(void)
             print_row("            program", per_task_of(r->program_ns, r->tasks), 0, "ns", NULL,
                       0);
         }
-        print_row("  replay / eager", r->ratio, 3, "",
-                  r->tasks == 1 ? "< 1.00 (cheaper)" : "<= 1.05 (no worse)", replay_met(r));
+        char goal[32];
+        snprintf(goal, sizeof goal, "<= %.2f", replay_goal(r));
+        print_row("  replay / eager", r->ratio, 3, "", goal, replay_met(r));
     }
 }
 
