@@ -31,7 +31,10 @@
 #   engine    test_dispatch (the scheduler's steps on awake threads, cores
 #             that fetch while idle, parked cores woken only when needed,
 #             with a runnable budget of one thread too), test_regs (the
-#             register windows, the runnable budget, waits with a predicate)
+#             register windows, the runnable budget, waits with a predicate),
+#             test_stream, test_event and test_profile (a stream's ops run
+#             by whichever thread ended the op before: launches ended by
+#             their device threads, records letting waiting streams go on)
 #
 # Environment:
 #   SOAK_N        repetitions of each test per build (default 20: about thirty
@@ -63,7 +66,7 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_sem test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults
        test_fault test_chain_breaks test_kernel_chain_breaks test_program_stranded test_program_review test_program_review_internals
        test_dispatch test_regs test_prepared_call test_prepared_call_internals
-       test_graph_update test_kernel_graph_update)
+       test_graph_update test_kernel_graph_update test_stream test_event test_profile)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi

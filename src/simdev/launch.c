@@ -282,12 +282,21 @@ static int job_wait(struct sd_device *dev, struct sd_job *job)
                    &dev->lost);
 }
 
+/* The job of launch `op` (NULL when out of host memory): whether it runs
+ * on the cores, and on how many threads. */
+static struct sd_job *job_of(const struct sd_device *dev, const struct sd_op *op,
+                             bool *on_cores, uint32_t *count)
+{
+    *on_cores = op->type == SD_OP_AICORE;
+    *count = *on_cores ? dev->config.aic_cores + dev->config.aiv_cores : op->u.aicpu.thread_count;
+    return job_new(op, *count);
+}
+
 int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
 {
-    bool on_cores = op->type == SD_OP_AICORE;
-    uint32_t count = on_cores ? dev->config.aic_cores + dev->config.aiv_cores
-                              : op->u.aicpu.thread_count;
-    struct sd_job *job = job_new(op, count);
+    bool on_cores;
+    uint32_t count;
+    struct sd_job *job = job_of(dev, op, &on_cores, &count);
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     struct sd_worker *workers[SIMDEV_MAX_CORES];
@@ -315,10 +324,9 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
 
 int sd_launch_start(struct sd_device *dev, struct sd_op *op, struct simdev_stream *stream)
 {
-    bool on_cores = op->type == SD_OP_AICORE;
-    uint32_t count = on_cores ? dev->config.aic_cores + dev->config.aiv_cores
-                              : op->u.aicpu.thread_count;
-    struct sd_job *job = job_new(op, count);
+    bool on_cores;
+    uint32_t count;
+    struct sd_job *job = job_of(dev, op, &on_cores, &count);
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     job->stream = stream;
