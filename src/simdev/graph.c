@@ -24,9 +24,20 @@
 #include "simdev/device.h"
 #include "simdev/fault.h"
 #include "simdev/graph.h"
+#include "simdev/launch.h"
 #include "simdev/op.h"
 #include "simdev/park.h"
+#include "simdev/sem.h"
 #include "simdev/stream.h"
+
+#define NO_NODE SIZE_MAX
+
+/* A node of an asynchronous replay that runs on the stream's executor. */
+struct node_work {
+    struct sd_work work; /* first: the executor hands this back */
+    struct simdev_graph_exec *exec;
+    size_t id;
+};
 
 struct lane_helper {
     struct simdev_graph_exec *exec;
@@ -35,6 +46,9 @@ struct lane_helper {
     struct sd_waitword wake;
     _Atomic uint64_t start_gen; /* release: replay `gen` may start */
     _Atomic uint64_t done_gen;  /* release: replay `gen` finished */
+    /* A node of this lane in an asynchronous replay that may block (one
+     * at a time: a lane's nodes run in order). */
+    struct sd_work *_Atomic work;
 };
 
 /* A launch op an update made, shared by the argument sets that hold it. */
@@ -72,14 +86,32 @@ struct simdev_graph_exec {
 
     pthread_mutex_t params_lock;    /* orders updates, and launches taking the current set */
     struct sd_graph_params *params; /* the current set; NULL: none updated yet */
-    struct sd_graph_params *running; /* the set of the replay in progress (replay_lock) */
+    struct sd_graph_params *running; /* the set of the replay in progress (replaying) */
 
-    pthread_mutex_t replay_lock; /* replays never overlap */
-    uint64_t gen;                /* current replay; guarded by replay_lock */
+    /* 1 while a replay runs, of either kind: replays never overlap. Taken
+     * with a compare-and-swap, released with a wake of `progress` (a
+     * blocking replay waits there for its turn). */
+    _Atomic int replaying;
+    uint64_t gen;                /* current replay; written by its taker */
     _Atomic uint64_t *node_done_gen;
     int *node_status;            /* written before node_done_gen is released */
     struct sd_waitword progress; /* bumped whenever a node or lane finishes */
     struct lane_helper *helpers; /* lanes 1..lane_count-1 */
+
+    /* Asynchronous replays (sd_graph_exec_start), built at instantiate:
+     * a node's predecessors are its deps and its lane's previous node;
+     * per replay, how many of them each node still waits for. */
+    size_t *lane_prev;  /* per node; NO_NODE: the first of its lane */
+    size_t *pred_count; /* per node */
+    size_t *succ_start; /* node_count + 1 offsets into succ */
+    size_t *succ;       /* the nodes each node is a predecessor of */
+    _Atomic size_t *pending;
+    int *node_carried;         /* the status a node starts after */
+    struct node_work *work;    /* per node: its run on the stream's executor */
+    void *flow_block;          /* the arrays above, in one allocation */
+    _Atomic size_t nodes_left; /* + 1 while the replay's start runs */
+    struct simdev_stream *async_stream; /* the replay's stream and op */
+    struct sd_op *async_op;
     uint32_t first_lane;         /* the first lane with nodes: run by the launching executor */
     _Atomic int stopping;
 };
@@ -278,6 +310,7 @@ static bool helper_has_work(void *arg)
     /* acquire: pairs with the release of start_gen in sd_graph_exec_run */
     return atomic_load_explicit(&h->start_gen, memory_order_acquire) >
                atomic_load_explicit(&h->done_gen, memory_order_relaxed) ||
+           atomic_load_explicit(&h->work, memory_order_acquire) ||
            atomic_load_explicit(&h->exec->stopping, memory_order_acquire);
 }
 
@@ -290,7 +323,15 @@ static void *helper_main(void *arg)
         sd_wait(&h->wake, helper_has_work, h, exec->dev->config.spin_ns, 0, NULL);
         if (atomic_load_explicit(&exec->stopping, memory_order_acquire))
             break;
+        /* acquire: pairs with the release in node_post */
+        struct sd_work *work = atomic_exchange_explicit(&h->work, NULL, memory_order_acquire);
+        if (work) {
+            work->run(work);
+            continue;
+        }
         uint64_t gen = atomic_load_explicit(&h->start_gen, memory_order_acquire);
+        if (gen <= atomic_load_explicit(&h->done_gen, memory_order_relaxed))
+            continue;
         run_lane(exec, h->lane, gen);
         /* release: pairs with the acquire in helper_finished */
         atomic_store_explicit(&h->done_gen, gen, memory_order_release);
@@ -310,9 +351,26 @@ static bool helper_finished(void *arg)
     return atomic_load_explicit(&w->helper->done_gen, memory_order_acquire) >= w->gen;
 }
 
+static bool replay_taken(void *arg)
+{
+    struct simdev_graph_exec *exec = arg;
+    int expected = 0;
+    /* acquire: the previous replay's writes (node statuses, its set) */
+    return atomic_compare_exchange_strong_explicit(&exec->replaying, &expected, 1,
+                                                   memory_order_acquire, memory_order_relaxed);
+}
+
+/* Ends a replay's hold on the graph: the next replay may begin. */
+static void replay_release(struct simdev_graph_exec *exec)
+{
+    /* release: this replay's writes before the next taker's acquire */
+    atomic_store_explicit(&exec->replaying, 0, memory_order_release);
+    sd_wake(&exec->progress);
+}
+
 int sd_graph_exec_run(struct simdev_graph_exec *exec, struct sd_graph_params *params)
 {
-    pthread_mutex_lock(&exec->replay_lock);
+    sd_wait(&exec->progress, replay_taken, exec, exec->dev->config.spin_ns, 0, NULL);
     uint64_t gen = ++exec->gen;
     /* Read by the helpers after their start_gen acquire, which pairs with
      * the release below: they run this replay's set. */
@@ -340,8 +398,161 @@ int sd_graph_exec_run(struct simdev_graph_exec *exec, struct sd_graph_params *pa
     for (size_t i = 0; i < exec->node_count && status == 0; i++)
         status = exec->node_status[i];
     exec->running = NULL; /* the set may go once this replay's op is freed */
-    pthread_mutex_unlock(&exec->replay_lock);
+    replay_release(exec);
     return status;
+}
+
+/* ------------------------------------------------- asynchronous replay */
+
+static void node_start(struct simdev_graph_exec *exec, size_t id);
+
+/* The first failing node's status, in node order (the replay's status). */
+static int replay_status(const struct simdev_graph_exec *exec)
+{
+    int status = 0;
+    for (size_t i = 0; i < exec->node_count && status == 0; i++)
+        status = exec->node_status[i];
+    return status;
+}
+
+/* One node of the replay counted done; the last ends the replay. */
+static void node_left(struct simdev_graph_exec *exec)
+{
+    /* acq_rel: every node's status before the last one's look */
+    if (atomic_fetch_sub_explicit(&exec->nodes_left, 1, memory_order_acq_rel) != 1)
+        return;
+    int status = replay_status(exec);
+    struct simdev_stream *stream = exec->async_stream;
+    struct sd_op *op = exec->async_op;
+    exec->running = NULL;
+    exec->async_stream = NULL;
+    exec->async_op = NULL;
+    replay_release(exec);
+    /* the op holds the graph (and its set) until it is freed here */
+    sd_stream_op_done(stream, op, status);
+}
+
+/* Node `id` ended with `status`: its successors whose last predecessor it
+ * was start, here. */
+static void node_done(struct simdev_graph_exec *exec, size_t id, int status)
+{
+    exec->node_status[id] = status;
+    for (size_t k = exec->succ_start[id]; k < exec->succ_start[id + 1]; k++) {
+        size_t s = exec->succ[k];
+        /* acq_rel: this node's status before the successor reads it */
+        if (atomic_fetch_sub_explicit(&exec->pending[s], 1, memory_order_acq_rel) == 1)
+            node_start(exec, s);
+    }
+    node_left(exec);
+}
+
+static void node_launch_done(void *ctx, uintptr_t tag, int status)
+{
+    node_done(ctx, (size_t)tag, status);
+}
+
+/* A node that may block, on the stream's executor. */
+static void node_run_blocking(struct sd_work *work)
+{
+    struct node_work *w = (struct node_work *)work;
+    struct simdev_graph_exec *exec = w->exec;
+    const struct sd_op *op = node_op(exec, exec->running, w->id);
+    node_done(exec, w->id,
+              sd_op_run_after(exec->dev, (struct sd_op *)op, exec->node_carried[w->id]));
+}
+
+/* Starts node `id`, all its predecessors done: as run_lane runs it, after
+ * its lane's status or else its deps' first failure; at once when it runs
+ * without blocking, else on the stream's executor. */
+static void node_start(struct simdev_graph_exec *exec, size_t id)
+{
+    const struct sd_gnode *node = &exec->nodes[id];
+    int carried = exec->lane_prev[id] == NO_NODE ? 0 : exec->node_status[exec->lane_prev[id]];
+    for (size_t d = 0; d < node->dep_count && carried == 0; d++)
+        carried = exec->node_status[node->deps[d]];
+    int fault = carried ? 0 : replay_fault_take(exec, id);
+    if (fault) {
+        node_done(exec, id, fault);
+        return;
+    }
+    struct sd_op *op = (struct sd_op *)node_op(exec, exec->running, id);
+    struct sd_device *dev = exec->dev;
+    if (!carried && sd_device_lost(dev))
+        carried = PTO_RUNTIME_ERR_DEVICE_LOST;
+    int own;
+    switch (op->type) {
+    case SD_OP_AICPU:
+    case SD_OP_AICORE:
+        if (!carried) {
+            int rc = sd_launch_start(dev, op, node_launch_done, exec, (uintptr_t)id);
+            if (rc == 0)
+                return;
+            if (rc != SD_LAUNCH_BUSY) {
+                node_done(exec, id, rc);
+                return;
+            }
+            break; /* its threads are not free: wait for them on the executor */
+        }
+        node_done(exec, id, carried);
+        return;
+    case SD_OP_SEM_RELEASE:
+        node_done(exec, id, sd_op_run_after(dev, op, carried));
+        return;
+    case SD_OP_SEM_ACQUIRE:
+        if (sd_sem_try_acquire(dev, op, &own)) {
+            node_done(exec, id, carried ? carried : own);
+            return;
+        }
+        break;
+    case SD_OP_COPY:
+    case SD_OP_MEMSET: {
+        size_t bytes = op->type == SD_OP_COPY ? op->u.copy.bytes : op->u.memset.bytes;
+        if (carried || bytes <= SD_INLINE_COPY_BYTES) {
+            node_done(exec, id, sd_op_run_after(dev, op, carried));
+            return;
+        }
+        break;
+    }
+    default: /* a host callback */
+        if (carried) {
+            node_done(exec, id, carried);
+            return;
+        }
+        break;
+    }
+    exec->node_carried[id] = carried;
+    /* On the thread of its lane, as a blocking replay runs it: lanes
+     * still run their blocking nodes at the same time. */
+    uint32_t lane = exec->nodes[id].lane;
+    if (lane == 0) {
+        sd_stream_post_work(exec->async_stream, &exec->work[id].work);
+        return;
+    }
+    struct lane_helper *h = &exec->helpers[lane - 1];
+    /* release: the node's carried status and the replay's state first */
+    atomic_store_explicit(&h->work, &exec->work[id].work, memory_order_release);
+    sd_count_wait(&exec->dev->waits.handoffs, 1);
+    sd_wake(&h->wake);
+}
+
+int sd_graph_exec_start(struct simdev_graph_exec *exec, struct sd_graph_params *params,
+                        struct simdev_stream *stream, struct sd_op *op)
+{
+    if (!replay_taken(exec))
+        return 1;
+    exec->gen++;
+    exec->running = params;
+    exec->async_stream = stream;
+    exec->async_op = op;
+    for (size_t i = 0; i < exec->node_count; i++)
+        atomic_store_explicit(&exec->pending[i], exec->pred_count[i], memory_order_relaxed);
+    /* + 1: the replay cannot end (and another begin) while this loop runs */
+    atomic_store_explicit(&exec->nodes_left, exec->node_count + 1, memory_order_relaxed);
+    for (size_t i = 0; i < exec->node_count; i++)
+        if (exec->pred_count[i] == 0)
+            node_start(exec, i);
+    node_left(exec);
+    return 0;
 }
 
 /* -------------------------------------------------------- executable graph */
@@ -362,11 +573,72 @@ static void exec_free(struct simdev_graph_exec *exec, uint32_t helpers_started)
     free(exec->node_done_gen);
     free(exec->node_status);
     free(exec->launch_nodes);
+    free(exec->flow_block);
     params_unref(exec->params);
     sd_gnodes_free(exec->nodes, exec->node_count);
     pthread_mutex_destroy(&exec->params_lock);
-    pthread_mutex_destroy(&exec->replay_lock);
     free(exec);
+}
+
+/* Lays out, in one block, what an asynchronous replay needs: per node its
+ * lane's previous node, its predecessor count, its successors (the reverse
+ * of its deps, and its lane's next node when that is not a dep already)
+ * and its executor work item. */
+static int exec_build_flow(struct simdev_graph_exec *exec)
+{
+    size_t n = exec->node_count, edges = 0;
+    for (size_t i = 0; i < n; i++)
+        edges += exec->nodes[i].dep_count + 1; /* at most: + the lane's previous node */
+    /* lane_prev, pred_count, extra (n each), succ_start (n + 1), last (per
+     * lane), succ */
+    size_t words = 4 * n + 1 + exec->lane_count + edges;
+    size_t bytes = n * sizeof(struct node_work) + words * sizeof(size_t) +
+                   n * sizeof(_Atomic size_t) + n * sizeof(int);
+    unsigned char *block = sd_calloc(1, bytes ? bytes : 1);
+    if (!block)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    exec->flow_block = block;
+    exec->work = (struct node_work *)block;
+    exec->lane_prev = (size_t *)(block + n * sizeof(struct node_work));
+    exec->pred_count = exec->lane_prev + n;
+    size_t *extra = exec->pred_count + n; /* the lane edge that is not a dep */
+    exec->succ_start = extra + n;
+    size_t *last = exec->succ_start + n + 1; /* per lane */
+    exec->succ = last + exec->lane_count;
+    exec->pending = (_Atomic size_t *)(exec->succ + edges);
+    exec->node_carried = (int *)(exec->pending + n);
+    for (uint32_t lane = 0; lane < exec->lane_count; lane++)
+        last[lane] = NO_NODE;
+    for (size_t i = 0; i < n; i++) {
+        const struct sd_gnode *node = &exec->nodes[i];
+        exec->lane_prev[i] = last[node->lane];
+        last[node->lane] = i;
+        extra[i] = exec->lane_prev[i];
+        for (size_t d = 0; d < node->dep_count; d++) {
+            if (node->deps[d] == extra[i])
+                extra[i] = NO_NODE;
+            exec->succ_start[node->deps[d] + 1]++;
+        }
+        if (extra[i] != NO_NODE)
+            exec->succ_start[extra[i] + 1]++;
+        exec->pred_count[i] = node->dep_count + (extra[i] != NO_NODE);
+        exec->work[i] = (struct node_work){{NULL, node_run_blocking}, exec, i};
+    }
+    for (size_t i = 0; i < n; i++)
+        exec->succ_start[i + 1] += exec->succ_start[i];
+    /* pending counts each node's successors filled so far (every replay
+     * sets it again) */
+    for (size_t i = 0; i < n; i++) {
+        const struct sd_gnode *node = &exec->nodes[i];
+        for (size_t d = 0; d < node->dep_count; d++) {
+            size_t p = node->deps[d];
+            exec->succ[exec->succ_start[p] + atomic_fetch_add(&exec->pending[p], 1)] = i;
+        }
+        if (extra[i] != NO_NODE)
+            exec->succ[exec->succ_start[extra[i]] + atomic_fetch_add(&exec->pending[extra[i]], 1)] =
+                i;
+    }
+    return 0;
 }
 
 /* Splits the nodes into per-lane lists. */
@@ -410,7 +682,6 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     exec->dev = dev;
     sd_word_bind(&exec->progress, &dev->waits);
     atomic_init(&exec->refs, 1);
-    pthread_mutex_init(&exec->replay_lock, NULL);
     pthread_mutex_init(&exec->params_lock, NULL);
     exec->node_count = graph->node_count;
     exec->lane_count = graph->lane_count ? graph->lane_count : 1;
@@ -423,6 +694,8 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     int rc = exec->nodes && exec->node_done_gen && exec->node_status && exec->helpers
                  ? exec_build_lanes(exec)
                  : PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    if (rc == 0)
+        rc = exec_build_flow(exec);
     for (uint32_t lane = 1; rc == 0 && lane < exec->lane_count; lane++) {
         struct lane_helper *h = &exec->helpers[lane - 1];
         h->exec = exec;

@@ -17,7 +17,6 @@
 #include "simdev/launch.h"
 #include "simdev/op.h"
 #include "simdev/park.h"
-#include "simdev/stream.h"
 #include "simdev/worker.h"
 
 void sd_launch_init(struct sd_device *dev)
@@ -98,11 +97,12 @@ static void job_end_async(struct sd_device *dev, struct sd_job *job)
     inflight_unlink(dev, job);
     return_threads_locked(dev, job, job->aicore_fn != NULL, job->workers);
     pthread_mutex_unlock(&dev->launch.pool_lock);
-    struct simdev_stream *stream = job->stream;
-    struct sd_op *op = job->op;
+    sd_launch_done_fn done = job->done;
+    void *ctx = job->done_ctx;
+    uintptr_t tag = job->done_tag;
     int status = atomic_load_explicit(&job->status, memory_order_relaxed);
     free(job);
-    sd_stream_op_done(stream, op, status);
+    done(ctx, tag, status);
 }
 
 void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status)
@@ -114,7 +114,7 @@ void sd_job_finish(struct sd_device *dev, struct sd_job *job, int status)
     }
     /* Read before the decrement: a blocking launcher frees its job as soon
      * as it sees it done. */
-    bool async = job->stream != NULL;
+    bool async = job->done != NULL;
     /* acq_rel: the last finisher's release publishes every thread's status
      * write; pairs with the acquire in job_done (and this thread's own
      * acquire for an asynchronous job's end). */
@@ -322,15 +322,17 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
 
 /* ------------------------------------------------ asynchronous launches */
 
-int sd_launch_start(struct sd_device *dev, struct sd_op *op, struct simdev_stream *stream)
+int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_done_fn done,
+                    void *ctx, uintptr_t tag)
 {
     bool on_cores;
     uint32_t count;
     struct sd_job *job = job_of(dev, op, &on_cores, &count);
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    job->stream = stream;
-    job->op = op;
+    job->done = done;
+    job->done_ctx = ctx;
+    job->done_tag = tag;
     if (dev->config.watchdog_ms)
         job->deadline_ns = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
     pthread_mutex_lock(&dev->launch.pool_lock);
@@ -374,7 +376,7 @@ void sd_launch_fail_inflight(struct sd_device *dev)
     /* Abandoned jobs live until reset, which waits for their streams. */
     while (list) {
         struct sd_job *next = list->next_inflight;
-        sd_stream_op_done(list->stream, list->op, PTO_RUNTIME_ERR_DEVICE_LOST);
+        list->done(list->done_ctx, list->done_tag, PTO_RUNTIME_ERR_DEVICE_LOST);
         list = next;
     }
 }

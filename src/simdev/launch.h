@@ -22,7 +22,10 @@
 struct sd_device;
 struct sd_op;
 struct sd_worker;
-struct simdev_stream;
+
+/* What ends an asynchronous launch (sd_launch_start): called once, on the
+ * thread that ends it, with the launch's status. */
+typedef void (*sd_launch_done_fn)(void *ctx, uintptr_t tag, int status);
 
 /* An asynchronous job's state (sd_launch_start): exactly one of its last
  * finisher and a device loss moves it on from RUNNING. */
@@ -31,12 +34,13 @@ enum { SD_JOB_RUNNING = 0, SD_JOB_ENDED, SD_JOB_ABANDONED };
 /* One execution of an AICPU or AICore launch, shared with its workers. */
 struct sd_job {
     struct sd_job *next_abandoned;
-    /* Asynchronous jobs only (sd_launch_start; NULL stream: a blocking
-     * launch waits for the job itself): the stream op the job's end
-     * completes, the workers it took, its place in the device's list of
-     * jobs in flight (pool_lock) and the watchdog's deadline. */
-    struct simdev_stream *stream;
-    struct sd_op *op;
+    /* Asynchronous jobs only (sd_launch_start; NULL done: a blocking
+     * launch waits for the job itself): what its end calls, the workers it
+     * took, its place in the device's list of jobs in flight (pool_lock)
+     * and the watchdog's deadline. */
+    sd_launch_done_fn done;
+    void *done_ctx;
+    uintptr_t done_tag;
     struct sd_worker **workers;
     struct sd_job *prev_inflight, *next_inflight;
     uint64_t deadline_ns; /* 0: no watchdog */
@@ -100,13 +104,14 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op);
 #define SD_LAUNCH_BUSY 1
 
 /*
- * Starts launch `op`, the head of `stream`, without waiting for it: takes
- * its threads if they are free at once and hands the job out. Returns 0
- * when started: the job's last finisher (or a device loss) ends the op
- * through sd_stream_op_done, on its own thread. SD_LAUNCH_BUSY when the
- * threads are not free at once; OUT_OF_HOST_MEMORY; nothing started then.
+ * Starts launch `op` without waiting for it: takes its threads if they are
+ * free at once and hands the job out. Returns 0 when started: the job's
+ * last finisher (or a device loss) calls done(ctx, tag, status), once, on
+ * its own thread. SD_LAUNCH_BUSY when the threads are not free at once;
+ * OUT_OF_HOST_MEMORY; nothing started then.
  */
-int sd_launch_start(struct sd_device *dev, struct sd_op *op, struct simdev_stream *stream);
+int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_done_fn done,
+                    void *ctx, uintptr_t tag);
 
 /* Starts the watchdog of asynchronous jobs when the device has one (device
  * start): 0 or OUT_OF_HOST_MEMORY. */

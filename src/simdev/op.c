@@ -38,6 +38,7 @@ struct sd_op *sd_op_clone(const struct sd_op *op)
     memcpy(copy, op, sizeof(*op) + op->args_size);
     copy->next = NULL;
     copy->exec_fault = 0; /* a test's execution fault belongs to the one queued op */
+    copy->begun = false;
     return copy;
 }
 

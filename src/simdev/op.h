@@ -67,6 +67,7 @@ struct sd_op {
     } u;
     int exec_fault; /* test-only: nonzero = fail with this code when executed */
     bool handoff;   /* RECORD: the stream's error goes to the event, the stream is clean after */
+    bool begun;     /* its timeline's begin mark is made (by the first thread to take it) */
     size_t args_size;
     unsigned char args[];
 };

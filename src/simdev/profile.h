@@ -45,12 +45,5 @@ static inline void sd_mark(struct sd_timeline *t, enum simdev_mark mark, uint32_
         sd_mark_slow(t, 0, mark, op, stream, core, thread);
 }
 
-/* sd_mark of something that happened at `ns` (0: now). */
-static inline void sd_mark_at(struct sd_timeline *t, uint64_t ns, enum simdev_mark mark,
-                              uint32_t op, simdev_stream_t stream)
-{
-    if (sd_timeline_on(t))
-        sd_mark_slow(t, ns, mark, op, stream, 0, 0);
-}
 
 #endif /* SIMDEV_PROFILE_H */

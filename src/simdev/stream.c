@@ -46,8 +46,11 @@ _Static_assert((int)SD_OP_AICPU == SIMDEV_MARK_AICPU && (int)SD_OP_AICORE == SIM
  * another thread per op (docs/device.md, "Who runs a stream's ops").
  */
 
-/* The largest copy or memset a thread other than the executor runs. */
-#define INLINE_COPY_BYTES (64u << 10)
+static void launch_done(void *ctx, uintptr_t tag, int status)
+{
+    sd_stream_op_done(ctx, (struct sd_op *)tag, status);
+}
+
 
 enum start_result {
     OP_RAN,          /* done: *after holds the status the stream carries */
@@ -94,7 +97,7 @@ static enum start_result start_op(struct simdev_stream *stream, struct sd_op *op
             *after = carried;
             return OP_RAN;
         }
-        int rc = sd_launch_start(dev, op, stream);
+        int rc = sd_launch_start(dev, op, launch_done, stream, (uintptr_t)op);
         if (rc == 0)
             return OP_PENDING;
         if (rc != SD_LAUNCH_BUSY) {
@@ -123,15 +126,21 @@ static enum start_result start_op(struct simdev_stream *stream, struct sd_op *op
     case SD_OP_COPY:
     case SD_OP_MEMSET: {
         size_t bytes = op->type == SD_OP_COPY ? op->u.copy.bytes : op->u.memset.bytes;
-        if (!on_executor && !carried && bytes > INLINE_COPY_BYTES)
+        if (!on_executor && !carried && bytes > SD_INLINE_COPY_BYTES)
             return OP_FOR_EXECUTOR;
         *after = sd_op_run_after(dev, op, carried);
         return OP_RAN;
     }
     case SD_OP_GRAPH:
-        if (!on_executor && !carried)
+        if (carried) {
+            *after = carried;
+            return OP_RAN;
+        }
+        if (sd_graph_exec_start(op->u.graph.exec, op->u.graph.params, stream, op) == 0)
+            return OP_PENDING;
+        if (!on_executor) /* another replay of the graph runs: wait for it there */
             return OP_FOR_EXECUTOR;
-        *after = carried ? carried : sd_graph_exec_run(op->u.graph.exec, op->u.graph.params);
+        *after = sd_graph_exec_run(op->u.graph.exec, op->u.graph.params);
         return OP_RAN;
     default: /* a host callback: it may block, and runs on the executor */
         if (!on_executor && !carried)
@@ -240,14 +249,14 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
         int carried = stream->carried_status;
         pthread_mutex_unlock(&stream->lock);
 
-        /* marked once it starts: an op handed to the executor starts there */
-        uint64_t begun = sd_timeline_on(&dev->timeline) ? simdev_clock_ns() : 0;
-        uint32_t type = (uint32_t)op->type; /* an op in flight may end, and go, at once */
+        /* marked by the first thread to take it, before it starts: an op in
+         * flight may end, and its stream drain, at once */
+        if (!op->begun) {
+            op->begun = true;
+            sd_mark(&dev->timeline, SIMDEV_MARK_OP_BEGIN, (uint32_t)op->type, stream, 0, 0);
+        }
         int after = 0;
-        enum start_result started = start_op(stream, op, carried, on_executor, &after);
-        if (started != OP_FOR_EXECUTOR)
-            sd_mark_at(&dev->timeline, begun, SIMDEV_MARK_OP_BEGIN, type, stream);
-        switch (started) {
+        switch (start_op(stream, op, carried, on_executor, &after)) {
         case OP_PENDING:
             return;
         case OP_FOR_EXECUTOR:
@@ -264,6 +273,22 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
             break;
         }
     }
+}
+
+void sd_stream_post_work(struct simdev_stream *stream, struct sd_work *work)
+{
+    work->next = NULL;
+    pthread_mutex_lock(&stream->lock);
+    if (stream->work_tail)
+        stream->work_tail->next = work;
+    else
+        stream->work_head = work;
+    stream->work_tail = work;
+    sd_count_wait(&stream->dev->waits.handoffs, 1);
+    if (stream->executor_asleep)
+        sd_count_wait(&stream->dev->waits.wakeups, 1);
+    pthread_cond_signal(&stream->work_cond);
+    pthread_mutex_unlock(&stream->lock);
 }
 
 void sd_stream_op_done(struct simdev_stream *stream, struct sd_op *op, int status)
@@ -292,13 +317,24 @@ static void *executor_main(void *arg)
     struct sd_device *dev = stream->dev;
     pthread_mutex_lock(&stream->lock);
     for (;;) {
-        /* until the head is free to take, or the stream stops drained */
-        while (!(stream->head && !stream->busy) &&
+        /* until there is work, the head is free to take, or the stream
+         * stops drained */
+        while (!stream->work_head && !(stream->head && !stream->busy) &&
                !(stream->stopping && !stream->head && !stream->busy)) {
             sd_count_wait(&dev->waits.parks, 1);
             stream->executor_asleep = true;
             pthread_cond_wait(&stream->work_cond, &stream->lock);
             stream->executor_asleep = false;
+        }
+        if (stream->work_head) {
+            struct sd_work *work = stream->work_head;
+            stream->work_head = work->next;
+            if (!stream->work_head)
+                stream->work_tail = NULL;
+            pthread_mutex_unlock(&stream->lock);
+            work->run(work);
+            pthread_mutex_lock(&stream->lock);
+            continue;
         }
         if (!stream->head)
             break; /* stopping and drained */
@@ -350,14 +386,14 @@ static bool wait_registered_locked(struct simdev_stream *stream, struct sd_op *o
         carried = PTO_RUNTIME_ERR_DEVICE_LOST;
     if (carried == 0 && op->exec_fault)
         carried = op->exec_fault;
-    uint64_t begun = sd_timeline_on(&dev->timeline) ? simdev_clock_ns() : 0;
     int status;
     stream->wait_carried = carried;
     if (!sd_record_wait_async(op->u.record, stream, &status))
         return false;
     /* the record's completion finishes this op only once we unlock */
     stream->busy = true;
-    sd_mark_at(&dev->timeline, begun, SIMDEV_MARK_OP_BEGIN, SIMDEV_MARK_WAIT, stream);
+    op->begun = true;
+    sd_mark(&dev->timeline, SIMDEV_MARK_OP_BEGIN, SIMDEV_MARK_WAIT, stream, 0, 0);
     return true;
 }
 

@@ -19,6 +19,17 @@ struct sd_capture;
 struct sd_device;
 struct sd_op;
 
+/* The largest copy or memset a thread other than a stream's executor runs
+ * (docs/device.md, "Who runs a stream's ops"). */
+#define SD_INLINE_COPY_BYTES (64u << 10)
+
+/* Work a stream's executor runs for another part of simdev, on its own
+ * thread, where it may block (a replay's node that cannot run at once). */
+struct sd_work {
+    struct sd_work *next;
+    void (*run)(struct sd_work *work);
+};
+
 struct simdev_stream {
     struct sd_device *dev;
     struct simdev_stream *next_in_device; /* caller must hold dev->lock */
@@ -41,6 +52,7 @@ struct simdev_stream {
     int wait_carried;    /* the carried status when the head wait was registered */
     int released_status; /* the status of the record that let it go */
     struct simdev_stream *next_waiting; /* in a record's list of waiting streams */
+    struct sd_work *work_head, *work_tail; /* sd_stream_post_work's, in order */
     uint32_t drain_sleepers; /* syncs asleep in their wait for progress */
     uint64_t drain_wake_at;  /* the nearest of their targets (completed count) */
 
@@ -69,6 +81,9 @@ void sd_stream_op_done(struct simdev_stream *stream, struct sd_op *op, int statu
  * once, or, when the thread is running a stream already, once that stream
  * has gone as far as it goes. */
 void sd_stream_wait_done(struct simdev_stream *stream, int status);
+/* Queues `work` for the stream's executor, which runs it before its next
+ * op (the stream is busy with the op `work` belongs to). */
+void sd_stream_post_work(struct simdev_stream *stream, struct sd_work *work);
 /* Destroys a stream during device reset (no capture check). */
 void sd_stream_teardown(struct simdev_stream *stream);
 
