@@ -39,6 +39,10 @@ struct node_work {
     size_t id;
 };
 
+/* The executable graph whose lane helper the calling thread is (NULL: none). */
+struct simdev_graph_exec;
+static _Thread_local struct simdev_graph_exec *tl_helper_of;
+
 struct lane_helper {
     struct simdev_graph_exec *exec;
     pthread_t thread;
@@ -112,6 +116,7 @@ struct simdev_graph_exec {
     _Atomic size_t nodes_left; /* + 1 while the replay's start runs */
     struct simdev_stream *async_stream; /* the replay's stream and op */
     struct sd_op *async_op;
+    struct sd_work end_work; /* the replay's end, when a helper would end it */
     uint32_t first_lane;         /* the first lane with nodes: run by the launching executor */
     _Atomic int stopping;
 };
@@ -326,7 +331,9 @@ static void *helper_main(void *arg)
         /* acquire: pairs with the release in node_post */
         struct sd_work *work = atomic_exchange_explicit(&h->work, NULL, memory_order_acquire);
         if (work) {
+            tl_helper_of = exec;
             work->run(work);
+            tl_helper_of = NULL;
             continue;
         }
         uint64_t gen = atomic_load_explicit(&h->start_gen, memory_order_acquire);
@@ -416,11 +423,33 @@ static int replay_status(const struct simdev_graph_exec *exec)
 }
 
 /* One node of the replay counted done; the last ends the replay. */
+
+static void replay_end(struct simdev_graph_exec *exec);
+
+static void replay_end_work(struct sd_work *work)
+{
+    replay_end((struct simdev_graph_exec *)((unsigned char *)work -
+                                            offsetof(struct simdev_graph_exec, end_work)));
+}
+
 static void node_left(struct simdev_graph_exec *exec)
 {
     /* acq_rel: every node's status before the last one's look */
     if (atomic_fetch_sub_explicit(&exec->nodes_left, 1, memory_order_acq_rel) != 1)
         return;
+    /* The end may free the graph (its op held the last reference), which
+     * joins its helpers: never on one of them — on the stream's executor. */
+    if (tl_helper_of == exec) {
+        exec->end_work.run = replay_end_work;
+        sd_stream_post_work(exec->async_stream, &exec->end_work);
+        return;
+    }
+    replay_end(exec);
+}
+
+/* Ends the replay: its status (the first failing node's) to its op. */
+static void replay_end(struct simdev_graph_exec *exec)
+{
     int status = replay_status(exec);
     struct simdev_stream *stream = exec->async_stream;
     struct sd_op *op = exec->async_op;
