@@ -462,15 +462,23 @@ static void replay_end(struct simdev_graph_exec *exec)
 }
 
 /* Node `id` ended with `status`: its successors whose last predecessor it
- * was start, here. */
+ * was start, here: its own lane's next node first, then the other lanes'
+ * (as a stream goes on before the streams its record let go: a round's
+ * program is handed out before its core loop wakes the cores, which would
+ * take the CPU of the thread handing it out). */
 static void node_done(struct simdev_graph_exec *exec, size_t id, int status)
 {
     exec->node_status[id] = status;
-    for (size_t k = exec->succ_start[id]; k < exec->succ_start[id + 1]; k++) {
-        size_t s = exec->succ[k];
-        /* acq_rel: this node's status before the successor reads it */
-        if (atomic_fetch_sub_explicit(&exec->pending[s], 1, memory_order_acq_rel) == 1)
-            node_start(exec, s);
+    uint32_t lane = exec->nodes[id].lane;
+    for (int same = 1; same >= 0; same--) {
+        for (size_t k = exec->succ_start[id]; k < exec->succ_start[id + 1]; k++) {
+            size_t s = exec->succ[k];
+            if ((exec->nodes[s].lane == lane) != same)
+                continue;
+            /* acq_rel: this node's status before the successor reads it */
+            if (atomic_fetch_sub_explicit(&exec->pending[s], 1, memory_order_acq_rel) == 1)
+                node_start(exec, s);
+        }
     }
     node_left(exec);
 }
