@@ -3,12 +3,14 @@
  *
  * Owns: graphs (the nodes a capture recorded), executable graphs
  * (instantiated copies with one lane per captured stream) and replay. A
- * replay runs the first lane that has nodes on the launching stream's
- * executor and every other lane with nodes on a helper thread the
- * executable graph owns, so branches captured on
- * different streams run concurrently, as they did eagerly; a node starts
- * when the nodes it depends on (its lane predecessor and its cross-lane
- * edges) have finished in this replay.
+ * node starts when the nodes it depends on (its lane predecessor and its
+ * cross-lane edges) have finished in this replay: on the thread that
+ * ended the last of them, or, when it may block, on its lane's thread
+ * (the launching stream's executor for lane 0, a helper thread the
+ * executable graph owns for each other lane), so branches captured on
+ * different streams run concurrently, as they did eagerly. A replay
+ * launched while another of the same graph runs waits on the executor
+ * and runs its lanes there and on the helpers (the blocking way).
  *
  * Launch arguments of an executable graph may be replaced after
  * instantiation (simdev_graph_exec_launch_set_args, as CUDA's

@@ -4,7 +4,9 @@
  * Owns: a launch from its op to its status: the job with its own copy of
  * the arguments, the workers it takes from the pool (all at once, in
  * ticket order), handing the job out, the wait for its end under the
- * watchdog, and the jobs hung threads keep until reset. Must not run a
+ * watchdog or, for a launch started without waiting, the call its last
+ * thread makes, the list of those in flight and the watchdog thread that
+ * watches them, and the jobs hung threads keep until reset. Must not run a
  * device function (worker.c does) or place a thread (cpu_affinity.c).
  */
 #include <stdlib.h>

@@ -2,9 +2,12 @@
  * simdev/stream.c — streams: FIFO op queues run asynchronously to the host.
  *
  * Owns: stream creation and destruction, each stream's executor thread, the
- * op queue, the error a stream carries (skip, inherit, clear on sync), and
- * the enqueue entry points for launches, copies, memsets and host callbacks.
- * Capture decisions are delegated to capture.c; events to event.c.
+ * op queue, the error a stream carries (skip, inherit, clear on sync), who
+ * runs a stream's ops (the thread that ended the op before, or the
+ * executor for what may block), the executor's work for others (a
+ * replay's blocking nodes), and the enqueue entry points for launches,
+ * copies, memsets and host callbacks. Capture decisions are delegated to
+ * capture.c; events to event.c.
  */
 #include <stdlib.h>
 #include <string.h>
