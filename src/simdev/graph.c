@@ -26,10 +26,8 @@
 #include "simdev/device.h"
 #include "simdev/fault.h"
 #include "simdev/graph.h"
-#include "simdev/launch.h"
 #include "simdev/op.h"
 #include "simdev/park.h"
-#include "simdev/sem.h"
 #include "simdev/stream.h"
 
 #define NO_NODE SIZE_MAX
@@ -98,7 +96,7 @@ struct simdev_graph_exec {
      * with a compare-and-swap, released with a wake of `progress` (a
      * blocking replay waits there for its turn). */
     _Atomic int replaying;
-    uint64_t gen;                /* current replay; written by its taker */
+    uint64_t gen;                /* current blocking replay; written by its taker */
     _Atomic uint64_t *node_done_gen;
     int *node_status;            /* written before node_done_gen is released */
     struct sd_waitword progress; /* bumped whenever a node or lane finishes */
@@ -424,8 +422,6 @@ static int replay_status(const struct simdev_graph_exec *exec)
     return status;
 }
 
-/* One node of the replay counted done; the last ends the replay. */
-
 static void replay_end(struct simdev_graph_exec *exec);
 
 static void replay_end_work(struct sd_work *work)
@@ -434,6 +430,7 @@ static void replay_end_work(struct sd_work *work)
                                             offsetof(struct simdev_graph_exec, end_work)));
 }
 
+/* One node of the replay counted done; the last ends the replay. */
 static void node_left(struct simdev_graph_exec *exec)
 {
     /* acq_rel: every node's status before the last one's look */
@@ -514,49 +511,18 @@ static void node_start(struct simdev_graph_exec *exec, size_t id)
         node_done(exec, id, fault);
         return;
     }
-    struct sd_op *op = (struct sd_op *)node_op(exec, exec->running, id);
+    const struct sd_op *op = node_op(exec, exec->running, id);
     struct sd_device *dev = exec->dev;
     if (!carried && sd_device_lost(dev))
         carried = PTO_RUNTIME_ERR_DEVICE_LOST;
-    int own;
-    switch (op->type) {
-    case SD_OP_AICPU:
-    case SD_OP_AICORE:
-        if (!carried) {
-            int rc = sd_launch_start(dev, op, node_launch_done, exec, (uintptr_t)id);
-            if (rc == 0)
-                return;
-            if (rc != SD_LAUNCH_BUSY) {
-                node_done(exec, id, rc);
-                return;
-            }
-            break; /* its threads are not free: wait for them on the executor */
-        }
-        node_done(exec, id, carried);
+    int status;
+    switch (sd_op_try_run(dev, op, carried, node_launch_done, exec, (uintptr_t)id, &status)) {
+    case SD_PENDING:
         return;
-    case SD_OP_SEM_RELEASE:
-        node_done(exec, id, sd_op_run_after(dev, op, carried));
+    case SD_RAN:
+        node_done(exec, id, status);
         return;
-    case SD_OP_SEM_ACQUIRE:
-        if (sd_sem_try_acquire(dev, op, &own)) {
-            node_done(exec, id, carried ? carried : own);
-            return;
-        }
-        break;
-    case SD_OP_COPY:
-    case SD_OP_MEMSET: {
-        size_t bytes = op->type == SD_OP_COPY ? op->u.copy.bytes : op->u.memset.bytes;
-        if (carried || bytes <= SD_INLINE_COPY_BYTES) {
-            node_done(exec, id, sd_op_run_after(dev, op, carried));
-            return;
-        }
-        break;
-    }
-    default: /* a host callback */
-        if (carried) {
-            node_done(exec, id, carried);
-            return;
-        }
+    case SD_WOULD_BLOCK:
         break;
     }
     exec->node_carried[id] = carried;
@@ -579,7 +545,6 @@ int sd_graph_exec_start(struct simdev_graph_exec *exec, struct sd_graph_params *
 {
     if (!replay_taken(exec))
         return 1;
-    exec->gen++;
     exec->running = params;
     exec->async_stream = stream;
     exec->async_op = op;

@@ -91,11 +91,11 @@ static void return_threads_locked(struct sd_device *dev, struct sd_job *job, boo
 static void job_end_async(struct sd_device *dev, struct sd_job *job)
 {
     pthread_mutex_lock(&dev->launch.pool_lock);
-    if (atomic_load_explicit(&job->state, memory_order_relaxed) != SD_JOB_RUNNING) {
+    if (job->state != SD_JOB_RUNNING) {
         pthread_mutex_unlock(&dev->launch.pool_lock); /* abandoned: kept until reset */
         return;
     }
-    atomic_store_explicit(&job->state, SD_JOB_ENDED, memory_order_relaxed);
+    job->state = SD_JOB_ENDED;
     inflight_unlink(dev, job);
     return_threads_locked(dev, job, job->aicore_fn != NULL, job->workers);
     pthread_mutex_unlock(&dev->launch.pool_lock);
@@ -370,7 +370,7 @@ void sd_launch_fail_inflight(struct sd_device *dev)
     for (struct sd_job *job = list; job; job = job->next_inflight) {
         /* Its threads may be hung: they keep the job until reset, as a
          * blocking launch's do (launch_abandon). */
-        atomic_store_explicit(&job->state, SD_JOB_ABANDONED, memory_order_relaxed);
+        job->state = SD_JOB_ABANDONED;
         job->next_abandoned = dev->launch.abandoned;
         dev->launch.abandoned = job;
     }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "simdev/op.h"
 #include "simdev/park.h"
 #include "simpler/device.h"
 
@@ -23,9 +24,8 @@ struct sd_device;
 struct sd_op;
 struct sd_worker;
 
-/* What ends an asynchronous launch (sd_launch_start): called once, on the
- * thread that ends it, with the launch's status. */
-typedef void (*sd_launch_done_fn)(void *ctx, uintptr_t tag, int status);
+/* What ends an asynchronous launch (sd_launch_start), called once on the
+ * thread that ends it with the launch's status: sd_launch_done_fn (op.h). */
 
 /* An asynchronous job's state (sd_launch_start): exactly one of its last
  * finisher and a device loss moves it on from RUNNING. */
@@ -44,7 +44,7 @@ struct sd_job {
     struct sd_worker **workers;
     struct sd_job *prev_inflight, *next_inflight;
     uint64_t deadline_ns; /* 0: no watchdog */
-    _Atomic int state;
+    int state;            /* SD_JOB_*; pool_lock */
     simdev_aicpu_fn aicpu_fn; /* exactly one of the two is set */
     simdev_aicore_fn aicore_fn;
     void *args_copy; /* the job's own copy of the argument bytes */

@@ -77,6 +77,48 @@ int sd_op_run(struct sd_device *dev, struct sd_op *op)
     }
 }
 
+enum sd_try_run sd_op_try_run(struct sd_device *dev, const struct sd_op *op, int carried,
+                              sd_launch_done_fn done, void *ctx, uintptr_t tag, int *status)
+{
+    size_t bytes = 0;
+    switch (op->type) {
+    case SD_OP_AICPU:
+    case SD_OP_AICORE: {
+        if (carried) {
+            *status = carried;
+            return SD_RAN;
+        }
+        int rc = sd_launch_start(dev, op, done, ctx, tag);
+        if (rc == SD_LAUNCH_BUSY)
+            return SD_WOULD_BLOCK;
+        *status = rc;
+        return rc == 0 ? SD_PENDING : SD_RAN;
+    }
+    case SD_OP_SEM_ACQUIRE: {
+        int own;
+        if (!sd_sem_try_acquire(dev, op, &own))
+            return SD_WOULD_BLOCK;
+        *status = carried ? carried : own; /* synchronisation: runs after a failure too */
+        return SD_RAN;
+    }
+    case SD_OP_COPY:
+        bytes = op->u.copy.bytes;
+        break;
+    case SD_OP_MEMSET:
+        bytes = op->u.memset.bytes;
+        break;
+    case SD_OP_SEM_RELEASE:
+        break;
+    default: /* a host callback may block */
+        bytes = SIZE_MAX;
+        break;
+    }
+    if (!carried && bytes > SD_INLINE_COPY_BYTES)
+        return SD_WOULD_BLOCK;
+    *status = sd_op_run_after(dev, (struct sd_op *)op, carried);
+    return SD_RAN;
+}
+
 int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried)
 {
     if (op->type == SD_OP_SEM_ACQUIRE || op->type == SD_OP_SEM_RELEASE) {

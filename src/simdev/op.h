@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "simpler/device.h"
 
@@ -91,6 +92,32 @@ int sd_op_run(struct sd_device *dev, struct sd_op *op);
  * (keeping the carried failure). The one rule of the stream executor and of
  * graph replay. */
 int sd_op_run_after(struct sd_device *dev, struct sd_op *op, int carried);
+
+/* The largest copy or memset a thread other than a stream's executor runs
+ * (docs/device.md, "Who runs a stream's ops"). */
+#define SD_INLINE_COPY_BYTES (64u << 10)
+
+/* What sd_op_try_run did. */
+enum sd_try_run {
+    SD_RAN,         /* done: *status holds the status after it */
+    SD_PENDING,     /* a launch in flight: done(ctx, tag, status) ends it */
+    SD_WOULD_BLOCK, /* nothing done: it runs where a thread may block */
+};
+
+/* What ends a launch started without waiting (launch.h). */
+typedef void (*sd_launch_done_fn)(void *ctx, uintptr_t tag, int status);
+
+/*
+ * Runs a launch, copy, memset, host or semaphore op after `carried` (the
+ * rule of sd_op_run_after) only as far as it runs without blocking: a
+ * launch whose threads are free at once is started (SD_PENDING), an
+ * acquire that holds at once, a release, a copy or memset of at most
+ * SD_INLINE_COPY_BYTES, and any op skipped for `carried`, run (SD_RAN);
+ * the rest is SD_WOULD_BLOCK. The one rule of stream ops and replay nodes
+ * run by a thread that is not their executor.
+ */
+enum sd_try_run sd_op_try_run(struct sd_device *dev, const struct sd_op *op, int carried,
+                              sd_launch_done_fn done, void *ctx, uintptr_t tag, int *status);
 
 /* A device function's or host callback's return as an op status: 0 and
  * negative codes pass through; a positive return (outside the contract) is

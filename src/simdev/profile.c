@@ -44,11 +44,10 @@ void sd_timeline_init(struct sd_timeline *t)
     pthread_mutex_init(&t->lock, NULL);
 }
 
-void sd_mark_slow(struct sd_timeline *t, uint64_t ns, enum simdev_mark mark, uint32_t op,
+void sd_mark_slow(struct sd_timeline *t, enum simdev_mark mark, uint32_t op,
                   simdev_stream_t stream, uint32_t core, uint32_t thread)
 {
-    if (!ns)
-        ns = simdev_clock_ns();
+    uint64_t ns = simdev_clock_ns();
     /* Announce, then look (seq_cst both): stop clears `on`, then waits for
      * `active` to drain, so a writer that saw `on` finishes before the
      * buffer is read or freed. */

@@ -29,8 +29,8 @@ struct sd_timeline {
 struct sd_device;
 
 void sd_timeline_init(struct sd_timeline *t);
-/* Records one entry made at `ns` (profile.c); call through sd_mark. */
-void sd_mark_slow(struct sd_timeline *t, uint64_t ns, enum simdev_mark mark, uint32_t op,
+/* Records one entry (profile.c); call through sd_mark. */
+void sd_mark_slow(struct sd_timeline *t, enum simdev_mark mark, uint32_t op,
                   simdev_stream_t stream, uint32_t core, uint32_t thread);
 
 static inline bool sd_timeline_on(struct sd_timeline *t)
@@ -42,7 +42,7 @@ static inline void sd_mark(struct sd_timeline *t, enum simdev_mark mark, uint32_
                            simdev_stream_t stream, uint32_t core, uint32_t thread)
 {
     if (sd_timeline_on(t))
-        sd_mark_slow(t, 0, mark, op, stream, core, thread);
+        sd_mark_slow(t, mark, op, stream, core, thread);
 }
 
 

@@ -17,10 +17,8 @@
 #include "simdev/event.h"
 #include "simdev/fault.h"
 #include "simdev/graph.h"
-#include "simdev/launch.h"
 #include "simdev/memory.h"
 #include "simdev/op.h"
-#include "simdev/sem.h"
 #include "simdev/stream.h"
 
 /* --------------------------------------------------------------- executor */
@@ -61,6 +59,19 @@ enum start_result {
     OP_FOR_EXECUTOR, /* would block: not started, the executor's */
 };
 
+/* The status `op` starts after: the stream's carried error, else a lost
+ * device's, else a test's execution fault (the op fails as it runs, as if
+ * the device had failed it: a record completes with the code, a wait
+ * still waits). */
+static int start_status(const struct sd_device *dev, const struct sd_op *op, int carried)
+{
+    if (carried == 0 && sd_device_lost((struct sd_device *)dev))
+        carried = PTO_RUNTIME_ERR_DEVICE_LOST;
+    if (carried == 0 && op->exec_fault)
+        carried = op->exec_fault;
+    return carried;
+}
+
 /*
  * Starts `op`, the stream's head, after `carried` (the stream's error: an
  * op after a failure is skipped and fails with it; a record completes with
@@ -72,12 +83,7 @@ static enum start_result start_op(struct simdev_stream *stream, struct sd_op *op
                                   bool on_executor, int *after)
 {
     struct sd_device *dev = stream->dev;
-    if (carried == 0 && sd_device_lost(dev))
-        carried = PTO_RUNTIME_ERR_DEVICE_LOST;
-    /* A test's execution fault: the op fails as it runs, as if the device
-     * had failed it (a record completes with the code, a wait still waits). */
-    if (carried == 0 && op->exec_fault)
-        carried = op->exec_fault;
+    carried = start_status(dev, op, carried);
     switch (op->type) {
     case SD_OP_RECORD: /* the streams waiting for it go on here, first */
         sd_record_complete(op->u.record, carried, &dev->waits);
@@ -94,46 +100,6 @@ static enum start_result start_op(struct simdev_stream *stream, struct sd_op *op
         *after = carried ? carried : waited;
         return OP_RAN;
     }
-    case SD_OP_AICPU:
-    case SD_OP_AICORE: {
-        if (carried) {
-            *after = carried;
-            return OP_RAN;
-        }
-        int rc = sd_launch_start(dev, op, launch_done, stream, (uintptr_t)op);
-        if (rc == 0)
-            return OP_PENDING;
-        if (rc != SD_LAUNCH_BUSY) {
-            *after = rc;
-            return OP_RAN;
-        }
-        if (!on_executor)
-            return OP_FOR_EXECUTOR;
-        *after = sd_op_run_after(dev, op, 0); /* waits its turn for the threads */
-        return OP_RAN;
-    }
-    case SD_OP_SEM_ACQUIRE: {
-        int own;
-        if (!on_executor) {
-            if (!sd_sem_try_acquire(dev, op, &own))
-                return OP_FOR_EXECUTOR;
-            *after = carried ? carried : own;
-            return OP_RAN;
-        }
-        *after = sd_op_run_after(dev, op, carried);
-        return OP_RAN;
-    }
-    case SD_OP_SEM_RELEASE:
-        *after = sd_op_run_after(dev, op, carried);
-        return OP_RAN;
-    case SD_OP_COPY:
-    case SD_OP_MEMSET: {
-        size_t bytes = op->type == SD_OP_COPY ? op->u.copy.bytes : op->u.memset.bytes;
-        if (!on_executor && !carried && bytes > SD_INLINE_COPY_BYTES)
-            return OP_FOR_EXECUTOR;
-        *after = sd_op_run_after(dev, op, carried);
-        return OP_RAN;
-    }
     case SD_OP_GRAPH:
         if (carried) {
             *after = carried;
@@ -145,9 +111,18 @@ static enum start_result start_op(struct simdev_stream *stream, struct sd_op *op
             return OP_FOR_EXECUTOR;
         *after = sd_graph_exec_run(op->u.graph.exec, op->u.graph.params);
         return OP_RAN;
-    default: /* a host callback: it may block, and runs on the executor */
-        if (!on_executor && !carried)
+    default: /* launches, copies, semaphore ops, host callbacks */
+        switch (sd_op_try_run(dev, op, carried, launch_done, stream, (uintptr_t)op, after)) {
+        case SD_PENDING:
+            return OP_PENDING;
+        case SD_RAN:
+            return OP_RAN;
+        case SD_WOULD_BLOCK:
+            break;
+        }
+        if (!on_executor)
             return OP_FOR_EXECUTOR;
+        /* on the executor: waits its turn for threads or units, or runs */
         *after = sd_op_run_after(dev, op, carried);
         return OP_RAN;
     }
@@ -384,13 +359,8 @@ static bool wait_registered_locked(struct simdev_stream *stream, struct sd_op *o
     if (op->type != SD_OP_WAIT || !op->u.record)
         return false;
     struct sd_device *dev = stream->dev;
-    int carried = stream->carried_status;
-    if (carried == 0 && sd_device_lost(dev))
-        carried = PTO_RUNTIME_ERR_DEVICE_LOST;
-    if (carried == 0 && op->exec_fault)
-        carried = op->exec_fault;
     int status;
-    stream->wait_carried = carried;
+    stream->wait_carried = start_status(dev, op, stream->carried_status);
     if (!sd_record_wait_async(op->u.record, stream, &status))
         return false;
     /* the record's completion finishes this op only once we unlock */

@@ -19,10 +19,6 @@ struct sd_capture;
 struct sd_device;
 struct sd_op;
 
-/* The largest copy or memset a thread other than a stream's executor runs
- * (docs/device.md, "Who runs a stream's ops"). */
-#define SD_INLINE_COPY_BYTES (64u << 10)
-
 /* Work a stream's executor runs for another part of simdev, on its own
  * thread, where it may block (a replay's node that cannot run at once). */
 struct sd_work {
