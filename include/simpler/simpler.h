@@ -84,7 +84,21 @@ struct simpler_config {
                                     context at once, 1..SIMPLER_MAX_CAPTURES; default 4;
                                     committed at init (a pair of streams each); ignored in
                                     program mode, which captures nothing */
+    /* Appended by host_build_graph; the fields above keep their offsets. */
+    uint32_t runtime;            /* SIMPLER_RUNTIME_TMR (default) or SIMPLER_RUNTIME_HBG: which
+                                    runtime runs every run of the context, fixed by init; the
+                                    environment's SIMPLER_RUNTIME=tmr|hbg, when set, overrides
+                                    it at init (docs/runtime.md, "host_build_graph") */
 };
+
+/* The runtimes (simpler_config.runtime). TMR, tensormap-and-ringbuffer:
+ * the orchestration runs on the device's control CPU while tasks execute,
+ * in bounded rings. HBG, host_build_graph: the orchestration runs on the
+ * host to completion and the whole graph reaches the device in one copy;
+ * the device only schedules. Same callables, entries, codes and pipeline
+ * semantics; HBG's limits are docs/runtime.md's. */
+#define SIMPLER_RUNTIME_TMR 0
+#define SIMPLER_RUNTIME_HBG 1
 
 /* Writes the defaults above. INVALID_ARGUMENT for NULL. */
 int simpler_config_default(struct simpler_config *out);
@@ -158,6 +172,15 @@ struct simpler_context_info {
     uint64_t packets_encoded;        /* kernel mode: invocation packets encoded, by
                                         a successful prepare or unprepared launch (0
                                         in program mode, which has none) */
+    /* Appended by host_build_graph; the fields above keep their offsets. */
+    uint64_t host_orchestration_loads; /* times a callable's orchestration was loaded
+                                          in the host process: once per registration
+                                          under SIMPLER_RUNTIME_HBG, never per run
+                                          (0 under TMR, whose orchestration only the
+                                          device loads) */
+    uint32_t runtime;                /* the SIMPLER_RUNTIME_* the context was
+                                        initialised with (the environment's
+                                        override applied); TMR before init */
 };
 
 /* Writes the context's info to *info (borrowed). INVALID_ARGUMENT for NULL.

@@ -83,6 +83,8 @@ extern "C" {
     /* Kernel mode: nothing the packet points at was followed. */                                  \
     X(SIMPLER_ORCH_ERR_STALE_BINDING, 14,                                                          \
       "kernel mode: the packet names a closed context or a callable slot it does not hold")        \
+    X(SIMPLER_ORCH_ERR_NOT_HOST_VISIBLE, 15,                                                       \
+      "host_build_graph: the value is produced by a task of this run")                             \
     X(SIMPLER_SCHED_ERR_TIMEOUT, 100, "the scheduler made no progress for its watchdog period")
 
 /*

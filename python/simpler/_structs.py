@@ -75,6 +75,7 @@ class Config(ctypes.Structure):
         ("callable_bytes", ctypes.c_uint64),
         ("run_capacity", RunConfig),
         ("max_captures", ctypes.c_uint32),
+        ("runtime", ctypes.c_uint32),
     ]
 
 
@@ -98,6 +99,8 @@ class ContextInfo(ctypes.Structure):
         ("host_preparations", ctypes.c_uint64),
         ("prepared_calls", ctypes.c_uint64),
         ("packets_encoded", ctypes.c_uint64),
+        ("host_orchestration_loads", ctypes.c_uint64),
+        ("runtime", ctypes.c_uint32),
     ]
 
 

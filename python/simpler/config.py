@@ -101,8 +101,10 @@ class RunConfig(_Fields):
 class CallConfig(_Fields):
     """Context-wide sizes (struct simpler_config): pipeline_depth,
     max_callables, callable_bytes, run_capacity (a RunConfig: the
-    largest run the device arena is sized for) and max_captures (kernel
-    mode: captures that may hold launches of the worker at once)."""
+    largest run the device arena is sized for), max_captures (kernel
+    mode: captures that may hold launches of the worker at once) and
+    runtime (0: TMR, 1: host_build_graph; SIMPLER_RUNTIME=tmr|hbg in the
+    environment overrides it)."""
     _struct = S.Config
 
     @staticmethod

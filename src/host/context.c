@@ -9,6 +9,7 @@
  * value, the identity halves' too (the kernel phase starts NEW, run
  * handles count from 1), since no identity is known yet.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,10 +70,35 @@ int sp_config_check(const struct simpler_config *c)
         c->max_callables < 1 || c->max_callables > SIMPLER_MAX_CALLABLE_IDS ||
         c->callable_bytes == 0)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (c->runtime != SIMPLER_RUNTIME_TMR && c->runtime != SIMPLER_RUNTIME_HBG)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct rt_config rc;
-    rt_config_from_public(&c->run_capacity, &rc);
+    sp_rt_config(c, &c->run_capacity, &rc);
     return rt_config_check(&rc) ? PTO_RUNTIME_ERR_INVALID_ARGUMENT
                                 : sp_trace_config_check(&c->run_capacity);
+}
+
+void sp_rt_config(const struct simpler_config *context, const struct simpler_run_config *in,
+                  struct rt_config *out)
+{
+    rt_config_from_public(in, out);
+    out->runtime = context->runtime == SIMPLER_RUNTIME_HBG ? RT_RUNTIME_HBG : RT_RUNTIME_TMR;
+}
+
+/* SIMPLER_RUNTIME=tmr|hbg, when set, overrides the config's runtime (as
+ * SIMPLER_TRACE sets the trace level): any program runs under either
+ * runtime unchanged. Another value is ignored, with a line on stderr. */
+static void runtime_from_env(struct simpler_config *cfg)
+{
+    const char *env = getenv("SIMPLER_RUNTIME");
+    if (!env || !*env)
+        return;
+    if (strcmp(env, "tmr") == 0)
+        cfg->runtime = SIMPLER_RUNTIME_TMR;
+    else if (strcmp(env, "hbg") == 0)
+        cfg->runtime = SIMPLER_RUNTIME_HBG;
+    else
+        fprintf(stderr, "simpler: SIMPLER_RUNTIME=\"%s\" ignored: want tmr or hbg\n", env);
 }
 
 int sp_init_arguments(const struct simpler_context *ctx, int device_id,
@@ -85,6 +111,10 @@ int sp_init_arguments(const struct simpler_context *ctx, int device_id,
         *cfg = *config;
     else
         simpler_config_default(cfg);
+    /* A config out of range is refused before the environment is read. */
+    if (cfg->runtime != SIMPLER_RUNTIME_TMR && cfg->runtime != SIMPLER_RUNTIME_HBG)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    runtime_from_env(cfg);
     return sp_config_check(cfg);
 }
 

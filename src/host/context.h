@@ -49,6 +49,7 @@ struct sp_counters {
     uint64_t host_preparations; /* preparation steps run (prepared_call.c) */
     uint64_t packets_encoded;   /* kernel mode: invocation packets encoded */
     uint64_t prepared_calls;    /* live: simpler_prepare_call's, not yet released */
+    uint64_t host_orch_loads;   /* HBG: orchestrations loaded in the host process */
 };
 
 /* What the identity a context latched does for the entry points every
@@ -106,6 +107,11 @@ struct simpler_context {
 
 /* The checks of a context config: 0 or INVALID_ARGUMENT. */
 int sp_config_check(const struct simpler_config *config);
+
+/* A run config of a context with `context`'s config, in the runtime's
+ * form (rt_config_from_public, and the context's runtime). */
+void sp_rt_config(const struct simpler_config *context, const struct simpler_run_config *in,
+                  struct rt_config *out);
 
 /* An init's argument checks, both identities': ctx, device id, config
  * (NULL: the defaults) into *cfg. 0 or INVALID_ARGUMENT. */

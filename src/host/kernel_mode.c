@@ -161,7 +161,7 @@ static int size_resources(struct simpler_context *ctx, struct rt_kernel_mode_bin
 {
     struct sp_kernel_mode *k = &ctx->kernel;
     struct rt_config capacity;
-    rt_config_from_public(&ctx->config.run_capacity, &capacity);
+    sp_rt_config(&ctx->config, &ctx->config.run_capacity, &capacity);
     int rc = rt_arena_bytes(&capacity, &ctx->topo, &ctx->arena_bytes);
     if (rc)
         return rc;

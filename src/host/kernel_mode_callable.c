@@ -60,7 +60,7 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
     /* A config function may ask for more than the context committed. */
     struct rt_config run;
     size_t need;
-    rt_config_from_public(&c->config, &run);
+    sp_rt_config(&ctx->config, &c->config, &run);
     if ((rc = rt_arena_bytes(&run, &ctx->topo, &need)) || need > ctx->arena_bytes) {
         rc = rc ? rc : PTO_RUNTIME_ERR_CAPACITY_EXCEEDED;
         goto unload;

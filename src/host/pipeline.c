@@ -112,6 +112,21 @@ static int launch_staged(struct simpler_context *ctx, struct sp_slot *s)
         sub->restage = false;
     }
     uint64_t launch_begin = sp_trace_now(sub);
+    /* host_build_graph: the launch builds the run's graph here, from the
+     * host's own load of the orchestration and its view of the args. */
+    struct rt_hbg_host hbg;
+    if (sub->config.runtime == RT_RUNTIME_HBG) {
+        memset(&hbg, 0, sizeof hbg);
+        hbg.entry = c->host_entry;
+        hbg.args = &s->ws.staged_args;
+        hbg.kernel_present = c->kernel_present;
+        hbg.views = s->ws.hbg_views;
+        if ((rc = sp_hbg_prepare(&s->ws, sub->call, rt_hbg_image_bound(&sub->config),
+                                 &hbg.view_count)))
+            return rc;
+        hbg.bank = s->ws.hbg_bank;
+        hbg.bank_bytes = s->ws.hbg_bank_bytes;
+    }
     struct rt_run_request rq = {
         .entry = c->entry,
         .kernels = c->record->kernels,
@@ -122,6 +137,7 @@ static int launch_staged(struct simpler_context *ctx, struct sp_slot *s)
         .arena_nonce = ctx->arena_nonce,
         .result = s->ws.device_result,
         .config = sub->config,
+        .hbg = sub->config.runtime == RT_RUNTIME_HBG ? &hbg : NULL,
     };
     /* On failure rt_run_enqueue has drained whatever part of the chain it
      * enqueued. */

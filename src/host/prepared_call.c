@@ -118,7 +118,7 @@ static int fit_config(struct simpler_context *ctx, const struct sp_callable *c, 
 {
     size_t need;
     int rc;
-    rt_config_from_public(config ? config : &c->config, rtc);
+    sp_rt_config(&ctx->config, config ? config : &c->config, rtc);
     if (kernel)
         *schedulers = ctx->kernel.schedulers;
     else

@@ -64,7 +64,7 @@ static int create_all(struct simpler_context *ctx, const struct simpler_config *
                       const struct simdev_config *topo)
 {
     struct rt_config capacity;
-    rt_config_from_public(&cfg->run_capacity, &capacity);
+    sp_rt_config(cfg, &cfg->run_capacity, &capacity);
     int rc = rt_arena_bytes(&capacity, topo, &ctx->arena_bytes);
     if (rc)
         return rc;
@@ -188,6 +188,8 @@ int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_c
     out.host_preparations = c->counters.host_preparations;
     out.prepared_calls = c->counters.prepared_calls;
     out.packets_encoded = c->counters.packets_encoded;
+    out.host_orchestration_loads = c->counters.host_orch_loads;
+    out.runtime = c->config.runtime;
     pthread_mutex_unlock(&c->lock);
     *info = out;
     return 0;

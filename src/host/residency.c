@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/elf_load.h"
 #include "common/host_alloc.h"
 #include "host/context.h"
 #include "host/device_binding.h"
@@ -78,9 +79,49 @@ static int load(struct simpler_context *ctx, struct sp_callable *c, const void *
     return 0;
 }
 
+/* host_build_graph: loads the orchestration of `image` in this process
+ * (the host runs it) and notes which func ids have kernels. The image was
+ * validated. INVALID_ARGUMENT when the object does not load or lacks its
+ * entry, holding nothing. */
+static int host_load(struct simpler_context *ctx, struct sp_callable *c, const uint8_t *image)
+{
+    struct simpler_callable_header h;
+    memcpy(&h, image, sizeof h);
+    void *handle = NULL, *sym;
+    int fd = -1;
+    if (h.orch_kind == SIMPLER_BINARY_ELF &&
+        sp_elf_open(image + h.orch_offset, h.orch_bytes, "host orchestration load", &handle,
+                    &fd) != 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (!(sym = sp_elf_symbol(handle, h.entry_name, "host orchestration load"))) {
+        if (handle)
+            sp_elf_close(handle, fd);
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    }
+    memcpy(&c->host_entry, &sym, sizeof c->host_entry); /* POSIX: object to function */
+    c->host_handle = handle;
+    c->host_memfd = fd;
+    for (uint32_t i = 0; i < h.child_count; i++) {
+        struct simpler_callable_child child;
+        memcpy(&child, image + h.children_offset + (uint64_t)i * sizeof child, sizeof child);
+        c->kernel_present[child.func_id] = 1;
+    }
+    ctx->counters.host_orch_loads++;
+    return 0;
+}
+
+static void host_unload(struct sp_callable *c)
+{
+    if (c->host_handle)
+        sp_elf_close(c->host_handle, c->host_memfd);
+    c->host_handle = NULL;
+    c->host_entry = NULL;
+}
+
 int sp_callable_release(struct simpler_context *ctx, struct sp_callable *c)
 {
     int rc;
+    host_unload(c);
     if (c->loaded) {
         rc = rt_callable_unload_enqueue(ctx->control, c->record);
         if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)
@@ -123,6 +164,13 @@ int sp_callable_create(struct simpler_context *ctx, int32_t id, const void *imag
     read_signature(c, &h);
     int rc = load(ctx, c, image);
     if (rc) {
+        free(c);
+        return rc;
+    }
+    if (ctx->config.runtime == SIMPLER_RUNTIME_HBG && (rc = host_load(ctx, c, image))) {
+        /* The device's load succeeded: undo it, as a failed load's undo
+         * does (load). */
+        sp_callable_release(ctx, c);
         free(c);
         return rc;
     }

@@ -36,6 +36,13 @@ struct sp_callable {
     uint32_t runs;         /* program mode: unfinalized runs using it */
     uint32_t prepared_refs; /* live prepared calls of it (simpler_prepare_call's) */
     uint64_t slot_generation; /* kernel mode: its binding slot's (0: not launchable) */
+    /* host_build_graph (the context's runtime is HBG): the orchestration as
+     * loaded in the host process at registration, once, and which func ids
+     * the image gives a kernel. */
+    simpler_orch_entry_fn host_entry;
+    void *host_handle; /* the orchestration's object; NULL: none opened */
+    int host_memfd;
+    uint8_t kernel_present[SIMPLER_MAX_FUNC_IDS];
 };
 
 /* A new callable `id` of the valid `image` (`bytes` long), loaded on the

@@ -8,7 +8,10 @@
  */
 #include "host/working_set.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/host_alloc.h"
 
 #include "host/context.h"
 #include "host/device_binding.h"
@@ -47,6 +50,9 @@ int sp_working_set_release(struct simpler_context *ctx, struct sp_working_set *w
     int rc;
     if ((rc = sp_staging_free(ctx, ws))) /* left by a submission whose undo failed */
         return rc;
+    free(ws->hbg_bank); /* host memory: a run that used it has ended */
+    ws->hbg_bank = NULL;
+    ws->hbg_bank_bytes = 0;
     if (ws->device_result) {
         if ((rc = sp_dev_free(ctx, ws->device_result, sizeof *ws->device_result)))
             return rc;
@@ -98,20 +104,31 @@ int sp_staging_alloc(struct simpler_context *ctx, struct sp_working_set *s,
     return 0;
 }
 
-int sp_staging_copy_in(struct sp_working_set *s, const struct simpler_prepared_call *call)
+/* The bytes [*lo, *hi) of staging buffer `j` that `call`'s IN and INOUT
+ * views span (*lo >= *hi: none). */
+static void input_span(const struct sp_working_set *s, const struct simpler_prepared_call *call,
+                       uint32_t j, uint64_t *lo, uint64_t *hi)
 {
     const struct simpler_orch_args *a = &call->args;
     const struct sp_callable *c = call->callable;
+    uint64_t vlo = 0, vhi = 0;
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        if (s->tensor_staging[i] != j || !is_input(c->tensor_directions[i]))
+            continue;
+        sp_arg_span(&a->tensors[i], &vlo, &vhi); /* true: prepare checked it */
+        *lo = vlo < *lo ? vlo : *lo;
+        *hi = vhi > *hi ? vhi : *hi;
+    }
+}
+
+int sp_staging_copy_in(struct sp_working_set *s, const struct simpler_prepared_call *call)
+{
     int rc;
     for (uint32_t j = 0; j < s->staging_count; j++) {
-        uint64_t lo = UINT64_MAX, hi = 0, vlo = 0, vhi = 0;
-        for (uint32_t i = 0; i < a->tensor_count; i++) {
-            if (s->tensor_staging[i] != j || !is_input(c->tensor_directions[i]))
-                continue;
-            sp_arg_span(&a->tensors[i], &vlo, &vhi); /* true: prepare checked it */
-            lo = vlo < lo ? vlo : lo;
-            hi = vhi > hi ? vhi : hi;
-        }
+        uint64_t lo, hi;
+        input_span(s, call, j, &lo, &hi);
         if (lo < hi && (rc = simdev_memcpy((uint8_t *)s->staging[j].device + lo,
                                            (const uint8_t *)(uintptr_t)s->staging[j].host_addr + lo,
                                            hi - lo, SIMDEV_COPY_HOST_TO_DEVICE)))
@@ -119,6 +136,33 @@ int sp_staging_copy_in(struct sp_working_set *s, const struct simpler_prepared_c
     }
     return simdev_memcpy(s->device_args, &s->staged_args, sizeof s->staged_args,
                          SIMDEV_COPY_HOST_TO_DEVICE);
+}
+
+int sp_hbg_prepare(struct sp_working_set *s, const struct simpler_prepared_call *call,
+                   size_t bytes, uint32_t *count)
+{
+    if (s->hbg_bank_bytes < bytes) {
+        void *bank = sp_host_malloc(bytes);
+        if (!bank)
+            return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+        free(s->hbg_bank);
+        s->hbg_bank = bank;
+        s->hbg_bank_bytes = bytes;
+    }
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < s->staging_count; j++) {
+        uint64_t lo, hi;
+        input_span(s, call, j, &lo, &hi);
+        if (lo >= hi)
+            continue;
+        s->hbg_views[n++] = (struct rt_hbg_view){
+            .device = (uint64_t)(uintptr_t)s->staging[j].device + lo,
+            .bytes = hi - lo,
+            .host = (const uint8_t *)(uintptr_t)s->staging[j].host_addr + lo,
+        };
+    }
+    *count = n;
+    return 0;
 }
 
 /* Copies the elements of host view `t` from its staging buffer back to the

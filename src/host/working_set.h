@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/hbg.h"
 #include "runtime/runtime.h"
 #include "simpler/simpler.h"
 
@@ -39,6 +40,13 @@ struct sp_working_set {
     uint8_t tensor_staging[SIMPLER_ORCH_MAX_TENSORS]; /* index into staging, or 0xff: device tensor */
     struct sp_staging staging[SIMPLER_ORCH_MAX_TENSORS];
     uint32_t staging_count;
+    /* host_build_graph: the bank the slot's runs are built into (host
+     * memory, grown to the largest run's image bound; it must outlive the
+     * run's image copy, and the slot outlives its run) and the staged
+     * ranges the host build may read elements of. */
+    void *hbg_bank;
+    size_t hbg_bank_bytes;
+    struct rt_hbg_view hbg_views[SIMPLER_ORCH_MAX_TENSORS];
 };
 
 /* Creates the working set's device resources (stream, argument and result
@@ -64,6 +72,13 @@ int sp_staging_copy_in(struct sp_working_set *ws, const struct simpler_prepared_
  * staging buffer back to the host, one contiguous run at a time (never the
  * bytes between them). 0 or the first failing copy's code. */
 int sp_staging_copy_back(const struct sp_working_set *ws, const struct simpler_prepared_call *call);
+
+/* host_build_graph: the bank, at least `bytes` long (OUT_OF_HOST_MEMORY
+ * keeps the old one), and the staged views of `call`: per staging buffer,
+ * the span its IN and INOUT views cover, as sp_staging_copy_in copies it,
+ * read from the host buffer. Returns the view count in *count. */
+int sp_hbg_prepare(struct sp_working_set *ws, const struct simpler_prepared_call *call,
+                   size_t bytes, uint32_t *count);
 
 /* Frees the staging buffers still held (a submission's, or left by one
  * whose undo failed); stops at the first failure, keeping the rest

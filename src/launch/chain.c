@@ -36,6 +36,7 @@ const struct rt_launch_ops rt_launch_simdev_ops = {
     .record_handoff = simdev_event_record_handoff,
     .wait = simdev_stream_wait_event,
     .memset_async = simdev_memset_async,
+    .memcpy_async = simdev_memcpy_async,
     .launch_aicpu = simdev_launch_aicpu,
     .launch_aicore = simdev_launch_aicore,
     .gate_acquire = simdev_stream_sem_acquire,
@@ -62,6 +63,8 @@ static bool round_has(const struct rt_chain_round *round, enum rt_chain_step ste
         return round->rendezvous != NULL;
     case RT_CHAIN_ROUND_BEGIN:
         return round->begin.fn != NULL;
+    case RT_CHAIN_IMAGE:
+        return round->image.bytes != 0;
     case RT_CHAIN_STATUS:
         return round->status.fn != NULL;
     case RT_CHAIN_SERIAL_TAIL:
@@ -94,6 +97,10 @@ static int enqueue_step(const struct chain_call *c, enum rt_chain_step step)
         return ops->memset_async(r->rendezvous, 0, r->rendezvous_bytes, ch->aicpu);
     case RT_CHAIN_ROUND_BEGIN: /* clears the round state, holding the gate */
         return launch_aicpu(c, &r->begin);
+    case RT_CHAIN_IMAGE: /* behind the previous round's program (this stream's
+                          * order), ahead of this round's core loop */
+        return ops->memcpy_async(r->image.dst, r->image.src, r->image.bytes,
+                                 SIMDEV_COPY_HOST_TO_DEVICE, ch->aicpu);
     case RT_CHAIN_AICORE_START: /* just before the program: the core loop runs
                                  * only behind a healthy AICPU stream */
         return ops->record(ch->aicore_start, ch->aicpu);

@@ -32,6 +32,7 @@ enum rt_chain_step {
     RT_CHAIN_GATE_ACQUIRE,      /* AICPU: acquire the gate (gated rounds) */
     RT_CHAIN_ZERO_RENDEZVOUS,   /* AICPU: zero the rendezvous region (if named) */
     RT_CHAIN_ROUND_BEGIN,       /* AICPU: round begin (if the round has one) */
+    RT_CHAIN_IMAGE,             /* AICPU: copy the host-built graph in (HBG rounds) */
     RT_CHAIN_AICORE_START,      /* AICPU: record aicore_start */
     RT_CHAIN_AICORE_WAIT_START, /* AICore: wait aicore_start */
     RT_CHAIN_CORE_LOOP,         /* AICore: the core loop */
@@ -69,6 +70,14 @@ struct rt_chain_round {
     void *rendezvous; /* device memory zeroed before the round; NULL: none */
     size_t rendezvous_bytes;
     struct rt_chain_aicpu begin; /* round begin */
+    /* host_build_graph: the image the host built (host memory, borrowed
+     * until the copy has run) and where the AICPU program reads it (the
+     * arena's image region); bytes 0: none (a TMR round). */
+    struct {
+        void *dst;
+        const void *src;
+        size_t bytes;
+    } image;
     struct rt_chain_aicore core;
     struct rt_chain_aicpu program; /* the AICPU program */
     struct rt_chain_aicpu status;  /* the status op */

@@ -52,6 +52,9 @@ struct rt_launch_ops {
     int (*gate_acquire)(simdev_stream_t stream, simdev_sem_t gate);
     int (*gate_release)(simdev_stream_t stream, simdev_sem_t gate);
     int (*memset_async)(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream);
+    /* host_build_graph rounds only: the image's one copy. */
+    int (*memcpy_async)(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind,
+                        simdev_stream_t stream);
     /* The one question a launch asks of a stream (the caller's, and its
      * capture pairs'): is it capturing, and in which capture. A read that
      * neither waits nor changes anything, as CUDA libraries ask

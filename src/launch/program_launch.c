@@ -25,11 +25,18 @@
 #include "common/host_alloc.h"
 #include "launch/chain.h"
 #include "runtime/entries.h"
+#include "runtime/hbg.h"
 #include "runtime/layout.h"
 
 struct rt_launcher {
     struct rt_launch_chain chain; /* gate and serial_tail NULL: a run holds no gate */
     uint64_t generation;
+    /* host_build_graph: the host build's scratch (runtime/hbg.h), grown to
+     * the largest run's need; calloc'd, so the pages a build never touches
+     * (the host arena's heaps) are never backed. */
+    void *hbg_raw;
+    uint8_t *hbg_scratch;
+    size_t hbg_scratch_bytes;
 };
 
 int rt_launcher_destroy(struct rt_launcher *l)
@@ -50,6 +57,7 @@ int rt_launcher_destroy(struct rt_launcher *l)
         rc = r;
     if (c->aicpu && (r = simdev_stream_destroy(c->aicpu)) && !rc)
         rc = r;
+    free(l->hbg_raw);
     free(l);
     return rc;
 }
@@ -80,7 +88,8 @@ int rt_launcher_create(struct rt_launcher **out)
 static int check_request(const struct rt_run_request *rq, struct simdev_config *topo,
                          uint32_t *schedulers, struct rt_layout *layout)
 {
-    if (!rq->entry || !rq->args || !rq->arena || !rq->result ||
+    bool hbg = rq->config.runtime == RT_RUNTIME_HBG;
+    if ((!rq->entry && !hbg) || !rq->args || !rq->arena || !rq->result || hbg != (rq->hbg != NULL) ||
         rq->kernel_count > SIMPLER_MAX_FUNC_IDS || (rq->kernel_count && !rq->kernels))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     int rc = rt_config_check(&rq->config);
@@ -99,7 +108,8 @@ static int check_request(const struct rt_run_request *rq, struct simdev_config *
                                               : topo->aicpu_threads - 1;
     if (n + 1 > topo->aicpu_threads)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    *schedulers = n;
+    /* host_build_graph: no orchestrator, the same threads all schedule */
+    *schedulers = hbg ? n + 1 : n;
     return 0;
 }
 
@@ -114,14 +124,59 @@ uint64_t rt_launcher_generation(const struct rt_launcher *l)
 static struct rt_chain_round program_round(const struct rt_launch_args *la,
                                            const struct rt_layout *layout)
 {
+    bool hbg = la->request.config.runtime == RT_RUNTIME_HBG;
     return (struct rt_chain_round){
         .rendezvous = (uint8_t *)la->request.arena + layout->rendezvous,
         .rendezvous_bytes = layout->rendezvous_bytes,
         .core = {rt_core_main, la, sizeof *la},
-        .program = {rt_aicpu_main, la->schedulers + 1, la, sizeof *la},
+        .program = {rt_aicpu_main, hbg ? la->schedulers : la->schedulers + 1, la, sizeof *la},
         .cancel_fn = rt_round_cancel_main,
         .commit_tries = 1,
     };
+}
+
+/* The host arena at the scratch's start holds cache-line aligned state. */
+#define HBG_SCRATCH_ALIGN 64u
+
+/* The launcher's scratch, at least `bytes` long and cache-line aligned.
+ * OUT_OF_HOST_MEMORY, keeping the old one. */
+static int hbg_scratch(struct rt_launcher *l, size_t bytes)
+{
+    if (l->hbg_scratch_bytes >= bytes)
+        return 0;
+    if (bytes > SIZE_MAX - HBG_SCRATCH_ALIGN)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    void *raw = sp_host_calloc(1, bytes + HBG_SCRATCH_ALIGN);
+    if (!raw)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    free(l->hbg_raw);
+    l->hbg_raw = raw;
+    uintptr_t at = ((uintptr_t)raw + HBG_SCRATCH_ALIGN - 1) & ~(uintptr_t)(HBG_SCRATCH_ALIGN - 1);
+    l->hbg_scratch = (uint8_t *)at;
+    l->hbg_scratch_bytes = bytes;
+    return 0;
+}
+
+/* host_build_graph: runs the orchestration of `request` here, into its
+ * bank; *bytes: the image's size. */
+static int hbg_build(struct rt_launcher *l, const struct rt_run_request *request,
+                     const struct simdev_config *topo, const struct rt_launch_args *la,
+                     size_t *bytes)
+{
+    uint32_t cores = topo->aic_cores + topo->aiv_cores;
+    size_t need = rt_hbg_scratch_bytes(&request->config, cores);
+    if (!need || request->hbg->bank_bytes < rt_hbg_image_bound(&request->config))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = hbg_scratch(l, need);
+    if (rc)
+        return rc;
+    struct rt_hbg_host host = *request->hbg;
+    host.scratch = l->hbg_scratch;
+    host.scratch_bytes = l->hbg_scratch_bytes;
+    struct rt_run_request rq = *request;
+    rq.hbg = &host;
+    *bytes = rt_hbg_build(&rq, topo->aic_cores, topo->aiv_cores, la->schedulers, la->generation);
+    return *bytes ? 0 : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
 }
 
 /* rt_run_enqueue through `ops`. */
@@ -138,8 +193,17 @@ static int run_enqueue(const struct rt_launch_ops *ops, struct rt_launcher *l,
     if (rc)
         return rc;
     la.request = *request;
+    la.request.hbg = NULL; /* host memory: the device never sees it */
     la.generation = ++l->generation;
     struct rt_chain_round round = program_round(&la, &layout);
+    if (request->hbg) {
+        /* host_build_graph: the orchestration runs here, now; its graph
+         * goes in by one copy ahead of the round (chain.c) */
+        if ((rc = hbg_build(l, request, &topo, &la, &round.image.bytes)))
+            return rc;
+        round.image.dst = (uint8_t *)request->arena + layout.hbg_image;
+        round.image.src = request->hbg->bank;
+    }
     enum rt_chain_step failed;
     rc = rt_chain_enqueue(ops, &l->chain, stream, &round, &failed);
     if (!rc || failed == RT_CHAIN_START)

@@ -13,6 +13,7 @@
 #include "platform/platform.h"
 #include "runtime/aicpu_program.h"
 #include "runtime/entries.h"
+#include "runtime/hbg_boot.h"
 #include "runtime/layout.h"
 #include "runtime/orchestrator.h"
 #include "runtime/payload.h"
@@ -29,9 +30,7 @@
 #include "runtime/wait.h"
 #include "simpler/status.h"
 
-/* For each shape, the scheduler owning the most units of it serves the
- * shape's sync-start tasks. */
-static void choose_sync_owners(struct rt_run *run)
+void rt_choose_sync_owners(struct rt_run *run)
 {
     for (uint32_t shape = 0; shape < RT_SHAPES; shape++) {
         run->sync_owner[shape] = 0;
@@ -159,11 +158,15 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
         rt_rq_init(&run->sync_ready[k], (struct rt_rq_cell *)(base + l.sync_rq_cells[k]),
                    l.rq_capacity);
     }
-    choose_sync_owners(run);
+    rt_choose_sync_owners(run);
     run->scope_tasks = (struct rt_slot **)(base + l.scope_tasks);
     run->scope_task_capacity = l.scope_task_capacity;
     run->fanin_scratch = (struct rt_slot **)(base + l.fanin_scratch);
     run->fanin_sources = (uint32_t *)(run->fanin_scratch + rq->config.max_fanin);
+    run->hbg = NULL;
+    run->hbg_producers = NULL;
+    if (rq->config.runtime == RT_RUNTIME_HBG)
+        return rt_hbg_boot(run, la, base + l.hbg_image, l.hbg_image_bytes); /* no orchestrator */
     if (tensormap_open(run, rq->arena_nonce, tensormap_marked, base + l.tensormap,
                        &rq->config) != 0)
         return SIMPLER_ORCH_ERR_BAD_CONFIG;
@@ -283,6 +286,9 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
 {
     struct rt_run *run = la->request.arena;
     uint32_t orchestrator = ctx->thread_count - 1;
+    /* host_build_graph: the graph came built; the last thread boots it
+     * (run_init, rt_hbg_boot) and then schedules like every other. */
+    bool hbg = la->request.config.runtime == RT_RUNTIME_HBG;
     rt_trace_aicpu_begin(&la->request.config, la->generation, ctx->thread_index, ctx->thread_count);
 
     if (ctx->thread_index == orchestrator) {
@@ -292,19 +298,21 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
             code = rejected;
         if (code)
             rt_fail(run, code);
+        if (code || hbg) /* before the schedulers may look (init_generation) */
+            atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
         /* release: every initialised field above before the schedulers'
          * acquire in wait_init */
         atomic_store_explicit(&run->init_generation, la->generation, memory_order_release);
         rt_signal(run);
-        if (!code) {
+        if (hbg) {
+            rt_schedule(run, ctx->thread_index);
+        } else if (!code) {
             let_mates_arrive(run);
             uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
             rt_orchestrate(run, la->request.entry, la->request.args);
             if (run->config.trace_level >= 4)
                 rt_trace_orch(run, trace_begin);
         }
-        else
-            atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
     } else {
         int rc = wait_init(run, la, ctx->device);
         if (rc) {

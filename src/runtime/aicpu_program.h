@@ -12,6 +12,8 @@
 
 #include "runtime/entries.h"
 
+struct rt_run;
+
 /* One round on the AICPU threads of a launch: the last thread
  * orchestrates, the others schedule, the last one out writes the result
  * block. `rejected` (positive, or 0) fails the round right after the run is
@@ -22,5 +24,10 @@
  * block then); 0 on the others. */
 int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
                        int32_t rejected);
+
+/* For each shape, the scheduler owning the most units of it serves the
+ * shape's sync-start tasks (run->sync_owner, sync_units; from the run's
+ * topology and schedulers). */
+void rt_choose_sync_owners(struct rt_run *run);
 
 #endif /* SIMPLER_RUNTIME_AICPU_PROGRAM_H */

@@ -182,7 +182,8 @@ int32_t rt_deps_record_accesses(struct rt_run *run, const struct simpler_task_ar
         return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW;
     if (rt_tensormap_free_count(&run->tensormap) < need) {
         int rc = rt_orch_block(run, tensormap_has_room, &need, NULL, run->config.ring_timeout_ms,
-                            SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW);
+                               SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW,
+                               SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW);
         if (rc)
             return -rc;
     }
@@ -212,6 +213,13 @@ static void log_edge(struct rt_run *run, uint64_t producer, uint64_t consumer, u
         e->sources = sources & RT_EDGE_SOURCES;
         e->hazards = sources & ~RT_EDGE_SOURCES;
     }
+}
+
+void rt_deps_log_fanin(struct rt_run *run, uint64_t id)
+{
+    for (uint32_t i = 0; i < run->fanin_n; i++)
+        log_edge(run, atomic_load_explicit(&run->fanin_scratch[i]->task_id, memory_order_relaxed),
+                 id, run->fanin_sources[i]);
 }
 
 /* The edge protocol: pin and link under the producer's lock; a producer

@@ -56,6 +56,10 @@ int32_t rt_deps_record_accesses(struct rt_run *run, const struct simpler_task_ar
  * caller reserved them), and logs each edge. */
 void rt_deps_wire(struct rt_run *run, struct rt_slot *s, struct rt_task *t, uint32_t ring);
 
+/* Logs an edge from every producer in the scratch list to task `id`,
+ * without wiring (a host build: runtime/hbg.h). */
+void rt_deps_log_fanin(struct rt_run *run, uint64_t id);
+
 /* The producers an element access of `kind` to tensor `t` must wait for
  * (`elem`: the one element as a view), into the fanin scratch: its creator
  * and, when tracked, the TensorMap's; producers whose slot was reused

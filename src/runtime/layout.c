@@ -10,6 +10,7 @@
 
 #include "runtime/core_regs.h"
 #include "runtime/cpu.h"
+#include "runtime/hbg.h"
 #include "runtime/layout.h"
 #include "runtime/payload.h"
 #include "runtime/ready_queue.h"
@@ -64,13 +65,20 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
         l.sync_rq_cells[k] = take(&cursor, (size_t)l.rq_capacity * sizeof(struct rt_rq_cell));
     }
     l.dispatch = take(&cursor, (size_t)core_count * RT_CORE_QUEUE * sizeof(struct rt_dispatch));
-    l.scheds = take(&cursor, (size_t)(SIMDEV_MAX_AICPU_THREADS - 1) * rt_sched_bytes());
+    /* Every AICPU thread may schedule: HBG runs have no orchestrator. */
+    l.scheds = take(&cursor, (size_t)SIMDEV_MAX_AICPU_THREADS * rt_sched_bytes());
     l.scope_task_capacity = (uint32_t)windows;
     l.scope_tasks = take(&cursor, (size_t)windows * sizeof(struct rt_slot *));
     l.fanin_scratch = take(&cursor, (size_t)config->max_fanin *
                                         (sizeof(struct rt_slot *) + sizeof(uint32_t)));
     l.tensormap_bytes = rt_tensormap_bytes(config->tensormap_buckets, config->tensormap_entries);
     l.tensormap = take(&cursor, l.tensormap_bytes);
+    if (config->runtime == RT_RUNTIME_HBG) {
+        l.hbg_image_bytes = rt_hbg_image_bound(config);
+        if (l.hbg_image_bytes == 0)
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        l.hbg_image = take(&cursor, l.hbg_image_bytes);
+    }
     l.total = take(&cursor, 0);
     *out = l;
     return 0;

@@ -40,6 +40,8 @@ struct rt_layout {
     size_t fanin_scratch;
     size_t tensormap;
     size_t tensormap_bytes;
+    size_t hbg_image;       /* host_build_graph: the image region (runtime/hbg.h) */
+    size_t hbg_image_bytes; /* 0 for a TMR run */
     size_t total;
 };
 

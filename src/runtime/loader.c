@@ -11,43 +11,22 @@
  * that each ELF binary's headers and segments lie inside its bytes before
  * dlopen may read them.
  *
- * In-memory files: each ELF binary is written to a memfd and opened through
- * /proc/self/fd/N. The dynamic loader recognises an already-loaded object by
- * that path name, so the memfd stays open for as long as its object is
- * loaded — no other load can get the same N and be handed this object.
+ * In-memory files: each ELF binary is opened through a memfd
+ * (common/elf_load.h, which the host's own load of an orchestration under
+ * host_build_graph shares).
  */
-#include <dlfcn.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "common/elf_load.h"
 #include "runtime/entries.h"
 #include "simpler/callable.h"
-
-static void fd_path(char *path, size_t size, int fd)
-{
-    snprintf(path, size, "/proc/self/fd/%d", fd);
-}
 
 static void unload_record(struct rt_callable_record *r)
 {
     while (r->binary_count > 0) {
         uint32_t i = --r->binary_count;
-        dlclose(r->handles[i]);
+        sp_elf_close(r->handles[i], r->memfds[i]);
         r->handles[i] = NULL;
-        /* Some objects outlive dlclose (linked -z nodelete, or holding
-         * unique symbols): the object keeps its /proc/self/fd/N name, and a
-         * later load given the same N would be handed it. Keep such an
-         * object's memfd open (a deliberate leak) so N is never reused. */
-        char path[64];
-        fd_path(path, sizeof path, r->memfds[i]);
-        void *still = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-        if (still) {
-            dlclose(still); /* the reference RTLD_NOLOAD took */
-            continue;
-        }
-        close(r->memfds[i]);
     }
 }
 
@@ -60,28 +39,10 @@ static void *open_binary(struct rt_callable_record *r, const uint8_t *image, uin
     for (uint32_t i = 0; i < r->binary_count; i++)
         if (offsets[i] == offset)
             return r->handles[i];
-    int fd = memfd_create("simpler-callable", MFD_CLOEXEC);
-    if (fd < 0) {
-        perror("simpler: callable load: memfd_create");
+    void *handle;
+    int fd;
+    if (sp_elf_open(image + offset, bytes, "callable load", &handle, &fd) != 0)
         return NULL;
-    }
-    for (uint64_t done = 0; done < bytes;) {
-        ssize_t n = write(fd, image + offset + done, bytes - done);
-        if (n <= 0) {
-            perror("simpler: callable load: write");
-            close(fd);
-            return NULL;
-        }
-        done += (uint64_t)n;
-    }
-    char path[64];
-    fd_path(path, sizeof path, fd);
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        fprintf(stderr, "simpler: callable load: %s\n", dlerror());
-        close(fd);
-        return NULL;
-    }
     offsets[r->binary_count] = offset;
     r->memfds[r->binary_count] = fd;
     r->handles[r->binary_count++] = handle;
@@ -90,10 +51,7 @@ static void *open_binary(struct rt_callable_record *r, const uint8_t *image, uin
 
 static void *resolve(void *handle, const char *name)
 {
-    void *sym = dlsym(handle ? handle : RTLD_DEFAULT, name);
-    if (!sym)
-        fprintf(stderr, "simpler: callable load: symbol '%s' not found\n", name);
-    return sym;
+    return sp_elf_symbol(handle, name, "callable load");
 }
 
 /* Function pointers from dlsym: POSIX guarantees the object-to-function

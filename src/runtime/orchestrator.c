@@ -16,6 +16,7 @@
 #include "common/view.h"
 #include "runtime/cpu.h"
 #include "runtime/deps.h"
+#include "runtime/hbg_build.h"
 #include "runtime/layout.h"
 #include "runtime/orchestrator.h"
 #include "runtime/ring.h"
@@ -48,7 +49,9 @@ static bool tensor_valid(const struct simpler_tensor *t, struct sp_view_extent *
 
 static bool kernel_valid(struct rt_run *run, int32_t id)
 {
-    return id >= 0 && (uint32_t)id < run->kernel_count && run->kernels[id] != NULL;
+    if (id < 0 || (uint32_t)id >= run->kernel_count)
+        return false;
+    return run->hbg ? rt_hbg_kernel_present(run, (uint32_t)id) : run->kernels[id] != NULL;
 }
 
 struct task_shape {
@@ -157,7 +160,8 @@ static void init_slot(struct rt_slot *s, uint64_t id, uint32_t ring, const struc
 }
 
 /* Copies the arguments into the payload, materialising OUTPUTs at heap
- * position `pos`. */
+ * position `pos` (a host build zeroes nothing itself: the heap is the
+ * device's, and the zero-fill travels in the image). */
 static void fill_payload(struct rt_run *run, struct rt_task *t, struct rt_ring *r, uint64_t pos,
                          uint64_t id, const struct simpler_task_args *a,
                          const struct task_shape *ts)
@@ -179,7 +183,9 @@ static void fill_payload(struct rt_run *run, struct rt_task *t, struct rt_ring *
         simpler_tensor_make(o, (uint64_t)(uintptr_t)(r->heap + offset), c->shape, c->ndims,
                             c->dtype, SIMPLER_MEM_DEVICE);
         o->producer_task_id = id;
-        if (c->zero_fill)
+        if (c->zero_fill && run->hbg)
+            rt_hbg_add_zero(run, o->addr, o->buffer_bytes);
+        else if (c->zero_fill)
             memset(r->heap + offset, 0, o->buffer_bytes);
         offset += ts->output_bytes[i];
     }
@@ -261,6 +267,18 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         code = rt_deps_record_accesses(run, a, t, tm, ts.extent, id, s);
     if (code)
         return rt_fail_negated(run, code);
+
+    if (run->hbg) {
+        /* A host build: the task and its producers go into the image; the
+         * device classifies and runs them. */
+        if (out)
+            write_task_result(out, id, a, t);
+        run->scope_tasks[run->scope_task_top++] = s;
+        run->tasks_submitted_local++;
+        if ((code = rt_hbg_add_task(run, s, t, id)))
+            return rt_fail_negated(run, code);
+        return 0;
+    }
 
     /* 3. Dependency entries: one per producer held, one per producer
      * waited for. */
@@ -351,10 +369,13 @@ static int element_access(struct rt_run *run, const struct simpler_tensor *t,
     int32_t code = rt_deps_discover_element(run, t, &elem, kind);
     if (code)
         return rt_fail_negated(run, code);
+    if (run->hbg && run->fanin_n)
+        return rt_fail_negated(run, SIMPLER_ORCH_ERR_NOT_HOST_VISIBLE); /* a task's value */
     if (!all_producers_done(run, NULL)) {
         int rc = rt_orch_block(run, all_producers_done, NULL, NULL,
                             run->config.tensor_wait_timeout_ms,
-                            SIMPLER_ORCH_ERR_TENSOR_WAIT_TIMEOUT);
+                            SIMPLER_ORCH_ERR_TENSOR_WAIT_TIMEOUT,
+                            SIMPLER_ORCH_ERR_NOT_HOST_VISIBLE);
         if (rc)
             return rc;
     }
@@ -372,6 +393,11 @@ static int op_read_element(struct simpler_orch *h, const struct simpler_tensor *
     int rc = element_access(run, t, index, RT_ACCESS_READ, &addr);
     if (rc)
         return rc;
+    if (run->hbg) /* the staged host value, or refused */
+        return (rc = rt_hbg_read_element(run, (uint64_t)(uintptr_t)addr,
+                                         simpler_dtype_size(t->dtype), value))
+                   ? rt_fail_negated(run, rc)
+                   : 0;
     memcpy(value, addr, simpler_dtype_size(t->dtype));
     return 0;
 }
@@ -386,6 +412,11 @@ static int op_write_element(struct simpler_orch *h, const struct simpler_tensor 
     int rc = element_access(run, t, index, RT_ACCESS_WRITE, &addr);
     if (rc)
         return rc;
+    if (run->hbg) /* applied by the device before any task runs */
+        return (rc = rt_hbg_write_element(run, (uint64_t)(uintptr_t)addr,
+                                          simpler_dtype_size(t->dtype), value))
+                   ? rt_fail_negated(run, rc)
+                   : 0;
     memcpy(addr, value, simpler_dtype_size(t->dtype));
     return 0;
 }

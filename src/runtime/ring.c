@@ -234,8 +234,10 @@ static bool orch_wait_done(void *arg)
  */
 int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
                           int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
-                          int32_t timeout_code, uint64_t target)
+                          int32_t timeout_code, int32_t never_code, uint64_t target)
 {
+    if (run->hbg)
+        return rt_fail_negated(run, never_code); /* nothing completes in a host build */
     atomic_store_explicit(&run->orch_wait_target, target, memory_order_relaxed);
     /* Announce the wait, then fence (seq_cst), then look (every look of
      * rt_wait_until comes after): pairs with the fences in task.c between a
@@ -262,9 +264,10 @@ int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
 /* rt_orch_block_for woken by any completion or retirement. */
 int rt_orch_block(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
                       int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
-                      int32_t timeout_code)
+                      int32_t timeout_code, int32_t never_code)
 {
-    return rt_orch_block_for(run, ready, arg, structural, timeout_ms, timeout_code, 0);
+    return rt_orch_block_for(run, ready, arg, structural, timeout_ms, timeout_code, never_code,
+                             0);
 }
 
 /* -------------------------------------------------------- reservation */
@@ -451,7 +454,7 @@ int rt_ring_reserve_task(struct rt_run *run, uint32_t ring, uint64_t heap_need,
         uint64_t target = RT_ORCH_WAIT_SLOTS(ring, r->next_local + q.want - r->window);
         int rc = rt_orch_block_for(run, slot_free, &q, slot_structural,
                                    run->config.ring_timeout_ms, SIMPLER_ORCH_ERR_RING_TIMEOUT,
-                                   target);
+                                   SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK, target);
         q.want = 1;
         if (rc)
             return rc;
@@ -459,7 +462,7 @@ int rt_ring_reserve_task(struct rt_run *run, uint32_t ring, uint64_t heap_need,
     if (!heap_fits(run, &q)) {
         run->ring_waits++;
         int rc = rt_orch_block(run, heap_fits, &q, heap_structural, run->config.ring_timeout_ms,
-                               SIMPLER_ORCH_ERR_RING_TIMEOUT);
+                               SIMPLER_ORCH_ERR_RING_TIMEOUT, SIMPLER_ORCH_ERR_HEAP_DEADLOCK);
         if (rc)
             return rc;
     }
@@ -478,7 +481,7 @@ int rt_ring_reserve_deps(struct rt_run *run, uint32_t ring, uint64_t need)
     if (!deps_fit(run, &dq)) {
         run->ring_waits++;
         int rc = rt_orch_block(run, deps_fit, &dq, deps_structural, run->config.ring_timeout_ms,
-                               SIMPLER_ORCH_ERR_RING_TIMEOUT);
+                               SIMPLER_ORCH_ERR_RING_TIMEOUT, SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW);
         if (rc)
             return rc;
     }

@@ -117,12 +117,14 @@ typedef bool (*rt_orch_ready_fn)(struct rt_run *run, void *arg);
  * retiring; the code `structural` returns (latched) once the wait can
  * never succeed. `target` is what a waker must provide to signal (0: any
  * completion or retirement; RT_ORCH_WAIT_SLOTS: task slots of one ring). */
+/* `never_code`: what the wait fails with at once in a host build
+ * (runtime/hbg.h), where nothing ever completes or retires. */
 int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
                       int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
-                      int32_t timeout_code, uint64_t target);
+                      int32_t timeout_code, int32_t never_code, uint64_t target);
 int rt_orch_block(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
                   int32_t (*structural)(struct rt_run *, void *), uint32_t timeout_ms,
-                  int32_t timeout_code);
+                  int32_t timeout_code, int32_t never_code);
 /* Back-pressure at the heads: a task slot and `heap_need` heap bytes
  * (*heap_pos: where the outputs go), or `need` dependency entries. 0 or
  * the run's error, negated. */

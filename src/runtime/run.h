@@ -31,6 +31,7 @@
 #include "simpler/orchestration.h"
 
 struct rt_dispatch;
+struct rt_hbg_build_state;
 struct rt_rendezvous;
 struct rt_sched;
 struct simdev_core_regs;
@@ -80,6 +81,12 @@ struct rt_run {
     uint64_t edges;
     uint64_t ring_waits;
     uint32_t tensormap_live_peak;
+    /* host_build_graph. On the host, the build this run is (hbg_build.c;
+     * NULL on the device): nothing is ever published, no wait is made and
+     * nothing of the device is touched. On the device, the image's
+     * producer lists (NULL in a TMR run). */
+    struct rt_hbg_build_state *hbg;
+    const uint32_t *hbg_producers;
 
     /* Shared. Each group on its own line: written by different threads. */
     _Alignas(RT_CACHELINE) _Atomic int32_t error; /* first positive code wins */

@@ -68,5 +68,7 @@ int rt_config_check(const struct rt_config *c)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (c->trace_level > RT_TRACE_MAX_LEVEL || (c->trace_level == 0) != (c->trace == NULL))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (c->runtime != RT_RUNTIME_TMR && c->runtime != RT_RUNTIME_HBG)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     return 0;
 }

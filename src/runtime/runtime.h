@@ -26,6 +26,7 @@
 #define RT_RINGS SIMPLER_RUN_RINGS
 
 struct rt_trace_header;
+struct rt_hbg_host;
 
 /* Sizes and limits of one run. All fields must be set (rt_config_default
  * gives usable values). */
@@ -48,7 +49,16 @@ struct rt_config {
     uint32_t trace_level;
     uint32_t trace_tag;                /* copied into the region's header */
     struct rt_trace_header *trace;
+    /* Which runtime runs the run (RT_RUNTIME_*): TMR, the orchestration on
+     * the device while tasks run; HBG, the orchestration on the host, the
+     * whole graph shipped to a scheduler-only device (runtime/hbg.h). The
+     * arena's layout depends on it (an HBG arena holds the image). */
+    uint32_t runtime;
 };
+
+/* The values of rt_config.runtime: simpler.h's SIMPLER_RUNTIME_* */
+#define RT_RUNTIME_TMR 0u
+#define RT_RUNTIME_HBG 1u
 
 
 /* Why the scheduler timed out (rt_run_result.stall_class). */
@@ -105,6 +115,10 @@ struct rt_run_request {
     uint64_t arena_nonce;
     struct rt_run_result *result;
     struct rt_config config;
+    /* host_build_graph only (config.runtime HBG; NULL otherwise), host
+     * memory: the host's own view of what the device pointers above hold,
+     * for the orchestration run on the host (runtime/hbg.h). */
+    const struct rt_hbg_host *hbg;
 };
 
 /* ------------------------------------------------------ callable loading */

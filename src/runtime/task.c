@@ -12,6 +12,7 @@
  */
 #include "common/task_id.h"
 #include "platform/platform.h"
+#include "runtime/hbg_boot.h"
 #include "runtime/invariants.h"
 #include "runtime/cpu.h"
 #include "runtime/layout.h"
@@ -104,8 +105,20 @@ static bool keep_released(const struct rt_slot *s, const struct rt_released *rel
            s->block_num == 1 && (s->shape == RT_SHAPE_AIC || s->shape == RT_SHAPE_AIV);
 }
 
+void rt_task_route(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
+{
+    if (keep_released(s, released))
+        released->slot[released->count++] = s;
+    else
+        rt_task_ready(run, s);
+}
+
 void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
 {
+    if (run->hbg_producers) {
+        rt_hbg_complete(run, s, released); /* a host-built graph: no fan-out lists */
+        return;
+    }
     rt_slot_lock(s);
     RT_ASSERT_INVARIANT(rt_slot_may_complete(s));
     /* release: a consumer wiring later sees COMPLETED under the lock and
@@ -128,10 +141,7 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released 
         RT_ASSERT_INVARIANT(waiting >= 1);
         if (waiting != 1)
             continue;
-        if (keep_released(consumer, released))
-            released->slot[released->count++] = consumer;
-        else
-            rt_task_ready(run, consumer);
+        rt_task_route(run, consumer, released);
     }
 
     struct rt_task *t = rt_slot_task(run, s);

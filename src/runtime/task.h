@@ -40,8 +40,17 @@ struct rt_slot {
     _Atomic uint32_t lock;
     uint32_t fanout_count;    /* lock */
     uint32_t fanout_released; /* lock */
-    uint32_t closed;          /* lock: consumed decided; no new consumer may wire */
-    uint64_t fanout_head;     /* lock: consumers list, dep position + 1 (0 = empty) */
+    union {
+        uint32_t closed;      /* lock: consumed decided; no new consumer may wire */
+        uint32_t hbg_next;    /* HBG: the next waiter on the same producer, index + 1 */
+    };
+    union {
+        uint64_t fanout_head; /* lock: consumers list, dep position + 1 (0 = empty) */
+        uint64_t hbg_index;   /* a host build (runtime/hbg.h): the task's image index */
+        /* HBG (runtime/hbg.h): the tasks parked on this one, the first
+         * one's index + 1 (0 = none), RT_HBG_CLOSED once it completed. */
+        _Atomic uint64_t hbg_waiters;
+    };
     _Atomic uint32_t state;   /* enum rt_task_state; COMPLETED/CONSUMED stores are release */
     _Atomic int32_t fanin_pending; /* producers not yet completed + 1 while wiring */
     _Atomic uint32_t completed_subtasks;
@@ -69,7 +78,10 @@ struct rt_task {
     uint64_t fanin_head;   /* producers this task holds, dep position + 1 */
     uint64_t heap_end;     /* heap position after this task's outputs */
     uint64_t dep_end;      /* dep position after this task's entries */
-    uint64_t scope_serial; /* serial of the scope that submitted it */
+    union {
+        uint64_t scope_serial; /* serial of the scope that submitted it */
+        uint64_t hbg_index;    /* an HBG run on the device: its image index */
+    };
     struct simpler_tensor tensors[SIMPLER_TASK_MAX_TENSORS];
     uint64_t scalars[SIMPLER_TASK_MAX_SCALARS];
 };
@@ -100,6 +112,10 @@ struct rt_released {
     uint32_t count;
     struct rt_slot *slot[RT_RELEASED_MAX];
 };
+
+/* A task whose producers have all completed: into `released` when not
+ * NULL and it qualifies, else its ready queue. */
+void rt_task_route(struct rt_run *run, struct rt_slot *s, struct rt_released *released);
 
 /* Marks `s` COMPLETED, makes its waiting consumers ready (into `released`
  * when not NULL and they qualify, else their ready queues), releases the

@@ -43,11 +43,15 @@ int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
 
 void rt_signal(struct rt_run *run)
 {
+    if (run->hbg)
+        return; /* a host build: no device thread waits on it */
     platform_cond_signal(run->device);
     platform_notify_signal(run->device, RT_NOTIFY_SCHED);
 }
 
 void rt_signal_orch(struct rt_run *run)
 {
+    if (run->hbg)
+        return;
     platform_notify_signal(run->device, RT_NOTIFY_ORCH);
 }

@@ -41,6 +41,7 @@ int main(void)
     FIELD(simpler_config, pipeline_depth); FIELD(simpler_config, max_callables);
     FIELD(simpler_config, callable_bytes); FIELD(simpler_config, run_capacity);
     FIELD(simpler_config, max_captures);
+    FIELD(simpler_config, runtime);
     END();
     STRUCT(simpler_run_info);
     FIELD(simpler_run_info, status); FIELD(simpler_run_info, reserved);
@@ -53,6 +54,8 @@ int main(void)
     FIELD(simpler_context_info, host_preparations);
     FIELD(simpler_context_info, prepared_calls);
     FIELD(simpler_context_info, packets_encoded);
+    FIELD(simpler_context_info, host_orchestration_loads);
+    FIELD(simpler_context_info, runtime);
     END();
     STRUCT(simpler_callable_header);
     FIELD(simpler_callable_header, magic); FIELD(simpler_callable_header, version);
