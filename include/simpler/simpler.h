@@ -446,7 +446,9 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx);
  * thread's current device, or another context (program or kernel) holds
  * that device; UNSUPPORTED: the device cannot run the runtime (fewer than
  * 2 AICPU threads; simdev never offers a device without cores, which a
- * port's device could be); DEVICE_LOST: the device is lost. Those
+ * port's device could be), or the config (or SIMPLER_RUNTIME) asks for
+ * SIMPLER_RUNTIME_HBG, which kernel mode does not run yet (docs/runtime.md,
+ * "host_build_graph"); DEVICE_LOST: the device is lost. Those
  * refusals latch nothing: the context may still become either identity.
  * A failure of a device operation after them undoes what this call
  * created; the identity then stays KERNEL and init may be retried when

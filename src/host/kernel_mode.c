@@ -484,6 +484,8 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
     int rc = sp_init_arguments(ctx, device_id, config, &cfg);
     if (!rc && (cfg.max_captures < 1 || cfg.max_captures > SIMPLER_MAX_CAPTURES))
         rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* kernel mode's own field */
+    if (!rc && cfg.runtime == SIMPLER_RUNTIME_HBG)
+        rc = PTO_RUNTIME_ERR_UNSUPPORTED; /* host_build_graph: program mode only, so far */
     if (rc)
         return rc;
     pthread_mutex_lock(&ctx->lock);

@@ -89,7 +89,7 @@ static int check_request(const struct rt_run_request *rq, struct simdev_config *
                          uint32_t *schedulers, struct rt_layout *layout)
 {
     bool hbg = rq->config.runtime == RT_RUNTIME_HBG;
-    if ((!rq->entry && !hbg) || !rq->args || !rq->arena || !rq->result || hbg != (rq->hbg != NULL) ||
+    if (!rq->entry || !rq->args || !rq->arena || !rq->result || hbg != (rq->hbg != NULL) ||
         rq->kernel_count > SIMPLER_MAX_FUNC_IDS || (rq->kernel_count && !rq->kernels))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     int rc = rt_config_check(&rq->config);

@@ -36,6 +36,15 @@ void rth_open(struct rt_harness *h, const struct rt_config *config, uint32_t edg
     }
     h->config.edge_log = h->edges_dev;
     h->config.edge_log_capacity = edge_capacity;
+    const char *runtime = getenv("SIMPLER_RUNTIME");
+    h->hbg = runtime && strcmp(runtime, "hbg") == 0;
+    if (h->hbg) {
+        h->config.runtime = RT_RUNTIME_HBG;
+        h->hbg_bank_bytes = rt_hbg_image_bound(&h->config);
+        assert_true(h->hbg_bank_bytes > 0);
+        h->hbg_bank = malloc(h->hbg_bank_bytes);
+        assert_non_null(h->hbg_bank);
+    }
     int device;
     struct simdev_config topo;
     assert_int_equal(simdev_get_device(&device), 0);
@@ -62,6 +71,7 @@ void rth_close(struct rt_harness *h)
     if (h->edges_dev)
         assert_int_equal(simdev_free(h->edges_dev), 0);
     free(h->edges);
+    free(h->hbg_bank); /* the stream is synced: its last image copy has run */
     memset(h, 0, sizeof *h);
 }
 
@@ -81,9 +91,27 @@ int rth_run(struct rt_harness *h, simpler_orch_entry_fn entry, const simpler_ker
     return status;
 }
 
-struct rt_run_request rth_request(const struct rt_harness *h, simpler_orch_entry_fn entry,
+struct rt_run_request rth_request(struct rt_harness *h, simpler_orch_entry_fn entry,
                                   uint32_t kernel_count)
 {
+    if (h->hbg) {
+        /* The host's own view: the same entry (an in-process function),
+         * the args and table as the test uploaded them; no staged host
+         * tensors. */
+        simpler_kernel_fn table[SIMPLER_MAX_FUNC_IDS];
+        if (kernel_count)
+            ts_from_dev(table, h->kernels_dev, kernel_count * sizeof table[0]);
+        memset(h->kernel_present, 0, sizeof h->kernel_present);
+        for (uint32_t i = 0; i < kernel_count; i++)
+            h->kernel_present[i] = table[i] != NULL;
+        ts_from_dev(&h->host_args, h->args_dev, sizeof h->host_args);
+        memset(&h->host, 0, sizeof h->host);
+        h->host.entry = entry;
+        h->host.args = &h->host_args;
+        h->host.kernel_present = h->kernel_present;
+        h->host.bank = h->hbg_bank;
+        h->host.bank_bytes = h->hbg_bank_bytes;
+    }
     struct rt_run_request rq = {
         .entry = entry,
         .kernels = h->kernels_dev,
@@ -94,6 +122,7 @@ struct rt_run_request rth_request(const struct rt_harness *h, simpler_orch_entry
         .arena_nonce = h->arena_nonce,
         .result = h->result_dev,
         .config = h->config,
+        .hbg = h->hbg ? &h->host : NULL,
     };
     return rq;
 }

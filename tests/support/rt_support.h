@@ -11,7 +11,10 @@
 #ifndef SIMPLER_RT_SUPPORT_H
 #define SIMPLER_RT_SUPPORT_H
 
+#include <stdbool.h>
+
 #include "launch/launch.h"
+#include "runtime/hbg.h"
 #include "simpler/orchestration.h"
 
 struct rt_harness {
@@ -26,6 +29,17 @@ struct rt_harness {
     struct rt_run_result *result_dev;
     struct rt_edge *edges_dev;
     uint32_t edge_capacity;
+    /* host_build_graph (SIMPLER_RUNTIME=hbg in the environment at rth_open,
+     * as simpler_init reads it): rth_request gives each request what its
+     * host build needs, read back from the kernel table and args the test
+     * uploaded (kernel_present, host_args, host). One request's at a time:
+     * a second rth_request rewrites them. */
+    bool hbg;
+    void *hbg_bank;
+    size_t hbg_bank_bytes;
+    uint8_t kernel_present[SIMPLER_MAX_FUNC_IDS];
+    struct simpler_orch_args host_args;
+    struct rt_hbg_host host;
     /* After rth_run: the device's result block and edge log, copied back. */
     struct rt_run_result result;
     struct rt_edge *edges;
@@ -48,8 +62,9 @@ int rth_run(struct rt_harness *h, simpler_orch_entry_fn entry, const simpler_ker
             uint32_t count, const struct simpler_orch_args *args);
 
 /* The request for one run of `entry` on the harness's device buffers, with
- * `kernel_count` kernels in its table (the caller fills table and args). */
-struct rt_run_request rth_request(const struct rt_harness *h, simpler_orch_entry_fn entry,
+ * `kernel_count` kernels in its table (the caller fills table and args
+ * first: under HBG the request's host view is read back from them). */
+struct rt_run_request rth_request(struct rt_harness *h, simpler_orch_entry_fn entry,
                                   uint32_t kernel_count);
 
 /* True when the edge log holds producer -> consumer. */

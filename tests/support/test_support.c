@@ -386,3 +386,9 @@ uint64_t ts_load_u64(_Atomic uint64_t *counter)
 {
     return atomic_load(counter);
 }
+
+bool ts_runtime_hbg(void)
+{
+    const char *runtime = getenv("SIMPLER_RUNTIME");
+    return runtime && strcmp(runtime, "hbg") == 0;
+}

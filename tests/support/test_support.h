@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -201,5 +202,21 @@ void ts_log_destroy(struct ts_log *log);
 void ts_log_append(struct ts_log *log, int value);
 /* Snapshot of the number of entries (taken under the log's lock). */
 int ts_log_count(struct ts_log *log);
+
+/* True when the environment runs this test under host_build_graph
+ * (SIMPLER_RUNTIME=hbg: CTest's *_hbg entries). */
+bool ts_runtime_hbg(void);
+
+/* Skips the calling cmocka case under host_build_graph, saying why: for a
+ * case whose subject that runtime does not have (an orchestration that
+ * watches its tasks run, rings that reclaim during a run, element waits
+ * on task outputs). */
+#define TS_SKIP_UNDER_HBG(why)                                                                     \
+    do {                                                                                           \
+        if (ts_runtime_hbg()) {                                                                    \
+            print_message("skipped under host_build_graph: %s\n", why);                           \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
 
 #endif /* SIMPLER_TEST_SUPPORT_H */
