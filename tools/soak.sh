@@ -35,6 +35,9 @@
 #             test_stream, test_event and test_profile (a stream's ops run
 #             by whichever thread ended the op before: launches ended by
 #             their device threads, records letting waiting streams go on)
+#   hbg       test_hbg (host_build_graph's own cases), and test_dispatch,
+#             test_program_mode and test_differential under host_build_graph:
+#             a name test@hbg runs the test with SIMPLER_RUNTIME=hbg
 #
 # Environment:
 #   SOAK_N        repetitions of each test per build (default 20: about thirty
@@ -66,7 +69,8 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_sem test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults
        test_fault test_chain_breaks test_kernel_chain_breaks test_program_stranded test_program_review test_program_review_internals
        test_dispatch test_regs test_prepared_call test_prepared_call_internals
-       test_graph_update test_kernel_graph_update test_stream test_event test_profile)
+       test_graph_update test_kernel_graph_update test_stream test_event test_profile
+       test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
@@ -107,8 +111,14 @@ run_one() {
     local log="$log_dir/$build.$test.$repetition.log" sanitizer_env=()
     local env_name="SOAK_ENV_$build"
     read -r -a sanitizer_env <<<"${!env_name:-}"
-    local started=$EPOCHREALTIME status outcome
-    env "${sanitizer_env[@]}" SIMPLER_TEST_WATCHDOG_S=$((run_timeout - watchdog_margin)) \
+    local started=$EPOCHREALTIME status outcome runtime_env=()
+    # test@hbg: the test under host_build_graph
+    if [[ $test == *@hbg ]]; then
+        runtime_env=(SIMPLER_RUNTIME=hbg)
+        log="$log_dir/$build.${test%@hbg}.hbg.$repetition.log"
+    fi
+    env "${sanitizer_env[@]}" "${runtime_env[@]}" \
+        SIMPLER_TEST_WATCHDOG_S=$((run_timeout - watchdog_margin)) \
         timeout -k 10 "$run_timeout" "$executable" >"$log" 2>&1 </dev/null
     status=$?
     if [ "$status" -eq 0 ]; then
@@ -140,8 +150,8 @@ soak_started=$SECONDS
 for build in $builds; do
     dir=$(build_dir "$build") || exit 2
     for test in "${tests[@]}"; do
-        if [ ! -x "$dir/tests/$test" ]; then
-            echo "soak: $dir/tests/$test is missing: build first (make soak builds it)" >&2
+        if [ ! -x "$dir/tests/${test%@hbg}" ]; then
+            echo "soak: $dir/tests/${test%@hbg} is missing: build first (make soak builds it)" >&2
             exit 2
         fi
     done
@@ -152,7 +162,7 @@ for build in $builds; do
         for test in "${tests[@]}"; do
             # stderr: bash's own "Aborted" notice for a run the watchdog
             # ended (the run's output goes to its log).
-            run_one "$build" "$dir/tests/$test" "$test" "$repetition" 2>/dev/null &
+            run_one "$build" "$dir/tests/${test%@hbg}" "$test" "$repetition" 2>/dev/null &
             running=$((running + 1))
             if [ "$running" -ge "$jobs" ]; then
                 wait -n
