@@ -39,18 +39,6 @@ static void reset_seen(void)
     }
 }
 
-static void submit_axpb(struct simpler_orch *rt, const struct simpler_orch_args *args)
-{
-    struct simpler_task_args ta;
-    struct simpler_task_result r;
-    simpler_task_args_init(&ta);
-    simpler_task_args_add_input(&ta, &args->tensors[0]);
-    simpler_task_args_add_output_existing(&ta, &args->tensors[1]);
-    for (uint32_t i = 0; i < PM_SCALARS; i++)
-        simpler_task_args_add_scalar(&ta, args->scalars[i]);
-    simpler_submit_aiv(rt, 0, &ta, &r);
-}
-
 /* Reads x[3] (an IN host tensor no task writes), writes x[5] = 42, reads
  * it back, then y = x * mul + add: y[5] must be 42 * mul + add. */
 void hbg_staged_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
@@ -61,13 +49,13 @@ void hbg_staged_orchestration(struct simpler_orch *rt, const struct simpler_orch
     g_rc[0] = rt->ops->read_element(rt, x, i3, &g_value[0]);
     g_rc[1] = rt->ops->write_element(rt, x, i5, &v);
     g_rc[2] = rt->ops->read_element(rt, x, i5, &g_value[2]);
-    submit_axpb(rt, args);
+    pm_submit_axpb(rt, args);
 }
 
 /* y = x * mul + add, then a read of y[0], which that task produces. */
 void hbg_produced_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
-    submit_axpb(rt, args);
+    pm_submit_axpb(rt, args);
     uint64_t i0[1] = {0};
     g_rc[0] = rt->ops->read_element(rt, &args->tensors[1], i0, &g_value[0]);
 }
@@ -79,7 +67,7 @@ void hbg_many_orchestration(struct simpler_orch *rt, const struct simpler_orch_a
 {
     for (uint32_t i = 0; i < g_tasks && rt->ops->status(rt) == 0; i++) {
         rt->ops->scope_begin(rt, SIMPLER_SCOPE_AUTO);
-        submit_axpb(rt, args);
+        pm_submit_axpb(rt, args);
         rt->ops->scope_end(rt);
     }
 }

@@ -47,14 +47,7 @@ void rf_config_wide_window(struct simpler_run_config *config)
 /* pm's signature, one task: y = x * mul + add (func 0), acc left alone. */
 void rf_orchestration_axpb(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
-    struct simpler_task_args ta;
-    struct simpler_task_result r;
-    simpler_task_args_init(&ta);
-    simpler_task_args_add_input(&ta, &args->tensors[0]);
-    simpler_task_args_add_output_existing(&ta, &args->tensors[1]);
-    for (uint32_t i = 0; i < PM_SCALARS; i++)
-        simpler_task_args_add_scalar(&ta, args->scalars[i]);
-    simpler_submit_aiv(rt, 0, &ta, &r);
+    pm_submit_axpb(rt, args);
 }
 
 /* An image with pm's signature: orchestration `orch`, config function

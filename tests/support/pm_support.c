@@ -89,7 +89,7 @@ void pm_kernel_acc(int64_t *args)
         atomic_store(&pm_order[at], tag);
 }
 
-void pm_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
+int pm_submit_axpb(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
     struct simpler_task_args ta;
     struct simpler_task_result r;
@@ -98,7 +98,14 @@ void pm_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *a
     simpler_task_args_add_output_existing(&ta, &args->tensors[1]);
     for (uint32_t i = 0; i < PM_SCALARS; i++)
         simpler_task_args_add_scalar(&ta, args->scalars[i]);
-    simpler_submit_aiv(rt, 0, &ta, &r);
+    return simpler_submit_aiv(rt, 0, &ta, &r);
+}
+
+void pm_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
+    pm_submit_axpb(rt, args);
 
     simpler_task_args_init(&ta);
     simpler_task_args_add_input(&ta, &args->tensors[1]);

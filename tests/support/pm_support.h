@@ -58,6 +58,11 @@ extern const enum simpler_direction pm_signature[PM_SIGNATURE];
  * symbol with its own signature (`signature_count` directions) and config
  * symbol (NULL: none). pm_image is ("pm_orchestration", NULL,
  * pm_signature, PM_SIGNATURE, 2). */
+/* Submits pm_orchestration's first task, y = x * mul + add (kernel 0 over
+ * args' tensors 0 and 1 with its PM_SCALARS scalars): for orchestrations
+ * of pm's signature. The submit's code. */
+int pm_submit_axpb(struct simpler_orch *rt, const struct simpler_orch_args *args);
+
 void *pm_image_of(const char *orchestration, const char *config,
                   const enum simpler_direction *signature, uint32_t signature_count,
                   uint32_t kernels, size_t *bytes);
