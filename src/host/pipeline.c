@@ -145,6 +145,8 @@ static int launch_staged(struct simpler_context *ctx, struct sp_slot *s)
         sub->restage = true;
         return rc;
     }
+    if (rq.hbg) /* the host build, inside the launch: its own span */
+        sp_trace_build_span(sub, hbg.built_begin_ns, hbg.built_end_ns, hbg.built_tasks);
     sub->generation = rt_launcher_generation(ctx->launcher);
     sub->state = SP_SUBMISSION_LAUNCHED;
     ctx->counters.launches++;

@@ -155,6 +155,16 @@ void sp_trace_span(struct sp_submission *sub, enum sp_span span, uint64_t begin)
     sub->trace->spans[span][1] = simdev_clock_ns();
 }
 
+void sp_trace_build_span(struct sp_submission *sub, uint64_t begin, uint64_t end,
+                         uint32_t tasks)
+{
+    if (!sub->trace)
+        return;
+    sub->trace->spans[SP_SPAN_HOST_BUILD][0] = begin;
+    sub->trace->spans[SP_SPAN_HOST_BUILD][1] = end;
+    sub->trace->host_build_tasks = tasks;
+}
+
 int sp_trace_run_release(struct simpler_context *ctx, struct sp_submission *sub)
 {
     struct sp_trace_run *t = sub->trace;
@@ -208,6 +218,7 @@ struct collect_request {
     uint64_t run;
     int32_t status;
     const uint64_t (*spans)[2]; /* SP_SPAN_COUNT, or NULL */
+    uint64_t host_build_tasks;
     const char *path;
 };
 
@@ -230,6 +241,7 @@ static int collect(struct simpler_context *ctx, const struct collect_request *rq
         in->status = rq->status;
         if (rq->spans)
             memcpy(in->spans, rq->spans, sizeof in->spans);
+        in->host_build_tasks = rq->host_build_tasks;
         read_kernel_names(rq->callable, in, &image);
         rc = sp_trace_model_build(in, &m);
     }
@@ -255,6 +267,7 @@ void sp_trace_run_write(struct simpler_context *ctx, struct sp_submission *sub)
         .run = sub->run,
         .status = sub->status,
         .spans = (const uint64_t(*)[2])t->spans,
+        .host_build_tasks = t->host_build_tasks,
         .path = ctx->trace.path,
     };
     int rc = collect(ctx, &rq);

@@ -45,6 +45,7 @@ struct sp_trace_run {
     void *region; /* device */
     struct rt_trace_header layout;
     uint64_t spans[SP_SPAN_COUNT][2];
+    uint64_t host_build_tasks;
 };
 
 struct simpler_context;
@@ -79,6 +80,10 @@ int sp_trace_run_open(struct simpler_context *ctx, struct sp_submission *sub, ui
 /* Records host span `span` of the submission's run as [begin, now) (no-op when
  * the run is not traced). */
 void sp_trace_span(struct sp_submission *sub, enum sp_span span, uint64_t begin);
+/* host_build_graph: the host build's span [begin, end) and the tasks it
+ * built (no-op when the submission is not traced). */
+void sp_trace_build_span(struct sp_submission *sub, uint64_t begin, uint64_t end,
+                         uint32_t tasks);
 
 /* The clock for a span's begin: 0 (no clock read) when not traced. */
 uint64_t sp_trace_now(const struct sp_submission *sub);

@@ -175,8 +175,16 @@ static int hbg_build(struct rt_launcher *l, const struct rt_run_request *request
     host.scratch_bytes = l->hbg_scratch_bytes;
     struct rt_run_request rq = *request;
     rq.hbg = &host;
+    uint64_t begin = simdev_clock_ns();
     *bytes = rt_hbg_build(&rq, topo->aic_cores, topo->aiv_cores, la->schedulers, la->generation);
-    return *bytes ? 0 : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (!*bytes)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_hbg_header built;
+    memcpy(&built, host.bank, sizeof built);
+    request->hbg->built_begin_ns = begin;
+    request->hbg->built_end_ns = simdev_clock_ns();
+    request->hbg->built_tasks = built.task_count;
+    return 0;
 }
 
 /* rt_run_enqueue through `ops`. */

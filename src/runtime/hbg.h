@@ -101,6 +101,10 @@ struct rt_hbg_host {
     size_t scratch_bytes;
     void *bank;                           /* the image is built here: borrowed until the */
     size_t bank_bytes;                    /* run's image copy has run */
+    /* Written by rt_run_enqueue (launch layer), for the trace: the build's
+     * begin and end (simdev clock ns) and the tasks it built. */
+    uint64_t built_begin_ns, built_end_ns;
+    uint32_t built_tasks;
 };
 
 /* Bytes of host scratch a build with `config` on `core_count` cores

@@ -93,7 +93,10 @@ static void list_sizes(const struct rt_config *c, uint64_t count[4], uint64_t ea
     each[1] = sizeof(struct rt_hbg_zero);
     count[2] = RT_HBG_MAX_WRITES;
     each[2] = sizeof(struct rt_hbg_write);
-    count[3] = c->edge_log_capacity;
+    /* An edge is a producer entry: the log never holds more (and the
+     * bound does not depend on the log's capacity, so a traced run's
+     * image fits the arena its context sized untraced). */
+    count[3] = count[0];
     each[3] = sizeof(struct rt_edge);
 }
 
@@ -294,6 +297,11 @@ static int32_t host_run_init(struct rt_run *run, const struct rt_run_request *rq
     run->config.trace_tag = 0;
     run->config.trace = NULL;
     run->config.edge_log = edges; /* the image carries the log */
+    uint64_t producers = 0;
+    for (uint32_t i = 0; i < RT_RINGS; i++)
+        producers += rq->config.dep_pool[i];
+    if (run->config.edge_log_capacity > producers) /* never more edges than that */
+        run->config.edge_log_capacity = (uint32_t)producers;
     run->device = -1;
     run->aic_count = aic;
     run->aiv_count = aiv;

@@ -118,7 +118,7 @@ struct rt_run_request {
     /* host_build_graph only (config.runtime HBG; NULL otherwise), host
      * memory: the host's own view of what the device pointers above hold,
      * for the orchestration run on the host (runtime/hbg.h). */
-    const struct rt_hbg_host *hbg;
+    struct rt_hbg_host *hbg;
 };
 
 /* ------------------------------------------------------ callable loading */

@@ -140,6 +140,8 @@ static void write_metadata(struct chrome *c)
         thread_meta(c, PID_DEVICE, TID_CORE + (int)k, name, 100 + (int)k);
     }
     thread_meta(c, PID_HOST, 1, "host", 0);
+    if (c->m->in.spans[SP_SPAN_HOST_BUILD][0])
+        thread_meta(c, PID_HOST, 2, "host build", 1);
 }
 
 static void write_blocks(struct chrome *c)
@@ -269,12 +271,16 @@ static void write_host(struct chrome *c)
     for (int s = 0; s < SP_SPAN_COUNT; s++) {
         if (!m->in.spans[s][0] || m->in.spans[s][1] < m->in.spans[s][0])
             continue;
+        /* The host build (host_build_graph) is its own track, with the
+         * tasks it built: the summary's submit cost per task under HBG. */
+        bool build = s == SP_SPAN_HOST_BUILD;
         begin_event(c);
         fprintf(c->f,
                 "{\"name\":\"%s\",\"cat\":\"host\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
-                "\"pid\":%d,\"tid\":1,\"args\":{\"run\":%" PRIu64 "}}",
+                "\"pid\":%d,\"tid\":%d,\"args\":{\"run\":%" PRIu64 ",\"tasks\":%" PRIu64 "}}",
                 sp_span_name((enum sp_span)s), us(m, m->in.spans[s][0]),
-                (double)(m->in.spans[s][1] - m->in.spans[s][0]) / 1000.0, PID_HOST, m->in.run);
+                (double)(m->in.spans[s][1] - m->in.spans[s][0]) / 1000.0, PID_HOST,
+                build ? 2 : 1, m->in.run, build ? m->in.host_build_tasks : 0);
     }
 }
 

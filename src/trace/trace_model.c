@@ -18,7 +18,7 @@
 #include "trace/trace_model.h"
 
 static const char *const span_names[SP_SPAN_COUNT] = {
-    "prepare", "stage", "launch", "wait", "copy back", "finalize",
+    "prepare", "stage", "launch", "wait", "copy back", "finalize", "host build",
 };
 
 const char *sp_span_name(enum sp_span span)

@@ -25,6 +25,8 @@ enum sp_span {
     SP_SPAN_WAIT,
     SP_SPAN_COPY_BACK,
     SP_SPAN_FINALIZE,
+    /* host_build_graph: the host build, inside the launch (its own track) */
+    SP_SPAN_HOST_BUILD,
     SP_SPAN_COUNT
 };
 
@@ -46,6 +48,7 @@ struct sp_trace_input {
     uint64_t run;                        /* program-mode run handle; 0 in kernel mode */
     int32_t status;                      /* the run's status */
     uint64_t spans[SP_SPAN_COUNT][2];    /* host spans (begin, end; 0 = none), clock ns */
+    uint64_t host_build_tasks;           /* host_build_graph: tasks the host build made */
 };
 
 /* One block of a task, as it ran on a core. */

@@ -17,8 +17,10 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pm_support.h"
 
@@ -328,6 +330,47 @@ static void test_outputs_larger_than_the_heap_fail_at_once(void **state)
     }
 }
 
+/* A traced HBG run: its trace holds the host build on a track of its own,
+ * with the two tasks it built (simpler-trace's submit cost per task). */
+static void test_a_traced_run_shows_the_host_build_as_its_own_track(void **state)
+{
+    (void)state;
+    unsetenv("SIMPLER_RUNTIME");
+    unsetenv("SIMPLER_TRACE");
+    char path[64];
+    snprintf(path, sizeof path, "test_hbg_%d.json", (int)getpid());
+    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+    assert_int_equal(simpler_set_trace_path(ctx, path), 0);
+    struct simpler_run_config config = ts_small_run_config();
+    config.trace_level = 4;
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
+    simpler_run_t run;
+    assert_int_equal(simpler_prepare_run(ctx, &run, PM_CALLABLE, &r.args, &config), 0);
+    assert_int_equal(simpler_launch_run(ctx, run), 0);
+    assert_int_equal(simpler_wait_run(ctx, run), 0);
+    assert_int_equal(simpler_finalize_run(ctx, run), 0); /* writes the trace */
+    pm_run_check(&r);
+    pm_run_free(&r);
+    pm_close(ctx);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f); /* NULL: the traced HBG run wrote no trace */
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    /* absent: the build is not traced, or not on its own track (tid 2) */
+    assert_non_null(strstr(text, "\"name\":\"host build\",\"cat\":\"host\""));
+    assert_non_null(strstr(text, "\"tid\":2,\"args\":{\"run\":1,\"tasks\":2}"));
+    assert_non_null(strstr(text, "\"args\":{\"name\":\"host build\"}"));
+    char deps[80];
+    snprintf(deps, sizeof deps, "test_hbg_%d.deps.json", (int)getpid());
+    unlink(deps);
+    snprintf(deps, sizeof deps, "test_hbg_%d.deps.dot", (int)getpid());
+    unlink(deps);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +385,8 @@ int main(void)
         cmocka_unit_test_teardown(test_a_graph_larger_than_the_window_fails_at_once,
                                   ts_device_teardown),
         cmocka_unit_test_teardown(test_outputs_larger_than_the_heap_fail_at_once,
+                                  ts_device_teardown),
+        cmocka_unit_test_teardown(test_a_traced_run_shows_the_host_build_as_its_own_track,
                                   ts_device_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
