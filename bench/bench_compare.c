@@ -10,6 +10,12 @@
  * wake-up, and where those threads ran), the table, the targets of
  * docs/performance.md, and the JSON (bench/results/latest.json).
  *
+ * simpler runs twice, as two systems of the same worker: "simpler" under
+ * its default runtime (TMR: SIMPLER_RUNTIME=tmr in the worker's
+ * environment) and "simpler-hbg" under host_build_graph
+ * (SIMPLER_RUNTIME=hbg, issue 28), and the driver prints HBG's device wall
+ * and host build cost against TMR's per case.
+ *
  * Each sample is one process of a worker (bench_cmp_<system>, next to this
  * executable): it prints one "result value=..." line (compare.h). A worker
  * that is not built is skipped with a line saying so; a sample that fails
@@ -41,7 +47,7 @@
 #include "compare/compare.h"
 
 #define PROGRAM "bench_compare"
-#define MAX_SYSTEMS 5
+#define MAX_SYSTEMS 6
 #define MAX_CASES 32
 #define MAX_REPS BENCH_MAX_SAMPLES
 #define SAMPLE_TIMEOUT_S 600
@@ -53,27 +59,54 @@ struct system {
     const char *worker; /* executable next to this one */
     const char *what;
     int available;
+    const char *env;    /* NAME=value set in the worker's environment, or NULL */
 };
 
 static struct system g_systems[MAX_SYSTEMS] = {
-    {"simpler", "bench_cmp_simpler", "simpler program mode, 1 orchestrator + 1 scheduler + P AIV cores", 0},
-    {"libgomp", "bench_cmp_gomp", "GCC OpenMP tasks with depend, P threads", 0},
-    {"libomp", "bench_cmp_omp", "LLVM OpenMP tasks with depend, P threads", 0},
-    {"starpu", "bench_cmp_starpu", "StarPU 1.3, P CPU workers, data handles", 0},
-    {"serial", "bench_cmp_serial", "the task bodies in a plain loop, 1 thread", 0},
+    {"simpler", "bench_cmp_simpler", "simpler program mode, 1 orchestrator + 1 scheduler + P AIV cores", 0,
+     "SIMPLER_RUNTIME=tmr"},
+    {"libgomp", "bench_cmp_gomp", "GCC OpenMP tasks with depend, P threads", 0, NULL},
+    {"libomp", "bench_cmp_omp", "LLVM OpenMP tasks with depend, P threads", 0, NULL},
+    {"starpu", "bench_cmp_starpu", "StarPU 1.3, P CPU workers, data handles", 0, NULL},
+    {"serial", "bench_cmp_serial", "the task bodies in a plain loop, 1 thread", 0, NULL},
+    {"simpler-hbg", "bench_cmp_simpler",
+     "simpler program mode under host_build_graph: the host builds the graph at launch, "
+     "2 schedulers + P AIV cores",
+     0, "SIMPLER_RUNTIME=hbg"},
 };
-enum { SYS_SIMPLER, SYS_GOMP, SYS_OMP, SYS_STARPU, SYS_SERIAL };
+/* SYS_HBG is last so that the earlier systems keep their indices (and the
+ * JSON its order); the table shows it under simpler (k_display). */
+enum { SYS_SIMPLER, SYS_GOMP, SYS_OMP, SYS_STARPU, SYS_SERIAL, SYS_HBG };
+static const int k_display[MAX_SYSTEMS] = {SYS_SIMPLER, SYS_HBG,    SYS_GOMP,
+                                           SYS_OMP,     SYS_STARPU, SYS_SERIAL};
 
-#define ALL_SYSTEMS 0x1f
-#define SIMPLER_ONLY 0x01
+#define ALL_SYSTEMS 0x3f
+#define SIMPLER_ONLY 0x21 /* simpler under both runtimes */
 
 /* --------------------------------------------------------------- cases */
+
+/* The per-sample figures of simpler's worker beside its value, by the
+ * key it prints them under (peer_simpler.c). */
+enum detail {
+    D_DEVICE,      /* device_ns_per_task: launch returned -> wait returned */
+    D_LAUNCH_CPU,  /* launch_cpu_ns_per_task: the launching thread's CPU in the launch */
+    D_WARM_DEVICE, /* warm_*: HBG's second run of the instance, on a warm scratch */
+    D_WARM_LAUNCH_CPU,
+    D_ORCH,        /* orch_ns_per_task: first to last submit of the orchestration */
+    D_COUNT
+};
+static const char *const k_detail_keys[D_COUNT] = {
+    "device_ns_per_task=", "launch_cpu_ns_per_task=", "warm_device_ns_per_task=",
+    "warm_launch_cpu_ns_per_task=", "orch_ns_per_task=",
+};
 
 struct sample_set {
     double values[MAX_REPS];
     uint32_t count;
     uint32_t failed;
     char extra[512]; /* the last sample's key=value tail */
+    double detail[D_COUNT][MAX_REPS];
+    uint32_t detail_count[D_COUNT];
 };
 
 struct cmp_case {
@@ -123,11 +156,18 @@ static const double k_sweep_us[] = {1, 2, 4, 16, 64, 256};
 static void build_cases(void)
 {
     int q = g_quick;
+    /* simpler-hbg runs wherever simpler does but on pressure window=16:
+     * HBG never reclaims during a run, so a 16-slot window can only fail
+     * (TASK_WINDOW_DEADLOCK); the worker sizes HBG's rings for the whole
+     * graph, which makes the window=4096 case the same run. */
     add_case(1, "indep", q ? "n=20000" : "n=100000", ALL_SYSTEMS, 0);
     /* StarPU is left out at 10^6: registering a million handles takes it
-     * ~20 s and 4 GB before the first task (docs/performance.md). */
+     * ~20 s and 4 GB before the first task (docs/performance.md); so is
+     * simpler-hbg, whose arena would hold all 2^20 task slots at once
+     * (about 10.5 KiB of device memory each, 11 GiB). */
     if (!q)
-        add_case(1, "indep", "n=1000000", ALL_SYSTEMS & ~(1u << SYS_STARPU), 0);
+        add_case(1, "indep", "n=1000000",
+                 ALL_SYSTEMS & ~(1u << SYS_STARPU) & ~(1u << SYS_HBG), 0);
     add_case(2, "chain", q ? "n=20000" : "n=100000", ALL_SYSTEMS, 0);
     add_case(3, "fan", q ? "rounds=2000 k=8" : "rounds=20000 k=8", ALL_SYSTEMS, 0);
     add_case(4, "stencil", q ? "width=64 steps=200" : "width=64 steps=1000", ALL_SYSTEMS, 0);
@@ -142,7 +182,8 @@ static void build_cases(void)
         add_case(4, "stencil", args, ALL_SYSTEMS, us);
     }
     add_case(5, "pressure", q ? "n=10000 window=4096" : "n=50000 window=4096", SIMPLER_ONLY, 0);
-    add_case(5, "pressure", q ? "n=10000 window=16" : "n=50000 window=16", SIMPLER_ONLY, 0);
+    add_case(5, "pressure", q ? "n=10000 window=16" : "n=50000 window=16",
+             SIMPLER_ONLY & ~(1u << SYS_HBG), 0);
     add_case(6, "chol", q ? "n=512 tile=128" : "n=2048 tile=128", ALL_SYSTEMS, 0);
     add_case(6, "chol", q ? "n=512 tile=64" : "n=2048 tile=64", ALL_SYSTEMS, 0);
     add_case(6, "gemm", q ? "n=512 tile=128" : "n=1024 tile=128", ALL_SYSTEMS, 0);
@@ -171,9 +212,10 @@ static void worker_path(const struct system *s, char *out, size_t size)
     snprintf(out, size, "%s/%s", g_exe_dir, s->worker); /* built beside this one */
 }
 
-/* Runs `argv` with stdout captured into out[size]; returns the exit status
- * (or -1 when it could not run, was killed or timed out). */
-static int run_capture(char *const argv[], char *out, size_t size)
+/* Runs `argv` with stdout captured into out[size], with `env` (NAME=value,
+ * or NULL) added to its environment; returns the exit status (or -1 when
+ * it could not run, was killed or timed out). */
+static int run_capture(char *const argv[], char *env, char *out, size_t size)
 {
     int pipefd[2];
     if (pipe(pipefd) != 0)
@@ -189,6 +231,8 @@ static int run_capture(char *const argv[], char *out, size_t size)
         close(pipefd[0]);
         close(pipefd[1]);
         alarm(SAMPLE_TIMEOUT_S); /* survives exec: a hung worker dies */
+        if (env)
+            putenv(env);
         execv(argv[0], argv);
         _exit(127);
     }
@@ -222,7 +266,8 @@ static void detect_systems(void)
         char path[PATH_MAX + 64], out[1024];
         worker_path(s, path, sizeof path);
         char *argv[] = {path, "--list", NULL};
-        s->available = access(path, X_OK) == 0 && run_capture(argv, out, sizeof out) == 0;
+        s->available = access(path, X_OK) == 0 &&
+                       run_capture(argv, (char *)s->env, out, sizeof out) == 0;
         if (!s->available)
             printf("skipped: %s (%s): not built here — install its Debian package "
                    "(tools/install-bench-deps.sh) and rebuild\n",
@@ -245,7 +290,7 @@ static void run_sample(struct cmp_case *c, int sys, int check)
         argv[argc++] = tok;
     argv[argc++] = check ? "check=1" : "check=0";
     argv[argc] = NULL;
-    int rc = run_capture(argv, out, sizeof out);
+    int rc = run_capture(argv, (char *)s->env, out, sizeof out);
     char *line = strstr(out, "result value=");
     double value;
     if (rc != 0 || !line || sscanf(line, "result value=%lf", &value) != 1) {
@@ -256,6 +301,15 @@ static void run_sample(struct cmp_case *c, int sys, int check)
     struct sample_set *set = &c->s[sys];
     if (set->count < MAX_REPS)
         set->values[set->count++] = value;
+    for (int d = 0; d < D_COUNT; d++) {
+        const char *at = line;
+        double v;
+        while ((at = strstr(at, k_detail_keys[d])) && at[-1] != ' ')
+            at++; /* a longer key ending in this one */
+        if (at && sscanf(at + strlen(k_detail_keys[d]), "%lf", &v) == 1 &&
+            set->detail_count[d] < MAX_REPS)
+            set->detail[d][set->detail_count[d]++] = v;
+    }
     char *tail = strstr(line, " tasks=");
     if (tail) {
         char *nl = strchr(tail, '\n');
@@ -486,15 +540,16 @@ static double half_efficiency_us(int sys)
 
 static void print_table(void)
 {
-    printf("\n%-34s %-8s %-8s %10s %10s %10s %12s\n", "case", "unit", "system", "median", "min",
+    printf("\n%-34s %-8s %-11s %10s %10s %10s %12s\n", "case", "unit", "system", "median", "min",
            "max", "peer/simpler");
     for (uint32_t i = 0; i < g_case_count; i++) {
         const struct cmp_case *c = &g_cases[i];
         int first = 1;
-        for (int sys = 0; sys < MAX_SYSTEMS; sys++) {
+        for (int k = 0; k < MAX_SYSTEMS; k++) {
+            int sys = k_display[k];
             if (!g_systems[sys].available || !(c->systems >> sys & 1))
                 continue;
-            printf("%-34s %-8s %-8s ", first ? c->id : "", first ? c->unit : "",
+            printf("%-34s %-8s %-11s ", first ? c->id : "", first ? c->unit : "",
                    g_systems[sys].name);
             first = 0;
             if (!c->s[sys].count) {
@@ -513,12 +568,13 @@ static void print_table(void)
     }
     printf("ratio = peer median / simpler median: for ns/task above 1 means simpler is faster; "
            "for GFLOP/s below 1 means simpler is faster. eff = busy work / (P x wall), P = %u "
-           "(serial: 1); busy work = the serial loop's time per task.\n",
+           "(serial: 1); busy work = the serial loop's time per task. simpler-hbg is simpler "
+           "under host_build_graph: its wall includes the host build (launch to wait).\n",
            g_cpus);
     printf("\n50%% efficiency reached at a task size of (us, interpolated; 0 = never):");
-    for (int sys = 0; sys < MAX_SYSTEMS; sys++)
-        if (g_systems[sys].available && sys != SYS_SERIAL)
-            printf(" %s %.2f", g_systems[sys].name, half_efficiency_us(sys));
+    for (int k = 0; k < MAX_SYSTEMS; k++)
+        if (g_systems[k_display[k]].available && k_display[k] != SYS_SERIAL)
+            printf(" %s %.2f", g_systems[k_display[k]].name, half_efficiency_us(k_display[k]));
     printf("\n");
     if (g_floor.count) {
         struct bench_stats p = bench_stats_of(g_floor.pinned, g_floor.count);
@@ -539,14 +595,20 @@ static void print_table(void)
 struct target {
     char what[160];
     double value, goal;
-    int met; /* 1 met, 0 missed, -1 not measured */
+    int met;   /* 1 met, 0 missed, -1 not measured */
+    int issue; /* the issue that set it: 16 (simpler against its peers) or 28 (HBG) */
 };
-static struct target g_targets[16];
+#define MAX_TARGETS 64
+static struct target g_targets[MAX_TARGETS];
 static uint32_t g_target_count;
+static int g_target_issue = 16; /* the issue add_target files its targets under */
 
 static void add_target(const char *what, double value, double goal, int met)
 {
+    if (g_target_count == MAX_TARGETS)
+        return;
     struct target *t = &g_targets[g_target_count++];
+    t->issue = g_target_issue;
     snprintf(t->what, sizeof t->what, "%s", what);
     t->value = value;
     t->goal = goal;
@@ -560,6 +622,25 @@ static const struct cmp_case *find_case(int no, const char *workload, int sweep)
             (g_cases[i].task_us > 0) == sweep)
             return &g_cases[i];
     return NULL;
+}
+
+/* Prints the targets of `issue` with how many are met. */
+static void print_targets(int issue)
+{
+    uint32_t met = 0, measured = 0;
+    for (uint32_t i = 0; i < g_target_count; i++) {
+        if (g_targets[i].issue != issue)
+            continue;
+        measured += g_targets[i].met >= 0;
+        met += g_targets[i].met > 0;
+    }
+    printf("\ntargets (issue %d, docs/performance.md): %u of %u met\n", issue, met, measured);
+    for (uint32_t i = 0; i < g_target_count; i++) {
+        const struct target *t = &g_targets[i];
+        if (t->issue == issue)
+            printf("  %-70s %8.2f  %s\n", t->what, t->value,
+                   t->met < 0 ? "not measured" : t->met ? "met" : "MISSED");
+    }
 }
 
 /* min over the OpenMP runtimes of their ns/task (0 when neither ran). */
@@ -665,17 +746,95 @@ static void evaluate_targets(void)
     else /* swept, never reached: the largest size tried is a lower bound */
         add_target("W4 sweep: simpler 50% efficiency at <= 2 us (never, up to this size)",
                    largest, 2, 0);
-    uint32_t met = 0, measured = 0;
-    for (uint32_t i = 0; i < g_target_count; i++) {
-        measured += g_targets[i].met >= 0;
-        met += g_targets[i].met > 0;
+    print_targets(16);
+}
+
+/* ----------------------------------------------- host_build_graph (28) */
+
+/* The median of detail `d` of system `sys` on case `c`; 0 when absent. */
+static double detail_median(const struct cmp_case *c, int sys, enum detail d)
+{
+    if (!has(c, sys) || !c->s[sys].detail_count[d])
+        return 0;
+    return bench_stats_of(c->s[sys].detail[d], c->s[sys].detail_count[d]).median;
+}
+
+/* Both runtimes ran case `c`. */
+static int has_both(const struct cmp_case *c)
+{
+    return has(c, SYS_SIMPLER) && has(c, SYS_HBG);
+}
+
+/*
+ * HBG against TMR, per case both ran (issue 28, docs/performance.md):
+ * the device wall (launch returned -> wait returned, per task: under HBG
+ * the graph is built inside the launch, so this is the device's part
+ * alone; under TMR the device starts inside the launch's enqueue, a few
+ * us earlier), the host build (the launching thread's CPU time inside
+ * simpler_launch_run per task, CLOCK_THREAD_CPUTIME_ID: the orchestration
+ * run on the host, the image's assembly and the chain's enqueue; TMR's
+ * launch is the enqueue alone), on the measured run (first build at that
+ * size: its host scratch pages are new) and on a second run of the same
+ * instance (warm scratch), and TMR's orchestrator's submit loop per task
+ * (first to last submit, wall, on the device's orchestrator thread).
+ * Targets: device wall <= TMR's on every case; the warm host build <= 0.5
+ * us a task; the pipeline's end-to-end us/run <= TMR's.
+ */
+static void hbg_report(void)
+{
+    char what[160];
+    printf("\nhost_build_graph against TMR (issue 28): per task, medians; device = launch returned "
+           "-> wait returned; build = the launching thread's CPU in simpler_launch_run "
+           "(first: the measured run, new scratch pages; warm: a second run of the instance)\n");
+    printf("%-34s %10s %10s %8s %10s %10s %10s %10s %10s\n", "case", "TMR dev ns", "HBG dev ns",
+           "HBG/TMR", "HBG warm", "build 1st", "build warm", "TMR launch", "TMR orch");
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        if (!has_both(c))
+            continue;
+        if (!strcmp(c->workload, "pipeline")) {
+            double tmr = stats(c, SYS_SIMPLER).median, hbg = stats(c, SYS_HBG).median;
+            printf("%-34s end-to-end us/run: TMR %.1f, HBG %.1f (HBG/TMR %.2f); launch CPU ns/run: "
+                   "TMR %.0f, HBG %.0f\n",
+                   c->id, tmr, hbg, hbg / tmr, detail_median(c, SYS_SIMPLER, D_LAUNCH_CPU),
+                   detail_median(c, SYS_HBG, D_LAUNCH_CPU));
+            continue;
+        }
+        double td = detail_median(c, SYS_SIMPLER, D_DEVICE), hd = detail_median(c, SYS_HBG, D_DEVICE);
+        printf("%-34s %10.1f %10.1f %8.2f %10.1f %10.1f %10.1f %10.1f %10.1f\n", c->id, td, hd,
+               td > 0 ? hd / td : 0, detail_median(c, SYS_HBG, D_WARM_DEVICE),
+               detail_median(c, SYS_HBG, D_LAUNCH_CPU), detail_median(c, SYS_HBG, D_WARM_LAUNCH_CPU),
+               detail_median(c, SYS_SIMPLER, D_LAUNCH_CPU), detail_median(c, SYS_SIMPLER, D_ORCH));
     }
-    printf("\ntargets (issue 16, docs/performance.md): %u of %u met\n", met, measured);
-    for (uint32_t i = 0; i < g_target_count; i++) {
-        const struct target *t = &g_targets[i];
-        printf("  %-70s %8.2f  %s\n", t->what, t->value,
-               t->met < 0 ? "not measured" : t->met ? "met" : "MISSED");
+    g_target_issue = 28;
+    uint32_t first = g_target_count;
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        if (!has_both(c) || !strcmp(c->workload, "pipeline"))
+            continue;
+        double td = detail_median(c, SYS_SIMPLER, D_DEVICE), hd = detail_median(c, SYS_HBG, D_DEVICE);
+        double r = td > 0 && hd > 0 ? hd / td : 0;
+        snprintf(what, sizeof what, "%.34s: HBG / TMR device wall <= 1", c->id);
+        add_target(what, r, 1, r <= 1);
     }
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        if (!has_both(c) || !strcmp(c->workload, "pipeline"))
+            continue;
+        double us = detail_median(c, SYS_HBG, D_WARM_LAUNCH_CPU) / 1000.0;
+        snprintf(what, sizeof what, "%.34s: HBG host build, warm, us/task <= 0.5", c->id);
+        add_target(what, us, 0.5, us <= 0.5);
+    }
+    for (uint32_t i = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        if (!has_both(c) || strcmp(c->workload, "pipeline"))
+            continue;
+        double r = stats(c, SYS_HBG).median / stats(c, SYS_SIMPLER).median;
+        snprintf(what, sizeof what, "%.34s: HBG / TMR end-to-end us/run <= 1", c->id);
+        add_target(what, r, 1, r <= 1);
+    }
+    if (g_target_count > first)
+        print_targets(28);
 }
 
 /* --------------------------------------------------------------- JSON */
@@ -748,6 +907,12 @@ static void write_json(const char *path, double load, double seconds)
                 fprintf(f, ", \"ratio_peer_over_simpler\": %.4g", ratio(c, sys));
             if (c->task_us > 0)
                 fprintf(f, ", \"efficiency\": %.4g", efficiency(c, sys));
+            for (int d = 0; d < D_COUNT; d++) { /* "device_ns_per_task": {...} */
+                if (!c->s[sys].detail_count[d])
+                    continue;
+                fprintf(f, ", \"%.*s\": ", (int)strlen(k_detail_keys[d]) - 1, k_detail_keys[d]);
+                json_stats(f, c->s[sys].detail[d], c->s[sys].detail_count[d]);
+            }
             fprintf(f, ", \"detail\": ");
             bench_json_string(f, c->s[sys].extra);
             fprintf(f, "}");
@@ -764,11 +929,38 @@ static void write_json(const char *path, double load, double seconds)
         const struct target *t = &g_targets[i];
         fprintf(f, "    {\"target\": ");
         bench_json_string(f, t->what);
-        fprintf(f, ", \"value\": %.4g, \"goal\": %g, \"status\": \"%s\"}%s\n", t->value, t->goal,
-                t->met < 0 ? "not measured" : t->met ? "met" : "missed",
-                i + 1 < g_target_count ? "," : "");
+        fprintf(f, ", \"value\": %.4g, \"goal\": %g, \"status\": \"%s\", \"issue\": %d}%s\n",
+                t->value, t->goal, t->met < 0 ? "not measured" : t->met ? "met" : "missed",
+                t->issue, i + 1 < g_target_count ? "," : "");
     }
-    fprintf(f, "  ]\n}\n");
+    /* issue 28: HBG against TMR per case both ran (hbg_report's figures) */
+    fprintf(f, "  ],\n  \"hbg_vs_tmr\": [");
+    for (uint32_t i = 0, n = 0; i < g_case_count; i++) {
+        const struct cmp_case *c = &g_cases[i];
+        if (!has_both(c))
+            continue;
+        fprintf(f, "%s\n    {\"case\": ", n++ ? "," : "");
+        bench_json_string(f, c->id);
+        if (!strcmp(c->workload, "pipeline")) {
+            fprintf(f, ", \"tmr_us_per_run\": %.6g, \"hbg_us_per_run\": %.6g",
+                    stats(c, SYS_SIMPLER).median, stats(c, SYS_HBG).median);
+        } else {
+            double td = detail_median(c, SYS_SIMPLER, D_DEVICE);
+            double hd = detail_median(c, SYS_HBG, D_DEVICE);
+            fprintf(f, ", \"tmr_device_ns_per_task\": %.6g, \"hbg_device_ns_per_task\": %.6g"
+                       ", \"hbg_over_tmr_device\": %.4g, \"hbg_warm_device_ns_per_task\": %.6g"
+                       ", \"hbg_build_cpu_ns_per_task\": %.6g"
+                       ", \"hbg_warm_build_cpu_ns_per_task\": %.6g"
+                       ", \"tmr_orch_ns_per_task\": %.6g",
+                    td, hd, td > 0 ? hd / td : 0, detail_median(c, SYS_HBG, D_WARM_DEVICE),
+                    detail_median(c, SYS_HBG, D_LAUNCH_CPU),
+                    detail_median(c, SYS_HBG, D_WARM_LAUNCH_CPU),
+                    detail_median(c, SYS_SIMPLER, D_ORCH));
+        }
+        fprintf(f, ", \"tmr_launch_cpu_ns_per_task\": %.6g}",
+                detail_median(c, SYS_SIMPLER, D_LAUNCH_CPU));
+    }
+    fprintf(f, "\n  ]\n}\n");
     fclose(f);
 }
 
@@ -777,7 +969,8 @@ static void write_json(const char *path, double load, double seconds)
 static void usage(void)
 {
     fprintf(stderr, "usage: " PROGRAM " [--quick] [--reps N] [--only SUBSTRING] [--out FILE]\n"
-                    "Runs simpler, libgomp, libomp, StarPU and a serial loop on the workloads of\n"
+                    "Runs simpler (under TMR and under host_build_graph), libgomp, libomp, StarPU\n"
+                    "and a serial loop on the workloads of\n"
                     "bench/compare/compare.h, interleaved; prints the table and writes\n"
                     "bench/results/latest.json (or FILE).\n");
     exit(2);
@@ -853,6 +1046,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "\n");
     print_table();
     evaluate_targets();
+    hbg_report();
     double seconds = (double)(now_ns() - t_start) / 1e9;
     if (out_path[0]) {
         write_json(out_path, load, seconds);

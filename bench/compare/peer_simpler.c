@@ -21,10 +21,23 @@
  *                      INOUT host tensor), up to `depth` in flight;
  *                      unit us/run; "serial_us" is the same with depth 1.
  *
+ * Under host_build_graph (SIMPLER_RUNTIME=hbg in the environment, which
+ * simpler_init reads; bench_compare's "simpler-hbg") the same workloads run
+ * with rings, heap and TensorMap sized for the whole graph (HBG reclaims
+ * nothing during a run), the device's memory raised to 4 GiB for that
+ * arena, and after the measured run a second run of the same instance
+ * (the host build on a warm scratch). Every run reports, besides its value:
+ * device_ns_per_task (launch returned -> wait returned), launch_cpu_ns_per_task
+ * (the launching thread's CPU time inside simpler_launch_run,
+ * CLOCK_THREAD_CPUTIME_ID: under HBG the host build and the enqueue, under
+ * TMR the enqueue), device_mib (device memory held after init), and under
+ * HBG warm_device_ns_per_task and warm_launch_cpu_ns_per_task.
+ *
  * Environment: CMP_THREADS (AIV cores; default one per host CPU) and, for
  * experiments, CMP_SPIN_NS (simdev's spin budget before a waiting core
  * parks; default simdev's 50000) and CMP_PIN_CORES (0: the device does not
- * pin its core threads). bench_compare sets none of them but CMP_THREADS.
+ * pin its core threads). bench_compare sets none of them but CMP_THREADS
+ * (and SIMPLER_RUNTIME: tmr for "simpler", hbg for "simpler-hbg").
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compare.h"
@@ -468,6 +482,31 @@ void cmp_so_one(struct simpler_orch *rt, const struct simpler_orch_args *args)
     submit(rt, K_INC, &ta, NULL);
 }
 
+/* Under host_build_graph (SIMPLER_RUNTIME=hbg) nothing is reclaimed during
+ * a run: the rings, heaps and TensorMap must hold the whole graph at once
+ * (docs/runtime.md), so the worker sizes them for its largest run. The
+ * task slots of the graph's ring (a power of two >= the run's tasks; 0:
+ * TMR, the roomy rings below suffice). */
+static uint32_t g_hbg_window;
+
+/* Sizes `c` for a whole graph of up to `window` tasks in ring 1, where
+ * every workload's tasks are (scope depth 1: the orchestrations cut their
+ * loops into scopes, pressure has a scope per group; the other rings stay
+ * roomy): `window` slots, 8 producer entries a task (the stencil's, the
+ * most here: 3 reads after writes and 3 writes after reads), a heap cell
+ * of 64 bytes a slot (pressure's outputs), 4 TensorMap entries a task (a
+ * task here accesses at most 4 tensors) with a bucket per 8 entries. */
+static void hbg_size(struct simpler_run_config *c, uint32_t window)
+{
+    const uint32_t i = 1;
+    c->task_window[i] = window;
+    c->dep_pool[i] = 8 * window;
+    if (c->heap_bytes[i] < (uint64_t)window * 64)
+        c->heap_bytes[i] = (uint64_t)window * 64;
+    c->tensormap_entries = 4 * window;
+    c->tensormap_buckets = window / 2 > (1u << 14) ? window / 2 : 1u << 14;
+}
+
 /* The run config of every workload but pressure: room for the orchestrator
  * to run ahead (4096 task slots per ring, as many TensorMap entries as
  * any workload here keeps alive). */
@@ -484,6 +523,8 @@ static void roomy_config(struct simpler_run_config *c)
     c->ring_timeout_ms = 60000;
     c->sched_timeout_ms = 60000;
     c->tensor_wait_timeout_ms = 60000;
+    if (g_hbg_window)
+        hbg_size(c, g_hbg_window);
 }
 
 void cmp_so_config(struct simpler_run_config *config) { roomy_config(config); }
@@ -521,7 +562,10 @@ static uint32_t thread_count(void)
     return n > 0 ? (uint32_t)n : 1;
 }
 
-/* A fresh device 0: 1 orchestrator + 1 scheduler thread, `cores` AIV cores. */
+/* A fresh device 0: 1 orchestrator + 1 scheduler thread, `cores` AIV cores
+ * (under HBG both threads schedule). HBG's arena holds the whole graph,
+ * about 10.5 KiB of device memory a task slot: 4 GiB (committed only as
+ * the arena is allocated) holds the 2^18 slots of the largest runs here. */
 static void device_setup(uint32_t cores)
 {
     struct simdev_config dc;
@@ -530,7 +574,7 @@ static void device_setup(uint32_t cores)
     dc.aicpu_threads = 2;
     dc.aic_cores = 0;
     dc.aiv_cores = cores;
-    dc.memory_bytes = 2ull << 30;
+    dc.memory_bytes = g_hbg_window ? 4ull << 30 : 2ull << 30;
     dc.watchdog_ms = 0;
     const char *spin = getenv("CMP_SPIN_NS"); /* experiments: simdev's spin budget */
     if (spin && *spin)
@@ -571,6 +615,12 @@ static struct simpler_context *context_open(uint32_t depth)
     roomy_config(&cfg.run_capacity);
     CHECK(simpler_create_device_context(&ctx));
     CHECK(simpler_init(ctx, DEVICE, &cfg));
+    /* The runtime the library chose (SIMPLER_RUNTIME overrides the config)
+     * must be the one the capacity was sized for. */
+    struct simpler_context_info info;
+    CHECK(simpler_get_context_info(ctx, &info));
+    if ((info.runtime == SIMPLER_RUNTIME_HBG) != (g_hbg_window != 0))
+        cmp_fail(WORKER, "the context's runtime is not the one SIMPLER_RUNTIME named");
     for (size_t i = 0; i < DEF_COUNT; i++)
         register_callable(ctx, &k_defs[i]);
     return ctx;
@@ -590,11 +640,25 @@ static const struct workload_def *def_of(const char *name)
     return NULL;
 }
 
+/* CPU time of the calling thread, ns. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* One measured run. */
 struct measured {
-    uint64_t run_ns;     /* launch -> wait returned */
-    uint64_t staging_ns; /* prepare (copy in) + finalize (copy back) */
-    uint64_t orch_ns;    /* the orchestration's submit loop */
+    uint64_t run_ns;        /* launch called -> wait returned */
+    uint64_t device_ns;     /* launch returned -> wait returned */
+    uint64_t launch_cpu_ns; /* the launching thread's CPU time inside simpler_launch_run:
+                               under HBG the host build (the orchestration run on the host
+                               into the image) and the chain's enqueue; under TMR the
+                               enqueue alone */
+    uint64_t staging_ns;    /* prepare (copy in) + finalize (copy back) */
+    uint64_t orch_ns;       /* the orchestration's submit loop (TMR: on the device's
+                               orchestrator thread; HBG: on the host, inside the launch) */
     struct simpler_run_info info;
 };
 
@@ -612,7 +676,10 @@ static struct measured run_measured(struct simpler_context *ctx, const char *wor
     uint64_t t0 = cmp_now_ns();
     CHECK(simpler_prepare_run(ctx, &run, d->callable_id, &a, config));
     uint64_t t1 = cmp_now_ns();
+    uint64_t c1 = thread_cpu_ns();
     CHECK(simpler_launch_run(ctx, run));
+    uint64_t c2 = thread_cpu_ns();
+    uint64_t t_launched = cmp_now_ns();
     int status = simpler_wait_run(ctx, run);
     uint64_t t2 = cmp_now_ns();
     if (status != 0) {
@@ -624,6 +691,8 @@ static struct measured run_measured(struct simpler_context *ctx, const char *wor
     CHECK(simpler_finalize_run(ctx, run));
     uint64_t t3 = cmp_now_ns();
     m.run_ns = t2 - t1;
+    m.device_ns = t2 - t_launched;
+    m.launch_cpu_ns = c2 - c1;
     m.staging_ns = (t1 - t0) + (t3 - t2);
     uint64_t ob = atomic_load(&g_orch_begin), oe = atomic_load(&g_orch_end);
     m.orch_ns = ob && oe >= ob ? oe - ob : 0;
@@ -700,6 +769,8 @@ static struct measured run_cells(struct simpler_context *ctx, const struct cmp_p
             c.task_window[i] = p->window;
             c.heap_bytes[i] = (uint64_t)p->window * 64; /* one cell per slot */
         }
+        if (g_hbg_window) /* no back-pressure under HBG: the whole graph fits */
+            hbg_size(&c, g_hbg_window);
         m = run_measured(ctx, w, t, 1, &p->n, 1, &c);
         if (p->check) {
             for (uint32_t a = 0; a < PRESSURE_ACCS; a++) {
@@ -751,10 +822,13 @@ static struct measured run_matrix(struct simpler_context *ctx, const struct cmp_
 }
 
 /* n back-to-back runs of cmp_so_one with up to `depth` in flight; returns
- * the wall ns of all of them. Each in-flight run has its own buffer. */
+ * the wall ns of all of them, and in *launch_cpu_ns the launching thread's
+ * CPU time inside simpler_launch_run summed over the runs (NULL: not
+ * wanted). Each in-flight run has its own buffer. */
 static uint64_t run_pipeline(struct simpler_context *ctx, uint64_t n, uint32_t depth,
-                             int check)
+                             int check, uint64_t *launch_cpu_ns)
 {
+    uint64_t launch_cpu = 0;
     struct cmp_cell *bufs = cells_alloc((uint64_t)depth * 16); /* 1 KiB each */
     simpler_run_t runs[SIMPLER_MAX_PIPELINE_DEPTH];
     struct simpler_tensor t[SIMPLER_MAX_PIPELINE_DEPTH];
@@ -775,10 +849,14 @@ static uint64_t run_pipeline(struct simpler_context *ctx, uint64_t n, uint32_t d
             struct simpler_args a = {1, 0, &t[slot], NULL};
             CHECK(simpler_prepare_run(ctx, &runs[slot], def_of("pipeline")->callable_id, &a,
                                       NULL));
+            uint64_t c0 = thread_cpu_ns();
             CHECK(simpler_launch_run(ctx, runs[slot]));
+            launch_cpu += thread_cpu_ns() - c0;
         }
     }
     uint64_t ns = cmp_now_ns() - t0;
+    if (launch_cpu_ns)
+        *launch_cpu_ns = launch_cpu;
     if (check) {
         uint64_t total = 0;
         for (uint32_t i = 0; i < depth; i++)
@@ -811,17 +889,33 @@ int main(int argc, char **argv)
     if (cmp_parse(argc, argv, &p) != 0)
         return 2;
     uint32_t cores = thread_count();
-    device_setup(cores);
     int pipeline = !strcmp(p.workload, "pipeline");
+    const char *runtime = getenv("SIMPLER_RUNTIME"); /* what simpler_init reads too */
+    int hbg = runtime && !strcmp(runtime, "hbg");
+    const char *system = hbg ? "simpler-hbg" : "simpler";
+    if (hbg) { /* the whole graph of the measured run (the warm-up's is smaller) */
+        uint64_t tasks = pipeline ? 1 : cmp_task_count(&p);
+        g_hbg_window = 4096;
+        while (g_hbg_window < tasks && g_hbg_window < (1u << 20))
+            g_hbg_window *= 2;
+        if (g_hbg_window < tasks)
+            cmp_fail(WORKER, "host_build_graph: more tasks than a ring's 2^20 slots");
+    }
+    device_setup(cores);
     struct simpler_context *ctx = context_open(pipeline ? p.depth : 4);
-    char extra[512];
+    struct simdev_mem_info mem; /* what the context's arena and staging hold */
+    CHECK(simdev_mem_get_info(DEVICE, &mem));
+    char extra[640];
     if (pipeline) {
+        uint64_t launch_cpu;
         if (p.warmup)
-            run_pipeline(ctx, p.n / 10 + 1, p.depth, 0);
-        uint64_t ns = run_pipeline(ctx, p.n, p.depth, p.check);
-        uint64_t serial = run_pipeline(ctx, p.n, 1, p.check);
-        snprintf(extra, sizeof extra, " system=simpler depth=%u serial_us=%.3f", p.depth,
-                 (double)serial / 1000.0 / (double)p.n);
+            run_pipeline(ctx, p.n / 10 + 1, p.depth, 0, NULL);
+        uint64_t ns = run_pipeline(ctx, p.n, p.depth, p.check, &launch_cpu);
+        uint64_t serial = run_pipeline(ctx, p.n, 1, p.check, NULL);
+        snprintf(extra, sizeof extra,
+                 " system=%s depth=%u serial_us=%.3f launch_cpu_ns_per_task=%.1f", system,
+                 p.depth, (double)serial / 1000.0 / (double)p.n,
+                 (double)launch_cpu / (double)p.n);
         context_close(ctx);
         cmp_report(cmp_value_of(&p, ns), cmp_unit_of(&p), p.n, extra);
         return 0;
@@ -831,6 +925,17 @@ int main(int argc, char **argv)
         run_instance(ctx, &w);
     }
     struct measured m = run_instance(ctx, &p);
+    /* HBG: the host build's scratch (a host arena laid out as the device's)
+     * is reused by every build but faulted in by the first build that
+     * reaches a page; the measured run, after a warm-up a tenth its size,
+     * pays that for most of its pages. A second run of the same instance
+     * measures the build on a warm scratch, as repeated runs see it. */
+    struct measured warm = {0};
+    if (hbg) {
+        struct cmp_params again = p;
+        again.check = 0;
+        warm = run_instance(ctx, &again);
+    }
     context_close(ctx);
     uint64_t tasks = cmp_task_count(&p);
     if (m.info.tasks_completed != tasks) {
@@ -839,9 +944,17 @@ int main(int argc, char **argv)
         return 1;
     }
     int len = snprintf(extra, sizeof extra,
-                       " system=simpler cores=%u orch_ns_per_task=%.1f staging_ns=%llu edges=%llu",
-                       cores, (double)m.orch_ns / (double)tasks,
-                       (unsigned long long)m.staging_ns, (unsigned long long)m.info.edges);
+                       " system=%s cores=%u orch_ns_per_task=%.1f staging_ns=%llu edges=%llu"
+                       " device_ns_per_task=%.1f launch_cpu_ns_per_task=%.1f device_mib=%.0f",
+                       system, cores, (double)m.orch_ns / (double)tasks,
+                       (unsigned long long)m.staging_ns, (unsigned long long)m.info.edges,
+                       (double)m.device_ns / (double)tasks, (double)m.launch_cpu_ns / (double)tasks,
+                       (double)mem.in_use / (1 << 20));
+    if (hbg)
+        len += snprintf(extra + len, sizeof extra - (size_t)len,
+                        " warm_device_ns_per_task=%.1f warm_launch_cpu_ns_per_task=%.1f",
+                        (double)warm.device_ns / (double)tasks,
+                        (double)warm.launch_cpu_ns / (double)tasks);
     if (!strcmp(p.workload, "chol") || !strcmp(p.workload, "gemm")) {
         char blas[256];
         cmp_blas_name(blas, sizeof blas);
