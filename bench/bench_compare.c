@@ -164,7 +164,7 @@ static void build_cases(void)
     /* StarPU is left out at 10^6: registering a million handles takes it
      * ~20 s and 4 GB before the first task (docs/performance.md); so is
      * simpler-hbg, whose arena would hold all 2^20 task slots at once
-     * (about 10.5 KiB of device memory each, 11 GiB). */
+     * (about 11 KiB of device memory each, 11 GiB). */
     if (!q)
         add_case(1, "indep", "n=1000000",
                  ALL_SYSTEMS & ~(1u << SYS_STARPU) & ~(1u << SYS_HBG), 0);
