@@ -74,6 +74,11 @@ static int create_all(struct simpler_context *ctx, const struct simpler_config *
     if ((rc = rt_launcher_create(&ctx->launcher)) || (rc = simdev_stream_create(&ctx->control)) ||
         (rc = sp_dev_alloc(ctx, &ctx->arena, ctx->arena_bytes)))
         return rc;
+    /* host_build_graph: the build's host memory, committed now as the
+     * arena is, so that the first run's build pays no page faults */
+    if (capacity.runtime == RT_RUNTIME_HBG &&
+        (rc = rt_launcher_hbg_reserve(ctx->launcher, &capacity, topo)))
+        return rc;
     ctx->arena_nonce = rt_arena_nonce(); /* a new arena: nothing in it is a run's yet */
     return sp_slots_create(ctx, cfg->pipeline_depth);
 }

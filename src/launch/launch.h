@@ -92,6 +92,15 @@ int rt_launcher_create(struct rt_launcher **out);
 /* Destroys it; its streams must be idle (sync the caller stream first). */
 int rt_launcher_destroy(struct rt_launcher *launcher);
 
+/* host_build_graph: allocates the launcher's build scratch for runs up to
+ * `config` on a device of topology `topo` and writes every page a build
+ * writes (not the host arena's heaps, which it never touches), so the
+ * first run's build does not pay a first-touch fault per page (microseconds
+ * each here, docs/device.md; one a task, without this). 0,
+ * OUT_OF_HOST_MEMORY or INVALID_ARGUMENT. */
+int rt_launcher_hbg_reserve(struct rt_launcher *launcher, const struct rt_config *config,
+                            const struct simdev_config *topo);
+
 /* The generation of the run rt_run_enqueue last enqueued successfully: the
  * run writes it into its result block (rt_run_result.generation), so a
  * caller can tell that block from one an earlier run left there. */

@@ -157,6 +157,21 @@ static int hbg_scratch(struct rt_launcher *l, size_t bytes)
     return 0;
 }
 
+int rt_launcher_hbg_reserve(struct rt_launcher *l, const struct rt_config *config,
+                            const struct simdev_config *topo)
+{
+    if (!l || !config || !topo)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    uint32_t cores = topo->aic_cores + topo->aiv_cores;
+    size_t need = rt_hbg_scratch_bytes(config, cores);
+    if (!need)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    int rc = hbg_scratch(l, need);
+    if (!rc)
+        rt_hbg_scratch_warm(l->hbg_scratch, config, cores);
+    return rc;
+}
+
 /* host_build_graph: runs the orchestration of `request` here, into its
  * bank; *bytes: the image's size. */
 static int hbg_build(struct rt_launcher *l, const struct rt_run_request *request,

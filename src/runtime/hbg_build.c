@@ -113,6 +113,14 @@ size_t rt_hbg_image_bound(const struct rt_config *config)
     return (size_t)lists;
 }
 
+/* Where the host arena starts in the scratch: after the build state, on a
+ * cache line (the run's shared fields are cache-line aligned). */
+static uint64_t arena_offset(void)
+{
+    return (align8(sizeof(struct rt_hbg_build_state)) + RT_CACHELINE - 1) / RT_CACHELINE *
+           RT_CACHELINE;
+}
+
 /* The host arena's layout: the device's, without the image region. */
 static int host_layout(const struct rt_config *config, uint32_t core_count, struct rt_layout *l)
 {
@@ -129,10 +137,36 @@ size_t rt_hbg_scratch_bytes(const struct rt_config *config, uint32_t core_count)
         return 0;
     list_sizes(config, count, each);
     if (!sum_terms(count, each, 4, &lists) || !sp_add_u64(lists, align8(l.total), &total) ||
-        !sp_add_u64(total, align8(sizeof(struct rt_hbg_build_state)), &total) ||
-        total > SIZE_MAX)
+        !sp_add_u64(total, arena_offset(), &total) || total > SIZE_MAX)
         return 0;
     return (size_t)total;
+}
+
+/* Writes a zero to every page of [at, at + bytes). */
+static void warm_range(uint8_t *at, size_t bytes)
+{
+    enum { PAGE = 4096 };
+    volatile uint8_t *p = at;
+    for (size_t off = 0; off < bytes; off += PAGE)
+        p[off] = 0;
+    if (bytes)
+        p[bytes - 1] = 0;
+}
+
+void rt_hbg_scratch_warm(void *scratch, const struct rt_config *config, uint32_t core_count)
+{
+    struct rt_layout l;
+    size_t total = rt_hbg_scratch_bytes(config, core_count);
+    if (!total || host_layout(config, core_count, &l) != 0)
+        return;
+    uint8_t *base = scratch;
+    size_t arena = arena_offset();
+    warm_range(base, arena + l.ring_slots[0]); /* the state and the run header */
+    for (uint32_t i = 0; i < RT_RINGS; i++) /* slots, payloads, TensorMap records */
+        warm_range(base + arena + l.ring_slots[i], l.ring_heap[i] - l.ring_slots[i]);
+    /* queues, dispatch, scheds, scope tasks, fanin scratch, TensorMap, then
+     * the lists after the arena */
+    warm_range(base + arena + l.rq_cells[0], total - (arena + l.rq_cells[0]));
 }
 
 int rt_hbg_image_region(const struct rt_config *config, uint32_t core_count, void *arena,
@@ -258,9 +292,7 @@ static struct rt_hbg_build_state *carve(const struct rt_run_request *rq, const s
     uint64_t count[4], each[4];
     list_sizes(&rq->config, count, each);
     struct rt_hbg_build_state *b = (struct rt_hbg_build_state *)base;
-    uint64_t at = align8(sizeof *b);
-    /* The arena at a cache-line offset from the scratch's (aligned) start. */
-    at = (at + RT_CACHELINE - 1) / RT_CACHELINE * RT_CACHELINE;
+    uint64_t at = arena_offset();
     *run = (struct rt_run *)(base + at);
     at += align8(l->total);
     void *list[4];
