@@ -285,6 +285,55 @@ struct simdev_sem_info {
 };
 int simdev_sem_info(simdev_sem_t sem, struct simdev_sem_info *out);
 
+/* ------------------------------------------------------------- batches */
+
+/* One op of a batch (simdev_stream_enqueue_batch): what the single-op call
+ * named beside its kind would enqueue, with the fields that call takes. */
+enum simdev_batch_kind {
+    SIMDEV_BATCH_RECORD,         /* simdev_event_record: event */
+    SIMDEV_BATCH_RECORD_HANDOFF, /* simdev_event_record_handoff: event */
+    SIMDEV_BATCH_WAIT,           /* simdev_stream_wait_event: event */
+    SIMDEV_BATCH_AICPU,          /* simdev_launch_aicpu: aicpu_fn, thread_count, args */
+    SIMDEV_BATCH_AICORE,         /* simdev_launch_aicore: aicore_fn, args */
+    SIMDEV_BATCH_COPY,           /* simdev_memcpy_async: dev_ptr (dst), src, bytes, copy_kind */
+    SIMDEV_BATCH_MEMSET,         /* simdev_memset_async: dev_ptr, value, bytes */
+    SIMDEV_BATCH_HOST_FN,        /* simdev_launch_host_func: host_fn, user_data */
+    SIMDEV_BATCH_SEM_ACQUIRE,    /* simdev_stream_sem_acquire: sem */
+    SIMDEV_BATCH_SEM_RELEASE,    /* simdev_stream_sem_release: sem */
+};
+struct simdev_batch_op {
+    enum simdev_batch_kind kind;
+    simdev_event_t event;
+    simdev_sem_t sem;
+    simdev_aicpu_fn aicpu_fn;
+    simdev_aicore_fn aicore_fn;
+    uint32_t thread_count;
+    const void *args; /* copied before the call returns, as a launch's */
+    size_t args_size;
+    void *dev_ptr;
+    const void *src;
+    enum simdev_copy_kind copy_kind;
+    int value;
+    size_t bytes;
+    simdev_host_fn host_fn;
+    void *user_data;
+};
+
+/*
+ * Enqueues ops[0..count) on `stream` in order, as the single-op calls of
+ * their kinds would one after the other — the same checks, codes, counts,
+ * fault injection, capture and wake-up of an idle stream — but taking the
+ * stream once for all of them, not once each (a launch chain's cost;
+ * docs/device.md, "What an enqueue costs"). Stops at the first op that
+ * fails: returns its code, and *enqueued (always written) is its index —
+ * the ops before it are enqueued, it and those after it are not. 0 with
+ * *enqueued = count when all are. `ops` is borrowed for the call.
+ * INVALID_ARGUMENT (nothing enqueued) for a NULL stream or enqueued, or
+ * NULL ops with a nonzero count.
+ */
+int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batch_op *ops,
+                                size_t count, size_t *enqueued);
+
 /* ------------------------------------------------------ capture and graphs */
 
 enum simdev_capture_mode {

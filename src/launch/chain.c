@@ -42,6 +42,7 @@ const struct rt_launch_ops rt_launch_simdev_ops = {
     .gate_acquire = simdev_stream_sem_acquire,
     .gate_release = simdev_stream_sem_release,
     .capture_info = simdev_stream_get_capture_info,
+    .enqueue_batch = simdev_stream_enqueue_batch,
 };
 
 /* One rt_chain_enqueue call's operands. */
@@ -74,74 +75,148 @@ static bool round_has(const struct rt_chain_round *round, enum rt_chain_step ste
     }
 }
 
-/* Enqueues one AICPU launch of the round on the chain's AICPU stream. */
-static int launch_aicpu(const struct chain_call *c, const struct rt_chain_aicpu *l)
+/* The op of an AICPU launch of the round. */
+static struct simdev_batch_op aicpu_op(const struct rt_chain_aicpu *l)
 {
-    return c->ops->launch_aicpu(c->chain->aicpu, l->fn, l->threads, l->args, l->args_size);
+    return (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICPU,
+                                    .aicpu_fn = l->fn,
+                                    .thread_count = l->threads,
+                                    .args = l->args,
+                                    .args_size = l->args_size};
 }
 
-/* Enqueues `step`'s op, once. */
-static int enqueue_step(const struct chain_call *c, enum rt_chain_step step)
+static struct simdev_batch_op event_op(enum simdev_batch_kind kind, simdev_event_t event)
 {
-    const struct rt_launch_ops *ops = c->ops;
+    return (struct simdev_batch_op){.kind = kind, .event = event};
+}
+
+static struct simdev_batch_op gate_op(enum simdev_batch_kind kind, simdev_sem_t gate)
+{
+    return (struct simdev_batch_op){.kind = kind, .sem = gate};
+}
+
+/* Which op `step` is, into *op, and the stream it goes on. */
+static simdev_stream_t step_op(const struct chain_call *c, enum rt_chain_step step,
+                               struct simdev_batch_op *op)
+{
     const struct rt_launch_chain *ch = c->chain;
     const struct rt_chain_round *r = c->round;
     switch (step) {
     case RT_CHAIN_START:
-        return ops->record(ch->start, c->caller);
+        *op = event_op(SIMDEV_BATCH_RECORD, ch->start);
+        return c->caller;
     case RT_CHAIN_AICPU_WAIT_START:
-        return ops->wait(ch->aicpu, ch->start);
+        *op = event_op(SIMDEV_BATCH_WAIT, ch->start);
+        return ch->aicpu;
     case RT_CHAIN_GATE_ACQUIRE: /* model: round_gate.pml, AcquireGate */
-        return ops->gate_acquire(ch->aicpu, ch->gate);
+        *op = gate_op(SIMDEV_BATCH_SEM_ACQUIRE, ch->gate);
+        return ch->aicpu;
     case RT_CHAIN_ZERO_RENDEZVOUS:
-        return ops->memset_async(r->rendezvous, 0, r->rendezvous_bytes, ch->aicpu);
+        *op = (struct simdev_batch_op){
+            .kind = SIMDEV_BATCH_MEMSET, .dev_ptr = r->rendezvous, .bytes = r->rendezvous_bytes};
+        return ch->aicpu;
     case RT_CHAIN_ROUND_BEGIN: /* clears the round state, holding the gate */
-        return launch_aicpu(c, &r->begin);
+        *op = aicpu_op(&r->begin);
+        return ch->aicpu;
     case RT_CHAIN_IMAGE: /* behind the previous round's program (this stream's
                           * order), ahead of this round's core loop */
-        return ops->memcpy_async(r->image.dst, r->image.src, r->image.bytes,
-                                 SIMDEV_COPY_HOST_TO_DEVICE, ch->aicpu);
+        *op = (struct simdev_batch_op){.kind = SIMDEV_BATCH_COPY,
+                                       .dev_ptr = r->image.dst,
+                                       .src = r->image.src,
+                                       .bytes = r->image.bytes,
+                                       .copy_kind = SIMDEV_COPY_HOST_TO_DEVICE};
+        return ch->aicpu;
     case RT_CHAIN_AICORE_START: /* just before the program: the core loop runs
                                  * only behind a healthy AICPU stream */
-        return ops->record(ch->aicore_start, ch->aicpu);
+        *op = event_op(SIMDEV_BATCH_RECORD, ch->aicore_start);
+        return ch->aicpu;
     case RT_CHAIN_AICORE_WAIT_START:
-        return ops->wait(ch->aicore, ch->aicore_start);
+        *op = event_op(SIMDEV_BATCH_WAIT, ch->aicore_start);
+        return ch->aicore;
     case RT_CHAIN_CORE_LOOP:
-        return ops->launch_aicore(ch->aicore, r->core.fn, r->core.args, r->core.args_size);
+        *op = (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICORE,
+                                       .aicore_fn = r->core.fn,
+                                       .args = r->core.args,
+                                       .args_size = r->core.args_size};
+        return ch->aicore;
     case RT_CHAIN_AICORE_DONE: /* the core loop's error leaves the AICore stream here */
-        return ops->record_handoff(ch->aicore_done, ch->aicore);
+        *op = event_op(SIMDEV_BATCH_RECORD_HANDOFF, ch->aicore_done);
+        return ch->aicore;
     case RT_CHAIN_PROGRAM: /* fails with the round's status, so the caller's
                             * stream carries a failed round's code */
-        return launch_aicpu(c, &r->program);
+        *op = aicpu_op(&r->program);
+        return ch->aicpu;
     case RT_CHAIN_AICPU_WAIT_CORE: /* the next round's AICPU half waits for this core loop */
-        return ops->wait(ch->aicpu, ch->aicore_done);
+        *op = event_op(SIMDEV_BATCH_WAIT, ch->aicore_done);
+        return ch->aicpu;
     case RT_CHAIN_STATUS: /* before the release: no later round can overwrite
                            * the result block first; its failure reaches the
                            * caller through aicpu_done */
-        return launch_aicpu(c, &r->status);
+        *op = aicpu_op(&r->status);
+        return ch->aicpu;
     case RT_CHAIN_GATE_RELEASE: /* model: round_gate.pml, ReleaseGate — after the
                                  * status op read the result block, after the
                                  * core loop ended */
-        return ops->gate_release(ch->aicpu, ch->gate);
+        *op = gate_op(SIMDEV_BATCH_SEM_RELEASE, ch->gate);
+        return ch->aicpu;
     case RT_CHAIN_AICPU_DONE: /* the round's error leaves the chain's stream here */
-        return ops->record_handoff(ch->aicpu_done, ch->aicpu);
+        *op = event_op(SIMDEV_BATCH_RECORD_HANDOFF, ch->aicpu_done);
+        return ch->aicpu;
     case RT_CHAIN_CALLER_WAIT: /* the caller's later work waits for the round */
-        return ops->wait(c->caller, ch->aicpu_done);
+        *op = event_op(SIMDEV_BATCH_WAIT, ch->aicpu_done);
+        return c->caller;
     case RT_CHAIN_SERIAL_TAIL:
-        return ops->record(ch->serial_tail, c->caller);
+    default:
+        *op = event_op(SIMDEV_BATCH_RECORD, ch->serial_tail);
+        return c->caller;
+    }
+}
+
+/* Enqueues `op` on `stream` through the table's single-op entry. */
+static int enqueue_one(const struct rt_launch_ops *ops, simdev_stream_t stream,
+                       const struct simdev_batch_op *op)
+{
+    switch (op->kind) {
+    case SIMDEV_BATCH_RECORD:
+        return ops->record(op->event, stream);
+    case SIMDEV_BATCH_RECORD_HANDOFF:
+        return ops->record_handoff(op->event, stream);
+    case SIMDEV_BATCH_WAIT:
+        return ops->wait(stream, op->event);
+    case SIMDEV_BATCH_SEM_ACQUIRE:
+        return ops->gate_acquire(stream, op->sem);
+    case SIMDEV_BATCH_SEM_RELEASE:
+        return ops->gate_release(stream, op->sem);
+    case SIMDEV_BATCH_MEMSET:
+        return ops->memset_async(op->dev_ptr, op->value, op->bytes, stream);
+    case SIMDEV_BATCH_COPY:
+        return ops->memcpy_async(op->dev_ptr, op->src, op->bytes, op->copy_kind, stream);
+    case SIMDEV_BATCH_AICPU:
+        return ops->launch_aicpu(stream, op->aicpu_fn, op->thread_count, op->args,
+                                 op->args_size);
+    case SIMDEV_BATCH_AICORE:
+        return ops->launch_aicore(stream, op->aicore_fn, op->args, op->args_size);
     default:
         return PTO_RUNTIME_ERR_INTERNAL;
     }
 }
 
-/* Enqueues `step`'s op, trying up to `tries` times; 0 or the last code. */
-static int enqueue_tried(const struct chain_call *c, enum rt_chain_step step, int tries)
+/*
+ * Enqueues the ops of steps[0..count), which go on `stream` in this order:
+ * 0, or the first failure's code with *enqueued its index (the steps
+ * before it are enqueued, it and those after it are not). One batch
+ * (ops->enqueue_batch) when the table has one, else step by step.
+ */
+static int enqueue_run(const struct chain_call *c, simdev_stream_t stream,
+                       const struct simdev_batch_op *ops, size_t count, size_t *enqueued)
 {
-    int rc;
-    int attempt = 0;
-    do
-        rc = enqueue_step(c, step);
-    while (rc && ++attempt < tries);
+    if (c->ops->enqueue_batch)
+        return c->ops->enqueue_batch(stream, ops, count, enqueued);
+    int rc = 0;
+    size_t done = 0;
+    while (done < count && (rc = enqueue_one(c->ops, stream, &ops[done])) == 0)
+        done++;
+    *enqueued = done;
     return rc;
 }
 
@@ -150,13 +225,39 @@ int rt_chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_cha
                      enum rt_chain_step *failed)
 {
     const struct chain_call c = {ops, chain, caller, round};
+    enum rt_chain_step steps[RT_CHAIN_STEPS];
+    struct simdev_batch_op op[RT_CHAIN_STEPS];
+    simdev_stream_t stream[RT_CHAIN_STEPS];
+    size_t count = 0;
     for (enum rt_chain_step step = RT_CHAIN_START; step < RT_CHAIN_STEPS; step++) {
         if (!round_has(round, step))
             continue;
-        /* Once the program is enqueued the round will run: the rest of
-         * the chain is enqueued whatever it takes (commit_tries each). */
-        int rc = enqueue_tried(&c, step, step > RT_CHAIN_PROGRAM ? round->commit_tries : 1);
-        if (!rc)
+        steps[count] = step;
+        stream[count] = step_op(&c, step, &op[count]);
+        count++;
+    }
+    /* Runs of consecutive steps on one stream go as one batch; a step that
+     * fails is tried again (with the rest of its run) while it has tries
+     * left: once the program is enqueued the round will run, so the rest
+     * of the chain is enqueued whatever it takes (commit_tries each). */
+    size_t next = 0;
+    int attempts = 0; /* of steps[next], so far */
+    while (next < count) {
+        size_t end = next + 1;
+        while (end < count && stream[end] == stream[next])
+            end++;
+        size_t enqueued = 0;
+        int rc = enqueue_run(&c, stream[next], &op[next], end - next, &enqueued);
+        if (!rc) {
+            next = end;
+            attempts = 0;
+            continue;
+        }
+        if (enqueued > 0)
+            attempts = 0; /* a later step failed: its own first attempt */
+        next += enqueued;
+        enum rt_chain_step step = steps[next];
+        if (++attempts < (step > RT_CHAIN_PROGRAM ? round->commit_tries : 1))
             continue;
         /* The core loop is enqueued, its program never will be: end its
          * round now rather than at the core loop's deadline. */

@@ -60,6 +60,13 @@ struct rt_launch_ops {
      * neither waits nor changes anything, as CUDA libraries ask
      * cudaStreamGetCaptureInfo. */
     int (*capture_info)(simdev_stream_t stream, int *capturing, uint64_t *capture_id);
+    /* Optional: enqueues a run of the chain's ops on one stream as the
+     * entries above would one after the other, taking the stream once
+     * (simdev_stream_enqueue_batch's contract). NULL: the chain calls the
+     * entries above, op by op — a table that replaces any of them (a
+     * test's) must leave this NULL, or its replacements are bypassed. */
+    int (*enqueue_batch)(simdev_stream_t stream, const struct simdev_batch_op *ops, size_t count,
+                         size_t *enqueued);
 };
 extern const struct rt_launch_ops rt_launch_simdev_ops;
 

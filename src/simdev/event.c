@@ -6,7 +6,7 @@
  * targets the record that was latest when the wait was enqueued, and an
  * event can be re-recorded or destroyed while waits on it are pending.
  * Records made inside a capture are edges of the graph, handled by
- * capture.c.
+ * capture.c; record and wait ops are enqueued by enqueue.c.
  */
 #include <stdlib.h>
 
@@ -109,8 +109,7 @@ int sd_record_wait(struct sd_event_record *record, struct sd_wait_counters *coun
     return status;
 }
 
-/* The event's latest record with a reference taken, or NULL. */
-static struct sd_event_record *latest_record(struct simdev_event *event)
+struct sd_event_record *sd_event_latest(struct simdev_event *event)
 {
     pthread_mutex_lock(&event->lock);
     struct sd_event_record *record = event->latest;
@@ -165,99 +164,21 @@ int simdev_event_destroy(simdev_event_t event)
     return 0;
 }
 
-/* Replaces the event's latest record (takes the caller's reference). */
-void sd_event_set_latest(struct simdev_event *event, struct sd_event_record *record)
+struct sd_event_record *sd_event_swap_latest(struct simdev_event *event,
+                                             struct sd_event_record *record)
 {
     pthread_mutex_lock(&event->lock);
     struct sd_event_record *old = event->latest;
     event->latest = record;
     pthread_mutex_unlock(&event->lock);
+    return old;
+}
+
+void sd_event_set_latest(struct simdev_event *event, struct sd_event_record *record)
+{
+    struct sd_event_record *old = sd_event_swap_latest(event, record);
     if (old)
         sd_record_unref(old);
-}
-
-static int enqueue_record(simdev_event_t event, simdev_stream_t stream, bool handoff);
-
-int simdev_event_record(simdev_event_t event, simdev_stream_t stream)
-{
-    return enqueue_record(event, stream, false);
-}
-
-int simdev_event_record_handoff(simdev_event_t event, simdev_stream_t stream)
-{
-    return enqueue_record(event, stream, true);
-}
-
-static int enqueue_record(simdev_event_t event, simdev_stream_t stream, bool handoff)
-{
-    if (!event || !stream || event->dev != stream->dev)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sd_device *dev = stream->dev;
-    if (sd_device_lost(dev))
-        return PTO_RUNTIME_ERR_DEVICE_LOST;
-    int rc = sd_fault_check(dev, SIMDEV_OP_RECORD);
-    if (rc != 0)
-        return rc;
-    struct sd_event_record *record = sd_record_new();
-    struct sd_op *op = record ? sd_op_new(SD_OP_RECORD, NULL, 0) : NULL;
-    if (!op) {
-        if (record)
-            sd_record_unref(record);
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    }
-    op->u.record = record; /* the op's reference */
-    op->handoff = handoff;
-    sd_record_ref(record);  /* the event's, taken before the op can run */
-    for (;;) {
-        int status;
-        if (sd_capture_record(event, stream, &status)) {
-            sd_record_unref(record);
-            sd_op_free(op); /* drops the record with it */
-            if (status == 0)
-                sd_count(dev, SIMDEV_OP_RECORD);
-            return status;
-        }
-        if (sd_stream_enqueue(stream, op) == 0)
-            break;
-        /* A capture began meanwhile: this record is an edge after all. */
-    }
-    sd_event_set_latest(event, record);
-    sd_count(dev, SIMDEV_OP_RECORD);
-    return 0;
-}
-
-int simdev_stream_wait_event(simdev_stream_t stream, simdev_event_t event)
-{
-    if (!event || !stream || event->dev != stream->dev)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sd_device *dev = stream->dev;
-    if (sd_device_lost(dev))
-        return PTO_RUNTIME_ERR_DEVICE_LOST;
-    int rc = sd_fault_check(dev, SIMDEV_OP_WAIT);
-    if (rc != 0)
-        return rc;
-    struct sd_event_record *record = latest_record(event);
-    struct sd_op *op = sd_op_new(SD_OP_WAIT, NULL, 0);
-    if (!op) {
-        if (record)
-            sd_record_unref(record);
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    }
-    op->u.record = record; /* the op owns the reference; NULL: no-op */
-    for (;;) {
-        int status;
-        if (sd_capture_wait(stream, record, &status)) {
-            sd_op_free(op);
-            if (status == 0)
-                sd_count(dev, SIMDEV_OP_WAIT);
-            return status;
-        }
-        if (sd_stream_enqueue(stream, op) == 0)
-            break;
-        /* A capture began meanwhile: the wait is an edge after all. */
-    }
-    sd_count(dev, SIMDEV_OP_WAIT);
-    return 0;
 }
 
 int simdev_event_query(simdev_event_t event)
@@ -266,7 +187,7 @@ int simdev_event_query(simdev_event_t event)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (sd_device_lost(event->dev))
         return PTO_RUNTIME_ERR_DEVICE_LOST;
-    struct sd_event_record *record = latest_record(event);
+    struct sd_event_record *record = sd_event_latest(event);
     if (!record)
         return 0;
     /* A record of a finished capture is done with status 0: nothing to
@@ -286,7 +207,7 @@ int simdev_event_sync(simdev_event_t event)
     int rc = sd_capture_check_sync();
     if (rc != 0)
         return rc;
-    struct sd_event_record *record = latest_record(event);
+    struct sd_event_record *record = sd_event_latest(event);
     rc = sd_capture_forbid_record(record);
     if (rc == 0)
         rc = sd_fault_check(dev, SIMDEV_OP_SYNC);

@@ -61,5 +61,11 @@ int sd_record_wait(struct sd_event_record *record, struct sd_wait_counters *coun
 void sd_event_teardown(struct simdev_event *event);
 /* Replaces the event's latest record, taking the caller's reference. */
 void sd_event_set_latest(struct simdev_event *event, struct sd_event_record *record);
+/* The same, returning the record replaced (NULL: none) with the event's
+ * reference, which the caller drops (sd_record_unref) where it may. */
+struct sd_event_record *sd_event_swap_latest(struct simdev_event *event,
+                                             struct sd_event_record *record);
+/* The event's latest record with a reference taken, or NULL. */
+struct sd_event_record *sd_event_latest(struct simdev_event *event);
 
 #endif /* SIMDEV_EVENT_H */

@@ -37,6 +37,7 @@ struct sd_op *sd_op_clone(const struct sd_op *op)
         return NULL;
     memcpy(copy, op, sizeof(*op) + op->args_size);
     copy->next = NULL;
+    copy->cached = false; /* allocated to size */
     copy->exec_fault = 0; /* a test's execution fault belongs to the one queued op */
     copy->begun = false;
     return copy;
@@ -46,11 +47,76 @@ void sd_op_free(struct sd_op *op)
 {
     if (!op)
         return;
-    if ((op->type == SD_OP_RECORD || op->type == SD_OP_WAIT) && op->u.record)
-        sd_record_unref(op->u.record);
-    if (op->type == SD_OP_GRAPH)
-        sd_graph_exec_unref(op->u.graph.exec, op->u.graph.params);
+    sd_op_refs_drop(sd_op_refs_take(op));
     free(op);
+}
+
+struct sd_op_refs sd_op_refs_take(struct sd_op *op)
+{
+    struct sd_op_refs refs = {.type = op->type};
+    if (op->type == SD_OP_RECORD || op->type == SD_OP_WAIT) {
+        refs.record = op->u.record;
+        op->u.record = NULL;
+    } else if (op->type == SD_OP_GRAPH) {
+        refs.exec = op->u.graph.exec;
+        refs.params = op->u.graph.params;
+        op->u.graph.exec = NULL;
+        op->u.graph.params = NULL;
+    }
+    return refs;
+}
+
+void sd_op_refs_drop(struct sd_op_refs refs)
+{
+    if (refs.record)
+        sd_record_unref(refs.record);
+    if (refs.type == SD_OP_GRAPH && refs.exec)
+        sd_graph_exec_unref(refs.exec, refs.params);
+}
+
+struct sd_op *sd_op_cache_take(struct sd_op_cache *cache, const struct sd_op *proto,
+                               const void *args, size_t args_size)
+{
+    if (sd_host_fault())
+        return NULL;
+    struct sd_op *op = NULL;
+    bool fits = args_size <= SD_OP_CACHED_ARGS;
+    if (fits && cache->free) {
+        op = cache->free;
+        cache->free = op->next;
+        cache->count--;
+    } else {
+        op = malloc(sizeof(*op) + (fits ? SD_OP_CACHED_ARGS : args_size));
+        if (!op)
+            return NULL;
+    }
+    *op = *proto;
+    op->next = NULL;
+    op->cached = fits;
+    op->args_size = args_size;
+    if (args_size)
+        memcpy(op->args, args, args_size);
+    return op;
+}
+
+bool sd_op_cache_put(struct sd_op_cache *cache, struct sd_op *op)
+{
+    if (!op->cached || cache->count + 1 > SD_OP_CACHE_MAX)
+        return false;
+    op->next = cache->free;
+    cache->free = op;
+    cache->count++;
+    return true;
+}
+
+void sd_op_cache_drain(struct sd_op_cache *cache)
+{
+    while (cache->free) {
+        struct sd_op *op = cache->free;
+        cache->free = op->next;
+        free(op);
+    }
+    cache->count = 0;
 }
 
 int sd_op_run(struct sd_device *dev, struct sd_op *op)

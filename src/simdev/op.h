@@ -2,9 +2,10 @@
  * simdev/op.h — one stream operation, as queued and as replayed (op.c).
  *
  * Owns: the op representation (launch, copy, memset, host callback,
- * record, wait, graph launch, semaphore), its allocation and copies, and
- * the one rule by which an op runs after its predecessor's status. Must not
- * know queues: streams (stream.c) and graph lanes (graph.c) order the ops.
+ * record, wait, graph launch, semaphore), its allocation, copies and
+ * reuse (an op cache), and the one rule by which an op runs after its
+ * predecessor's status. Must not know queues: streams (stream.c) and graph
+ * lanes (graph.c) order the ops, and guard their caches.
  */
 #ifndef SIMDEV_OP_H
 #define SIMDEV_OP_H
@@ -69,6 +70,7 @@ struct sd_op {
     int exec_fault; /* test-only: nonzero = fail with this code when executed */
     bool handoff;   /* RECORD: the stream's error goes to the event, the stream is clean after */
     bool begun;     /* its timeline's begin mark is made (by the first thread to take it) */
+    bool cached;    /* from an op cache: room for SD_OP_CACHED_ARGS argument bytes */
     size_t args_size;
     unsigned char args[];
 };
@@ -79,6 +81,48 @@ struct sd_op *sd_op_new(enum sd_op_type type, const void *args, size_t args_size
 struct sd_op *sd_op_clone(const struct sd_op *op);
 /* Frees an op and drops the references it holds. */
 void sd_op_free(struct sd_op *op);
+
+/*
+ * Ops kept for reuse, so that an enqueue allocates nothing once its stream
+ * has run ops before (docs/device.md, "What an enqueue costs"). Its owner
+ * guards it (a stream: its lock). A cached op has room for
+ * SD_OP_CACHED_ARGS argument bytes, enough for every op of a kernel-mode
+ * round but its program (which carries the packet); a larger one is
+ * allocated to size and freed when it ends.
+ */
+#define SD_OP_CACHED_ARGS 256u
+#ifndef SD_OP_CACHE_MAX
+#define SD_OP_CACHE_MAX 512u /* ops kept at most: a burst of rounds (32 of 15 ops) */
+#endif
+struct sd_op_cache {
+    struct sd_op *free;
+    uint32_t count;
+};
+
+/* An op with `proto`'s fields (next, cached, args_size ignored) and
+ * args_size argument bytes copied from `args`: from `cache` when they fit
+ * and it has one, else allocated. One host allocation point either way
+ * (sd_host_fault: a test fails it whether or not the cache has an op), so
+ * the points a call has do not depend on what ran before it. NULL when it
+ * fails. Caller guards `cache`. */
+struct sd_op *sd_op_cache_take(struct sd_op_cache *cache, const struct sd_op *proto,
+                               const void *args, size_t args_size);
+/* The references an ended op holds, taken out of it (sd_op_refs_drop drops
+ * them), so that the op itself can go back to a cache at once. */
+struct sd_op_refs {
+    enum sd_op_type type;
+    struct sd_event_record *record;
+    struct simdev_graph_exec *exec;
+    struct sd_graph_params *params;
+};
+struct sd_op_refs sd_op_refs_take(struct sd_op *op);
+void sd_op_refs_drop(struct sd_op_refs refs);
+/* Keeps the ended op `op` (its references taken) in `cache`: true. False
+ * when it is not a cached op or the cache is full: the caller frees it
+ * (free(), its references being gone). Caller guards `cache`. */
+bool sd_op_cache_put(struct sd_op_cache *cache, struct sd_op *op);
+/* Frees every op the cache keeps (its owner's teardown). */
+void sd_op_cache_drain(struct sd_op_cache *cache);
 
 /*
  * Runs a launch, copy, memset or host op to completion on the calling

@@ -5,8 +5,8 @@
  * op queue, the error a stream carries (skip, inherit, clear on sync), who
  * runs a stream's ops (the thread that ended the op before, or the
  * executor for what may block), the executor's work for others (a
- * replay's blocking nodes), and the enqueue entry points for launches,
- * copies, memsets and host callbacks. Capture decisions are delegated to
+ * replay's blocking nodes), and queueing an op (the entry points that
+ * make ops are enqueue.c's). Capture decisions are delegated to
  * capture.c; events to event.c.
  */
 #include <stdlib.h>
@@ -148,8 +148,14 @@ static void finish_op(struct simdev_stream *stream, struct sd_op *op, int after)
         stream->drain_wake_at = UINT64_MAX; /* the ones not done set it again */
         pthread_cond_broadcast(&stream->idle_cond);
     }
+    /* The op goes back to the stream's cache under the lock taken anyway;
+     * its references are dropped after, outside it. */
+    struct sd_op_refs refs = sd_op_refs_take(op);
+    bool kept = sd_op_cache_put(&stream->op_cache, op);
     pthread_mutex_unlock(&stream->lock);
-    sd_op_free(op);
+    sd_op_refs_drop(refs);
+    if (!kept)
+        free(op);
 }
 
 /*
@@ -370,17 +376,11 @@ static bool wait_registered_locked(struct simdev_stream *stream, struct sd_op *o
     return true;
 }
 
-int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
+/* Queues `op` (its exec fault drawn). True when the stream was idle and
+ * its executor must take it (sd_stream_wake_locked). Caller holds the
+ * stream's lock, the stream not capturing. */
+static bool queue_locked(struct simdev_stream *stream, struct sd_op *op)
 {
-    op->next = NULL;
-    pthread_mutex_lock(&stream->lock);
-    /* begin_capture publishes the capture under this lock too, so an op is
-     * either queued before the capture began or recorded into it, never
-     * queued after it. */
-    if (atomic_load_explicit(&stream->capture, memory_order_relaxed)) {
-        pthread_mutex_unlock(&stream->lock);
-        return 1;
-    }
     op->exec_fault = sd_fault_exec_take(stream->dev, op_kind(op->type));
     if (stream->tail)
         stream->tail->next = op;
@@ -391,13 +391,44 @@ int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
     /* A busy stream's runner takes the op when it gets there; an idle
      * stream whose op waits for a record not complete yet waits for it
      * from here on, and whoever completes the record runs the stream. */
-    if (!stream->busy && !(op == stream->head && wait_registered_locked(stream, op))) {
-        sd_count_wait(&stream->dev->waits.handoffs, 1);
-        if (stream->executor_asleep)
-            sd_count_wait(&stream->dev->waits.wakeups, 1);
-        pthread_cond_signal(&stream->work_cond);
+    return !stream->busy && !(op == stream->head && wait_registered_locked(stream, op));
+}
+
+void sd_stream_wake_locked(struct simdev_stream *stream)
+{
+    sd_count_wait(&stream->dev->waits.handoffs, 1);
+    if (stream->executor_asleep)
+        sd_count_wait(&stream->dev->waits.wakeups, 1);
+    pthread_cond_signal(&stream->work_cond);
+}
+
+bool sd_stream_capturing_locked(struct simdev_stream *stream)
+{
+    return atomic_load_explicit(&stream->capture, memory_order_relaxed) != NULL;
+}
+
+int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op)
+{
+    op->next = NULL;
+    pthread_mutex_lock(&stream->lock);
+    if (sd_stream_capturing_locked(stream)) {
+        pthread_mutex_unlock(&stream->lock);
+        return 1;
     }
+    if (queue_locked(stream, op))
+        sd_stream_wake_locked(stream);
     pthread_mutex_unlock(&stream->lock);
+    return 0;
+}
+
+int sd_stream_queue_new_locked(struct simdev_stream *stream, const struct sd_op *proto,
+                               const void *args, size_t args_size, bool *wake)
+{
+    struct sd_op *op = sd_op_cache_take(&stream->op_cache, proto, args, args_size);
+    if (!op)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    if (queue_locked(stream, op))
+        *wake = true;
     return 0;
 }
 
@@ -452,6 +483,7 @@ void sd_stream_teardown(struct simdev_stream *stream)
     pthread_cond_signal(&stream->work_cond);
     pthread_mutex_unlock(&stream->lock);
     pthread_join(stream->executor, NULL);
+    sd_op_cache_drain(&stream->op_cache);
     free(stream->capture_tail);
     pthread_cond_destroy(&stream->idle_cond);
     pthread_cond_destroy(&stream->work_cond);
@@ -582,121 +614,4 @@ int simdev_device_sync(void)
     free(list);
     sd_count(dev, SIMDEV_OP_SYNC);
     return sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : first;
-}
-
-/* ------------------------------------------------------------ enqueue API */
-
-/* The common tail of every enqueue of kind LAUNCH or COPY: state check,
- * fault check, submit, count. Frees the op when it is not submitted. */
-static int submit_counted(simdev_stream_t stream, struct sd_op *op, enum simdev_op_kind kind)
-{
-    struct sd_device *dev = stream->dev;
-    int rc = sd_device_lost(dev) ? PTO_RUNTIME_ERR_DEVICE_LOST : 0;
-    if (rc == 0)
-        rc = sd_fault_check(dev, kind);
-    if (rc == 0)
-        rc = sd_stream_submit(stream, op);
-    if (rc != 0) {
-        sd_op_free(op);
-        return rc;
-    }
-    sd_count(dev, kind);
-    return 0;
-}
-
-static int launch_args_check(const void *args, size_t args_size)
-{
-    if (args_size > SIMDEV_MAX_LAUNCH_ARGS || (args_size && !args))
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    return 0;
-}
-
-int simdev_launch_aicpu(simdev_stream_t stream, simdev_aicpu_fn fn, uint32_t thread_count,
-                        const void *args, size_t args_size)
-{
-    if (!stream || !fn || thread_count == 0 || launch_args_check(args, args_size) != 0)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    if (thread_count > stream->dev->config.aicpu_threads)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sd_op *op = sd_op_new(SD_OP_AICPU, args, args_size);
-    if (!op)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    op->u.aicpu.fn = fn;
-    op->u.aicpu.thread_count = thread_count;
-    return submit_counted(stream, op, SIMDEV_OP_LAUNCH);
-}
-
-int simdev_launch_aicore(simdev_stream_t stream, simdev_aicore_fn fn, const void *args,
-                         size_t args_size)
-{
-    if (!stream || !fn || launch_args_check(args, args_size) != 0)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sd_op *op = sd_op_new(SD_OP_AICORE, args, args_size);
-    if (!op)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    op->u.aicore.fn = fn;
-    return submit_counted(stream, op, SIMDEV_OP_LAUNCH);
-}
-
-int simdev_launch_host_func(simdev_stream_t stream, simdev_host_fn fn, void *user_data)
-{
-    if (!stream || !fn)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sd_op *op = sd_op_new(SD_OP_HOST_FN, NULL, 0);
-    if (!op)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    op->u.host.fn = fn;
-    op->u.host.user_data = user_data;
-    return submit_counted(stream, op, SIMDEV_OP_LAUNCH);
-}
-
-int simdev_memcpy_async(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind,
-                        simdev_stream_t stream)
-{
-    if (!stream)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    int rc = sd_memory_check_copy(stream->dev, dst, src, bytes, kind);
-    if (rc != 0)
-        return rc;
-    struct sd_op *op = sd_op_new(SD_OP_COPY, NULL, 0);
-    if (!op)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    op->u.copy.dst = dst;
-    op->u.copy.src = src;
-    op->u.copy.bytes = bytes;
-    return submit_counted(stream, op, SIMDEV_OP_COPY);
-}
-
-static int sem_op_submit(simdev_stream_t stream, simdev_sem_t sem, enum sd_op_type type)
-{
-    if (!stream || !sem || (int)(sem >> 56) != stream->dev->id)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sd_op *op = sd_op_new(type, NULL, 0);
-    if (!op)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    op->u.sem = sem;
-    return submit_counted(stream, op, SIMDEV_OP_SEM);
-}
-
-int simdev_stream_sem_acquire(simdev_stream_t stream, simdev_sem_t sem)
-{
-    return sem_op_submit(stream, sem, SD_OP_SEM_ACQUIRE);
-}
-
-int simdev_stream_sem_release(simdev_stream_t stream, simdev_sem_t sem)
-{
-    return sem_op_submit(stream, sem, SD_OP_SEM_RELEASE);
-}
-
-int simdev_memset_async(void *dev_ptr, int value, size_t bytes, simdev_stream_t stream)
-{
-    if (!stream || bytes == 0 || sd_memory_check_range(stream->dev, dev_ptr, bytes) != 0)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct sd_op *op = sd_op_new(SD_OP_MEMSET, NULL, 0);
-    if (!op)
-        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    op->u.memset.dst = dev_ptr;
-    op->u.memset.value = value;
-    op->u.memset.bytes = bytes;
-    return submit_counted(stream, op, SIMDEV_OP_COPY);
 }

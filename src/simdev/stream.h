@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "simdev/op.h"
+
 struct sd_capture;
 struct sd_device;
 struct sd_op;
@@ -51,6 +53,7 @@ struct simdev_stream {
     struct sd_work *work_head, *work_tail; /* sd_stream_post_work's, in order */
     uint32_t drain_sleepers; /* syncs asleep in their wait for progress */
     uint64_t drain_wake_at;  /* the nearest of their targets (completed count) */
+    struct sd_op_cache op_cache; /* its ended ops, for its next enqueues */
 
     /* Capture (capture.c); guarded by the global capture lock. The pointer
      * is atomic so the enqueue fast path can see "not capturing" lock-free. */
@@ -68,6 +71,18 @@ int sd_stream_submit(struct simdev_stream *stream, struct sd_op *op);
 /* Queues an op for the executor; returns 1 (and takes nothing) when the
  * stream is capturing, so the caller goes back to its capture path. */
 int sd_stream_enqueue(struct simdev_stream *stream, struct sd_op *op);
+/* Whether the stream captures. Caller holds its lock: begin_capture
+ * publishes a capture under it, so an op is either queued before the
+ * capture began or recorded into it, never queued after it. */
+bool sd_stream_capturing_locked(struct simdev_stream *stream);
+/* Queues an op made from `proto` and `args` (sd_op_cache_take: from the
+ * stream's op cache): 0, taking the references `proto` holds, with *wake
+ * set when the executor must take the stream; OUT_OF_HOST_MEMORY, taking
+ * and changing nothing. Caller holds the lock, the stream not capturing. */
+int sd_stream_queue_new_locked(struct simdev_stream *stream, const struct sd_op *proto,
+                               const void *args, size_t args_size, bool *wake);
+/* Hands the idle stream to its executor (counted). Caller holds the lock. */
+void sd_stream_wake_locked(struct simdev_stream *stream);
 /* Ends the stream's head op, which was in flight (a launch's job ended
  * with `status`), and goes on with the stream on the calling thread as far
  * as its ops run without blocking. */

@@ -231,6 +231,7 @@ static void use_lossy_ops(struct simpler_context *ctx, enum lost_step step,
                           struct rt_launch_ops *ops)
 {
     *ops = rt_launch_simdev_ops;
+    ops->enqueue_batch = NULL; /* the chain goes through the lossy entries below */
     ops->wait = lossy_wait;
     ops->launch_aicpu = lossy_launch_aicpu;
     ops->gate_release = lossy_release;
