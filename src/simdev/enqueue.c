@@ -243,11 +243,13 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
     struct sd_device *dev = stream->dev;
     size_t done = 0;
     int rc = 0;
+    sd_host_attempts_defer();
     while (done < count && rc == 0) {
         struct sd_event_record *replaced[BATCH_CHUNK];
         size_t replaced_count = 0;
         size_t chunk_end = count - done > BATCH_CHUNK ? done + BATCH_CHUNK : count;
         bool wake = false, capturing = false, checked = false;
+        uint32_t performed[SIMDEV_OP_KIND_COUNT] = {0}; /* counted once the lock is dropped */
         pthread_mutex_lock(&stream->lock);
         while (done < chunk_end) {
             capturing = sd_stream_capturing_locked(stream);
@@ -265,7 +267,7 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
                 break;
             if (replaced[replaced_count])
                 replaced_count++;
-            sd_count(dev, kind_of(ops[done].kind));
+            performed[kind_of(ops[done].kind)]++;
             done++;
         }
         /* One hand-off for the whole batch: the executor takes the stream
@@ -273,6 +275,9 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
         if (wake)
             sd_stream_wake_locked(stream);
         pthread_mutex_unlock(&stream->lock);
+        for (int kind = 0; kind < SIMDEV_OP_KIND_COUNT; kind++)
+            if (performed[kind])
+                sd_count_n(dev, (enum simdev_op_kind)kind, performed[kind]);
         for (size_t i = 0; i < replaced_count; i++)
             sd_record_unref(replaced[i]);
         if (capturing) { /* this op as its single-op call records it */
@@ -286,6 +291,7 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
             }
         }
     }
+    sd_host_attempts_flush();
     *enqueued = done;
     return rc;
 }

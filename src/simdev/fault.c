@@ -126,15 +126,41 @@ static bool countdown_fires(_Atomic int64_t *countdown)
     return false;
 }
 
+/* Attempts this thread made since sd_host_attempts_defer, not yet added
+ * to g_host_attempts (a line device threads' job allocations write too). */
+static _Thread_local uint64_t tl_deferred_attempts;
+static _Thread_local bool tl_deferring;
+
 bool sd_host_fault(void)
 {
-    atomic_fetch_add_explicit(&g_host_attempts, 1, memory_order_relaxed);
+    if (tl_deferring)
+        tl_deferred_attempts++;
+    else
+        atomic_fetch_add_explicit(&g_host_attempts, 1, memory_order_relaxed);
     return countdown_fires(&g_host_countdown);
+}
+
+void sd_host_attempts_defer(void)
+{
+    tl_deferring = true;
+}
+
+void sd_host_attempts_flush(void)
+{
+    tl_deferring = false;
+    if (tl_deferred_attempts)
+        atomic_fetch_add_explicit(&g_host_attempts, tl_deferred_attempts, memory_order_relaxed);
+    tl_deferred_attempts = 0;
 }
 
 void sd_count(struct sd_device *dev, enum simdev_op_kind kind)
 {
-    atomic_fetch_add_explicit(&dev->fault.performed[kind], 1, memory_order_relaxed);
+    sd_count_n(dev, kind, 1);
+}
+
+void sd_count_n(struct sd_device *dev, enum simdev_op_kind kind, uint64_t n)
+{
+    atomic_fetch_add_explicit(&dev->fault.performed[kind], n, memory_order_relaxed);
 }
 
 void sd_fault_reset(struct sd_device *dev)

@@ -31,6 +31,12 @@ struct sd_device;
  * and says whether it must fail.
  */
 bool sd_host_fault(void);
+/* Between these two, the calling thread's attempts are counted once, at
+ * the flush (a batch's: one write of the shared counter, not one per
+ * allocation). Whether an attempt fails is still decided at the attempt.
+ * Not nested. */
+void sd_host_attempts_defer(void);
+void sd_host_attempts_flush(void);
 static inline void *sd_malloc(size_t bytes)
 {
     return sd_host_fault() ? NULL : malloc(bytes);
@@ -70,8 +76,9 @@ int sd_fault_check(struct sd_device *dev, enum simdev_op_kind kind);
  * `kind`, a zeroed host allocation. On success writes both outputs; on
  * failure (its code) writes neither and allocates nothing. */
 int sd_object_new(enum simdev_op_kind kind, size_t bytes, struct sd_device **dev, void **object);
-/* Counts one performed op of `kind`. */
+/* Counts one performed op of `kind`; sd_count_n, `n` of them. */
 void sd_count(struct sd_device *dev, enum simdev_op_kind kind);
+void sd_count_n(struct sd_device *dev, enum simdev_op_kind kind, uint64_t n);
 /* Disarms every fault of the device and zeroes its counters (reset). */
 void sd_fault_reset(struct sd_device *dev);
 /* Execution faults: 0, or the code the op of `kind` being queued now must
