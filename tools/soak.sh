@@ -70,7 +70,7 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_sem test_launch_chain test_error_chain test_program_faults test_runtime_faults test_host_faults
        test_fault test_chain_breaks test_kernel_chain_breaks test_program_stranded test_program_review test_program_review_internals
        test_dispatch test_regs test_prepared_call test_prepared_call_internals
-       test_graph_update test_kernel_graph_update test_stream test_event test_profile
+       test_graph_update test_kernel_graph_update test_stream test_event test_profile test_enqueue_batch
        test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg test_program_faults@hbg)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
