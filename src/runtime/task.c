@@ -115,7 +115,9 @@ void rt_task_route(struct rt_run *run, struct rt_slot *s, struct rt_released *re
 
 void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
 {
-    if (run->hbg_producers) {
+    /* The run's config, read-only after init: not hbg_producers, whose line
+     * the orchestrator writes at every submit of a TMR run. */
+    if (run->config.runtime == RT_RUNTIME_HBG) {
         rt_hbg_complete(run, s, released); /* a host-built graph: no fan-out lists */
         return;
     }
