@@ -379,14 +379,6 @@ int example_run_both(const struct example_program *program, const struct simpler
     checks->poison_outputs();
     struct example_kernel_outcome kernel_outcome;
     rc = example_run_kernel(program, args, &kernel_outcome);
-    const char *runtime = getenv("SIMPLER_RUNTIME");
-    if (rc == PTO_RUNTIME_ERR_UNSUPPORTED && runtime && strcmp(runtime, "hbg") == 0) {
-        /* simpler_kernel_mode_init refuses host_build_graph (program mode
-         * only, so far): said, not counted as a failure */
-        printf("%-10s kernel  skipped: kernel mode does not run host_build_graph yet\n",
-               program->name);
-        return status;
-    }
     status |= rc ? example_report_failure(program, "kernel", rc)
                  : checks->report_kernel(&kernel_outcome);
     return status;

@@ -109,6 +109,13 @@ enum simdev_copy_kind {
     SIMDEV_COPY_HOST_TO_DEVICE = 1,
     SIMDEV_COPY_DEVICE_TO_HOST = 2,
     SIMDEV_COPY_DEVICE_TO_DEVICE = 3,
+    /* Host to device, the host bytes read before the enqueuing call returns
+     * (as a launch's arguments are; CUDA's copies from pageable memory): the
+     * op keeps its own copy, so the caller may reuse the source at once, a
+     * capture records the bytes themselves, and every replay copies those
+     * (simdev_graph_exec_staged_set replaces them). Synchronously
+     * (simdev_memcpy) the same as HOST_TO_DEVICE. */
+    SIMDEV_COPY_HOST_TO_DEVICE_STAGED = 4,
 };
 
 struct simdev_mem_info {
@@ -435,6 +442,34 @@ int simdev_graph_exec_launch_get(simdev_graph_exec_t exec, size_t index,
  */
 int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, const void *args,
                                       size_t bytes);
+
+/*
+ * Staged copy nodes of an executable graph (SIMDEV_COPY_HOST_TO_DEVICE_STAGED
+ * copies recorded by its capture), indexed 0..count-1 in capture order, and
+ * their bytes (CUDA's cudaGraphExecMemcpyNodeSetParams, for copies that own
+ * their source). The count into *count; INVALID_ARGUMENT for NULLs.
+ */
+int simdev_graph_exec_staged_count(simdev_graph_exec_t exec, size_t *count);
+
+/* Staged copy node `index`: its device destination into *dst and the
+ * number of its current bytes (those a replay launched now copies) into
+ * *bytes; when `data` is not NULL, the bytes themselves into `data`
+ * (`capacity` bytes). INVALID_ARGUMENT for NULLs, an index past the count,
+ * or a capacity below the node's bytes. */
+int simdev_graph_exec_staged_get(simdev_graph_exec_t exec, size_t index, void **dst,
+                                 size_t *bytes, void *data, size_t capacity);
+
+/*
+ * Replaces the bytes staged copy node `index` copies with `bytes` bytes
+ * read from the host at `src` before this returns (the destination stays;
+ * [dst, dst + bytes) must lie in one live allocation). Replays launched
+ * after this returns copy them; replays launched before keep theirs, as
+ * simdev_graph_exec_launch_set_args. INVALID_ARGUMENT for a NULL exec or
+ * src, an index past the count, 0 bytes or a range outside the
+ * destination's allocation; OUT_OF_HOST_MEMORY, with nothing changed.
+ */
+int simdev_graph_exec_staged_set(simdev_graph_exec_t exec, size_t index, const void *src,
+                                 size_t bytes);
 
 /* Monotonic device clock in nanoseconds. */
 uint64_t simdev_clock_ns(void);

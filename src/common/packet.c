@@ -219,3 +219,15 @@ const char *sp_packet_reason_name(int reason)
         return "unknown reason";
     return names[reason];
 }
+
+void sp_packet_orch_args(const struct sp_packet_view *v, struct simpler_orch_args *out)
+{
+    out->tensor_count = v->tensor_count;
+    out->scalar_count = v->scalar_count;
+    /* The view's pointer of an empty section is NULL, and memcpy from NULL
+     * is undefined even for 0 bytes. */
+    if (v->tensor_count)
+        memcpy(out->tensors, v->tensors, (size_t)v->tensor_count * sizeof *out->tensors);
+    if (v->scalar_count)
+        memcpy(out->scalars, v->scalars, (size_t)v->scalar_count * sizeof *out->scalars);
+}

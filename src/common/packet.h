@@ -176,6 +176,11 @@ int sp_packet_decode_header(const void *packet, size_t bytes, struct sp_packet_v
 enum sp_packet_reason sp_packet_header_reason(const void *packet, size_t bytes,
                                               struct sp_packet_view *out);
 
+/* The arguments of decoded packet `v` as the orchestration receives them,
+ * into *out (its counts, tensors and scalars; the rest of *out is left as
+ * it was). Call it after the checks. */
+void sp_packet_orch_args(const struct sp_packet_view *v, struct simpler_orch_args *out);
+
 /*
  * Checks a decoded packet's arguments against the callable's signature
  * (both borrowed; call it after comparing the binding's generations):

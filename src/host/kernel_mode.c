@@ -93,6 +93,7 @@ int simpler_kernel_mode_supported(const struct simpler_context *ctx)
  *   create                  release
  *   (init: sp_device_claim) release_claim
  *   size_resources          -  (nothing to release: sizes, a host image)
+ *   create_host_build       release_host_build (HBG: host memory)
  *   create_streams          release_streams
  *   create_events           release_events
  *   create_memory           release_memory
@@ -170,6 +171,39 @@ static int size_resources(struct simpler_context *ctx, struct rt_kernel_mode_bin
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (!(*image = sp_host_calloc(1, k->binding_bytes)))
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    return 0;
+}
+
+/* Cache-line alignment of the host build's scratch. */
+#define HBG_SCRATCH_ALIGN 64u
+
+/* host_build_graph: the host build's scratch and bank for rounds up to the
+ * context's capacity, the scratch's pages written now (as the device arena's
+ * are: a first write costs microseconds here), so that no launch allocates
+ * or faults them in. Nothing for a TMR context. */
+static int create_host_build(struct simpler_context *ctx)
+{
+    struct sp_kernel_mode *k = &ctx->kernel;
+    if (ctx->config.runtime != SIMPLER_RUNTIME_HBG)
+        return 0;
+    struct rt_config capacity;
+    sp_rt_config(&ctx->config, &ctx->config.run_capacity, &capacity);
+    uint32_t cores = ctx->topo.aic_cores + ctx->topo.aiv_cores;
+    size_t scratch = rt_hbg_scratch_bytes(&capacity, cores);
+    size_t bank = rt_hbg_image_bound(&capacity);
+    if (!scratch || !bank || scratch > SIZE_MAX - HBG_SCRATCH_ALIGN)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    if (!(k->hbg_raw = sp_host_calloc(1, scratch + HBG_SCRATCH_ALIGN)) ||
+        !(k->hbg.host.bank = sp_host_malloc(bank)))
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    uintptr_t at = ((uintptr_t)k->hbg_raw + HBG_SCRATCH_ALIGN - 1) &
+                   ~(uintptr_t)(HBG_SCRATCH_ALIGN - 1);
+    k->hbg.host.scratch = (void *)at;
+    k->hbg.host.scratch_bytes = scratch;
+    k->hbg.host.bank_bytes = bank;
+    k->hbg.aic_cores = ctx->topo.aic_cores;
+    k->hbg.aiv_cores = ctx->topo.aiv_cores;
+    rt_hbg_scratch_warm(k->hbg.host.scratch, &capacity, cores);
     return 0;
 }
 
@@ -254,7 +288,7 @@ static int kernel_create(struct simpler_context *ctx)
 {
     struct rt_kernel_mode_binding *image = NULL;
     int rc = size_resources(ctx, &image);
-    if (!rc && !(rc = create_streams(ctx)) && !(rc = create_events(ctx)) &&
+    if (!rc && !(rc = create_host_build(ctx)) && !(rc = create_streams(ctx)) && !(rc = create_events(ctx)) &&
         !(rc = create_memory(ctx)) && !(rc = sp_trace_kernel_create(ctx)) &&
         !(rc = create_registration(ctx, image)))
         rc = create_gate(ctx);
@@ -386,6 +420,17 @@ static int release_streams(struct simpler_context *ctx)
     return 0;
 }
 
+/* Frees the host build's scratch and bank (host memory: nothing can fail,
+ * and no round reads them once its launch has returned). */
+static void release_host_build(struct simpler_context *ctx)
+{
+    struct sp_kernel_mode *k = &ctx->kernel;
+    free(k->hbg_raw);
+    free(k->hbg.host.bank);
+    k->hbg_raw = NULL;
+    memset(&k->hbg, 0, sizeof k->hbg);
+}
+
 /* Gives the device back (init claimed it). */
 static void release_claim(struct simpler_context *ctx)
 {
@@ -409,6 +454,7 @@ static int kernel_release(struct simpler_context *ctx)
         (rc = sp_trace_kernel_release(ctx)) || (rc = release_memory(ctx)) ||
         (rc = release_events(ctx)) || (rc = release_streams(ctx)))
         return rc;
+    release_host_build(ctx);
     release_claim(ctx);
     return 0;
 }
@@ -484,8 +530,6 @@ int simpler_kernel_mode_init(struct simpler_context *ctx, int device_id,
     int rc = sp_init_arguments(ctx, device_id, config, &cfg);
     if (!rc && (cfg.max_captures < 1 || cfg.max_captures > SIMPLER_MAX_CAPTURES))
         rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT; /* kernel mode's own field */
-    if (!rc && cfg.runtime == SIMPLER_RUNTIME_HBG)
-        rc = PTO_RUNTIME_ERR_UNSUPPORTED; /* host_build_graph: program mode only, so far */
     if (rc)
         return rc;
     pthread_mutex_lock(&ctx->lock);
@@ -536,4 +580,12 @@ void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_enco
     *packets_encoded = ctx->counters.packets_encoded;
     *callables_resolved = ctx->kernel.callables_resolved;
     pthread_mutex_unlock(&ctx->lock);
+}
+
+uint64_t sp_test_kernel_host_builds(struct simpler_context *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    uint64_t n = ctx->kernel.host_builds;
+    pthread_mutex_unlock(&ctx->lock);
+    return n;
 }

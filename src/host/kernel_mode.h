@@ -52,6 +52,15 @@ struct sp_kernel_mode {
     /* Callables minted, for tests (packets encoded are counted with the
      * context's preparations, ctx->counters). */
     uint64_t callables_resolved;
+    /* host_build_graph contexts only: the host build of every round, its
+     * scratch and the bank it builds the image in (host memory, made at
+     * init for the context's capacity; one bank serves every round, since
+     * a round's staged copy takes the image as the launch enqueues it),
+     * and the builds made, for tests. */
+    void *hbg_raw;
+    struct rt_kernel_mode_build hbg;
+    struct simpler_orch_args hbg_args; /* the round's, decoded from its packet */
+    uint64_t host_builds;
 };
 
 /* A kernel context that accepts work now: latched KERNEL, accepting in its
@@ -59,6 +68,13 @@ struct sp_kernel_mode {
  * current device, device not lost (a lost one poisons the phase). 0,
  * INVALID_STATE, the poison cause or DEVICE_LOST. Caller holds ctx->lock. */
 int sp_kernel_mode_ready(struct simpler_context *ctx, bool launch);
+
+/* host_build_graph: the context's host build set up for a round of the
+ * prepared `call` (its orchestration, arguments and kernels); NULL for a
+ * TMR call, or a packet that does not decode (the launch refuses it).
+ * Caller holds ctx->lock. */
+struct rt_kernel_mode_build *sp_kernel_mode_build_for(struct simpler_context *ctx,
+                                                      const struct simpler_prepared_call *call);
 
 /* A context or round generation: distinct within the process, never 0. */
 uint64_t sp_kernel_mode_fresh_generation(void);
@@ -69,6 +85,10 @@ uint64_t sp_kernel_mode_fresh_generation(void);
  * simdev ones), for failures the fault injector cannot arm. */
 void sp_test_kernel_set_launch_ops(struct simpler_context *ctx,
                                    const struct rt_launch_ops *ops);
+
+/* host_build_graph: the rounds' host builds so far (launches and graph
+ * updates that took). */
+uint64_t sp_test_kernel_host_builds(struct simpler_context *ctx);
 
 /* Host-side preparation work of a kernel context so far. */
 void sp_test_kernel_counters(struct simpler_context *ctx, uint64_t *packets_encoded,

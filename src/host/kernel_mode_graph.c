@@ -37,6 +37,8 @@ struct graph_scratch {
 /* A round of the context found in a graph. */
 struct found_round {
     size_t node;                  /* its launch node's index in the graph */
+    size_t ordinal;               /* among the context's rounds in the graph */
+    uint64_t round_generation;    /* the round's, as captured */
     struct sp_packet_header header; /* of its packet */
 };
 
@@ -55,14 +57,17 @@ static int find_round(struct simpler_context *ctx, simdev_graph_exec_t exec, siz
     for (size_t i = 0; !rc && i < launches; i++) {
         const void *packet;
         size_t packet_bytes;
+        uint64_t round_generation;
         if ((rc = simdev_graph_exec_launch_get(exec, i, &s->node, s->args, sizeof s->args)))
             break;
         if (!rt_kernel_mode_round_packet(&s->node, s->args, ctx->kernel.generation, &packet,
-                                         &packet_bytes) ||
+                                         &packet_bytes, &round_generation) ||
             packet_bytes < sizeof found->header)
             continue;
         if ((*count)++ == index) {
             found->node = i;
+            found->ordinal = index;
+            found->round_generation = round_generation;
             memcpy(&found->header, packet, sizeof found->header);
             return 0;
         }
@@ -104,15 +109,68 @@ static int compatible(const struct found_round *found, int32_t callable_id,
     return 0;
 }
 
-/* Replaces the packet of the round found (its arguments in s->args) with
- * `packet`. */
-static int rebind(simdev_graph_exec_t exec, const struct found_round *found,
-                  struct graph_scratch *s, const void *packet, size_t packet_bytes)
+/*
+ * host_build_graph: the staged copy that carries the image of the round
+ * found, into *node: a context's rounds each record one staged copy into
+ * the arena's image region (`dst`), in the order their programs were
+ * recorded, so round number `ordinal` of the context has the staged copy
+ * number `ordinal` among those into `dst`. INVALID_ARGUMENT when the graph
+ * has no such copy.
+ */
+static int find_image(simdev_graph_exec_t exec, size_t ordinal, void *dst, size_t *node)
 {
-    size_t bytes;
-    int rc = rt_kernel_mode_round_rebind(s->args, packet, packet_bytes, s->rebound,
-                                         sizeof s->rebound, &bytes);
-    return rc ? rc : simdev_graph_exec_launch_set_args(exec, found->node, s->rebound, bytes);
+    size_t staged, seen = 0;
+    int rc = simdev_graph_exec_staged_count(exec, &staged);
+    for (size_t i = 0; !rc && i < staged; i++) {
+        void *at;
+        size_t bytes;
+        if ((rc = simdev_graph_exec_staged_get(exec, i, &at, &bytes, NULL, 0)))
+            break;
+        if (at == dst && seen++ == ordinal) {
+            *node = i;
+            return 0;
+        }
+    }
+    return rc ? rc : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+}
+
+/*
+ * Rebinds the round found (its arguments in s->args) to the prepared
+ * `call`: its packet replaced and, for a host_build_graph context, its
+ * graph built again for the new arguments (with the round's generation:
+ * a replay boots it as the captured round) and its image replaced. The
+ * image goes last: if it cannot be replaced the packet is put back (best
+ * effort: under host_build_graph the packet only names the callable, the
+ * same one), so a refused update leaves the round as it was.
+ */
+static int rebind(struct simpler_context *ctx, simdev_graph_exec_t exec,
+                  const struct found_round *found, struct graph_scratch *s,
+                  const struct simpler_prepared_call *call)
+{
+    struct sp_kernel_mode *k = &ctx->kernel;
+    struct rt_kernel_mode_build *build = sp_kernel_mode_build_for(ctx, call);
+    struct rt_kernel_mode_target target = {k->generation, ctx->arena, ctx->arena_bytes,
+                                           k->schedulers};
+    void *dst = NULL;
+    size_t bytes, image_bytes = 0, image_node = 0;
+    int rc = 0;
+    if (build &&
+        (!(rc = rt_kernel_mode_build_image(&target, &call->config, found->round_generation,
+                                           build, &dst, &image_bytes))))
+        rc = find_image(exec, found->ordinal, dst, &image_node);
+    if (!rc)
+        rc = rt_kernel_mode_round_rebind(s->args, call->payload.packet, call->payload.bytes,
+                                         s->rebound, sizeof s->rebound, &bytes);
+    if (!rc)
+        rc = simdev_graph_exec_launch_set_args(exec, found->node, s->rebound, bytes);
+    if (rc || !build)
+        return rc;
+    if ((rc = simdev_graph_exec_staged_set(exec, image_node, build->host.bank, image_bytes))) {
+        simdev_graph_exec_launch_set_args(exec, found->node, s->args, s->node.args_size);
+        return rc;
+    }
+    k->host_builds++;
+    return 0;
 }
 
 /* The scratch of an update: the graph's bytes and a single-use call. */
@@ -143,7 +201,7 @@ int simpler_kernel_mode_graph_update(struct simpler_context *ctx, simdev_graph_e
     /* Checked and encoded once, as an unprepared launch is: a single-use
      * call, counted only if the update takes. */
     if (!rc && !(rc = sp_call_prepare(ctx, callable_id, args, NULL, true, &s->call)) &&
-        (rc = rebind(exec, &found, &s->graph, s->call.payload.packet, s->call.payload.bytes)))
+        (rc = rebind(ctx, exec, &found, &s->graph, &s->call)))
         sp_call_discard(ctx, &s->call);
     pthread_mutex_unlock(&ctx->lock);
     free(s);
@@ -170,7 +228,7 @@ int simpler_kernel_mode_graph_update_call(struct simpler_context *ctx, simdev_gr
         rc = compatible(&found, call->callable_id, call->args.tensor_count,
                         call->args.scalar_count);
     if (!rc)
-        rc = rebind(exec, &found, s, call->payload.packet, call->payload.bytes);
+        rc = rebind(ctx, exec, &found, s, call);
     pthread_mutex_unlock(&ctx->lock);
     free(s);
     return rc;

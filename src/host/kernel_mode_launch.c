@@ -65,6 +65,29 @@ static int choose_streams(struct simpler_context *ctx, const struct rt_launch_op
     return 0;
 }
 
+struct rt_kernel_mode_build *sp_kernel_mode_build_for(struct simpler_context *ctx,
+                                                      const struct simpler_prepared_call *call)
+{
+    struct sp_kernel_mode *k = &ctx->kernel;
+    if (call->config.runtime != RT_RUNTIME_HBG)
+        return NULL;
+    const struct sp_callable *c = call->callable;
+    /* The arguments as the device's orchestrator would take them: from the
+     * packet (a single-use call keeps no other copy), which the call's
+     * preparation encoded from checked arguments. */
+    struct sp_packet_view v;
+    if (sp_packet_decode_header(call->payload.packet, call->payload.bytes, &v) != 0)
+        return NULL;
+    sp_packet_orch_args(&v, &k->hbg_args);
+    k->hbg.host.entry = c->host_entry;
+    k->hbg.host.args = &k->hbg_args;
+    k->hbg.host.kernel_present = c->kernel_present;
+    k->hbg.host.views = NULL; /* the caller's tensors: device memory the host never holds */
+    k->hbg.host.view_count = 0;
+    k->hbg.kernel_count = c->kernel_count;
+    return &k->hbg;
+}
+
 /* Enqueues one round of the prepared kernel-mode `call` on `caller_stream`:
  * its packet, as prepared, through the context's eager streams or, when
  * `caller_stream` captures, the capture pair of its capture. Caller holds
@@ -87,10 +110,15 @@ static int launch_prepared(struct simpler_context *ctx, const struct simpler_pre
     bool gate_lost = false;
     /* The chain copies the packet into the program op's arguments as it
      * enqueues it: the call is not read after this returns. */
+    /* host_build_graph: the launch builds the round's graph on this thread
+     * (the host's own load of the orchestration, the call's arguments) */
+    struct rt_kernel_mode_build *build = sp_kernel_mode_build_for(ctx, call);
     rc = rt_kernel_mode_launch(ops, &chain, caller_stream, &target, &config, k->next_round,
-                               call->payload.packet, call->payload.bytes, &gate_lost);
-    if (!rc)
+                               call->payload.packet, call->payload.bytes, build, &gate_lost);
+    if (!rc) {
         sp_phase_launch_enqueued(&k->phase);
+        k->host_builds += build != NULL;
+    }
     /* A captured chain that failed to record loses no unit (nothing of it
      * runs, and the capture cannot end joined without it); an eager one
      * that did keeps the unit for good. */

@@ -124,7 +124,9 @@ static simdev_stream_t step_op(const struct chain_call *c, enum rt_chain_step st
                                        .dev_ptr = r->image.dst,
                                        .src = r->image.src,
                                        .bytes = r->image.bytes,
-                                       .copy_kind = SIMDEV_COPY_HOST_TO_DEVICE};
+                                       .copy_kind = r->image.staged
+                                                        ? SIMDEV_COPY_HOST_TO_DEVICE_STAGED
+                                                        : SIMDEV_COPY_HOST_TO_DEVICE};
         return ch->aicpu;
     case RT_CHAIN_AICORE_START: /* just before the program: the core loop runs
                                  * only behind a healthy AICPU stream */

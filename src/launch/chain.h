@@ -71,12 +71,14 @@ struct rt_chain_round {
     size_t rendezvous_bytes;
     struct rt_chain_aicpu begin; /* round begin */
     /* host_build_graph: the image the host built (host memory, borrowed
-     * until the copy has run) and where the AICPU program reads it (the
+     * until the copy has run unless staged) and where the AICPU program reads it (the
      * arena's image region); bytes 0: none (a TMR round). */
     struct {
         void *dst;
         const void *src;
         size_t bytes;
+        bool staged; /* the copy keeps the bytes (kernel mode: the launch returns at
+                      * once, and a capture records the image itself) */
     } image;
     struct rt_chain_aicore core;
     struct rt_chain_aicpu program; /* the AICPU program */

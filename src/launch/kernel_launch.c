@@ -44,7 +44,10 @@ static void blocks_fill(struct kernel_round_blocks *b, const struct rt_kernel_mo
     b->core.la.request.arena_bytes = target->arena_bytes;
     b->core.la.request.config = *config;
     b->core.la.generation = round_generation;
-    b->core.la.schedulers = target->schedulers;
+    /* host_build_graph: no orchestrator, so the program's last thread
+     * schedules too (runtime/kernel_mode.c counts it the same way) */
+    b->core.la.schedulers =
+        config->runtime == RT_RUNTIME_HBG ? target->schedulers + 1 : target->schedulers;
     struct rt_kernel_mode_envelope env = {
         .context_generation = target->context_generation,
         .round_generation = round_generation,
@@ -109,21 +112,67 @@ static void refuse(const struct rt_launch_ops *ops, const struct rt_launch_chain
     ops->record_handoff(chain->aicpu_done, chain->aicpu);
 }
 
+int rt_kernel_mode_build_image(const struct rt_kernel_mode_target *target,
+                               const struct rt_config *config, uint64_t round_generation,
+                               struct rt_kernel_mode_build *build, void **dst, size_t *bytes)
+{
+    size_t region;
+    if (!target || !config || !build || !dst || !bytes ||
+        rt_hbg_image_region(config, build->aic_cores + build->aiv_cores, target->arena, dst,
+                            &region) != 0)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_run_request rq = {
+        .kernel_count = build->kernel_count,
+        .arena = target->arena,
+        .arena_bytes = target->arena_bytes,
+        .config = *config,
+        .hbg = &build->host,
+    };
+    uint64_t begin = simdev_clock_ns();
+    /* every AICPU thread of the round schedules: its schedulers and the
+     * thread that boots the image */
+    *bytes = rt_hbg_build(&rq, build->aic_cores, build->aiv_cores, target->schedulers + 1,
+                          round_generation);
+    if (!*bytes || *bytes > region)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_hbg_header built;
+    memcpy(&built, build->host.bank, sizeof built);
+    build->host.built_begin_ns = begin;
+    build->host.built_end_ns = simdev_clock_ns();
+    build->host.built_tasks = built.task_count;
+    return 0;
+}
+
 int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_mode_target *target,
                      const struct rt_config *config, uint64_t round_generation,
-                     const void *packet, size_t packet_bytes, bool *gate_lost)
+                     const void *packet, size_t packet_bytes, struct rt_kernel_mode_build *build,
+                     bool *gate_lost)
 {
     if (gate_lost)
         *gate_lost = false;
     if (!ops || !chain || !caller || !target || !config || !packet ||
-        packet_bytes > SIMDEV_MAX_LAUNCH_ARGS - sizeof(struct rt_kernel_mode_envelope))
+        packet_bytes > SIMDEV_MAX_LAUNCH_ARGS - sizeof(struct rt_kernel_mode_envelope) ||
+        (build != NULL) != (config->runtime == RT_RUNTIME_HBG))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct kernel_round_blocks blocks;
     blocks_fill(&blocks, target, config, round_generation, packet, packet_bytes);
     struct rt_chain_round round = kernel_round(&blocks, target->schedulers);
+    int rc;
+    /* host_build_graph: the graph is built here, before anything is
+     * enqueued; it goes in by one staged copy (the launch returns at once,
+     * and a capture records the image itself), behind the gate and the
+     * round begin: the previous round of the context is done with the
+     * arena's image region by then. */
+    if (build) {
+        if ((rc = rt_kernel_mode_build_image(target, config, round_generation, build,
+                                             &round.image.dst, &round.image.bytes)))
+            return rc;
+        round.image.src = build->host.bank;
+        round.image.staged = true;
+    }
     enum rt_chain_step failed;
-    int rc = rt_chain_enqueue(ops, chain, caller, &round, &failed);
+    rc = rt_chain_enqueue(ops, chain, caller, &round, &failed);
     /* Until the program is enqueued the launch can still be refused whole:
      * on a failure, what is already enqueued is closed off so that it ends
      * at once, ordered before the next round, and leaves no error on the
@@ -145,7 +194,7 @@ int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launc
 
 bool rt_kernel_mode_round_packet(const struct simdev_launch_node *node, const void *args,
                                  uint64_t context_generation, const void **packet,
-                                 size_t *packet_bytes)
+                                 size_t *packet_bytes, uint64_t *round_generation)
 {
     struct rt_kernel_mode_envelope env;
     if (node->aicpu_fn != rt_kernel_mode_program_fn || node->args_size < sizeof env)
@@ -156,6 +205,7 @@ bool rt_kernel_mode_round_packet(const struct simdev_launch_node *node, const vo
         return false;
     *packet = (const unsigned char *)args + sizeof env;
     *packet_bytes = env.packet_bytes;
+    *round_generation = env.round_generation;
     return true;
 }
 

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/hbg.h"
 #include "runtime/runtime.h"
 #include "simpler/device.h"
 
@@ -161,6 +162,21 @@ int rt_kernel_mode_register_enqueue(simdev_stream_t stream, struct rt_kernel_mod
 int rt_kernel_mode_unregister_enqueue(simdev_stream_t stream, struct rt_kernel_mode_binding *binding,
                                  uint64_t context_generation);
 
+/*
+ * host_build_graph: what a kernel-mode round's host build needs beside its
+ * target and config. host.entry, host.args and host.kernel_present are the
+ * round's (host memory: the orchestration loaded on the host, the call's
+ * arguments, its kernels); host.scratch and host.bank the context's, fixed
+ * at init; no views (a kernel context's tensors are the caller's device
+ * memory: the host never holds their values, so an element read is
+ * refused with NOT_HOST_VISIBLE). The build writes host.built_* back.
+ */
+struct rt_kernel_mode_build {
+    struct rt_hbg_host host;
+    uint32_t kernel_count;
+    uint32_t aic_cores, aiv_cores;
+};
+
 /* What the host of a kernel context hands to rt_kernel_mode_launch: fixed at
  * init except the round generation. */
 struct rt_kernel_mode_target {
@@ -201,19 +217,37 @@ struct rt_kernel_mode_target {
 int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_mode_target *target,
                      const struct rt_config *config, uint64_t round_generation,
-                     const void *packet, size_t packet_bytes, bool *gate_lost);
+                     const void *packet, size_t packet_bytes, struct rt_kernel_mode_build *build,
+                     bool *gate_lost);
+
+
+/*
+ * Runs the host build of round `round_generation` of `target` with
+ * `config` (runtime HBG) into build->host.bank: the image into *image
+ * (the bank), its bytes into *bytes, and the arena's image region, where
+ * the round's staged copy puts it, into *dst. Host work only: no device
+ * call, no allocation. A build the orchestration or the capacity fails
+ * still leaves an image (its header carries the code, and the round fails
+ * with it on the device); INVALID_ARGUMENT when nothing can be built.
+ * rt_kernel_mode_launch runs it when given a build; a graph update runs
+ * it to rebuild a captured round's image for new arguments.
+ */
+int rt_kernel_mode_build_image(const struct rt_kernel_mode_target *target,
+                               const struct rt_config *config, uint64_t round_generation,
+                               struct rt_kernel_mode_build *build, void **dst, size_t *bytes);
 
 /*
  * A round as a caller's executable graph recorded it: the program launch
  * node is the one whose arguments carry the packet. rt_kernel_mode_round_packet
  * says whether launch node `node` (its argument bytes `args`) is the
  * program of a round of context `context_generation`, and if so points
- * *packet into `args` at its packet (*packet_bytes long). Reads nothing
- * but `node` and `args`.
+ * *packet into `args` at its packet (*packet_bytes long) and writes the
+ * round's generation to *round_generation. Reads nothing but `node` and
+ * `args`.
  */
 bool rt_kernel_mode_round_packet(const struct simdev_launch_node *node, const void *args,
                                  uint64_t context_generation, const void **packet,
-                                 size_t *packet_bytes);
+                                 size_t *packet_bytes, uint64_t *round_generation);
 
 /* Writes to `out` (`capacity` bytes) the program arguments `args` (a
  * round's, as rt_kernel_mode_round_packet accepted them) with the packet

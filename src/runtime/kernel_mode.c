@@ -219,15 +219,7 @@ static int32_t accept_packet(const struct rt_kernel_mode_binding *b, const void 
     struct sp_packet_signature sig = {slot->sig_count, slot->signature};
     if (sp_packet_check_args(&v, &sig) != 0)
         return SIMPLER_ORCH_ERR_BAD_PACKET;
-    struct simpler_orch_args *args = b->args;
-    args->tensor_count = v.tensor_count;
-    args->scalar_count = v.scalar_count;
-    /* The view's pointer of an empty section is NULL (packet.h), and memcpy
-     * from NULL is undefined even for 0 bytes. */
-    if (v.tensor_count)
-        memcpy(args->tensors, v.tensors, (size_t)v.tensor_count * sizeof *args->tensors);
-    if (v.scalar_count)
-        memcpy(args->scalars, v.scalars, (size_t)v.scalar_count * sizeof *args->scalars);
+    sp_packet_orch_args(&v, b->args);
     rq->entry = slot->record->entry;
     rq->kernels = slot->record->kernels;
     rq->kernel_count = slot->record->kernel_count;
@@ -255,7 +247,10 @@ static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, si
     la.request.result = b->result;
     la.request.config = env.config;
     la.generation = env.round_generation;
-    la.schedulers = env.schedulers;
+    /* host_build_graph: no orchestrator; the last thread boots the image
+     * and schedules with the others (launch/kernel_launch.c counts the
+     * core loop's schedulers the same way) */
+    la.schedulers = env.config.runtime == RT_RUNTIME_HBG ? env.schedulers + 1 : env.schedulers;
     int32_t rejected = 0;
     if (ctx->thread_index == ctx->thread_count - 1) /* the orchestrator */
         rejected = accept_packet(b, (const unsigned char *)args + sizeof env, env.packet_bytes,

@@ -94,6 +94,12 @@ static int op_check(struct simdev_stream *stream, const struct simdev_batch_op *
     return rc;
 }
 
+/* A copy whose host bytes the op keeps (SIMDEV_COPY_HOST_TO_DEVICE_STAGED). */
+static bool staged(const struct simdev_batch_op *op)
+{
+    return op->kind == SIMDEV_BATCH_COPY && op->copy_kind == SIMDEV_COPY_HOST_TO_DEVICE_STAGED;
+}
+
 /* The stream op `op` makes, but its argument bytes and its record. */
 static struct sd_op op_proto(const struct simdev_batch_op *op)
 {
@@ -110,8 +116,10 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
         return (struct sd_op){.type = SD_OP_AICORE, .u.aicore = {op->aicore_fn}};
     case SIMDEV_BATCH_HOST_FN:
         return (struct sd_op){.type = SD_OP_HOST_FN, .u.host = {op->host_fn, op->user_data}};
-    case SIMDEV_BATCH_COPY:
-        return (struct sd_op){.type = SD_OP_COPY, .u.copy = {op->dev_ptr, op->src, op->bytes}};
+    case SIMDEV_BATCH_COPY: /* a staged copy's source is the op's own bytes (NULL here) */
+        return (struct sd_op){.type = SD_OP_COPY,
+                              .u.copy = {op->dev_ptr,
+                                         staged(op) ? NULL : op->src, op->bytes}};
     case SIMDEV_BATCH_MEMSET:
         return (struct sd_op){.type = SD_OP_MEMSET,
                               .u.memset = {op->dev_ptr, op->value, op->bytes}};
@@ -122,9 +130,16 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
     }
 }
 
-static bool has_args(const struct simdev_batch_op *op)
+/* The bytes the op keeps, copied at enqueue: a launch's arguments, a
+ * staged copy's source. NULL: none. */
+static const void *op_bytes(const struct simdev_batch_op *op, size_t *size)
 {
-    return op->kind == SIMDEV_BATCH_AICPU || op->kind == SIMDEV_BATCH_AICORE;
+    if (op->kind == SIMDEV_BATCH_AICPU || op->kind == SIMDEV_BATCH_AICORE) {
+        *size = op->args_size;
+        return op->args;
+    }
+    *size = staged(op) ? op->bytes : 0;
+    return staged(op) ? op->src : NULL;
 }
 
 /* What queue_locked returns for a wait whose record was made in a
@@ -173,8 +188,9 @@ static int queue_locked(struct simdev_stream *stream, const struct simdev_batch_
             sd_record_unref(record);
         return rc;
     }
-    return sd_stream_queue_new_locked(stream, &proto, has_args(op) ? op->args : NULL,
-                                      has_args(op) ? op->args_size : 0, wake);
+    size_t size;
+    const void *bytes = op_bytes(op, &size);
+    return sd_stream_queue_new_locked(stream, &proto, bytes, size, wake);
 }
 
 /* The checked op `op` into the capture of `stream` as its single-op call
@@ -194,8 +210,9 @@ static int capture_op(struct simdev_stream *stream, const struct simdev_batch_op
     }
     /* a node: the op itself, allocated to size (one host allocation point) */
     struct sd_op proto = op_proto(op);
-    struct sd_op *node = sd_op_new(proto.type, has_args(op) ? op->args : NULL,
-                                   has_args(op) ? op->args_size : 0);
+    size_t size;
+    const void *bytes = op_bytes(op, &size);
+    struct sd_op *node = sd_op_new(proto.type, bytes, size);
     if (!node) {
         *status = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         return 1;

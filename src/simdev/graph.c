@@ -26,6 +26,7 @@
 #include "simdev/device.h"
 #include "simdev/fault.h"
 #include "simdev/graph.h"
+#include "simdev/memory.h"
 #include "simdev/op.h"
 #include "simdev/park.h"
 #include "simdev/stream.h"
@@ -81,6 +82,8 @@ struct simdev_graph_exec {
     size_t *lane_length;
     size_t *launch_nodes; /* node ids of the AICPU and AICore launches, in capture order */
     size_t launch_count;
+    size_t *staged_nodes; /* node ids of the staged copies, in capture order */
+    size_t staged_count;
 
     /* Test-only (simdev_fault_inject_replay): the armed fault, one word so
      * that arming and taking never mix two faults: the node id + 1 whose
@@ -577,6 +580,7 @@ static void exec_free(struct simdev_graph_exec *exec, uint32_t helpers_started)
     free(exec->node_done_gen);
     free(exec->node_status);
     free(exec->launch_nodes);
+    free(exec->staged_nodes);
     free(exec->flow_block);
     params_unref(exec->params);
     sd_gnodes_free(exec->nodes, exec->node_count);
@@ -660,12 +664,17 @@ static int exec_build_lanes(struct simdev_graph_exec *exec)
     exec->launch_nodes = sd_malloc((exec->node_count ? exec->node_count : 1) * sizeof(size_t));
     if (!exec->launch_nodes)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    exec->staged_nodes = sd_malloc((exec->node_count ? exec->node_count : 1) * sizeof(size_t));
+    if (!exec->staged_nodes)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     for (size_t i = 0; i < exec->node_count; i++) {
         uint32_t lane = exec->nodes[i].lane;
         exec->lane_nodes[lane][exec->lane_length[lane]++] = i;
-        enum sd_op_type type = exec->nodes[i].op->type;
-        if (type == SD_OP_AICPU || type == SD_OP_AICORE)
+        const struct sd_op *op = exec->nodes[i].op;
+        if (op->type == SD_OP_AICPU || op->type == SD_OP_AICORE)
             exec->launch_nodes[exec->launch_count++] = i;
+        else if (op->type == SD_OP_COPY && !op->u.copy.src)
+            exec->staged_nodes[exec->staged_count++] = i;
     }
     exec->first_lane = 0;
     while (exec->first_lane + 1 < exec->lane_count && !exec->lane_length[exec->first_lane])
@@ -839,21 +848,22 @@ static struct sd_graph_params *params_with(const struct simdev_graph_exec *exec,
     return p;
 }
 
-int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, const void *args,
-                                      size_t bytes)
+/* Makes node `id` run the instantiated op with `bytes` bytes from `data`
+ * in replays launched from now on (the one way an update changes a node;
+ * `u` replaces the op's fields when not NULL). */
+static int node_set(struct simdev_graph_exec *exec, size_t id, const void *data, size_t bytes,
+                    const void *u)
 {
-    if (!exec || index >= exec->launch_count || (bytes && !args) ||
-        bytes > SIMDEV_MAX_LAUNCH_ARGS)
-        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    size_t id = exec->launch_nodes[index];
     const struct sd_op *model = exec->nodes[id].op; /* the function and threads stay */
     struct sd_param_op *po = sd_calloc(1, sizeof *po);
-    struct sd_op *op = po ? sd_op_new(model->type, args, bytes) : NULL;
+    struct sd_op *op = po ? sd_op_new(model->type, data, bytes) : NULL;
     if (!op) {
         free(po);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
     op->u = model->u;
+    if (u)
+        memcpy(&op->u, u, sizeof op->u);
     atomic_init(&po->refs, 1);
     po->op = op;
     pthread_mutex_lock(&exec->params_lock);
@@ -868,6 +878,58 @@ int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, co
     }
     params_unref(old); /* the graph's reference; replays holding it keep it alive */
     return 0;
+}
+
+int simdev_graph_exec_launch_set_args(simdev_graph_exec_t exec, size_t index, const void *args,
+                                      size_t bytes)
+{
+    if (!exec || index >= exec->launch_count || (bytes && !args) ||
+        bytes > SIMDEV_MAX_LAUNCH_ARGS)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return node_set(exec, exec->launch_nodes[index], args, bytes, NULL);
+}
+
+/* ------------------------------------------------------- staged copies */
+
+int simdev_graph_exec_staged_count(simdev_graph_exec_t exec, size_t *count)
+{
+    if (!exec || !count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    *count = exec->staged_count;
+    return 0;
+}
+
+int simdev_graph_exec_staged_get(simdev_graph_exec_t exec, size_t index, void **dst,
+                                 size_t *bytes, void *data, size_t capacity)
+{
+    if (!exec || !dst || !bytes || index >= exec->staged_count || (capacity && !data))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&exec->params_lock);
+    const struct sd_op *op = node_op(exec, exec->params, exec->staged_nodes[index]);
+    int rc = data && capacity < op->u.copy.bytes ? PTO_RUNTIME_ERR_INVALID_ARGUMENT : 0;
+    if (!rc) {
+        *dst = op->u.copy.dst;
+        *bytes = op->u.copy.bytes;
+        if (data)
+            memcpy(data, op->args, op->u.copy.bytes);
+    }
+    pthread_mutex_unlock(&exec->params_lock);
+    return rc;
+}
+
+int simdev_graph_exec_staged_set(simdev_graph_exec_t exec, size_t index, const void *src,
+                                 size_t bytes)
+{
+    if (!exec || !src || index >= exec->staged_count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    size_t id = exec->staged_nodes[index];
+    struct sd_op model = *exec->nodes[id].op; /* its destination stays */
+    int rc = sd_memory_check_copy(exec->dev, model.u.copy.dst, src, bytes,
+                                  SIMDEV_COPY_HOST_TO_DEVICE_STAGED);
+    if (rc)
+        return rc;
+    model.u.copy.bytes = bytes;
+    return node_set(exec, id, src, bytes, &model.u);
 }
 
 int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code)

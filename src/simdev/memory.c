@@ -71,6 +71,7 @@ int sd_memory_check_copy(struct sd_device *dev, void *dst, const void *src, size
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     switch (kind) {
     case SIMDEV_COPY_HOST_TO_DEVICE:
+    case SIMDEV_COPY_HOST_TO_DEVICE_STAGED:
         return sd_memory_check_range(dev, dst, bytes);
     case SIMDEV_COPY_DEVICE_TO_HOST:
         return sd_memory_check_range(dev, src, bytes);
@@ -277,7 +278,7 @@ void sd_memory_release_all(struct sd_device *dev)
 int simdev_memcpy(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind)
 {
     if (!dst || !src || bytes == 0 || kind < SIMDEV_COPY_HOST_TO_DEVICE ||
-        kind > SIMDEV_COPY_DEVICE_TO_DEVICE)
+        kind > SIMDEV_COPY_HOST_TO_DEVICE_STAGED)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct sd_device *dev;
     int rc = sd_device_current(&dev);

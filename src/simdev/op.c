@@ -128,7 +128,9 @@ int sd_op_run(struct sd_device *dev, struct sd_op *op)
     case SD_OP_AICORE:
         return sd_launch_run(dev, op);
     case SD_OP_COPY:
-        memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+        /* a staged copy (no source) copies the bytes it keeps */
+        memmove(op->u.copy.dst, op->u.copy.src ? op->u.copy.src : (const void *)op->args,
+                op->u.copy.bytes);
         return 0;
     case SD_OP_MEMSET:
         memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);

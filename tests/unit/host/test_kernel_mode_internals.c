@@ -62,7 +62,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                      0);
     struct rt_kernel_mode_target bogus = {stale, (void *)(uintptr_t)0x10, 1 << 20, k->schedulers};
     assert_int_equal(rt_kernel_mode_launch(&rt_launch_simdev_ops, &k->chain, s, &bogus, &config,
-                                      ++k->next_round, packet, bytes, NULL),
+                                      ++k->next_round, packet, bytes, NULL, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
 
@@ -72,7 +72,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                      0);
     struct rt_kernel_mode_target live = {k->generation, ctx->arena, ctx->arena_bytes, k->schedulers};
     assert_int_equal(rt_kernel_mode_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
-                                      ++k->next_round, packet, bytes, NULL),
+                                      ++k->next_round, packet, bytes, NULL, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_STALE_BINDING);
 
@@ -81,7 +81,7 @@ static void test_the_device_refuses_stale_and_corrupt_packets_without_following_
                                       ctx->callables[0]->slot_generation, &a.args, &bytes),
                      0);
     assert_int_equal(rt_kernel_mode_launch(&rt_launch_simdev_ops, &k->chain, s, &live, &config,
-                                      ++k->next_round, packet, bytes - 8, NULL),
+                                      ++k->next_round, packet, bytes - 8, NULL, NULL),
                      0);
     assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_BAD_PACKET);
     assert_true(km_bufs_untouched(&b)); /* no refused round ran a task */
@@ -264,7 +264,7 @@ static void test_bad_arguments_and_states_are_refused_and_change_nothing(void **
 /* Calls of each entry of the launch's ops table, counted by wrappers around
  * simdev's. */
 enum op_entry { E_RECORD, E_HANDOFF, E_WAIT, E_AICPU, E_AICORE, E_ACQUIRE, E_RELEASE, E_MEMSET,
-                E_CAPTURE_INFO, E_ENTRIES };
+                E_MEMCPY, E_CAPTURE_INFO, E_ENTRIES };
 static atomic_int entry_calls[E_ENTRIES];
 
 static int count_record(simdev_event_t e, simdev_stream_t s)
@@ -308,6 +308,15 @@ static int count_memset(void *dev, int value, size_t bytes, simdev_stream_t s)
     atomic_fetch_add(&entry_calls[E_MEMSET], 1);
     return rt_launch_simdev_ops.memset_async(dev, value, bytes, s);
 }
+/* host_build_graph's image: a staged copy, so a capture records the bytes */
+static enum simdev_copy_kind memcpy_kind;
+static int count_memcpy(void *dst, const void *src, size_t bytes, enum simdev_copy_kind kind,
+                        simdev_stream_t s)
+{
+    atomic_fetch_add(&entry_calls[E_MEMCPY], 1);
+    memcpy_kind = kind;
+    return rt_launch_simdev_ops.memcpy_async(dst, src, bytes, kind, s);
+}
 static int count_capture_info(simdev_stream_t s, int *capturing, uint64_t *id)
 {
     atomic_fetch_add(&entry_calls[E_CAPTURE_INFO], 1);
@@ -323,6 +332,7 @@ static const struct rt_launch_ops counting_ops = {
     .gate_acquire = count_acquire,
     .gate_release = count_release,
     .memset_async = count_memset,
+    .memcpy_async = count_memcpy,
     .capture_info = count_capture_info,
 };
 
@@ -372,6 +382,12 @@ static void test_a_launch_calls_exactly_these_entries_of_its_ops_table(void **st
         assert_int_equal(n[E_ACQUIRE], 1); /* the round gate */
         assert_int_equal(n[E_RELEASE], 1);
         assert_int_equal(n[E_MEMSET], 0);  /* program mode's rendezvous only */
+        /* host_build_graph's image, staged (the launch returns at once, and
+         * a capture must record the bytes, not a pointer to the bank the
+         * next launch rebuilds); none under TMR */
+        assert_int_equal(n[E_MEMCPY], ts_runtime_hbg() ? 1 : 0);
+        if (ts_runtime_hbg())
+            assert_int_equal(memcpy_kind, SIMDEV_COPY_HOST_TO_DEVICE_STAGED);
     }
     /* Eager: the caller's stream asked once. In a capture: the caller's,
      * the first pair's AICPU and AICore streams (free: taken unless the

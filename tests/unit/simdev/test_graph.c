@@ -730,6 +730,130 @@ static void test_memcpy_and_memset_nodes_replay_with_exact_device_contents(void 
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
+/* Staged copies (SIMDEV_COPY_HOST_TO_DEVICE_STAGED) read their source as
+ * they are enqueued: eagerly the caller may overwrite it at once, a capture
+ * records the bytes themselves, and an update replaces them for later
+ * replays only; a refused update changes nothing. */
+#define STAGED_BIG 4096 /* more than an op cache's argument room */
+static void staged_fill(uint8_t *bytes, size_t n, uint8_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        bytes[i] = (uint8_t)(seed + i * 7);
+}
+
+static void assert_device_holds(const void *dev, const uint8_t *want, size_t n)
+{
+    static uint8_t back[STAGED_BIG];
+    assert_int_equal(simdev_memcpy(back, dev, n, SIMDEV_COPY_DEVICE_TO_HOST), 0);
+    assert_memory_equal(back, want, n);
+}
+
+static void test_staged_copies_keep_their_bytes_eagerly_in_a_capture_and_through_updates(
+    void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    void *x = NULL, *y = NULL;
+    assert_int_equal(simdev_malloc(&x, STAGED_BIG), 0);
+    assert_int_equal(simdev_malloc(&y, STAGED_BIG), 0);
+    static uint8_t src[STAGED_BIG], first[STAGED_BIG], second[STAGED_BIG], got[STAGED_BIG];
+    static struct ts_gate held;
+
+    /* Eagerly, small and big: the source overwritten while the copies are
+     * still queued (the stream held behind a gate until then). */
+    ts_gate_init(&held);
+    gate_to_open_on_teardown = &held;
+    ts_launch_gate(s, &held);
+    staged_fill(src, STAGED_BIG, 1);
+    memcpy(first, src, STAGED_BIG);
+    assert_int_equal(simdev_memcpy_async(x, src, 64, SIMDEV_COPY_HOST_TO_DEVICE_STAGED, s), 0);
+    assert_int_equal(
+        simdev_memcpy_async(y, src, STAGED_BIG, SIMDEV_COPY_HOST_TO_DEVICE_STAGED, s), 0);
+    memset(src, 0xee, sizeof src);
+    ts_gate_open(&held);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    gate_to_open_on_teardown = NULL;
+    ts_gate_destroy(&held);
+    assert_device_holds(x, first, 64); /* 0xee: the copy read its source when it ran */
+    assert_device_holds(y, first, STAGED_BIG);
+
+    /* Captured: the node holds the bytes of the capture. */
+    staged_fill(src, STAGED_BIG, 2);
+    memcpy(second, src, STAGED_BIG);
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    assert_int_equal(
+        simdev_memcpy_async(x, src, STAGED_BIG, SIMDEV_COPY_HOST_TO_DEVICE_STAGED, s), 0);
+    assert_int_equal(simdev_memcpy_async(y, x, STAGED_BIG, SIMDEV_COPY_DEVICE_TO_DEVICE, s), 0);
+    simdev_graph_t graph = end_capture(s, 2);
+    memset(src, 0xdd, sizeof src);
+    simdev_graph_exec_t exec = instantiate(graph);
+    size_t count = 99, launches = 99, bytes = 0;
+    void *dst = NULL;
+    assert_int_equal(simdev_graph_exec_staged_count(exec, &count), 0);
+    assert_int_equal(count, 1); /* 2: the D2D copy was taken for a staged one */
+    assert_int_equal(simdev_graph_exec_launch_count(exec, &launches), 0);
+    assert_int_equal(launches, 0); /* a staged copy is no launch node */
+    assert_int_equal(simdev_graph_exec_staged_get(exec, 0, &dst, &bytes, got, sizeof got), 0);
+    assert_ptr_equal(dst, x);
+    assert_int_equal(bytes, STAGED_BIG);
+    assert_memory_equal(got, second, STAGED_BIG);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_device_holds(y, second, STAGED_BIG); /* 0xdd: the node followed the pointer */
+
+    /* Updated: fewer bytes, replays from now on. */
+    staged_fill(src, 100, 3);
+    memcpy(first, src, 100);
+    assert_int_equal(simdev_graph_exec_staged_set(exec, 0, src, 100), 0);
+    memset(src, 0xcc, sizeof src);
+    assert_int_equal(simdev_graph_exec_staged_get(exec, 0, &dst, &bytes, NULL, 0), 0);
+    assert_int_equal(bytes, 100);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    memcpy(second, first, 100); /* x's tail keeps the captured bytes */
+    assert_device_holds(y, second, STAGED_BIG);
+
+    /* Refused: nothing changes. */
+    assert_int_equal(simdev_graph_exec_staged_set(exec, 1, src, 8),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* no such node */
+    assert_int_equal(simdev_graph_exec_staged_set(exec, 0, NULL, 8),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_graph_exec_staged_set(exec, 0, src, 0),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_graph_exec_staged_set(exec, 0, src, STAGED_BIG + 1),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* past x's allocation */
+    assert_int_equal(simdev_graph_exec_staged_get(exec, 0, &dst, &bytes, got, 99),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* room for fewer than its 100 */
+    assert_int_equal(simdev_graph_exec_staged_get(exec, 1, &dst, &bytes, NULL, 0),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_graph_exec_staged_count(NULL, &count),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    /* Each host allocation of an update failed in turn: the op holder, the
+     * op, the new set. */
+    for (uint64_t nth = 1; nth <= 3; nth++) {
+        assert_int_equal(simdev_fault_inject_host(nth), 0);
+        assert_int_equal(simdev_graph_exec_staged_set(exec, 0, src, 200),
+                         PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
+        assert_int_equal(simdev_fault_clear(0), 0);
+    }
+    assert_int_equal(simdev_graph_exec_staged_get(exec, 0, &dst, &bytes, got, sizeof got), 0);
+    assert_int_equal(bytes, 100); /* 200: a failed update took */
+    assert_memory_equal(got, first, 100);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_device_holds(y, second, STAGED_BIG);
+
+    /* Synchronously it is a host-to-device copy. */
+    assert_int_equal(simdev_memcpy(x, first, 100, SIMDEV_COPY_HOST_TO_DEVICE_STAGED), 0);
+    assert_device_holds(x, first, 100);
+
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    assert_int_equal(simdev_free(x), 0);
+    assert_int_equal(simdev_free(y), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 /* ------------------------------------------------------ edges of the API */
 
 static void test_empty_capture_yields_zero_node_graph_that_replays(void **state)
@@ -806,6 +930,8 @@ int main(void)
         SIMPLER_TEST_WITH(test_replay_does_not_need_the_streams_it_was_captured_on,
                           ts_device_setup, graph_teardown),
         SIMPLER_TEST_WITH(test_memcpy_and_memset_nodes_replay_with_exact_device_contents,
+                          ts_device_setup, graph_teardown),
+        SIMPLER_TEST_WITH(test_staged_copies_keep_their_bytes_eagerly_in_a_capture_and_through_updates,
                           ts_device_setup, graph_teardown),
         SIMPLER_TEST_WITH(test_empty_capture_yields_zero_node_graph_that_replays,
                           ts_device_setup, graph_teardown),

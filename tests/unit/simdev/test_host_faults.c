@@ -361,8 +361,9 @@ static void end_capture_and_instantiate_undo_every_step(void **state)
 
     /* instantiate: the exec, the node array, each of 3 nodes' op and deps,
      * completion and status arrays, lane helpers, two lane tables, one node
-     * list per lane (2), the launch-node list, the asynchronous replay's
-     * block (its dataflow), then one helper thread for lane 1. */
+     * list per lane (2), the launch-node list, the staged-copy list, the
+     * asynchronous replay's block (its dataflow), then one helper thread
+     * for lane 1. */
     simdev_graph_exec_t exec = NULL;
     points = 0;
     for (uint64_t nth = 1;; nth++) {
@@ -375,7 +376,7 @@ static void end_capture_and_instantiate_undo_every_step(void **state)
         assert_null(exec); /* a failed instantiate wrote its output */
         points++;
     }
-    assert_int_equal(points, 1 + 1 + 3 * 2 + 3 + 2 + 2 + 1 + 1 + 1);
+    assert_int_equal(points, 1 + 1 + 3 * 2 + 3 + 2 + 2 + 1 + 1 + 1 + 1);
     assert_int_equal(simdev_graph_destroy(graph), 0);
 
     /* graph launch: its op */

@@ -314,7 +314,7 @@ static void copy_ranges_outside_an_allocation_are_invalid_argument_and_change_no
     assert_int_equal(simdev_memcpy(NULL, host, 16, SIMDEV_COPY_HOST_TO_DEVICE), bad);
     assert_int_equal(simdev_memcpy(d, NULL, 16, SIMDEV_COPY_HOST_TO_DEVICE), bad);
     assert_int_equal(simdev_memcpy(d, host, 16, (enum simdev_copy_kind)0), bad);
-    assert_int_equal(simdev_memcpy(d, host, 16, (enum simdev_copy_kind)4), bad);
+    assert_int_equal(simdev_memcpy(d, host, 16, (enum simdev_copy_kind)5), bad);
 
     /* nothing moved: both allocations and the host buffer keep their bytes */
     assert_int_equal(simdev_memcpy(out, dev, N, SIMDEV_COPY_DEVICE_TO_HOST), 0);
