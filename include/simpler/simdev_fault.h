@@ -73,6 +73,11 @@ int simdev_fault_inject_exec(int device, enum simdev_op_kind kind, uint64_t nth,
  */
 int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code);
 
+/* The same for staged copy node `index` (as simdev_graph_exec_staged_get
+ * indexes them): the copy does not run, and what follows it is skipped
+ * as above. Arming either kind replaces the graph's one armed fault. */
+int simdev_fault_inject_replay_staged(simdev_graph_exec_t exec, size_t index, int code);
+
 /* Disarms every fault on `device` (also execution faults), and the host fault. */
 int simdev_fault_clear(int device);
 

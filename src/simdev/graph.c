@@ -932,12 +932,26 @@ int simdev_graph_exec_staged_set(simdev_graph_exec_t exec, size_t index, const v
     return node_set(exec, id, src, bytes, &model.u);
 }
 
-int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code)
+/* Arms the replay fault on node `id` (simdev_fault_inject_replay). */
+static int arm_replay_fault(struct simdev_graph_exec *exec, size_t id, int code)
 {
-    if (!exec || index >= exec->launch_count || code >= 0 ||
-        exec->launch_nodes[index] + 1 > UINT32_MAX)
+    if (code >= 0 || id + 1 > UINT32_MAX)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    uint64_t armed = ((uint64_t)(exec->launch_nodes[index] + 1) << 32) | (uint32_t)code;
+    uint64_t armed = ((uint64_t)(id + 1) << 32) | (uint32_t)code;
     atomic_store_explicit(&exec->replay_fault, armed, memory_order_relaxed);
     return 0;
+}
+
+int simdev_fault_inject_replay(simdev_graph_exec_t exec, size_t index, int code)
+{
+    if (!exec || index >= exec->launch_count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return arm_replay_fault(exec, exec->launch_nodes[index], code);
+}
+
+int simdev_fault_inject_replay_staged(simdev_graph_exec_t exec, size_t index, int code)
+{
+    if (!exec || index >= exec->staged_count)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    return arm_replay_fault(exec, exec->staged_nodes[index], code);
 }

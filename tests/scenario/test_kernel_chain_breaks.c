@@ -76,6 +76,11 @@ enum cb_mode { CB_RUN = 0, CB_FATAL = 1, CB_KERNEL_FAIL = 2, CB_STALL = 3 };
  * CB_STALL round ran since the test reset it). */
 static atomic_int cb_stall_read = 1;
 
+/* host_build_graph: the host runs the orchestration and never holds device
+ * data, so it takes the mode from here (cb_set_mode writes both); a
+ * replay then runs the mode it was captured with. */
+static atomic_int cb_host_mode = CB_RUN;
+
 void cb_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args);
 
 /* Exported: the image names it. Args x (IN), y (OUT), acc (INOUT), ctl
@@ -86,7 +91,9 @@ void cb_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *a
                                 *acc = &args->tensors[2], *ctl = &args->tensors[3];
     const uint64_t first = 0;
     int32_t mode = CB_RUN;
-    if (rt->ops->read_element(rt, ctl, &first, &mode) != 0)
+    if (ts_runtime_hbg())
+        mode = atomic_load(&cb_host_mode);
+    else if (rt->ops->read_element(rt, ctl, &first, &mode) != 0)
         return; /* the run's error is latched */
     if (mode == CB_FATAL) {
         rt->ops->fatal(rt);
@@ -156,10 +163,14 @@ static void cb_set_mode(const struct cb *f, enum cb_mode mode)
 {
     int32_t word = mode;
     ts_to_dev(f->ctl, &word, sizeof word);
+    atomic_store(&cb_host_mode, mode);
 }
+
+static void chain_for_runtime(void);
 
 static void cb_open(struct cb *f)
 {
+    chain_for_runtime();
     pm_observers_reset();
     struct simpler_config cfg = km_config();
     cfg.run_capacity.sched_timeout_ms = SCHED_TIMEOUT_MS;
@@ -317,7 +328,7 @@ static int cb_teardown(void **state)
 /* The ops of each kind one launch enqueues, in enqueue order; the first
  * `before_program` of them come before the AICPU program, where a launch
  * that cannot enqueue one is refused whole. */
-static const struct {
+static struct {
     enum simdev_op_kind kind;
     uint64_t count;
     uint64_t before_program;
@@ -330,6 +341,22 @@ static const struct {
     {SIMDEV_OP_COPY, 0, 0, "none: a launch copies nothing"},
 };
 #define CHAIN_KINDS (sizeof chain / sizeof chain[0])
+
+/* Under host_build_graph a launch has one op more, before the program:
+ * the staged copy of the graph the host built. The counts below that
+ * depend on it. */
+static uint64_t hbg(void)
+{
+    return ts_runtime_hbg() ? 1 : 0;
+}
+
+static void chain_for_runtime(void)
+{
+    chain[CHAIN_KINDS - 1].count = hbg();
+    chain[CHAIN_KINDS - 1].before_program = hbg();
+    chain[CHAIN_KINDS - 1].ops = hbg() ? "the graph's staged copy (host_build_graph) |"
+                                       : "none: a launch copies nothing";
+}
 
 /* Performed ops of each chain kind since the last simdev_op_counts_reset. */
 static void counts_of_chain_kinds(uint64_t n[CHAIN_KINDS])
@@ -374,8 +401,9 @@ static void test_the_chain_has_exactly_the_ops_this_test_breaks(void **state)
     assert_chain_counts(n, "a captured");
     size_t nodes;
     assert_int_equal(simdev_graph_node_count(graph, &nodes), 0);
-    /* 4 launches and the gate's 2 ops; records and waits are edges. */
-    assert_int_equal(nodes, 6);
+    /* 4 launches and the gate's 2 ops (and under host_build_graph the
+     * graph's staged copy); records and waits are edges. */
+    assert_int_equal(nodes, 6 + hbg());
 
     /* A replay is one queued op, the graph launch: its nodes run inside it,
      * never queued, so no execution fault can reach them (this file's
@@ -441,10 +469,11 @@ static void test_each_chain_op_failing_to_enqueue_refuses_or_is_absorbed_and_the
     }
     print_message("eager enqueue faults: %llu refused + %llu absorbed\n",
                   (unsigned long long)refused, (unsigned long long)absorbed);
-    /* 3 records, 2 waits, 3 launches and the acquire before the program;
-     * 2 records, 2 waits, the status op and the release after it. Fewer:
-     * a failure point was never exercised. */
-    assert_int_equal(refused, 9);
+    /* 3 records, 2 waits, 3 launches and the acquire before the program
+     * (and the staged copy, under host_build_graph); 2 records, 2 waits,
+     * the status op and the release after it. Fewer: a failure point was
+     * never exercised. */
+    assert_int_equal(refused, 9 + hbg());
     assert_int_equal(absorbed, 6);
     cb_close(&f);
 }
@@ -484,6 +513,9 @@ static const struct {
     /* The core loop runs alone and leaves the round at its deadline. */
     {SIMDEV_OP_LAUNCH, 3, "AICPU program", INJECTED, false},
     {SIMDEV_OP_LAUNCH, 4, "status op", INJECTED, true},
+    /* host_build_graph only (skipped under TMR, whose chain has no copy):
+     * the AICPU stream carries the failure past the program. */
+    {SIMDEV_OP_COPY, 1, "the graph's staged copy (AICPU)", INJECTED, false},
 };
 #define EXEC_POINTS (sizeof exec_points / sizeof exec_points[0])
 
@@ -495,6 +527,8 @@ static void test_each_chain_op_failing_as_it_executes_ends_the_round_and_the_nex
     cb_open(&f);
     uint64_t per_kind[CHAIN_KINDS] = {0}, ran = 0;
     for (size_t p = 0; p < EXEC_POINTS; p++) {
+        if (exec_points[p].kind == SIMDEV_OP_COPY && !hbg())
+            continue;
         km_bufs_refill(&f.b, 0.0f);
         assert_int_equal(simdev_fault_inject_exec(0, exec_points[p].kind, exec_points[p].nth,
                                                   INJECTED),
@@ -533,7 +567,8 @@ static void test_each_chain_op_failing_as_it_executes_ends_the_round_and_the_nex
                   (unsigned long long)per_kind[2], (unsigned long long)per_kind[4],
                   (unsigned long long)ran);
     /* Every queued op of the chain once (the gate's ops cannot fail as
-     * they execute; the chain has no copy): fewer, a point never broken. */
+     * they execute; the chain's copy is host_build_graph's): fewer, a
+     * point never broken. */
     for (size_t k = 0; k < CHAIN_KINDS; k++)
         if (chain[k].kind != SIMDEV_OP_SEM)
             assert_int_equal(per_kind[k], chain[k].count);
@@ -607,13 +642,14 @@ static void test_a_refused_launch_whose_closing_off_fails_as_it_executes_still_e
     }
     print_message("refused launches: %llu, their queued ops failed as they execute: %llu\n",
                   (unsigned long long)refusals, (unsigned long long)pairs);
-    assert_int_equal(refusals, 9);
+    assert_int_equal(refusals, 9 + hbg());
     /* Queued by the refusal at (chain ops before it + closing-off ops):
      * start 0; aicore_start 4; aicore_done 10 (with the cancel); AICPU's
      * wait for start 1; AICore's wait 5; round begin 3; core loop 8;
-     * program 10 (with the cancel); acquire 3. Fewer: a queued op of a
-     * refusal was never failed. */
-    assert_int_equal(pairs, 44);
+     * program 10 (with the cancel); acquire 3; under host_build_graph the
+     * staged copy 4 (start, the wait, round begin, aicpu_done). Fewer: a
+     * queued op of a refusal was never failed. */
+    assert_int_equal(pairs, 44 + 4 * hbg());
     cb_close(&f);
 }
 
@@ -739,8 +775,8 @@ static void test_each_chain_op_failing_to_enqueue_inside_a_capture_leaves_a_grap
                   "ended at once: %llu empty graphs), %llu absorbed\n",
                   (unsigned long long)refused_retried, (unsigned long long)empty_graphs,
                   (unsigned long long)absorbed);
-    assert_int_equal(refused_retried, 9);
-    assert_int_equal(refused_ended, 9);
+    assert_int_equal(refused_retried, 9 + hbg());
+    assert_int_equal(refused_ended, 9 + hbg());
     assert_int_equal(empty_graphs, 3);
     assert_int_equal(absorbed, 6);
     cb_close(&f);
@@ -823,10 +859,24 @@ static void test_a_replay_refused_skipped_or_failing_on_data_ends_and_the_next_r
     assert_true(rounds_ran(&f, 0));
     assert_next_replay_exact(&f, exec);
 
-    /* The replayed round fails, decided by device data. */
+    /* The replayed round fails, decided by device data. Under
+     * host_build_graph the graph, built on the host, is what a replay
+     * runs: a failure is captured with it (a graph captured in each mode),
+     * and a stall, whose orchestration waits for a task's output, cannot be
+     * built at all. */
     uint64_t failures = 0;
     for (size_t i = 0; i < ROUND_FAILURES; i++) {
-        int round = run_mode(&f, round_failures[i].mode, exec);
+        if (hbg() && round_failures[i].mode == CB_STALL)
+            continue;
+        simdev_graph_t mode_graph = NULL;
+        simdev_graph_exec_t mode_exec = NULL;
+        if (hbg()) {
+            cb_set_mode(&f, round_failures[i].mode);
+            mode_exec = capture_one(&f, &mode_graph);
+        }
+        int round = run_mode(&f, round_failures[i].mode, hbg() ? mode_exec : exec);
+        if (mode_exec)
+            graph_free(mode_exec, mode_graph);
         if (round != round_failures[i].code)
             fail_msg("a replay failing with %s: its sync returned %d, expected %d",
                      round_failures[i].what, round, round_failures[i].code);
@@ -838,7 +888,7 @@ static void test_a_replay_refused_skipped_or_failing_on_data_ends_and_the_next_r
     }
     print_message("replays: 1 refused at enqueue, %llu failing rounds\n",
                   (unsigned long long)failures);
-    assert_int_equal(failures, 3);
+    assert_int_equal(failures, 3 - hbg());
     graph_free(exec, graph);
     cb_close(&f);
 }
@@ -888,7 +938,28 @@ static void test_each_launch_of_a_replayed_round_failing_as_it_runs_ends_the_rep
         assert_next_replay_exact(&f, exec);
         assert_next_launch_exact(&f);
     }
-    print_message("replayed launch nodes failed: %zu\n", (size_t)REPLAY_NODES);
+    /* host_build_graph: the graph's staged copy, before the round begin's
+     * successors on the AICPU lane: no round runs. */
+    size_t staged = 0;
+    assert_int_equal(simdev_graph_exec_staged_count(exec, &staged), 0);
+    assert_int_equal(staged, hbg()); /* other: the captured chain changed */
+    for (size_t i = 0; i < staged; i++) {
+        km_bufs_refill(&f.b, 0.0f);
+        assert_int_equal(simdev_fault_inject_replay_staged(exec, i, INJECTED), 0);
+        assert_int_equal(simdev_graph_launch(exec, f.cs), 0);
+        launch_behind(&f);
+        int round = simdev_stream_sync(f.cs);
+        if (round != INJECTED)
+            fail_msg("the replay's staged copy failing as it runs: its sync returned %d, "
+                     "expected %d", round, INJECTED);
+        assert_true(rounds_ran(&f, 0));
+        assert_behind_exact(&f);
+        assert_memory_unchanged(&f);
+        assert_next_replay_exact(&f, exec);
+        assert_next_launch_exact(&f);
+    }
+    print_message("replayed launch nodes failed: %zu, staged copies: %zu\n",
+                  (size_t)REPLAY_NODES, staged);
     graph_free(exec, graph);
     cb_close(&f);
 }
@@ -906,6 +977,8 @@ static void test_a_scheduler_timeout_and_an_orchestrator_error_reach_the_callers
     cb_open(&f);
     uint64_t failures = 0;
     for (size_t i = 0; i < ROUND_FAILURES; i++) {
+        if (hbg() && round_failures[i].mode == CB_STALL)
+            continue; /* its orchestration waits for a task: no host build can */
         int round = run_mode(&f, round_failures[i].mode, NULL);
         /* 0: the failure was lost; another code: misreported (a stale
          * result block, the wrong band). */
@@ -918,7 +991,7 @@ static void test_a_scheduler_timeout_and_an_orchestrator_error_reach_the_callers
         assert_next_launch_exact(&f);
         failures++;
     }
-    assert_int_equal(failures, 3);
+    assert_int_equal(failures, 3 - hbg());
     cb_close(&f);
 }
 
