@@ -525,6 +525,67 @@ static void test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_wo
     print_message("host allocations failed: %llu\n", (unsigned long long)failed);
 }
 
+/* host_build_graph: a kernel context builds a round's graph on the host
+ * for each launch and each graph update that takes, and never for a
+ * replay, which copies the captured image in again (whatever
+ * SIMPLER_RUNTIME says: the config asks for it, and the environment
+ * overrides only with hbg or tmr). */
+static void test_host_builds_count_launches_and_updates_never_replays(void **state)
+{
+    (void)state;
+    const char *env = getenv("SIMPLER_RUNTIME");
+    if (env && strcmp(env, "tmr") == 0)
+        skip(); /* the environment overrides the config with TMR */
+    pm_observers_reset();
+    struct simpler_context *ctx;
+    struct simpler_config cfg = km_config();
+    cfg.runtime = SIMPLER_RUNTIME_HBG;
+    assert_int_equal(simpler_create_device_context(&ctx), 0);
+    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
+    size_t bytes;
+    void *image = pm_image(&bytes);
+    int32_t id = -1;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
+    simpler_callable_free(image);
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b, b2;
+    km_bufs_alloc(&b, 1024, 0.0f);
+    km_bufs_alloc(&b2, 1024, 0.0f);
+    struct km_args a, a2;
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    km_args_make(&a2, &b2, 2.0f, 0.5f, 0, 2);
+    assert_int_equal(sp_test_kernel_host_builds(ctx), 0); /* a prepare builds nothing */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(simpler_kernel_mode_launch(ctx, id, &a.args, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(sp_test_kernel_host_builds(ctx), 3); /* one a launch */
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, id, &a.args, s), 0);
+    simdev_graph_t graph;
+    assert_int_equal(simdev_stream_end_capture(s, &graph), 0);
+    simdev_graph_exec_t exec;
+    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    assert_int_equal(sp_test_kernel_host_builds(ctx), 4); /* a captured launch builds too */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(sp_test_kernel_host_builds(ctx), 4); /* 9: a replay built again */
+    assert_int_equal(simpler_kernel_mode_graph_update(ctx, exec, 0, id, &a2.args), 0);
+    assert_int_equal(sp_test_kernel_host_builds(ctx), 5); /* the update rebuilt the image */
+    assert_int_equal(simpler_kernel_mode_graph_update(ctx, exec, 1, id, &a2.args),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT); /* one round only */
+    assert_int_equal(sp_test_kernel_host_builds(ctx), 5); /* a refused update counts nothing */
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    /* b: 3 eager rounds and 5 replays; b2: the one replay after the update */
+    assert_true(km_bufs_hold_rounds(&b, 0.0f, 2.0f, 0.5f, 8));
+    assert_true(km_bufs_hold_rounds(&b2, 0.0f, 2.0f, 0.5f, 1));
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    km_bufs_free(&b2);
+    km_closing(ctx, s, &b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -533,6 +594,7 @@ int main(void)
         SIMPLER_TEST(test_a_launch_calls_exactly_these_entries_of_its_ops_table),
         SIMPLER_TEST(test_bad_arguments_and_states_are_refused_and_change_nothing),
         SIMPLER_TEST(test_every_host_allocation_of_each_step_fails_cleanly_and_a_retry_works),
+        SIMPLER_TEST(test_host_builds_count_launches_and_updates_never_replays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
