@@ -23,6 +23,7 @@
 #include "host/context.h"
 #include "host/kernel_mode.h"
 #include "host/prepared_call.h"
+#include "host/trace_host.h"
 #include "launch/launch.h"
 
 /* What a look through a graph's launch nodes needs: a node's arguments read
@@ -170,6 +171,8 @@ static int rebind(struct simpler_context *ctx, simdev_graph_exec_t exec,
         return rc;
     }
     k->host_builds++;
+    sp_trace_kernel_build(ctx, found->round_generation, build->host.built_begin_ns,
+                          build->host.built_end_ns, build->host.built_tasks);
     return 0;
 }
 

@@ -118,6 +118,9 @@ static int launch_prepared(struct simpler_context *ctx, const struct simpler_pre
     if (!rc) {
         sp_phase_launch_enqueued(&k->phase);
         k->host_builds += build != NULL;
+        if (build)
+            sp_trace_kernel_build(ctx, k->next_round, build->host.built_begin_ns,
+                                  build->host.built_end_ns, build->host.built_tasks);
     }
     /* A captured chain that failed to record loses no unit (nothing of it
      * runs, and the capture cannot end joined without it); an eager one

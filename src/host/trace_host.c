@@ -314,6 +314,18 @@ void sp_trace_kernel_attach(const struct simpler_context *ctx, int32_t callable_
                (uint32_t)callable_id);
 }
 
+void sp_trace_kernel_build(struct simpler_context *ctx, uint64_t generation, uint64_t begin,
+                           uint64_t end, uint32_t tasks)
+{
+    struct sp_trace_ctx *t = &ctx->trace;
+    if (!t->kernel_region)
+        return;
+    t->kernel_build[0] = begin;
+    t->kernel_build[1] = end;
+    t->kernel_build_generation = generation;
+    t->kernel_build_tasks = tasks;
+}
+
 int simpler_kernel_mode_write_trace(struct simpler_context *ctx, const char *path)
 {
     if (!ctx || (path && (!path[0] || strlen(path) >= SP_TRACE_PATH_MAX)))
@@ -338,6 +350,12 @@ int simpler_kernel_mode_write_trace(struct simpler_context *ctx, const char *pat
             bool same = result.generation == head.generation;
             const struct sp_callable *c =
                 head.tag < SIMPLER_MAX_CALLABLE_IDS ? ctx->callables[head.tag] : NULL;
+            /* host_build_graph: the host build of the round the region
+             * holds (a replay's is its captured round's, or its update's) */
+            uint64_t spans[SP_SPAN_COUNT][2] = {{0}};
+            bool built = t->kernel_build_generation == head.generation;
+            if (built)
+                memcpy(spans[SP_SPAN_HOST_BUILD], t->kernel_build, sizeof t->kernel_build);
             struct collect_request rq = {
                 .region = t->kernel_region,
                 .layout = &t->kernel_layout,
@@ -345,6 +363,8 @@ int simpler_kernel_mode_write_trace(struct simpler_context *ctx, const char *pat
                 .edges_total = same ? result.edges : 0,
                 .status = same ? result.status : 0,
                 .path = path ? path : t->path,
+                .spans = built ? (const uint64_t(*)[2])spans : NULL,
+                .host_build_tasks = built ? t->kernel_build_tasks : 0,
             };
             rc = collect(ctx, &rq);
         }

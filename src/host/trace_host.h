@@ -34,6 +34,11 @@ struct sp_trace_ctx {
     uint32_t kernel_level;
     void *kernel_region;
     struct rt_trace_header kernel_layout;
+    /* Kernel mode under host_build_graph: the last host build of a traced
+     * round (begin, end; the round's generation, its tasks). */
+    uint64_t kernel_build[2];
+    uint64_t kernel_build_generation;
+    uint64_t kernel_build_tasks;
     /* Device regions and host records tracing allocated, since creation:
      * tests check level 0 adds none. */
     uint64_t allocations;
@@ -108,5 +113,12 @@ int sp_trace_kernel_release(struct simpler_context *ctx);
  * device call. */
 void sp_trace_kernel_attach(const struct simpler_context *ctx, int32_t callable_id,
                             struct rt_config *config);
+
+/* Kernel mode under host_build_graph, a launch or a graph update that
+ * took: the round `generation`'s host build [begin, end) and its tasks,
+ * shown as the host build track when that round is the one the region
+ * holds (no-op when the context does not trace). Caller holds ctx->lock. */
+void sp_trace_kernel_build(struct simpler_context *ctx, uint64_t generation, uint64_t begin,
+                           uint64_t end, uint32_t tasks);
 
 #endif /* SIMPLER_HOST_TRACE_HOST_H */
