@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "simpler/simdev_profile.h"
 #include "simpler/device.h"
 #include "simpler/simpler.h"
 
@@ -660,6 +661,7 @@ struct measured {
     uint64_t orch_ns;       /* the orchestration's submit loop (TMR: on the device's
                                orchestrator thread; HBG: on the host, inside the launch) */
     struct simpler_run_info info;
+    struct simdev_wait_stats waits; /* the device's, from the launch to the wait's return */
 };
 
 static struct measured run_measured(struct simpler_context *ctx, const char *workload,
@@ -676,12 +678,14 @@ static struct measured run_measured(struct simpler_context *ctx, const char *wor
     uint64_t t0 = cmp_now_ns();
     CHECK(simpler_prepare_run(ctx, &run, d->callable_id, &a, config));
     uint64_t t1 = cmp_now_ns();
+    CHECK(simdev_wait_stats_reset(0));
     uint64_t c1 = thread_cpu_ns();
     CHECK(simpler_launch_run(ctx, run));
     uint64_t c2 = thread_cpu_ns();
     uint64_t t_launched = cmp_now_ns();
     int status = simpler_wait_run(ctx, run);
     uint64_t t2 = cmp_now_ns();
+    CHECK(simdev_wait_stats(0, &m.waits));
     if (status != 0) {
         fprintf(stderr, WORKER ": %s run failed: %d (%s)\n", workload, status,
                 simpler_strerror(status));
@@ -945,11 +949,13 @@ int main(int argc, char **argv)
     }
     int len = snprintf(extra, sizeof extra,
                        " system=%s cores=%u orch_ns_per_task=%.1f staging_ns=%llu edges=%llu"
-                       " device_ns_per_task=%.1f launch_cpu_ns_per_task=%.1f device_mib=%.0f",
+                       " device_ns_per_task=%.1f launch_cpu_ns_per_task=%.1f device_mib=%.0f"
+                       " wakeups_per_task=%.3f parks_per_task=%.3f",
                        system, cores, (double)m.orch_ns / (double)tasks,
                        (unsigned long long)m.staging_ns, (unsigned long long)m.info.edges,
                        (double)m.device_ns / (double)tasks, (double)m.launch_cpu_ns / (double)tasks,
-                       (double)mem.in_use / (1 << 20));
+                       (double)mem.in_use / (1 << 20), (double)m.waits.wakeups / (double)tasks,
+                       (double)m.waits.parks / (double)tasks);
     if (hbg)
         len += snprintf(extra + len, sizeof extra - (size_t)len,
                         " warm_device_ns_per_task=%.1f warm_launch_cpu_ns_per_task=%.1f",
