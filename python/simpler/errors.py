@@ -64,6 +64,7 @@ CallableCountExceeded = _subclass("CallableCountExceeded", -1005)
 CallableBytesExceeded = _subclass("CallableBytesExceeded", -1006)
 CallableNotResident = _subclass("CallableNotResident", -1007)
 CapacityExceeded = _subclass("CapacityExceeded", -1008)
+DependencyFailed = _subclass("DependencyFailed", -1009)
 DeviceLost = _subclass("DeviceLost", -1100)
 OutOfDeviceMemory = _subclass("OutOfDeviceMemory", -1101)
 CaptureUnsupported = _subclass("CaptureUnsupported", -1103)
@@ -75,6 +76,7 @@ OutOfHostMemory = _subclass("OutOfHostMemory", -1107)
 BY_CODE = {cls.CODE: cls for cls in (
     Internal, Unsupported, PreparedIncompatible, InvalidState, InvalidArgument,
     CallableCountExceeded, CallableBytesExceeded, CallableNotResident, CapacityExceeded,
+    DependencyFailed,
     DeviceLost, OutOfDeviceMemory, CaptureUnsupported, CaptureInvalidated, CaptureUnjoined,
     Timeout, OutOfHostMemory)}
 

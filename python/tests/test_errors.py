@@ -22,6 +22,7 @@ CODES = {
     "CallableBytesExceeded": (-1006, "CALLABLE_BYTES_EXCEEDED"),
     "CallableNotResident": (-1007, "CALLABLE_NOT_RESIDENT"),
     "CapacityExceeded": (-1008, "CAPACITY_EXCEEDED"),
+    "DependencyFailed": (-1009, "DEPENDENCY_FAILED"),
     "DeviceLost": (-1100, "DEVICE_LOST"),
     "OutOfDeviceMemory": (-1101, "OUT_OF_DEVICE_MEMORY"),
     "CaptureUnsupported": (-1103, "CAPTURE_UNSUPPORTED"),

@@ -1,0 +1,130 @@
+/*
+ * cluster/cluster.h — the cluster's state: workers, the run, tasks.
+ *
+ * Owns: the structures behind simpler/cluster.h and the contracts between
+ * cluster.c (create, destroy, registration), worker.c (launching and
+ * completing runs on a worker) and orch.c (a run: submit, wait, query).
+ *
+ * Locks: `lock` (one per cluster) guards the run, its tasks, the host
+ * TensorMap, every worker's queues and counters. Each worker's
+ * `launch_lock` serialises launches on its context (so the in-flight FIFO
+ * is in launch order); it is taken without `lock` held, and `lock` may be
+ * taken inside it, never the reverse. No simpler.h call is made while
+ * `lock` is held.
+ */
+#ifndef SIMPLER_CLUSTER_CLUSTER_H
+#define SIMPLER_CLUSTER_CLUSTER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster/host_tensormap.h"
+#include "simpler/cluster.h"
+#include "simpler/simpler.h"
+
+struct cl_task;
+
+/* One run of a task on one worker. */
+struct cl_member {
+    struct cl_task *task;
+    uint32_t worker;
+    int32_t status;                     /* valid once ended */
+    bool ended;
+    struct simpler_prepared_call *call; /* until released */
+    simpler_run_t run;                  /* 0 until launched */
+    struct cl_member *next;             /* in its worker's queue or in-flight FIFO */
+};
+
+struct cl_task {
+    uint32_t index;            /* handle - 1 */
+    uint32_t state;            /* enum simpler_cluster_task_state */
+    int32_t status;            /* valid when DONE */
+    uint32_t member_count;
+    uint32_t members_launched;
+    uint32_t members_ended;
+    uint32_t fanin_remaining;  /* producers not yet done */
+    uint32_t dependencies;     /* producers found at submit */
+    bool doomed;               /* a producer failed: cancel when swept */
+    uint32_t *dependents;      /* later tasks waiting for this one */
+    uint32_t dependent_count;
+    uint32_t dependent_capacity;
+    struct cl_member members[]; /* member_count */
+};
+
+struct cl_worker {
+    struct simpler_cluster *cluster;
+    uint32_t index;
+    int device;
+    struct simpler_context *ctx;
+    bool ctx_ready;           /* initialised: finalize_device at destroy */
+    uint32_t depth;           /* the context's pipeline depth */
+    pthread_mutex_t launch_lock;
+    pthread_cond_t wake;      /* with cluster->lock: a run in flight, or stop */
+    bool thread_started;
+    bool stop;
+    pthread_t thread;
+    /* Under cluster->lock: */
+    struct cl_member *queue_head, *queue_tail;   /* ready, not launched */
+    struct cl_member *flight_head, *flight_tail; /* launched, not finalized */
+    uint32_t in_flight;       /* launched or being launched, not finalized */
+};
+
+/* What the cluster knows of a callable it registered. */
+struct cl_callable {
+    uint32_t tensor_count;
+    uint8_t directions[SIMPLER_CALLABLE_MAX_TENSORS]; /* of the tensors, in order */
+};
+
+struct cl_run {
+    bool active;
+    struct cl_task **tasks;
+    uint32_t task_count;
+    uint32_t task_capacity;
+    uint64_t tasks_done;
+    struct cl_tensormap map;
+    struct simpler_cluster_run_info info; /* counters, under lock */
+};
+
+struct simpler_cluster_orch {
+    struct simpler_cluster *cluster;
+};
+
+struct simpler_cluster {
+    pthread_mutex_t lock;
+    pthread_cond_t task_ended; /* with lock: broadcast whenever a task ends */
+    uint32_t worker_count;
+    uint32_t max_tasks;
+    bool threads_stopped;
+    struct cl_callable *callables[SIMPLER_MAX_CALLABLE_IDS];
+    struct cl_run run;
+    struct simpler_cluster_orch orch;
+    struct cl_worker workers[]; /* worker_count */
+};
+
+/* ---------------------------------------------------------- worker.c */
+
+/* The worker's thread body: completes its in-flight runs in order. */
+void *cl_worker_main(void *arg);
+
+/* Launches queued runs of worker `w` while it has free pipeline slots.
+ * Caller holds no lock. */
+void cl_worker_pump(struct cl_worker *w);
+
+/* Pumps every worker whose bit is set in `workers`. Caller holds no lock. */
+void cl_pump_set(struct simpler_cluster *c, uint64_t workers);
+
+/* Queues every member of `t` (dependencies met) on its worker and sets
+ * the workers' bits in *to_pump. Caller holds c->lock. */
+void cl_task_queue(struct simpler_cluster *c, struct cl_task *t, uint64_t *to_pump);
+
+/* Ends task `t` with `status` (DONE): counts it, readies or cancels its
+ * dependents (their workers' bits into *to_pump) and wakes the
+ * orchestration's waiters. Caller holds c->lock. */
+void cl_task_end(struct simpler_cluster *c, struct cl_task *t, int32_t status, uint64_t *to_pump);
+
+/* True when task `index` of the run ended with status 0 (the TensorMap's
+ * callback; `user` is the cluster). Caller holds its lock. */
+bool cl_task_succeeded(void *user, uint32_t index);
+
+#endif /* SIMPLER_CLUSTER_CLUSTER_H */
