@@ -103,7 +103,9 @@ struct simpler_cluster_run_info {
     uint64_t tasks_failed;        /* a run of the task failed */
     uint64_t tasks_cancelled;     /* status DEPENDENCY_FAILED: never launched */
     uint64_t runs_launched;       /* device-level runs simpler_submit_call accepted */
-    uint64_t dependencies;        /* distinct (earlier task, later task) pairs inferred */
+    uint64_t dependencies;        /* distinct (earlier task, later task) pairs inferred, the
+                                     earlier task not yet succeeded at the submit (one that
+                                     had succeeded orders nothing and is not counted) */
     uint64_t raw;                 /* of those, pairs with a read after a write */
     uint64_t war;                 /* ... a write after a read */
     uint64_t waw;                 /* ... a write after a write */
