@@ -210,8 +210,8 @@ static void every_allocation_of_a_run_fails_in_turn_and_the_retry_is_exact(void 
         one_run_init(&r);
         assert_int_equal(simpler_cluster_run(c, orch_small, &r, &info), 0); /* the retry */
         one_run_check(&r);
-        assert_int_equal(info.tasks_succeeded, 3);
-        assert_int_equal(info.dependencies, 2);
+        assert_int_equal(info.tasks_succeeded, 3); /* how many dependencies were counted
+                                                      depends on when y was done */
         one_run_free(&r);
     }
     print_message("%llu allocation attempts in a run, %llu failed it\n",
