@@ -35,6 +35,10 @@
 #             test_stream, test_event and test_profile (a stream's ops run
 #             by whichever thread ended the op before: launches ended by
 #             their device threads, records letting waiting streams go on)
+#   cluster   test_cluster (runs on four devices at once, ordered by the
+#             host TensorMap across devices, a failure cancelling its
+#             dependents) and test_cluster_faults (every host allocation
+#             of a cluster's create, registration and run failed in turn)
 #   hbg       test_hbg (host_build_graph's own cases), and test_dispatch,
 #             test_program_mode, test_differential and test_program_faults
 #             under host_build_graph:
@@ -71,7 +75,8 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_fault test_chain_breaks test_kernel_chain_breaks test_program_stranded test_program_review test_program_review_internals
        test_dispatch test_regs test_prepared_call test_prepared_call_internals
        test_graph_update test_kernel_graph_update test_stream test_event test_profile test_enqueue_batch
-       test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg test_program_faults@hbg)
+       test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg test_program_faults@hbg
+       test_cluster test_cluster_faults)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
