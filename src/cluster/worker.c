@@ -10,6 +10,17 @@
 
 #include "cluster/cluster.h"
 
+/* Appends `m` to the FIFO (*head, *tail). Caller holds the cluster lock. */
+static void fifo_append(struct cl_member **head, struct cl_member **tail, struct cl_member *m)
+{
+    m->next = NULL;
+    if (*tail)
+        (*tail)->next = m;
+    else
+        *head = m;
+    *tail = m;
+}
+
 /* ------------------------------------------------------------ task ends */
 
 bool cl_task_succeeded(void *user, uint32_t index)
@@ -25,12 +36,7 @@ void cl_task_queue(struct simpler_cluster *c, struct cl_task *t, uint64_t *to_pu
     for (uint32_t i = 0; i < t->member_count; i++) {
         struct cl_member *m = &t->members[i];
         struct cl_worker *w = &c->workers[m->worker];
-        m->next = NULL;
-        if (w->queue_tail)
-            w->queue_tail->next = m;
-        else
-            w->queue_head = m;
-        w->queue_tail = m;
+        fifo_append(&w->queue_head, &w->queue_tail, m);
         *to_pump |= UINT64_C(1) << m->worker;
     }
 }
@@ -153,12 +159,7 @@ void cl_worker_pump(struct cl_worker *w)
         member_launched(m);
         if (rc == 0) {
             m->run = run;
-            m->next = NULL;
-            if (w->flight_tail)
-                w->flight_tail->next = m;
-            else
-                w->flight_head = m;
-            w->flight_tail = m;
+            fifo_append(&w->flight_head, &w->flight_tail, m);
             c->run.info.runs_launched++;
             /* Ends the worker thread's idle wait (cl_worker_main). */
             pthread_cond_signal(&w->wake);
