@@ -181,6 +181,20 @@ struct simpler_context_info {
     uint32_t runtime;                /* the SIMPLER_RUNTIME_* the context was
                                         initialised with (the environment's
                                         override applied); TMR before init */
+    /* Appended by the host_build_graph prepared call; the fields above keep
+     * their offsets. All 0 under TMR. */
+    uint64_t host_orchestration_unloads; /* host loads undone: one per HBG
+                                            callable unregistered (or released by
+                                            finalize_device) */
+    uint64_t host_builds;            /* HBG launches whose graph the host built
+                                        (ran the orchestration): every launch of a
+                                        simpler_prepare_run / simpler_run, and a
+                                        prepared call's submissions that had no
+                                        kept image to publish */
+    uint64_t host_builds_skipped;    /* HBG launches that published the image
+                                        their prepared call kept instead of
+                                        building (docs/runtime.md, "A prepared
+                                        call keeps its image") */
 };
 
 /* Writes the context's info to *info (borrowed). INVALID_ARGUMENT for NULL.

@@ -101,6 +101,9 @@ class ContextInfo(ctypes.Structure):
         ("packets_encoded", ctypes.c_uint64),
         ("host_orchestration_loads", ctypes.c_uint64),
         ("runtime", ctypes.c_uint32),
+        ("host_orchestration_unloads", ctypes.c_uint64),
+        ("host_builds", ctypes.c_uint64),
+        ("host_builds_skipped", ctypes.c_uint64),
     ]
 
 

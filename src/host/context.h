@@ -50,6 +50,9 @@ struct sp_counters {
     uint64_t packets_encoded;   /* kernel mode: invocation packets encoded */
     uint64_t prepared_calls;    /* live: simpler_prepare_call's, not yet released */
     uint64_t host_orch_loads;   /* HBG: orchestrations loaded in the host process */
+    uint64_t host_orch_unloads; /* HBG: and unloaded again (unregister, finalize) */
+    uint64_t host_builds;       /* HBG: launches whose graph the host built */
+    uint64_t host_builds_skipped; /* HBG: launches that published a kept image */
 };
 
 /* What the identity a context latched does for the entry points every

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "host/context.h"
+#include "host/hbg_image.h"
 #include "host/program.h"
 #include "host/residency.h"
 #include "host/prepared_call.h"
@@ -96,6 +97,39 @@ int simpler_prepare_run(struct simpler_context *ctx, simpler_run_t *run, int32_t
     return rc;
 }
 
+/*
+ * host_build_graph: puts the run's image into the slot's bank and sets
+ * rq->hbg->image_bytes. A prepared call's kept image that fits this
+ * submission is published there, relocated to its staging (no build:
+ * *published true); otherwise the host builds it now, and a call of
+ * simpler_prepare_call that has no image yet keeps this one when it may
+ * (host/hbg_image.h): *kept is then that image, which the caller drops if
+ * the launch fails after all. 0, the build's code (nothing kept) or
+ * OUT_OF_HOST_MEMORY (the image could not be kept: nothing kept, the
+ * build's work is lost). Caller holds ctx->lock.
+ */
+static int hbg_image(struct simpler_context *ctx, struct sp_slot *s, struct rt_run_request *rq,
+                     bool *published, struct sp_hbg_image **kept)
+{
+    struct simpler_prepared_call *call = s->sub.call;
+    struct sp_hbg_image *image = call->payload.hbg_image;
+    uint32_t edge_log = rq->config.edge_log_capacity; /* the submission's trace level */
+    *published = false;
+    *kept = NULL;
+    if (image && sp_hbg_image_fits(image, &s->ws, ctx->arena_nonce, edge_log)) {
+        rq->hbg->image_bytes = sp_hbg_image_publish(image, &s->ws);
+        *published = true;
+        return 0;
+    }
+    int rc = rt_run_build(ctx->launcher, rq);
+    if (rc || image || call->payload.kind != SP_PAYLOAD_HBG_IMAGE)
+        return rc; /* a kept image that does not fit (a traced submission) stays */
+    if ((rc = sp_hbg_image_keep(&s->ws, ctx->arena_nonce, edge_log, kept)))
+        return rc;
+    call->payload.hbg_image = *kept; /* the call's cache: written once, ctx->lock */
+    return 0;
+}
+
 /* Enqueues the staged submission in `s` behind every earlier launch. On
  * failure the submission stays staged and may be launched again (its
  * inputs are copied in again first). Caller holds ctx->lock. */
@@ -113,8 +147,11 @@ static int launch_staged(struct simpler_context *ctx, struct sp_slot *s)
     }
     uint64_t launch_begin = sp_trace_now(sub);
     /* host_build_graph: the launch builds the run's graph here, from the
-     * host's own load of the orchestration and its view of the args. */
+     * host's own load of the orchestration and its view of the args, or
+     * publishes the image its prepared call kept. */
     struct rt_hbg_host hbg;
+    bool published = false;
+    struct sp_hbg_image *kept = NULL;
     if (sub->config.runtime == RT_RUNTIME_HBG) {
         memset(&hbg, 0, sizeof hbg);
         hbg.entry = c->host_entry;
@@ -139,14 +176,25 @@ static int launch_staged(struct simpler_context *ctx, struct sp_slot *s)
         .config = sub->config,
         .hbg = sub->config.runtime == RT_RUNTIME_HBG ? &hbg : NULL,
     };
+    /* Nothing reached the device yet: a failure here needs no restage. */
+    if (rq.hbg && (rc = hbg_image(ctx, s, &rq, &published, &kept)))
+        return rc;
     /* On failure rt_run_enqueue has drained whatever part of the chain it
      * enqueued. */
     if ((rc = rt_run_enqueue(ctx->launcher, s->ws.stream, &rq))) {
+        if (kept) { /* a refused launch changes nothing: not even the cache */
+            sub->call->payload.hbg_image = NULL;
+            sp_hbg_image_free(kept);
+        }
         sub->restage = true;
         return rc;
     }
-    if (rq.hbg) /* the host build, inside the launch: its own span */
+    if (rq.hbg && published) {
+        ctx->counters.host_builds_skipped++;
+    } else if (rq.hbg) { /* the host build, before the launch: its own span */
+        ctx->counters.host_builds++;
         sp_trace_build_span(sub, hbg.built_begin_ns, hbg.built_end_ns, hbg.built_tasks);
+    }
     sub->generation = rt_launcher_generation(ctx->launcher);
     sub->state = SP_SUBMISSION_LAUNCHED;
     ctx->counters.launches++;

@@ -17,6 +17,7 @@
 #include "common/host_alloc.h"
 #include "common/view.h"
 #include "host/context.h"
+#include "host/hbg_image.h"
 #include "host/kernel_mode.h"
 #include "host/program.h"
 #include "host/residency.h"
@@ -181,8 +182,11 @@ int sp_call_fill(struct simpler_context *ctx, int32_t callable_id,
     out->config = r->config;
     out->schedulers = r->schedulers;
     out->submissions = 0;
-    p->kind = kernel ? SP_PAYLOAD_TMR_PACKET : SP_PAYLOAD_STAGED_ARGS;
+    p->kind = kernel                                                  ? SP_PAYLOAD_TMR_PACKET
+              : !temporary && r->config.runtime == RT_RUNTIME_HBG ? SP_PAYLOAD_HBG_IMAGE
+                                                                    : SP_PAYLOAD_STAGED_ARGS;
     p->bytes = packet_bytes;
+    p->hbg_image = NULL;
     ctx->counters.host_preparations++;
     if (kernel)
         ctx->counters.packets_encoded++;
@@ -281,7 +285,9 @@ int simpler_release_call(struct simpler_context *ctx, struct simpler_prepared_ca
         assert(sp_call_check_refs(ctx));
     }
     pthread_mutex_unlock(&ctx->lock);
-    if (!rc)
+    if (!rc) {
+        sp_hbg_image_free(call->payload.hbg_image);
         free(call);
+    }
     return rc;
 }

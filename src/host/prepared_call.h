@@ -13,7 +13,10 @@
  * Immutability: after sp_call_prepare returns, nothing writes a prepared
  * call but the count of its unfinalized submissions (`submissions`, under
  * ctx->lock), which is the submission's reference, not the call's content,
- * and its links in the context's list of live calls.
+ * its links in the context's list of live calls, and, under
+ * host_build_graph, the image its first keepable build produced
+ * (payload.hbg_image, under ctx->lock): a cache of what a build of the
+ * call's snapshot gives, not new content.
  *
  * Liveness: a public entry never dereferences a caller's call pointer
  * before finding it, under ctx->lock, in the context's list of live calls
@@ -43,20 +46,31 @@ struct sp_callable;
  *                           own working set and uploads the rewritten args.
  *   SP_PAYLOAD_TMR_PACKET   kernel mode (TMR): the invocation packet,
  *                           encoded once; every launch hands the same bytes.
- * A runtime whose payload holds addresses of the bank it will run in (the
- * host_build_graph image) adds a kind here whose bytes are position-
- * independent, relocated by each submission when it publishes them to its
- * bank: the prepared bytes never name a bank.
+ *   SP_PAYLOAD_HBG_IMAGE    program mode (HBG), a call of simpler_prepare_call:
+ *                           staged as STAGED_ARGS, and the graph image its
+ *                           first keepable build produced (`hbg_image`, NULL
+ *                           until then; host/hbg_image.h): position-
+ *                           independent, relocated by each later submission
+ *                           when it publishes it to its bank, so the prepared
+ *                           bytes never name a bank. A single-use call
+ *                           (simpler_prepare_run) is STAGED_ARGS: built at
+ *                           its one launch, never kept.
  */
 enum sp_payload_kind {
     SP_PAYLOAD_STAGED_ARGS = 1,
     SP_PAYLOAD_TMR_PACKET = 2,
+    SP_PAYLOAD_HBG_IMAGE = 3,
 };
+
+struct sp_hbg_image;
 
 struct sp_prepared_payload {
     enum sp_payload_kind kind;
     size_t bytes;                             /* of `packet`; 0 for STAGED_ARGS */
     unsigned char packet[SP_PACKET_MAX_BYTES]; /* TMR_PACKET: the encoded packet */
+    /* HBG_IMAGE: the kept image (owned; freed with the call), written once
+     * by the launch that keeps it (ctx->lock). */
+    struct sp_hbg_image *hbg_image;
 };
 
 /* Alive exactly while listed in its context's live calls (ctx->prepared),

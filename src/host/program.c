@@ -195,6 +195,9 @@ int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_c
     out.packets_encoded = c->counters.packets_encoded;
     out.host_orchestration_loads = c->counters.host_orch_loads;
     out.runtime = c->config.runtime;
+    out.host_orchestration_unloads = c->counters.host_orch_unloads;
+    out.host_builds = c->counters.host_builds;
+    out.host_builds_skipped = c->counters.host_builds_skipped;
     pthread_mutex_unlock(&c->lock);
     *info = out;
     return 0;

@@ -110,10 +110,13 @@ static int host_load(struct simpler_context *ctx, struct sp_callable *c, const u
     return 0;
 }
 
-static void host_unload(struct sp_callable *c)
+/* Undoes host_load (a retried release finds nothing left to undo). */
+static void host_unload(struct simpler_context *ctx, struct sp_callable *c)
 {
     if (c->host_handle)
         sp_elf_close(c->host_handle, c->host_memfd);
+    if (c->host_entry)
+        ctx->counters.host_orch_unloads++;
     c->host_handle = NULL;
     c->host_entry = NULL;
 }
@@ -121,7 +124,7 @@ static void host_unload(struct sp_callable *c)
 int sp_callable_release(struct simpler_context *ctx, struct sp_callable *c)
 {
     int rc;
-    host_unload(c);
+    host_unload(ctx, c);
     if (c->loaded) {
         rc = rt_callable_unload_enqueue(ctx->control, c->record);
         if (rc && rc != PTO_RUNTIME_ERR_DEVICE_LOST)

@@ -130,6 +130,21 @@ uint64_t rt_launcher_generation(const struct rt_launcher *launcher);
 int rt_run_enqueue(struct rt_launcher *launcher, simdev_stream_t stream,
                    const struct rt_run_request *request);
 
+/*
+ * host_build_graph: runs the orchestration of `request` on the calling
+ * thread into request->hbg->bank, as rt_run_enqueue would, and enqueues
+ * nothing; on success request->hbg->image_bytes holds the image's bytes
+ * (and the build's span and task count are written as rt_run_enqueue
+ * writes them), so that rt_run_enqueue of the same request ships the image
+ * as built, stamped with its run's generation. Lets the caller read the
+ * image (keep it) between the build and the launch. Checks the request as
+ * rt_run_enqueue does (INVALID_ARGUMENT also for a request whose image is
+ * already built); OUT_OF_HOST_MEMORY when the launcher's scratch cannot
+ * grow. Uses the launcher's scratch: callers serialise, as for
+ * rt_run_enqueue.
+ */
+int rt_run_build(struct rt_launcher *launcher, const struct rt_run_request *request);
+
 /* ------------------------------------------------------ callable loading */
 
 /*

@@ -102,6 +102,13 @@ static int check_request(const struct rt_run_request *rq, struct simdev_config *
         return rc;
     if (rq->arena_bytes < layout->total)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    /* An image built before: it must be one, and fit the bank and the
+     * arena's image region it is copied from and to. */
+    if (hbg && rq->hbg->image_bytes &&
+        (rq->hbg->image_bytes < sizeof(struct rt_hbg_header) || !rq->hbg->bank ||
+         rq->hbg->image_bytes > rq->hbg->bank_bytes ||
+         rq->hbg->image_bytes > layout->hbg_image_bytes))
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     if (topo->aicpu_threads < 2)
         return PTO_RUNTIME_ERR_UNSUPPORTED; /* one orchestrator + at least one scheduler */
     uint32_t n = rq->config.scheduler_threads ? rq->config.scheduler_threads
@@ -202,6 +209,23 @@ static int hbg_build(struct rt_launcher *l, const struct rt_run_request *request
     return 0;
 }
 
+int rt_run_build(struct rt_launcher *l, const struct rt_run_request *request)
+{
+    if (!l || !request || !request->hbg || request->hbg->image_bytes)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct simdev_config topo;
+    struct rt_layout layout;
+    struct rt_launch_args la;
+    memset(&la, 0, sizeof la);
+    int rc = check_request(request, &topo, &la.schedulers, &layout);
+    size_t bytes;
+    /* The run's generation is not minted yet: rt_run_enqueue stamps it. */
+    if (rc || (rc = hbg_build(l, request, &topo, &la, &bytes)))
+        return rc;
+    request->hbg->image_bytes = bytes;
+    return 0;
+}
+
 /* rt_run_enqueue through `ops`. */
 static int run_enqueue(const struct rt_launch_ops *ops, struct rt_launcher *l,
                        simdev_stream_t stream, const struct rt_run_request *request)
@@ -222,7 +246,10 @@ static int run_enqueue(const struct rt_launch_ops *ops, struct rt_launcher *l,
     if (request->hbg) {
         /* host_build_graph: the orchestration runs here, now; its graph
          * goes in by one copy ahead of the round (chain.c) */
-        if ((rc = hbg_build(l, request, &topo, &la, &round.image.bytes)))
+        round.image.bytes = request->hbg->image_bytes;
+        if (round.image.bytes) /* built before, or a kept image: this run's now */
+            rt_hbg_image_stamp(request->hbg->bank, la.generation);
+        else if ((rc = hbg_build(l, request, &topo, &la, &round.image.bytes)))
             return rc;
         round.image.dst = (uint8_t *)request->arena + layout.hbg_image;
         round.image.src = request->hbg->bank;

@@ -22,6 +22,7 @@
 #ifndef SIMPLER_RUNTIME_HBG_H
 #define SIMPLER_RUNTIME_HBG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +43,7 @@ struct rt_hbg_header {
     uint32_t write_count;
     uint64_t edges;          /* distinct producer-consumer pairs */
     uint32_t edges_logged;   /* min(edges, edge_log_capacity) */
-    uint32_t reserved;
+    uint32_t flags;          /* RT_HBG_* below: what the build depended on */
     uint64_t tensormap_live_peak;
     uint64_t tasks;          /* offsets from the header: the first task record */
     uint64_t producers;      /* uint32_t[producer_count]: task indices */
@@ -50,6 +51,11 @@ struct rt_hbg_header {
     uint64_t writes;         /* struct rt_hbg_write[write_count] */
     uint64_t edge_log;       /* struct rt_edge[edges_logged] */
 };
+
+/* rt_hbg_header.flags: the build read a staged host value of the run's
+ * inputs (an element read that a view answered): its graph may depend on
+ * data, so the image is this run's only (host/hbg_image.c keeps none). */
+#define RT_HBG_READ_INPUTS 0x1u
 
 /* One task, in submission order (its image index), followed by
  * tensor_count tensors and scalar_count scalars. */
@@ -101,6 +107,11 @@ struct rt_hbg_host {
     size_t scratch_bytes;
     void *bank;                           /* the image is built here: borrowed until the */
     size_t bank_bytes;                    /* run's image copy has run */
+    /* 0: rt_run_enqueue builds the image into the bank. Else the bank
+     * already holds a complete image of this many bytes (rt_run_build's,
+     * or a kept image relocated there) and the launch only stamps its
+     * generation (rt_hbg_image_stamp) and ships it. */
+    size_t image_bytes;
     /* Written by rt_run_enqueue (launch layer), for the trace: the build's
      * begin and end (simdev clock ns) and the tasks it built. */
     uint64_t built_begin_ns, built_end_ns;
@@ -141,5 +152,49 @@ int rt_hbg_image_region(const struct rt_config *config, uint32_t core_count, voi
  */
 size_t rt_hbg_build(const struct rt_run_request *rq, uint32_t aic_cores, uint32_t aiv_cores,
                     uint32_t schedulers, uint64_t generation);
+
+/* ------------------------------------------------ a kept image, relocated */
+
+/* A device range a built image may name whose address changes from one run
+ * of the same call to the next (program mode: a staging buffer, allocated
+ * afresh by every submission). */
+struct rt_hbg_range {
+    uint64_t base;
+    uint64_t bytes;
+};
+
+/* One address field of an image that names a moving range: where the
+ * field is (its offset from the header), which range, and the offset into
+ * the range. Offsets and indices only. */
+struct rt_hbg_reloc {
+    uint64_t field;
+    uint64_t offset;
+    uint32_t range;
+    uint32_t reserved;
+};
+
+/*
+ * Finds the address fields of the built image at `image` (host memory,
+ * a successful build's: header error 0) that name an address inside one
+ * of `ranges`: every task tensor's buffer address, every zero-fill's and
+ * every element write's address. Writes up to `capacity` of them to
+ * `relocs` (NULL: only count) and their number to *count. Returns false,
+ * writing nothing, when the image cannot be relocated: it failed, or a
+ * task scalar or an 8-byte element-write value holds an address inside a
+ * range (a number the orchestration derived from a moving address: no
+ * relocation can tell it from data).
+ */
+bool rt_hbg_image_relocations(const void *image, const struct rt_hbg_range *ranges,
+                              uint32_t range_count, struct rt_hbg_reloc *relocs,
+                              uint64_t capacity, uint64_t *count);
+
+/* Rewrites each relocation's field of the image at `image` (a copy of one
+ * rt_hbg_image_relocations read) to bases[reloc.range] + reloc.offset. */
+void rt_hbg_image_relocate(void *image, const struct rt_hbg_reloc *relocs, uint64_t count,
+                           const uint64_t *bases);
+
+/* Writes the run's launch generation into the image's header: the one
+ * field of an image that names its run (the boot refuses another's). */
+void rt_hbg_image_stamp(void *image, uint64_t generation);
 
 #endif /* SIMPLER_RUNTIME_HBG_H */

@@ -10,6 +10,7 @@
  * orchestration's own calls are orchestrator.c's, unchanged but for the
  * hooks: the same checks, the same TensorMap, the same codes.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "common/checked.h"
@@ -41,6 +42,7 @@ struct rt_hbg_build_state {
     uint64_t zero_count;
     struct rt_hbg_write *writes;
     uint32_t write_count;
+    bool read_inputs;          /* an element read took a staged host value */
 };
 
 /* ------------------------------------------------------------- sizes */
@@ -246,6 +248,7 @@ int32_t rt_hbg_read_element(struct rt_run *run, uint64_t addr, size_t size, void
         if (addr >= view->device && sp_range_inside(addr - view->device, size, view->bytes)) {
             memcpy(bytes, view->host + (addr - view->device), size);
             memset(known, 1, size);
+            b->read_inputs = true; /* the graph may now depend on the data */
             break;
         }
     }
@@ -414,6 +417,7 @@ size_t rt_hbg_build(const struct rt_run_request *rq, uint32_t aic_cores, uint32_
                                      ? run->edges
                                      : rq->config.edge_log_capacity);
     hd.tensormap_live_peak = run->tensormap_live_peak;
+    hd.flags = b->read_inputs ? RT_HBG_READ_INPUTS : 0;
     hd.tasks = align8(sizeof hd);
     uint64_t at = b->cursor;
     if (hd.error) {
@@ -432,4 +436,100 @@ size_t rt_hbg_build(const struct rt_run_request *rq, uint32_t aic_cores, uint32_
     memcpy(b->image, &hd, sizeof hd);
     run->hbg = NULL; /* the scratch holds no live build */
     return (size_t)at;
+}
+
+/* ------------------------------------------------ a kept image, relocated */
+
+/* The range of `ranges` that holds `addr`, or range_count. A range's base
+ * counts as inside even when it is empty: a tensor names its buffer by
+ * its base. */
+static uint32_t range_of(uint64_t addr, const struct rt_hbg_range *ranges, uint32_t range_count)
+{
+    for (uint32_t r = 0; r < range_count; r++)
+        if (addr >= ranges[r].base && (addr - ranges[r].base < ranges[r].bytes || addr == ranges[r].base))
+            return r;
+    return range_count;
+}
+
+/* Walks the address fields of `image`: records each one in a range into
+ * relocs[*n] while *n < capacity (relocs may be NULL), counting every one
+ * in *n; false when a scalar or a write value names a range. */
+struct reloc_walk {
+    const uint8_t *image;
+    const struct rt_hbg_range *ranges;
+    uint32_t range_count;
+    struct rt_hbg_reloc *relocs;
+    uint64_t capacity, n;
+};
+
+static void note_field(struct reloc_walk *w, uint64_t field)
+{
+    uint64_t addr;
+    memcpy(&addr, w->image + field, sizeof addr);
+    uint32_t r = range_of(addr, w->ranges, w->range_count);
+    if (r == w->range_count)
+        return;
+    if (w->relocs && w->n < w->capacity)
+        w->relocs[w->n] = (struct rt_hbg_reloc){field, addr - w->ranges[r].base, r, 0};
+    w->n++;
+}
+
+static bool names_a_range(const struct reloc_walk *w, uint64_t at)
+{
+    uint64_t value;
+    memcpy(&value, w->image + at, sizeof value);
+    return range_of(value, w->ranges, w->range_count) != w->range_count;
+}
+
+bool rt_hbg_image_relocations(const void *image, const struct rt_hbg_range *ranges,
+                              uint32_t range_count, struct rt_hbg_reloc *relocs,
+                              uint64_t capacity, uint64_t *count)
+{
+    struct rt_hbg_header hd;
+    memcpy(&hd, image, sizeof hd);
+    if (hd.magic != RT_HBG_MAGIC || hd.error)
+        return false;
+    struct reloc_walk w = {image, ranges, range_count, relocs, capacity, 0};
+    uint64_t at = hd.tasks;
+    for (uint32_t i = 0; i < hd.task_count; i++) {
+        struct rt_hbg_task rec;
+        memcpy(&rec, w.image + at, sizeof rec);
+        uint64_t tensors = at + sizeof rec;
+        for (uint32_t t = 0; t < rec.tensor_count; t++)
+            note_field(&w, tensors + (uint64_t)t * sizeof(struct simpler_tensor) +
+                               offsetof(struct simpler_tensor, addr));
+        uint64_t scalars = tensors + (uint64_t)rec.tensor_count * sizeof(struct simpler_tensor);
+        for (uint32_t k = 0; k < rec.scalar_count; k++)
+            if (names_a_range(&w, scalars + (uint64_t)k * sizeof(uint64_t)))
+                return false;
+        at += rec.bytes;
+    }
+    for (uint32_t z = 0; z < hd.zero_count; z++)
+        note_field(&w, hd.zeros + (uint64_t)z * sizeof(struct rt_hbg_zero) +
+                           offsetof(struct rt_hbg_zero, addr));
+    for (uint32_t k = 0; k < hd.write_count; k++) {
+        uint64_t wr = hd.writes + (uint64_t)k * sizeof(struct rt_hbg_write);
+        uint64_t size;
+        memcpy(&size, w.image + wr + offsetof(struct rt_hbg_write, size), sizeof size);
+        if (size == sizeof(uint64_t) && names_a_range(&w, wr + offsetof(struct rt_hbg_write, value)))
+            return false;
+        note_field(&w, wr + offsetof(struct rt_hbg_write, addr));
+    }
+    *count = w.n;
+    return true;
+}
+
+void rt_hbg_image_relocate(void *image, const struct rt_hbg_reloc *relocs, uint64_t count,
+                           const uint64_t *bases)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t addr = bases[relocs[i].range] + relocs[i].offset;
+        memcpy((uint8_t *)image + relocs[i].field, &addr, sizeof addr);
+    }
+}
+
+void rt_hbg_image_stamp(void *image, uint64_t generation)
+{
+    memcpy((uint8_t *)image + offsetof(struct rt_hbg_header, generation), &generation,
+           sizeof generation);
 }

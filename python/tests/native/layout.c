@@ -56,6 +56,9 @@ int main(void)
     FIELD(simpler_context_info, packets_encoded);
     FIELD(simpler_context_info, host_orchestration_loads);
     FIELD(simpler_context_info, runtime);
+    FIELD(simpler_context_info, host_orchestration_unloads);
+    FIELD(simpler_context_info, host_builds);
+    FIELD(simpler_context_info, host_builds_skipped);
     END();
     STRUCT(simpler_callable_header);
     FIELD(simpler_callable_header, magic); FIELD(simpler_callable_header, version);
