@@ -93,6 +93,53 @@ void hbg_heap_orchestration(struct simpler_orch *rt, const struct simpler_orch_a
     }
 }
 
+/* Writes x[5] = 42 without reading anything, then y = x * mul + add: a
+ * kept image carries the write, at an address in the staged x. */
+void hbg_write_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    uint64_t i5[1] = {5};
+    float v = 42.0f;
+    g_rc[0] = rt->ops->write_element(rt, &args->tensors[0], i5, &v);
+    pm_submit_axpb(rt, args);
+}
+
+/* y = x * mul + add with one scalar more, the staged x's address: a value
+ * derived from a moving address, which no relocation can find. */
+void hbg_address_scalar_orchestration(struct simpler_orch *rt,
+                                      const struct simpler_orch_args *args)
+{
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_input(&ta, &args->tensors[0]);
+    simpler_task_args_add_output_existing(&ta, &args->tensors[1]);
+    for (uint32_t k = 0; k < PM_SCALARS; k++)
+        simpler_task_args_add_scalar(&ta, args->scalars[k]);
+    simpler_task_args_add_scalar(&ta, args->tensors[0].addr);
+    g_rc[0] = simpler_submit_aiv(rt, 0, &ta, &r);
+}
+
+/* g_tasks tasks, task i computing y = x * mul + add on elements
+ * [64 i, 64 i + 64): each reads and writes regions no other task touches,
+ * so none depends on another, and each records two TensorMap entries. */
+#define HBG_SLICE 64u
+void hbg_slices_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    for (uint32_t i = 0; i < g_tasks && rt->ops->status(rt) == 0; i++) {
+        struct simpler_task_args ta;
+        struct simpler_task_result r;
+        struct simpler_tensor x, y;
+        simpler_tensor_slice(&x, &args->tensors[0], 0, i * HBG_SLICE, (i + 1) * HBG_SLICE, 1);
+        simpler_tensor_slice(&y, &args->tensors[1], 0, i * HBG_SLICE, (i + 1) * HBG_SLICE, 1);
+        simpler_task_args_init(&ta);
+        simpler_task_args_add_input(&ta, &x);
+        simpler_task_args_add_output_existing(&ta, &y);
+        for (uint32_t k = 0; k < PM_SCALARS; k++)
+            simpler_task_args_add_scalar(&ta, args->scalars[k]);
+        simpler_submit_aiv(rt, 0, &ta, &r);
+    }
+}
+
 /* A program-mode context on the small device with `runtime`, PM_CALLABLE
  * (pm_orchestration) registered. */
 static struct simpler_context *open_runtime(uint32_t runtime)
@@ -112,6 +159,13 @@ static struct simpler_context *open_runtime(uint32_t runtime)
     assert_int_equal(simpler_register_callable(ctx, PM_CALLABLE, image, bytes), 0);
     simpler_callable_free(image);
     return ctx;
+}
+
+static struct simpler_context_info context_info(struct simpler_context *ctx)
+{
+    struct simpler_context_info info;
+    assert_int_equal(simpler_get_context_info(ctx, &info), 0);
+    return info;
 }
 
 static void register_orchestration(struct simpler_context *ctx, const char *orchestration)
@@ -211,7 +265,7 @@ static void test_the_orchestration_is_loaded_on_the_host_once(void **state)
     unsetenv("SIMPLER_RUNTIME");
     for (uint32_t runtime = SIMPLER_RUNTIME_TMR; runtime <= SIMPLER_RUNTIME_HBG; runtime++) {
         struct simpler_context *ctx = open_runtime(runtime);
-        for (int i = 0; i < 20; i++) {
+        for (int i = 0; i < 100; i++) {
             struct pm_run r;
             pm_run_init(&r, 2.0f + (float)i, 0.5f, 0, 0, (uint64_t)i);
             assert_int_equal(run_once(ctx, PM_CALLABLE, &r), 0);
@@ -222,6 +276,15 @@ static void test_the_orchestration_is_loaded_on_the_host_once(void **state)
         assert_int_equal(simpler_get_context_info(ctx, &info), 0);
         /* HBG: one load for the registration, none per run; TMR: the host
          * never loads the orchestration */
+        assert_int_equal(info.host_orchestration_loads, runtime == SIMPLER_RUNTIME_HBG ? 1 : 0);
+        assert_int_equal(info.host_orchestration_unloads, 0); /* a run unloaded it */
+        /* every run built its graph on the host (single-use runs keep nothing) */
+        assert_int_equal(info.host_builds, runtime == SIMPLER_RUNTIME_HBG ? 100 : 0);
+        assert_int_equal(info.host_builds_skipped, 0);
+        assert_int_equal(simpler_unregister_callable(ctx, PM_CALLABLE), 0);
+        info = context_info(ctx);
+        /* HBG: 0 = unregister left the host's load in the process */
+        assert_int_equal(info.host_orchestration_unloads, runtime == SIMPLER_RUNTIME_HBG ? 1 : 0);
         assert_int_equal(info.host_orchestration_loads, runtime == SIMPLER_RUNTIME_HBG ? 1 : 0);
         pm_close(ctx);
     }
@@ -375,6 +438,323 @@ static void test_a_traced_run_shows_the_host_build_as_its_own_track(void **state
     unlink(path);
 }
 
+/* --------------------------------------- graphs that fit to the last unit */
+
+/* One run of `id` over `r` with `config`, waited and finalized: its
+ * status, and its info in *info. */
+static int run_with(struct simpler_context *ctx, int32_t id, struct pm_run *r,
+                    const struct simpler_run_config *config, struct simpler_run_info *info)
+{
+    simpler_run_t run;
+    assert_int_equal(simpler_prepare_run(ctx, &run, id, &r->args, config), 0);
+    assert_int_equal(simpler_launch_run(ctx, run), 0);
+    int status = simpler_wait_run(ctx, run);
+    assert_int_equal(simpler_get_run_info(ctx, run, info), 0);
+    assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    return status;
+}
+
+/* One capacity resource: a graph that uses it to its last unit, and the
+ * same graph needing one unit more (one task more, or the resource one
+ * unit smaller). */
+struct capacity_case {
+    const char *resource;
+    const char *orchestration;
+    void (*config)(struct simpler_run_config *c, bool over); /* NULL: the small config */
+    uint32_t tasks_fit, tasks_over;
+    uint64_t out_bytes;      /* hbg_heap_orchestration's outputs */
+    uint64_t edges_fit;      /* producer entries of the fitting graph */
+    uint64_t submitted_over; /* tasks in the image when the build failed */
+    uint64_t y_exact;        /* elements of y the fitting graph writes */
+    int32_t code;
+};
+
+/* Ring 1's heap exactly four 256 KiB outputs, or one heap unit (64 bytes)
+ * less. */
+static void heap_config(struct simpler_run_config *c, bool over)
+{
+    c->heap_bytes[1] = (4u * (256u << 10)) - (over ? 64u : 0u);
+}
+
+/* 64 producer entries in all (16 a ring), and room for 128 tasks in ring
+ * 1: the pool, not the window, is what runs out. */
+static void dep_pool_config(struct simpler_run_config *c, bool over)
+{
+    (void)over;
+    for (int i = 0; i < SIMPLER_RUN_RINGS; i++) {
+        c->dep_pool[i] = 16;
+        c->task_window[i] = i == 1 ? 128 : 16;
+    }
+}
+
+/* 32 TensorMap entries. */
+static void tensormap_config(struct simpler_run_config *c, bool over)
+{
+    (void)over;
+    c->tensormap_entries = 32;
+}
+
+static const struct capacity_case capacity_cases[] = {
+    /* 64 slots in ring 1: 64 chained tasks (63 edges), then 65 */
+    {"task window", "hbg_many_orchestration", NULL, 64, 65, 0, 63, 64, PM_N,
+     SIMPLER_ORCH_ERR_TASK_WINDOW_DEADLOCK},
+    /* four zero-filled 256 KiB outputs in a heap of 1 MiB, then 1 MiB - 64 */
+    {"heap", "hbg_heap_orchestration", heap_config, 4, 4, 256u << 10, 0, 3, 0,
+     SIMPLER_ORCH_ERR_HEAP_DEADLOCK},
+    /* a chain of 65 tasks has 64 producer entries, one of 66 has 65 */
+    {"dep pool", "hbg_many_orchestration", dep_pool_config, 65, 66, 0, 64, 65, PM_N,
+     SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW},
+    /* each task records two entries (its read of x and its write of y, on
+     * regions no other task touches): 16 tasks fill 32, 17 need 34 */
+    {"TensorMap", "hbg_slices_orchestration", tensormap_config, 16, 17, 0, 0, 16,
+     16 * HBG_SLICE, SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW},
+};
+
+/* Each of HBG's four capacity resources, used to its last unit, runs
+ * exactly; one unit more fails at once with its code, running nothing and
+ * copying nothing back; the runs before and after are exact and the
+ * committed device memory is back to its idle figure. */
+static void test_each_resource_overflowed_by_one_unit_fails_at_once(void **state)
+{
+    (void)state;
+    unsetenv("SIMPLER_RUNTIME");
+    for (size_t i = 0; i < sizeof capacity_cases / sizeof capacity_cases[0]; i++) {
+        const struct capacity_case *cc = &capacity_cases[i];
+        print_message("%s\n", cc->resource);
+        struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+        register_orchestration(ctx, cc->orchestration);
+        size_t idle = simpler_committed_device_memory(ctx);
+        next_run_is_exact(ctx);
+        for (int over = 0; over <= 1; over++) {
+            struct simpler_run_config config = ts_small_run_config();
+            if (cc->config)
+                cc->config(&config, over);
+            g_tasks = over ? cc->tasks_over : cc->tasks_fit;
+            g_out_bytes = cc->out_bytes;
+            struct pm_run r;
+            pm_run_init(&r, 2.0f, 1.0f, 0, 0, 3);
+            struct simpler_run_info info;
+            int status = run_with(ctx, HBG_CALLABLE, &r, &config, &info);
+            if (!over) {
+                assert_int_equal(status, 0); /* the resource's last unit was not usable */
+                assert_int_equal(info.tasks_completed, cc->tasks_fit);
+                assert_int_equal(info.edges, cc->edges_fit);
+                for (uint64_t e = 0; e < cc->y_exact; e++)
+                    assert_true(r.y[e] == r.x[e] * r.mul + r.add); /* the graph ran wrong */
+            } else {
+                /* 0: the overflow was not detected; another code: the wrong
+                 * resource blamed (or a wait that timed out) */
+                assert_int_equal(status, -cc->code);
+                assert_int_equal(info.tasks_submitted, cc->submitted_over);
+                assert_int_equal(info.tasks_completed, 0); /* a task of it ran */
+                pm_run_check_untouched(&r);                /* a failed run copied back */
+            }
+            pm_run_free(&r);
+            next_run_is_exact(ctx);
+            /* more: the run left staging, image or heap memory committed */
+            assert_int_equal(simpler_committed_device_memory(ctx), idle);
+        }
+        pm_close(ctx);
+    }
+}
+
+/* ------------------------------------ a prepared call keeps its image */
+
+#define HBG_BATCH 4 /* open_runtime's pipeline depth: all in flight at once */
+
+static float g_x_of[HBG_BATCH][PM_N];
+
+/* Submits `call` HBG_BATCH times before finalizing any, x's values
+ * changed before each (staged as they are then, into each submission's
+ * own staging buffers), then finalizes each in order and checks that y
+ * came from that submission's own x (and x[5] = 42, when `wrote5`). */
+static void submit_batch(struct simpler_context *ctx, struct simpler_prepared_call *call,
+                         struct pm_run *r, float base, bool wrote5)
+{
+    simpler_run_t runs[HBG_BATCH];
+    for (int k = 0; k < HBG_BATCH; k++) {
+        for (uint64_t i = 0; i < PM_N; i++)
+            r->x[i] = g_x_of[k][i] = pm_x_value(i, base + (float)k);
+        for (uint64_t i = 0; i < PM_N; i++)
+            r->acc[i] = 1.0f;
+        assert_int_equal(simpler_submit_call(ctx, call, &runs[k]), 0);
+    }
+    for (int k = 0; k < HBG_BATCH; k++) {
+        assert_int_equal(simpler_wait_run(ctx, runs[k]), 0);
+        assert_int_equal(simpler_finalize_run(ctx, runs[k]), 0);
+        for (uint64_t i = 0; i < PM_N; i++) {
+            float x = wrote5 && i == 5 ? 42.0f : g_x_of[k][i];
+            /* another submission's value: the image was not relocated to
+             * this submission's staging */
+            assert_true(r->y[i] == x * r->mul + r->add);
+        }
+    }
+}
+
+/* Twelve submissions of one prepared call, four in flight at a time: the
+ * first builds, the eleven others publish the kept image, each relocated to
+ * its own staging buffers; then the same inputs through a single-use run
+ * (a build) give the same bytes. */
+static void test_a_prepared_call_builds_once_and_publishes_its_image_after(void **state)
+{
+    (void)state;
+    unsetenv("SIMPLER_RUNTIME");
+    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+    size_t idle = simpler_committed_device_memory(ctx);
+    struct pm_run r;
+    pm_run_init(&r, 1.5f, 0.25f, 0, 0, 5);
+    struct simpler_prepared_call *call;
+    assert_int_equal(simpler_prepare_call(ctx, PM_CALLABLE, &r.args, NULL, &call), 0);
+    assert_int_equal(context_info(ctx).host_builds, 0); /* preparing builds nothing */
+    for (int batch = 0; batch < 3; batch++) {
+        submit_batch(ctx, call, &r, 10.0f * (float)batch, false);
+        for (uint64_t i = 0; i < PM_N; i++)
+            assert_true(r.acc[i] == 1.0f + r.y[i]); /* the second task ran wrong */
+    }
+    struct simpler_context_info info = context_info(ctx);
+    assert_int_equal(info.host_builds, 1);          /* more: a submission built again */
+    assert_int_equal(info.host_builds_skipped, 11); /* fewer: the image was not kept */
+
+    /* The kept image against a build: the same inputs, the same outputs. */
+    static float kept_y[PM_N], kept_acc[PM_N];
+    for (uint64_t i = 0; i < PM_N; i++) {
+        r.x[i] = pm_x_value(i, -3.0f);
+        r.acc[i] = 1.0f;
+    }
+    simpler_run_t run;
+    assert_int_equal(simpler_submit_call(ctx, call, &run), 0);
+    assert_int_equal(simpler_wait_run(ctx, run), 0);
+    assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    memcpy(kept_y, r.y, sizeof kept_y);
+    memcpy(kept_acc, r.acc, sizeof kept_acc);
+    memset(r.y, PM_POISON_BYTE, PM_N * sizeof *r.y);
+    for (uint64_t i = 0; i < PM_N; i++)
+        r.acc[i] = 1.0f;
+    assert_int_equal(simpler_run(ctx, PM_CALLABLE, &r.args, NULL, NULL), 0);
+    /* a difference: the published image is not the graph a build makes */
+    assert_memory_equal(kept_y, r.y, sizeof kept_y);
+    assert_memory_equal(kept_acc, r.acc, sizeof kept_acc);
+    info = context_info(ctx);
+    assert_int_equal(info.host_builds, 2);          /* the single-use run built */
+    assert_int_equal(info.host_builds_skipped, 12); /* the 13th submission published */
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    assert_int_equal(simpler_committed_device_memory(ctx), idle);
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
+/* The kept image's element write lands in each submission's own staged x:
+ * its address is relocated with the tensors'. */
+static void test_a_kept_element_write_lands_in_each_submissions_staging(void **state)
+{
+    (void)state;
+    unsetenv("SIMPLER_RUNTIME");
+    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+    register_orchestration(ctx, "hbg_write_orchestration");
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 5);
+    struct simpler_prepared_call *call;
+    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
+    for (int batch = 0; batch < 2; batch++)
+        submit_batch(ctx, call, &r, 7.0f * (float)batch, true);
+    struct simpler_context_info info = context_info(ctx);
+    assert_int_equal(info.host_builds, 1); /* a write does not make a graph data-dependent */
+    assert_int_equal(info.host_builds_skipped, 7);
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
+/* Submits `call` `n` times one after the other, x's base changed before
+ * each; each run's status must be `status`. */
+static void submit_each(struct simpler_context *ctx, struct simpler_prepared_call *call,
+                        struct pm_run *r, int n, int status)
+{
+    for (int k = 0; k < n; k++) {
+        for (uint64_t i = 0; i < PM_N; i++)
+            r->x[i] = pm_x_value(i, (float)k);
+        reset_seen();
+        simpler_run_t run;
+        assert_int_equal(simpler_submit_call(ctx, call, &run), 0);
+        assert_int_equal(simpler_wait_run(ctx, run), status);
+        assert_int_equal(simpler_finalize_run(ctx, run), 0);
+    }
+}
+
+/* An orchestration that reads an element of its staged inputs may build a
+ * graph that depends on them: its call builds at every submission, and
+ * each build sees that submission's values. */
+static void test_a_call_that_reads_an_input_element_builds_at_every_submission(void **state)
+{
+    (void)state;
+    unsetenv("SIMPLER_RUNTIME");
+    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+    register_orchestration(ctx, "hbg_staged_orchestration");
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
+    struct simpler_prepared_call *call;
+    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
+    for (int k = 0; k < 3; k++) {
+        submit_each(ctx, call, &r, 1, 0);
+        (void)k;
+    }
+    /* the last submission's build read the last submission's x[3] */
+    assert_int_equal(g_rc[0], 0);
+    assert_true(g_value[0] == pm_x_value(3, 0.0f));
+    struct simpler_context_info info = context_info(ctx);
+    assert_int_equal(info.host_builds, 3); /* fewer: a data-dependent image was kept */
+    assert_int_equal(info.host_builds_skipped, 0);
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
+/* A build that failed is not kept: every submission builds and fails
+ * with the build's code, and the next run is exact. */
+static void test_a_failed_build_is_not_kept(void **state)
+{
+    (void)state;
+    unsetenv("SIMPLER_RUNTIME");
+    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+    register_orchestration(ctx, "hbg_produced_orchestration");
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
+    struct simpler_prepared_call *call;
+    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
+    submit_each(ctx, call, &r, 3, -SIMPLER_ORCH_ERR_NOT_HOST_VISIBLE);
+    struct simpler_context_info info = context_info(ctx);
+    assert_int_equal(info.host_builds, 3); /* fewer: the failed image was kept */
+    assert_int_equal(info.host_builds_skipped, 0);
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    pm_run_free(&r);
+    next_run_is_exact(ctx);
+    pm_close(ctx);
+}
+
+/* A scalar that carries a staged address cannot be relocated: the call
+ * builds at every submission, and every run is exact. */
+static void test_a_staged_address_in_a_scalar_is_never_kept(void **state)
+{
+    (void)state;
+    unsetenv("SIMPLER_RUNTIME");
+    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+    register_orchestration(ctx, "hbg_address_scalar_orchestration");
+    struct pm_run r;
+    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
+    struct simpler_prepared_call *call;
+    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
+    submit_each(ctx, call, &r, 3, 0);
+    assert_int_equal(g_rc[0], 0); /* the submit with the address scalar was refused */
+    for (uint64_t i = 0; i < PM_N; i++)
+        assert_true(r.y[i] == r.x[i] * r.mul + r.add);
+    struct simpler_context_info info = context_info(ctx);
+    assert_int_equal(info.host_builds, 3); /* fewer: an image naming a freed buffer was kept */
+    assert_int_equal(info.host_builds_skipped, 0);
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    pm_run_free(&r);
+    pm_close(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +771,17 @@ int main(void)
         cmocka_unit_test_teardown(test_outputs_larger_than_the_heap_fail_at_once,
                                   ts_device_teardown),
         cmocka_unit_test_teardown(test_a_traced_run_shows_the_host_build_as_its_own_track,
+                                  ts_device_teardown),
+        cmocka_unit_test_teardown(test_each_resource_overflowed_by_one_unit_fails_at_once,
+                                  ts_device_teardown),
+        cmocka_unit_test_teardown(test_a_prepared_call_builds_once_and_publishes_its_image_after,
+                                  ts_device_teardown),
+        cmocka_unit_test_teardown(test_a_kept_element_write_lands_in_each_submissions_staging,
+                                  ts_device_teardown),
+        cmocka_unit_test_teardown(test_a_call_that_reads_an_input_element_builds_at_every_submission,
+                                  ts_device_teardown),
+        cmocka_unit_test_teardown(test_a_failed_build_is_not_kept, ts_device_teardown),
+        cmocka_unit_test_teardown(test_a_staged_address_in_a_scalar_is_never_kept,
                                   ts_device_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
