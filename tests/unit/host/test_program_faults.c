@@ -236,6 +236,30 @@ static void finish_from_call_prepared(struct fx *f)
     finish_from_submitted(f);
 }
 
+/* After a prepared call's first submission under a host fault sweep: the
+ * run completes exactly, and under host_build_graph the call kept the
+ * image of the submission that succeeded: a second submission publishes
+ * it (a failed attempt counted no build and kept nothing). */
+static void finish_from_submitted_resubmit(struct fx *f)
+{
+    uint64_t hbg = ts_runtime_hbg();
+    assert_int_equal(simpler_wait_run(f->ctx, f->handle), 0);
+    assert_int_equal(simpler_finalize_run(f->ctx, f->handle), 0);
+    pm_run_check(&f->run);
+    /* 2: a failed attempt counted its build */
+    assert_int_equal(f->ctx->counters.host_builds, hbg);
+    for (uint64_t i = 0; i < PM_N; i++)
+        f->run.acc[i] = 1.0f; /* acc is INOUT: the second run adds to it again */
+    assert_int_equal(call_submit_call(f), 0);
+    assert_int_equal(simpler_wait_run(f->ctx, f->handle), 0);
+    assert_int_equal(simpler_finalize_run(f->ctx, f->handle), 0);
+    pm_run_check(&f->run);
+    assert_int_equal(f->ctx->counters.host_builds, hbg); /* the retry's image was not kept */
+    assert_int_equal(f->ctx->counters.host_builds_skipped, hbg);
+    assert_int_equal(simpler_committed_device_memory(f->ctx), f->committed_before);
+    fx_teardown(f);
+}
+
 static void finish_from_launched(struct fx *f)
 {
     assert_int_equal(simpler_wait_run(f->ctx, f->handle), 0);
@@ -410,13 +434,21 @@ static void test_every_host_allocation_fails_cleanly_and_retries(void **state)
         {"prepare_call", fx_registered, call_prepare_call, finish_from_call_prepared, 0, 0},
         /* none under TMR; host_build_graph's image bank and build scratch */
         {"launch", fx_prepared, call_launch, finish_from_launched, 0, 0},
+        /* none under TMR; host_build_graph's image bank and the kept image */
+        {"submit_call", fx_call_prepared, call_submit_call, finish_from_submitted_resubmit, 0, 0},
     };
     uint64_t injected = 0;
-    for (size_t i = 0; i < sizeof host_phases / sizeof host_phases[0]; i++)
+    for (size_t i = 0; i < sizeof host_phases / sizeof host_phases[0]; i++) {
+        uint64_t before = injected;
         sweep_host_faults(&host_phases[i], &injected);
+        print_message("%s: %llu injected host allocation failures\n", host_phases[i].name,
+                      (unsigned long long)(injected - before));
+    }
     /* context, slots, launcher, callable record, prepared call; under HBG
-     * also the launch's bank and scratch */
-    assert_true(injected >= 5 + 2 * (uint64_t)ts_runtime_hbg());
+     * also init's build scratch, the launch's bank, and the submission's
+     * bank and kept image (fewer: an allocation was never reached by a
+     * fault; more: a new allocation no test knows about) */
+    assert_int_equal(injected, 5 + 4 * (uint64_t)ts_runtime_hbg());
 }
 
 /* An init fails, and so does the cleanup of what it had created: the
