@@ -446,14 +446,15 @@ size_t rt_hbg_build(const struct rt_run_request *rq, uint32_t aic_cores, uint32_
 static uint32_t range_of(uint64_t addr, const struct rt_hbg_range *ranges, uint32_t range_count)
 {
     for (uint32_t r = 0; r < range_count; r++)
-        if (addr >= ranges[r].base && (addr - ranges[r].base < ranges[r].bytes || addr == ranges[r].base))
+        if (addr >= ranges[r].base &&
+            (addr - ranges[r].base < ranges[r].bytes || addr == ranges[r].base))
             return r;
     return range_count;
 }
 
-/* Walks the address fields of `image`: records each one in a range into
- * relocs[*n] while *n < capacity (relocs may be NULL), counting every one
- * in *n; false when a scalar or a write value names a range. */
+/* A walk over an image's address fields: each one inside a range is
+ * recorded into relocs[n] while n < capacity (relocs may be NULL) and
+ * counted in n. */
 struct reloc_walk {
     const uint8_t *image;
     const struct rt_hbg_range *ranges;
@@ -462,6 +463,7 @@ struct reloc_walk {
     uint64_t capacity, n;
 };
 
+/* The address field at offset `field`: a relocation when it names a range. */
 static void note_field(struct reloc_walk *w, uint64_t field)
 {
     uint64_t addr;
@@ -474,6 +476,8 @@ static void note_field(struct reloc_walk *w, uint64_t field)
     w->n++;
 }
 
+/* True when the 8-byte value at offset `at` (a scalar, a write's value)
+ * lies in a range. */
 static bool names_a_range(const struct reloc_walk *w, uint64_t at)
 {
     uint64_t value;
