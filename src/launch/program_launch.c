@@ -209,18 +209,30 @@ static int hbg_build(struct rt_launcher *l, const struct rt_run_request *request
     return 0;
 }
 
+/* What a launch and a build of `request` start from: the request checked,
+ * the device's topology, the arena's layout and launch args with only the
+ * scheduler count set. */
+struct launch_plan {
+    struct simdev_config topo;
+    struct rt_layout layout;
+    struct rt_launch_args la;
+};
+
+static int plan_launch(const struct rt_run_request *request, struct launch_plan *p)
+{
+    memset(&p->la, 0, sizeof p->la);
+    return check_request(request, &p->topo, &p->la.schedulers, &p->layout);
+}
+
 int rt_run_build(struct rt_launcher *l, const struct rt_run_request *request)
 {
     if (!l || !request || !request->hbg || request->hbg->image_bytes)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct simdev_config topo;
-    struct rt_layout layout;
-    struct rt_launch_args la;
-    memset(&la, 0, sizeof la);
-    int rc = check_request(request, &topo, &la.schedulers, &layout);
+    struct launch_plan p;
     size_t bytes;
+    int rc;
     /* The run's generation is not minted yet: rt_run_enqueue stamps it. */
-    if (rc || (rc = hbg_build(l, request, &topo, &la, &bytes)))
+    if ((rc = plan_launch(request, &p)) || (rc = hbg_build(l, request, &p.topo, &p.la, &bytes)))
         return rc;
     request->hbg->image_bytes = bytes;
     return 0;
@@ -232,26 +244,24 @@ static int run_enqueue(const struct rt_launch_ops *ops, struct rt_launcher *l,
 {
     if (!l || !stream || !request)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    struct simdev_config topo;
-    struct rt_layout layout;
-    struct rt_launch_args la;
-    memset(&la, 0, sizeof la);
-    int rc = check_request(request, &topo, &la.schedulers, &layout);
+    struct launch_plan p;
+    int rc = plan_launch(request, &p);
     if (rc)
         return rc;
-    la.request = *request;
-    la.request.hbg = NULL; /* host memory: the device never sees it */
-    la.generation = ++l->generation;
-    struct rt_chain_round round = program_round(&la, &layout);
+    struct rt_launch_args *la = &p.la;
+    la->request = *request;
+    la->request.hbg = NULL; /* host memory: the device never sees it */
+    la->generation = ++l->generation;
+    struct rt_chain_round round = program_round(la, &p.layout);
     if (request->hbg) {
         /* host_build_graph: the orchestration runs here, now; its graph
          * goes in by one copy ahead of the round (chain.c) */
         round.image.bytes = request->hbg->image_bytes;
         if (round.image.bytes) /* built before, or a kept image: this run's now */
-            rt_hbg_image_stamp(request->hbg->bank, la.generation);
-        else if ((rc = hbg_build(l, request, &topo, &la, &round.image.bytes)))
+            rt_hbg_image_stamp(request->hbg->bank, la->generation);
+        else if ((rc = hbg_build(l, request, &p.topo, la, &round.image.bytes)))
             return rc;
-        round.image.dst = (uint8_t *)request->arena + layout.hbg_image;
+        round.image.dst = (uint8_t *)request->arena + p.layout.hbg_image;
         round.image.src = request->hbg->bank;
     }
     enum rt_chain_step failed;

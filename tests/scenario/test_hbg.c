@@ -643,28 +643,6 @@ static void test_a_prepared_call_builds_once_and_publishes_its_image_after(void 
     pm_close(ctx);
 }
 
-/* The kept image's element write lands in each submission's own staged x:
- * its address is relocated with the tensors'. */
-static void test_a_kept_element_write_lands_in_each_submissions_staging(void **state)
-{
-    (void)state;
-    unsetenv("SIMPLER_RUNTIME");
-    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
-    register_orchestration(ctx, "hbg_write_orchestration");
-    struct pm_run r;
-    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 5);
-    struct simpler_prepared_call *call;
-    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
-    for (int batch = 0; batch < 2; batch++)
-        submit_batch(ctx, call, &r, 7.0f * (float)batch, true);
-    struct simpler_context_info info = context_info(ctx);
-    assert_int_equal(info.host_builds, 1); /* a write does not make a graph data-dependent */
-    assert_int_equal(info.host_builds_skipped, 7);
-    assert_int_equal(simpler_release_call(ctx, call), 0);
-    pm_run_free(&r);
-    pm_close(ctx);
-}
-
 /* Submits `call` `n` times one after the other, x's base changed before
  * each; each run's status must be `status`. */
 static void submit_each(struct simpler_context *ctx, struct simpler_prepared_call *call,
@@ -681,32 +659,63 @@ static void submit_each(struct simpler_context *ctx, struct simpler_prepared_cal
     }
 }
 
+/* An HBG context with `orchestration` registered as HBG_CALLABLE and a
+ * prepared call of it over *r (initialised here); *ctx: the context. */
+static struct simpler_prepared_call *open_call(const char *orchestration, struct pm_run *r,
+                                               struct simpler_context **ctx)
+{
+    unsetenv("SIMPLER_RUNTIME");
+    *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
+    register_orchestration(*ctx, orchestration);
+    pm_run_init(r, 2.0f, 1.0f, 0, 0, 1);
+    struct simpler_prepared_call *call;
+    assert_int_equal(simpler_prepare_call(*ctx, HBG_CALLABLE, &r->args, NULL, &call), 0);
+    return call;
+}
+
+/* Releases `call` (what it kept goes with it: LeakSanitizer says if not),
+ * frees *r and closes the context. */
+static void close_call(struct simpler_context *ctx, struct simpler_prepared_call *call,
+                       struct pm_run *r)
+{
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    pm_run_free(r);
+    pm_close(ctx);
+}
+
+/* The kept image's element write lands in each submission's own staged x:
+ * its address is relocated with the tensors'. */
+static void test_a_kept_element_write_lands_in_each_submissions_staging(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx;
+    struct pm_run r;
+    struct simpler_prepared_call *call = open_call("hbg_write_orchestration", &r, &ctx);
+    for (int batch = 0; batch < 2; batch++)
+        submit_batch(ctx, call, &r, 7.0f * (float)batch, true);
+    struct simpler_context_info info = context_info(ctx);
+    assert_int_equal(info.host_builds, 1); /* a write does not make a graph data-dependent */
+    assert_int_equal(info.host_builds_skipped, 7);
+    close_call(ctx, call, &r);
+}
+
 /* An orchestration that reads an element of its staged inputs may build a
  * graph that depends on them: its call builds at every submission, and
  * each build sees that submission's values. */
 static void test_a_call_that_reads_an_input_element_builds_at_every_submission(void **state)
 {
     (void)state;
-    unsetenv("SIMPLER_RUNTIME");
-    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
-    register_orchestration(ctx, "hbg_staged_orchestration");
+    struct simpler_context *ctx;
     struct pm_run r;
-    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
-    struct simpler_prepared_call *call;
-    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
-    for (int k = 0; k < 3; k++) {
-        submit_each(ctx, call, &r, 1, 0);
-        (void)k;
-    }
+    struct simpler_prepared_call *call = open_call("hbg_staged_orchestration", &r, &ctx);
+    submit_each(ctx, call, &r, 3, 0);
     /* the last submission's build read the last submission's x[3] */
     assert_int_equal(g_rc[0], 0);
-    assert_true(g_value[0] == pm_x_value(3, 0.0f));
+    assert_true(g_value[0] == pm_x_value(3, 2.0f)); /* an earlier x: the image was kept */
     struct simpler_context_info info = context_info(ctx);
     assert_int_equal(info.host_builds, 3); /* fewer: a data-dependent image was kept */
     assert_int_equal(info.host_builds_skipped, 0);
-    assert_int_equal(simpler_release_call(ctx, call), 0);
-    pm_run_free(&r);
-    pm_close(ctx);
+    close_call(ctx, call, &r);
 }
 
 /* A build that failed is not kept: every submission builds and fails
@@ -714,21 +723,15 @@ static void test_a_call_that_reads_an_input_element_builds_at_every_submission(v
 static void test_a_failed_build_is_not_kept(void **state)
 {
     (void)state;
-    unsetenv("SIMPLER_RUNTIME");
-    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
-    register_orchestration(ctx, "hbg_produced_orchestration");
+    struct simpler_context *ctx;
     struct pm_run r;
-    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
-    struct simpler_prepared_call *call;
-    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
+    struct simpler_prepared_call *call = open_call("hbg_produced_orchestration", &r, &ctx);
     submit_each(ctx, call, &r, 3, -SIMPLER_ORCH_ERR_NOT_HOST_VISIBLE);
     struct simpler_context_info info = context_info(ctx);
     assert_int_equal(info.host_builds, 3); /* fewer: the failed image was kept */
     assert_int_equal(info.host_builds_skipped, 0);
-    assert_int_equal(simpler_release_call(ctx, call), 0);
-    pm_run_free(&r);
     next_run_is_exact(ctx);
-    pm_close(ctx);
+    close_call(ctx, call, &r);
 }
 
 /* A scalar that carries a staged address cannot be relocated: the call
@@ -736,13 +739,9 @@ static void test_a_failed_build_is_not_kept(void **state)
 static void test_a_staged_address_in_a_scalar_is_never_kept(void **state)
 {
     (void)state;
-    unsetenv("SIMPLER_RUNTIME");
-    struct simpler_context *ctx = open_runtime(SIMPLER_RUNTIME_HBG);
-    register_orchestration(ctx, "hbg_address_scalar_orchestration");
+    struct simpler_context *ctx;
     struct pm_run r;
-    pm_run_init(&r, 2.0f, 1.0f, 0, 0, 1);
-    struct simpler_prepared_call *call;
-    assert_int_equal(simpler_prepare_call(ctx, HBG_CALLABLE, &r.args, NULL, &call), 0);
+    struct simpler_prepared_call *call = open_call("hbg_address_scalar_orchestration", &r, &ctx);
     submit_each(ctx, call, &r, 3, 0);
     assert_int_equal(g_rc[0], 0); /* the submit with the address scalar was refused */
     for (uint64_t i = 0; i < PM_N; i++)
@@ -750,9 +749,7 @@ static void test_a_staged_address_in_a_scalar_is_never_kept(void **state)
     struct simpler_context_info info = context_info(ctx);
     assert_int_equal(info.host_builds, 3); /* fewer: an image naming a freed buffer was kept */
     assert_int_equal(info.host_builds_skipped, 0);
-    assert_int_equal(simpler_release_call(ctx, call), 0);
-    pm_run_free(&r);
-    pm_close(ctx);
+    close_call(ctx, call, &r);
 }
 
 int main(void)
