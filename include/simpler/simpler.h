@@ -190,11 +190,12 @@ struct simpler_context_info {
                                         (ran the orchestration): every launch of a
                                         simpler_prepare_run / simpler_run, and a
                                         prepared call's submissions that had no
-                                        kept image to publish */
-    uint64_t host_builds_skipped;    /* HBG launches that published the image
-                                        their prepared call kept instead of
-                                        building (docs/runtime.md, "A prepared
-                                        call keeps its image") */
+                                        kept image to publish; in kernel mode every
+                                        launch and graph update */
+    uint64_t host_builds_skipped;    /* HBG program mode: submissions that
+                                        published the image their prepared call
+                                        kept instead of building (docs/runtime.md,
+                                        "A prepared call keeps its image") */
 };
 
 /* Writes the context's info to *info (borrowed). INVALID_ARGUMENT for NULL.

@@ -196,7 +196,8 @@ int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_c
     out.host_orchestration_loads = c->counters.host_orch_loads;
     out.runtime = c->config.runtime;
     out.host_orchestration_unloads = c->counters.host_orch_unloads;
-    out.host_builds = c->counters.host_builds;
+    /* one identity a context: one of the two is 0 */
+    out.host_builds = c->counters.host_builds + c->kernel.host_builds;
     out.host_builds_skipped = c->counters.host_builds_skipped;
     pthread_mutex_unlock(&c->lock);
     *info = out;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "km_support.h"
 #include "pm_support.h"
 
 #define HBG_CALLABLE 9
@@ -752,6 +753,36 @@ static void test_a_staged_address_in_a_scalar_is_never_kept(void **state)
     close_call(ctx, call, &r);
 }
 
+/* Kernel mode builds at every launch (it keeps no image): the public
+ * counter says so, for a launch of a prepared call as for an unprepared
+ * one. */
+static void test_kernel_mode_counts_a_host_build_per_launch(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("SIMPLER_RUNTIME", "hbg", 1), 0);
+    struct simpler_context *ctx;
+    simdev_stream_t s;
+    struct km_bufs b;
+    km_opening(&ctx, &s, &b, km_open(), 1024, 0.0f);
+    struct km_args a;
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    struct simpler_prepared_call *call;
+    assert_int_equal(simpler_prepare_call(ctx, 0, &a.args, NULL, &call), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+        assert_int_equal(simpler_kernel_mode_launch_call(ctx, call, s), 0);
+    }
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(km_bufs_hold_rounds(&b, 0.0f, 2.0f, 0.5f, 6)); /* a round lost or doubled */
+    struct simpler_context_info info = context_info(ctx);
+    assert_int_equal(info.runtime, SIMPLER_RUNTIME_HBG);
+    assert_int_equal(info.host_builds, 6); /* fewer: kernel mode's builds are not reported */
+    assert_int_equal(info.host_builds_skipped, 0); /* kernel mode keeps no image */
+    assert_int_equal(simpler_release_call(ctx, call), 0);
+    km_closing(ctx, s, &b);
+    unsetenv("SIMPLER_RUNTIME");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -779,6 +810,8 @@ int main(void)
                                   ts_device_teardown),
         cmocka_unit_test_teardown(test_a_failed_build_is_not_kept, ts_device_teardown),
         cmocka_unit_test_teardown(test_a_staged_address_in_a_scalar_is_never_kept,
+                                  ts_device_teardown),
+        cmocka_unit_test_teardown(test_kernel_mode_counts_a_host_build_per_launch,
                                   ts_device_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
