@@ -65,6 +65,27 @@ int sp_hbg_image_keep(const struct sp_working_set *ws, uint64_t arena_nonce,
     return 0;
 }
 
+int sp_hbg_image_keep_fixed(const void *image, struct sp_hbg_image **out)
+{
+    *out = NULL;
+    struct rt_hbg_header hd;
+    memcpy(&hd, image, sizeof hd);
+    uint64_t total;
+    if (hd.error || (hd.flags & RT_HBG_READ_INPUTS))
+        return 0;
+    if (!sp_add_u64(hd.bytes, sizeof(struct sp_hbg_image), &total) || total > SIZE_MAX)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    struct sp_hbg_image *kept = sp_host_malloc((size_t)total);
+    if (!kept)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    memset(kept, 0, sizeof *kept);
+    kept->bytes = (size_t)hd.bytes;
+    memcpy(kept->image, image, kept->bytes);
+    kept->relocs = (struct rt_hbg_reloc *)(kept->image + kept->bytes);
+    *out = kept;
+    return 0;
+}
+
 bool sp_hbg_image_fits(const struct sp_hbg_image *kept, const struct sp_working_set *ws,
                        uint64_t arena_nonce, uint32_t edge_log_capacity)
 {

@@ -55,6 +55,16 @@ struct sp_hbg_image {
 int sp_hbg_image_keep(const struct sp_working_set *ws, uint64_t arena_nonce,
                       uint32_t edge_log_capacity, struct sp_hbg_image **out);
 
+/*
+ * Kernel mode: keeps the image `image` (a build's, complete) when it may
+ * be kept: the build succeeded and read no host value. A kernel context's
+ * image names nothing that moves between launches of one call (the
+ * caller's device tensors, the arena's heaps; no staging), so it keeps no
+ * relocations and is shipped as kept, its generation stamped. *out: the
+ * kept image, or NULL. 0 or OUT_OF_HOST_MEMORY (nothing kept).
+ */
+int sp_hbg_image_keep_fixed(const void *image, struct sp_hbg_image **out);
+
 /* True when `kept` may run as the submission staged in `ws`, against the
  * arena `arena_nonce` with an edge log of `edge_log_capacity` entries: the
  * same arena, the same edge log, the same staging layout. */

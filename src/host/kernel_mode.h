@@ -61,6 +61,7 @@ struct sp_kernel_mode {
     struct rt_kernel_mode_build hbg;
     struct simpler_orch_args hbg_args; /* the round's, decoded from its packet */
     uint64_t host_builds;
+    uint64_t host_builds_skipped; /* launches and updates that shipped a kept image */
 };
 
 /* A kernel context that accepts work now: latched KERNEL, accepting in its
@@ -75,6 +76,27 @@ int sp_kernel_mode_ready(struct simpler_context *ctx, bool launch);
  * Caller holds ctx->lock. */
 struct rt_kernel_mode_build *sp_kernel_mode_build_for(struct simpler_context *ctx,
                                                       const struct simpler_prepared_call *call);
+
+struct sp_hbg_image;
+
+/*
+ * host_build_graph: the image of round `generation` of the prepared
+ * `call` with `config` into *image: the call's kept image stamped with
+ * the generation (no build: *built false), or a build into the context's
+ * bank (*built true), which a call of simpler_prepare_call keeps when it
+ * may (host/hbg_image.h): *kept is then the newly kept image, to be
+ * dropped (sp_kernel_mode_image_drop) if what it was built for fails. 0,
+ * INVALID_ARGUMENT (nothing can be built) or OUT_OF_HOST_MEMORY (the image
+ * could not be kept: nothing kept). Caller holds ctx->lock.
+ */
+int sp_kernel_mode_image(struct simpler_context *ctx, const struct simpler_prepared_call *call,
+                         const struct rt_config *config, uint64_t generation,
+                         struct rt_kernel_mode_image *image, bool *built,
+                         struct sp_hbg_image **kept);
+
+/* Forgets the image `kept` that sp_kernel_mode_image kept for `call`, and
+ * frees it (NULL: nothing). Caller holds ctx->lock. */
+void sp_kernel_mode_image_drop(const struct simpler_prepared_call *call, struct sp_hbg_image *kept);
 
 /* A context or round generation: distinct within the process, never 0. */
 uint64_t sp_kernel_mode_fresh_generation(void);

@@ -149,30 +149,33 @@ static int rebind(struct simpler_context *ctx, simdev_graph_exec_t exec,
                   const struct simpler_prepared_call *call)
 {
     struct sp_kernel_mode *k = &ctx->kernel;
-    struct rt_kernel_mode_build *build = sp_kernel_mode_build_for(ctx, call);
-    struct rt_kernel_mode_target target = {k->generation, ctx->arena, ctx->arena_bytes,
-                                           k->schedulers};
-    void *dst = NULL;
-    size_t bytes, image_bytes = 0, image_node = 0;
+    bool hbg = call->config.runtime == RT_RUNTIME_HBG, built = false;
+    struct rt_config config = call->config; /* as a launch's: traced alike */
+    sp_trace_kernel_attach(ctx, call->callable_id, &config);
+    struct rt_kernel_mode_image image;
+    struct sp_hbg_image *kept = NULL;
+    size_t bytes, image_node = 0;
     int rc = 0;
-    if (build &&
-        (!(rc = rt_kernel_mode_build_image(&target, &call->config, found->round_generation,
-                                           build, &dst, &image_bytes))))
-        rc = find_image(exec, found->ordinal, dst, &image_node);
+    if (hbg && !(rc = sp_kernel_mode_image(ctx, call, &config, found->round_generation, &image,
+                                           &built, &kept)))
+        rc = find_image(exec, found->ordinal, image.dst, &image_node);
     if (!rc)
         rc = rt_kernel_mode_round_rebind(s->args, call->payload.packet, call->payload.bytes,
                                          s->rebound, sizeof s->rebound, &bytes);
     if (!rc)
         rc = simdev_graph_exec_launch_set_args(exec, found->node, s->rebound, bytes);
-    if (rc || !build)
-        return rc;
-    if ((rc = simdev_graph_exec_staged_set(exec, image_node, build->host.bank, image_bytes))) {
+    if (!rc && hbg &&
+        (rc = simdev_graph_exec_staged_set(exec, image_node, image.src, image.bytes)))
         simdev_graph_exec_launch_set_args(exec, found->node, s->args, s->node.args_size);
+    if (rc) {
+        sp_kernel_mode_image_drop(call, kept); /* refused: nothing kept either */
         return rc;
     }
-    k->host_builds++;
-    sp_trace_kernel_build(ctx, found->round_generation, build->host.built_begin_ns,
-                          build->host.built_end_ns, build->host.built_tasks);
+    k->host_builds += built;
+    k->host_builds_skipped += hbg && !built;
+    if (built)
+        sp_trace_kernel_build(ctx, found->round_generation, k->hbg.host.built_begin_ns,
+                              k->hbg.host.built_end_ns, k->hbg.host.built_tasks);
     return 0;
 }
 

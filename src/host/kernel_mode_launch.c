@@ -17,6 +17,7 @@
  * interleave them.
  */
 #include "host/context.h"
+#include "host/hbg_image.h"
 #include "host/kernel_mode.h"
 #include "host/prepared_call.h"
 #include "host/residency.h"
@@ -88,6 +89,54 @@ struct rt_kernel_mode_build *sp_kernel_mode_build_for(struct simpler_context *ct
     return &k->hbg;
 }
 
+int sp_kernel_mode_image(struct simpler_context *ctx, const struct simpler_prepared_call *call,
+                         const struct rt_config *config, uint64_t generation,
+                         struct rt_kernel_mode_image *image, bool *built,
+                         struct sp_hbg_image **kept)
+{
+    struct sp_kernel_mode *k = &ctx->kernel;
+    struct sp_hbg_image *have = call->payload.hbg_image;
+    *built = false;
+    *kept = NULL;
+    if (have) { /* the call's kept image: stamped for this round, shipped as it is */
+        size_t region;
+        if (rt_hbg_image_region(config, ctx->topo.aic_cores + ctx->topo.aiv_cores, ctx->arena,
+                                &image->dst, &region) ||
+            have->bytes > region)
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        rt_hbg_image_stamp(have->image, generation);
+        image->src = have->image;
+        image->bytes = have->bytes;
+        return 0;
+    }
+    struct rt_kernel_mode_build *build = sp_kernel_mode_build_for(ctx, call);
+    if (!build)
+        return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    struct rt_kernel_mode_target target = {k->generation, ctx->arena, ctx->arena_bytes,
+                                           k->schedulers};
+    int rc = rt_kernel_mode_build_image(&target, config, generation, build, &image->dst,
+                                        &image->bytes);
+    if (rc)
+        return rc;
+    image->src = build->host.bank;
+    *built = true;
+    /* A call of simpler_prepare_call keeps its first image that may be
+     * kept (the call's cache, written once under ctx->lock). */
+    if (!call->temporary && (rc = sp_hbg_image_keep_fixed(build->host.bank, kept)))
+        return rc;
+    if (*kept)
+        ((struct simpler_prepared_call *)call)->payload.hbg_image = *kept;
+    return 0;
+}
+
+void sp_kernel_mode_image_drop(const struct simpler_prepared_call *call, struct sp_hbg_image *kept)
+{
+    if (!kept)
+        return;
+    ((struct simpler_prepared_call *)call)->payload.hbg_image = NULL;
+    sp_hbg_image_free(kept);
+}
+
 /* Enqueues one round of the prepared kernel-mode `call` on `caller_stream`:
  * its packet, as prepared, through the context's eager streams or, when
  * `caller_stream` captures, the capture pair of its capture. Caller holds
@@ -111,16 +160,26 @@ static int launch_prepared(struct simpler_context *ctx, const struct simpler_pre
     /* The chain copies the packet into the program op's arguments as it
      * enqueues it: the call is not read after this returns. */
     /* host_build_graph: the launch builds the round's graph on this thread
-     * (the host's own load of the orchestration, the call's arguments) */
-    struct rt_kernel_mode_build *build = sp_kernel_mode_build_for(ctx, call);
+     * (the host's own load of the orchestration, the call's arguments), or
+     * ships the image its prepared call kept */
+    bool hbg = config.runtime == RT_RUNTIME_HBG, built = false;
+    struct rt_kernel_mode_image image;
+    struct sp_hbg_image *kept = NULL;
+    if (hbg && (rc = sp_kernel_mode_image(ctx, call, &config, k->next_round, &image, &built,
+                                          &kept)))
+        return rc;
     rc = rt_kernel_mode_launch(ops, &chain, caller_stream, &target, &config, k->next_round,
-                               call->payload.packet, call->payload.bytes, build, &gate_lost);
+                               call->payload.packet, call->payload.bytes, hbg ? &image : NULL,
+                               &gate_lost);
+    if (rc)
+        sp_kernel_mode_image_drop(call, kept); /* refused: nothing kept either */
     if (!rc) {
         sp_phase_launch_enqueued(&k->phase);
-        k->host_builds += build != NULL;
-        if (build)
-            sp_trace_kernel_build(ctx, k->next_round, build->host.built_begin_ns,
-                                  build->host.built_end_ns, build->host.built_tasks);
+        k->host_builds += built;
+        k->host_builds_skipped += hbg && !built;
+        if (built)
+            sp_trace_kernel_build(ctx, k->next_round, k->hbg.host.built_begin_ns,
+                                  k->hbg.host.built_end_ns, k->hbg.host.built_tasks);
     }
     /* A captured chain that failed to record loses no unit (nothing of it
      * runs, and the capture cannot end joined without it); an eager one

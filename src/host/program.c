@@ -198,7 +198,7 @@ int simpler_get_context_info(const struct simpler_context *ctx, struct simpler_c
     out.host_orchestration_unloads = c->counters.host_orch_unloads;
     /* one identity a context: one of the two is 0 */
     out.host_builds = c->counters.host_builds + c->kernel.host_builds;
-    out.host_builds_skipped = c->counters.host_builds_skipped;
+    out.host_builds_skipped = c->counters.host_builds_skipped + c->kernel.host_builds_skipped;
     pthread_mutex_unlock(&c->lock);
     *info = out;
     return 0;

@@ -146,29 +146,28 @@ int rt_kernel_mode_build_image(const struct rt_kernel_mode_target *target,
 int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_mode_target *target,
                      const struct rt_config *config, uint64_t round_generation,
-                     const void *packet, size_t packet_bytes, struct rt_kernel_mode_build *build,
-                     bool *gate_lost)
+                     const void *packet, size_t packet_bytes,
+                     const struct rt_kernel_mode_image *image, bool *gate_lost)
 {
     if (gate_lost)
         *gate_lost = false;
     if (!ops || !chain || !caller || !target || !config || !packet ||
         packet_bytes > SIMDEV_MAX_LAUNCH_ARGS - sizeof(struct rt_kernel_mode_envelope) ||
-        (build != NULL) != (config->runtime == RT_RUNTIME_HBG))
+        (image != NULL) != (config->runtime == RT_RUNTIME_HBG) ||
+        (image && (!image->dst || !image->src || !image->bytes)))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct kernel_round_blocks blocks;
     blocks_fill(&blocks, target, config, round_generation, packet, packet_bytes);
     struct rt_chain_round round = kernel_round(&blocks, target->schedulers);
     int rc;
-    /* host_build_graph: the graph is built here, before anything is
-     * enqueued; it goes in by one staged copy (the launch returns at once,
-     * and a capture records the image itself), behind the gate and the
-     * round begin: the previous round of the context is done with the
-     * arena's image region by then. */
-    if (build) {
-        if ((rc = rt_kernel_mode_build_image(target, config, round_generation, build,
-                                             &round.image.dst, &round.image.bytes)))
-            return rc;
-        round.image.src = build->host.bank;
+    /* host_build_graph: the graph the host built goes in by one staged
+     * copy (the launch returns at once, and a capture records the image
+     * itself), behind the gate and the round begin: the previous round of
+     * the context is done with the arena's image region by then. */
+    if (image) {
+        round.image.dst = image->dst;
+        round.image.src = image->src;
+        round.image.bytes = image->bytes;
         round.image.staged = true;
     }
     enum rt_chain_step failed;

@@ -192,6 +192,17 @@ struct rt_kernel_mode_build {
     uint32_t aic_cores, aiv_cores;
 };
 
+/* host_build_graph: a round's image (host memory, `bytes` long: built by
+ * rt_kernel_mode_build_image or kept by a prepared call, its header
+ * stamped with the round's generation) and the arena's image region it
+ * goes to. rt_kernel_mode_launch ships it by one staged copy, so `src` is
+ * read only while the launch enqueues. */
+struct rt_kernel_mode_image {
+    void *dst;
+    const void *src;
+    size_t bytes;
+};
+
 /* What the host of a kernel context hands to rt_kernel_mode_launch: fixed at
  * init except the round generation. */
 struct rt_kernel_mode_target {
@@ -232,8 +243,8 @@ struct rt_kernel_mode_target {
 int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                      simdev_stream_t caller, const struct rt_kernel_mode_target *target,
                      const struct rt_config *config, uint64_t round_generation,
-                     const void *packet, size_t packet_bytes, struct rt_kernel_mode_build *build,
-                     bool *gate_lost);
+                     const void *packet, size_t packet_bytes,
+                     const struct rt_kernel_mode_image *image, bool *gate_lost);
 
 
 /*
@@ -244,8 +255,9 @@ int rt_kernel_mode_launch(const struct rt_launch_ops *ops, const struct rt_launc
  * call, no allocation. A build the orchestration or the capacity fails
  * still leaves an image (its header carries the code, and the round fails
  * with it on the device); INVALID_ARGUMENT when nothing can be built.
- * rt_kernel_mode_launch runs it when given a build; a graph update runs
- * it to rebuild a captured round's image for new arguments.
+ * A launch runs it before rt_kernel_mode_launch (unless its prepared call
+ * kept an image); a graph update runs it to rebuild a captured round's
+ * image for new arguments.
  */
 int rt_kernel_mode_build_image(const struct rt_kernel_mode_target *target,
                                const struct rt_config *config, uint64_t round_generation,

@@ -582,6 +582,50 @@ static void test_host_builds_count_launches_and_updates_never_replays(void **sta
     assert_true(km_bufs_hold_rounds(&b2, 0.0f, 2.0f, 0.5f, 1));
     assert_int_equal(simdev_graph_exec_destroy(exec), 0);
     assert_int_equal(simdev_graph_destroy(graph), 0);
+
+    /* A prepared call keeps its first image; its later launches and an
+     * update from it ship the kept image, stamped for their round. Keeping
+     * is the launch's one host allocation of simpler's: failed, the launch
+     * is refused whole (nothing enqueued, nothing kept) and the next one
+     * builds and keeps. */
+    km_bufs_refill(&b, 0.0f);
+    km_bufs_refill(&b2, 0.0f);
+    struct simpler_prepared_call *call, *call2;
+    assert_int_equal(simpler_prepare_call(ctx, id, &a.args, NULL, &call), 0);
+    assert_int_equal(simpler_prepare_call(ctx, id, &a2.args, NULL, &call2), 0);
+    struct simpler_context_info info;
+    assert_int_equal(simpler_get_context_info(ctx, &info), 0);
+    uint64_t builds = info.host_builds, skipped = info.host_builds_skipped;
+    assert_int_equal(builds, 5); /* the kernel counter's, reported publicly */
+    sp_host_fault_inject(1);
+    int rc = simpler_kernel_mode_launch_call(ctx, call, s);
+    sp_host_fault_inject(0);
+    assert_int_equal(rc, PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(simpler_kernel_mode_launch_call(ctx, call, s), 0);
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    assert_int_equal(simpler_kernel_mode_launch_call(ctx, call, s), 0);
+    assert_int_equal(simdev_stream_end_capture(s, &graph), 0);
+    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    assert_int_equal(simpler_kernel_mode_graph_update_call(ctx, exec, 0, call2), 0);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simpler_kernel_mode_graph_update_call(ctx, exec, 0, call2), 0);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simpler_get_context_info(ctx, &info), 0);
+    /* call: its first launch builds (the refused one built too, but kept
+     * and counted nothing), the other 3 and the captured one skip; call2:
+     * its first update builds, the second skips */
+    assert_int_equal(info.host_builds - builds, 2);
+    assert_int_equal(info.host_builds_skipped - skipped, 5);
+    /* b: 4 eager rounds (the refused launch ran none); b2: the two replays
+     * after the updates (the captured launch ran nothing) */
+    assert_true(km_bufs_hold_rounds(&b, 0.0f, 2.0f, 0.5f, 4));
+    assert_true(km_bufs_hold_rounds(&b2, 0.0f, 2.0f, 0.5f, 2));
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    assert_int_equal(simpler_release_call(ctx, call), 0); /* frees its kept image (ASan) */
+    assert_int_equal(simpler_release_call(ctx, call2), 0);
     km_bufs_free(&b2);
     km_closing(ctx, s, &b);
 }
