@@ -40,8 +40,11 @@
 #             dependents) and test_cluster_faults (every host allocation
 #             of a cluster's create, registration and run failed in turn)
 #   hbg       test_hbg (host_build_graph's own cases), and test_dispatch,
-#             test_program_mode, test_differential and test_program_faults
-#             under host_build_graph:
+#             test_program_mode, test_differential, test_program_faults,
+#             and kernel mode's test_kernel_chain_breaks,
+#             test_kernel_graph_update and test_kernel_capture (staged image
+#             copies in captures, replays racing updates that rebuild the
+#             image) under host_build_graph:
 #             a name test@hbg runs the test with SIMPLER_RUNTIME=hbg
 #
 # Environment:
@@ -76,6 +79,7 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_dispatch test_regs test_prepared_call test_prepared_call_internals
        test_graph_update test_kernel_graph_update test_stream test_event test_profile test_enqueue_batch
        test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg test_program_faults@hbg
+       test_kernel_chain_breaks@hbg test_kernel_graph_update@hbg test_kernel_capture@hbg
        test_cluster test_cluster_faults)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
