@@ -37,7 +37,7 @@ struct sd_op *sd_op_clone(const struct sd_op *op)
         return NULL;
     memcpy(copy, op, sizeof(*op) + op->args_size);
     copy->next = NULL;
-    copy->cached = false; /* allocated to size */
+    copy->cached = 0; /* allocated to size */
     copy->exec_fault = 0; /* a test's execution fault belongs to the one queued op */
     copy->begun = false;
     return copy;
@@ -80,19 +80,27 @@ struct sd_op *sd_op_cache_take(struct sd_op_cache *cache, const struct sd_op *pr
     if (sd_host_fault())
         return NULL;
     struct sd_op *op = NULL;
-    bool fits = args_size <= SD_OP_CACHED_ARGS;
-    if (fits && cache->free) {
-        op = cache->free;
-        cache->free = op->next;
-        cache->count--;
+    uint8_t size = args_size <= SD_OP_CACHED_ARGS  ? SD_OP_SMALL
+                   : args_size <= SD_OP_LARGE_ARGS ? SD_OP_LARGE
+                                                   : 0;
+    struct sd_op **list = size == SD_OP_LARGE ? &cache->large : &cache->free;
+    if (size && *list) {
+        op = *list;
+        *list = op->next;
+        if (size == SD_OP_LARGE)
+            cache->large_count--;
+        else
+            cache->count--;
     } else {
-        op = malloc(sizeof(*op) + (fits ? SD_OP_CACHED_ARGS : args_size));
+        op = malloc(sizeof(*op) + (size == SD_OP_SMALL   ? SD_OP_CACHED_ARGS
+                                   : size == SD_OP_LARGE ? SD_OP_LARGE_ARGS
+                                                         : args_size));
         if (!op)
             return NULL;
     }
     *op = *proto;
     op->next = NULL;
-    op->cached = fits;
+    op->cached = size;
     op->args_size = args_size;
     if (args_size)
         memcpy(op->args, args, args_size);
@@ -101,7 +109,13 @@ struct sd_op *sd_op_cache_take(struct sd_op_cache *cache, const struct sd_op *pr
 
 bool sd_op_cache_put(struct sd_op_cache *cache, struct sd_op *op)
 {
-    if (!op->cached || cache->count + 1 > SD_OP_CACHE_MAX)
+    if (op->cached == SD_OP_LARGE && cache->large_count < SD_OP_LARGE_MAX) {
+        op->next = cache->large;
+        cache->large = op;
+        cache->large_count++;
+        return true;
+    }
+    if (op->cached != SD_OP_SMALL || cache->count + 1 > SD_OP_CACHE_MAX)
         return false;
     op->next = cache->free;
     cache->free = op;
@@ -109,14 +123,21 @@ bool sd_op_cache_put(struct sd_op_cache *cache, struct sd_op *op)
     return true;
 }
 
-void sd_op_cache_drain(struct sd_op_cache *cache)
+static void drain_list(struct sd_op **list)
 {
-    while (cache->free) {
-        struct sd_op *op = cache->free;
-        cache->free = op->next;
+    while (*list) {
+        struct sd_op *op = *list;
+        *list = op->next;
         free(op);
     }
+}
+
+void sd_op_cache_drain(struct sd_op_cache *cache)
+{
+    drain_list(&cache->free);
+    drain_list(&cache->large);
     cache->count = 0;
+    cache->large_count = 0;
 }
 
 int sd_op_run(struct sd_device *dev, struct sd_op *op)

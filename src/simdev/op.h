@@ -70,7 +70,8 @@ struct sd_op {
     int exec_fault; /* test-only: nonzero = fail with this code when executed */
     bool handoff;   /* RECORD: the stream's error goes to the event, the stream is clean after */
     bool begun;     /* its timeline's begin mark is made (by the first thread to take it) */
-    bool cached;    /* from an op cache: room for SD_OP_CACHED_ARGS argument bytes */
+    uint8_t cached; /* from an op cache: SD_OP_SMALL (room for SD_OP_CACHED_ARGS argument
+                     * bytes) or SD_OP_LARGE (SD_OP_LARGE_ARGS); 0: allocated to size */
     size_t args_size;
     unsigned char args[];
 };
@@ -85,18 +86,28 @@ void sd_op_free(struct sd_op *op);
 /*
  * Ops kept for reuse, so that an enqueue allocates nothing once its stream
  * has run ops before (docs/device.md, "What an enqueue costs"). Its owner
- * guards it (a stream: its lock). A cached op has room for
+ * guards it (a stream: its lock). Two sizes: a small op has room for
  * SD_OP_CACHED_ARGS argument bytes, enough for every op of a kernel-mode
- * round but its program (which carries the packet); a larger one is
+ * round but its program; a large one for SD_OP_LARGE_ARGS, enough for a
+ * round's program (its envelope and a packet of a dozen tensors) and a
+ * host_build_graph round's staged image of a few tasks. A larger op is
  * allocated to size and freed when it ends.
  */
 #define SD_OP_CACHED_ARGS 256u
+#define SD_OP_LARGE_ARGS 2048u
+#define SD_OP_SMALL 1u
+#define SD_OP_LARGE 2u
 #ifndef SD_OP_CACHE_MAX
-#define SD_OP_CACHE_MAX 512u /* ops kept at most: a burst of rounds (32 of 15 ops) */
+#define SD_OP_CACHE_MAX 512u /* small ops kept at most: a burst of rounds (32 of 15 ops) */
+#endif
+#ifndef SD_OP_LARGE_MAX
+#define SD_OP_LARGE_MAX 64u /* large ops kept at most: a burst of 32 rounds' two */
 #endif
 struct sd_op_cache {
     struct sd_op *free;
     uint32_t count;
+    struct sd_op *large; /* the large ops kept */
+    uint32_t large_count;
 };
 
 /* An op with `proto`'s fields (next, cached, args_size ignored) and
