@@ -740,18 +740,11 @@ static void test_a_traced_host_build_graph_round_shows_its_host_build(void **sta
         skip(); /* the environment would override the config with TMR */
     char path[64];
     snprintf(path, sizeof path, "test_kernel_mode_%d.json", (int)getpid());
-    pm_observers_reset();
-    struct simpler_context *ctx;
     struct simpler_config cfg = km_config();
     cfg.runtime = SIMPLER_RUNTIME_HBG;
     cfg.run_capacity.trace_level = 2;
-    assert_int_equal(simpler_create_device_context(&ctx), 0);
-    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
-    size_t bytes;
-    void *image = pm_image(&bytes);
-    int32_t id = -1;
-    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
-    simpler_callable_free(image);
+    struct simpler_context *ctx = km_open_with(&cfg);
+    const int32_t id = 0;
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b;
     km_bufs_alloc(&b, 1024, 0.0f);

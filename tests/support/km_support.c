@@ -113,20 +113,31 @@ struct simpler_config km_config(void)
     return cfg;
 }
 
-struct simpler_context *km_open_bare(void)
+static struct simpler_context *open_bare_with(const struct simpler_config *cfg)
 {
     pm_observers_reset();
     struct simpler_context *ctx;
-    struct simpler_config cfg = km_config();
     assert_int_equal(simpler_create_device_context(&ctx), 0);
     assert_int_equal(simpler_kernel_mode_supported(ctx), 1);
-    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
+    assert_int_equal(simpler_kernel_mode_init(ctx, 0, cfg, 0), 0);
     return ctx;
+}
+
+struct simpler_context *km_open_bare(void)
+{
+    struct simpler_config cfg = km_config();
+    return open_bare_with(&cfg);
 }
 
 struct simpler_context *km_open(void)
 {
-    struct simpler_context *ctx = km_open_bare();
+    struct simpler_config cfg = km_config();
+    return km_open_with(&cfg);
+}
+
+struct simpler_context *km_open_with(const struct simpler_config *cfg)
+{
+    struct simpler_context *ctx = open_bare_with(cfg);
     size_t bytes;
     void *image = pm_image(&bytes);
     int32_t id = 99;

@@ -57,6 +57,8 @@ struct simpler_config km_config(void);
 struct simpler_context *km_open_bare(void);
 /* The same with pm's callable prepared as id 0. */
 struct simpler_context *km_open(void);
+/* km_open with `cfg` (km_config's, changed: a runtime, a trace level). */
+struct simpler_context *km_open_with(const struct simpler_config *cfg);
 /* The opening of most kernel-mode tests: a context (opened by the caller),
  * a stream and one set of buffers of n elements with x based at x_base. */
 void km_opening(struct simpler_context **ctx, simdev_stream_t *s, struct km_bufs *b,

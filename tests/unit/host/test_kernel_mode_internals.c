@@ -536,17 +536,10 @@ static void test_host_builds_count_launches_and_updates_never_replays(void **sta
     const char *env = getenv("SIMPLER_RUNTIME");
     if (env && strcmp(env, "tmr") == 0)
         skip(); /* the environment overrides the config with TMR */
-    pm_observers_reset();
-    struct simpler_context *ctx;
     struct simpler_config cfg = km_config();
     cfg.runtime = SIMPLER_RUNTIME_HBG;
-    assert_int_equal(simpler_create_device_context(&ctx), 0);
-    assert_int_equal(simpler_kernel_mode_init(ctx, 0, &cfg, 0), 0);
-    size_t bytes;
-    void *image = pm_image(&bytes);
-    int32_t id = -1;
-    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &id), 0);
-    simpler_callable_free(image);
+    struct simpler_context *ctx = km_open_with(&cfg);
+    const int32_t id = 0;
     simdev_stream_t s = ts_new_stream();
     struct km_bufs b, b2;
     km_bufs_alloc(&b, 1024, 0.0f);
