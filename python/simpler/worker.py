@@ -42,18 +42,31 @@ class RunInfo:
 class ContextInfo:
     """The runs a context holds and its preparation work (struct
     simpler_context_info): host_preparations and packets_encoded count over
-    the context's life; prepared_calls is the calls alive now."""
+    the context's life; prepared_calls is the calls alive now. runtime is
+    0 (TMR) or 1 (host_build_graph); under host_build_graph,
+    host_orchestration_loads and _unloads count the orchestrations loaded
+    in this process, host_builds the graphs the host built and
+    host_builds_skipped the launches that shipped a prepared call's kept
+    graph instead."""
     unfinalized_runs: int
     stranded_runs: int
     stranded_runs_released: int
     host_preparations: int
     prepared_calls: int
     packets_encoded: int
+    runtime: int = 0
+    host_orchestration_loads: int = 0
+    host_orchestration_unloads: int = 0
+    host_builds: int = 0
+    host_builds_skipped: int = 0
 
     @classmethod
     def from_c(cls, info):
         return cls(info.unfinalized_runs, info.stranded_runs, info.stranded_runs_released,
-                   info.host_preparations, info.prepared_calls, info.packets_encoded)
+                   info.host_preparations, info.prepared_calls, info.packets_encoded,
+                   info.runtime, info.host_orchestration_loads,
+                   info.host_orchestration_unloads, info.host_builds,
+                   info.host_builds_skipped)
 
 
 class RunHandle:

@@ -220,3 +220,24 @@ def test_a_program_call_refuses_a_kernel_launch(vector_worker):
     with pytest.raises(simpler.InvalidState):
         call.launch(simpler.Device(0).stream())  # a kernel-mode launch on a program worker
     call.release()
+
+
+def test_under_host_build_graph_a_prepared_call_builds_once_and_ships_its_graph_after():
+    with simpler.Worker(config=simpler.CallConfig(pipeline_depth=3, runtime=1)) as w:
+        w.register(0, vector_image())
+        a, b = vector_inputs()
+        f = np.full(N, -1.0, np.float32)
+        info = w.context_info()
+        assert info.runtime == 1, "the config's runtime was not taken (0: TMR)"
+        assert info.host_orchestration_loads == 1, \
+            "host_build_graph loads the orchestration in this process once a registration"
+        with w.prepare(0, [a, b, f]) as call:
+            for s in range(4):
+                inputs = _fill(a, b, seed=s + 1)
+                call.submit().wait()
+                assert wrong(f, vector_expected(*inputs)) == 0, \
+                    "submission %d's output is not from its own inputs" % s
+        after = w.context_info()
+        assert (after.host_builds, after.host_builds_skipped) == (1, 3), \
+            "the call builds its graph at its first submission and ships it after; " \
+            "(4, 0) means it was never kept, (0, 4) that the counters do not count"
