@@ -774,11 +774,60 @@ static void test_a_traced_host_build_graph_round_shows_its_host_build(void **sta
     unlink(path);
 }
 
+/* Under host_build_graph: reads x[3], a value of the caller's device
+ * memory, which the host never holds; then y = x * mul + add as usual. */
+void km_reading_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args);
+static int g_read_rc = 1; /* 1: not reached */
+void km_reading_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    const uint64_t i3 = 3;
+    float v;
+    g_read_rc = rt->ops->read_element(rt, &args->tensors[0], &i3, &v);
+    pm_orchestration(rt, args);
+}
+
+/* host_build_graph in kernel mode: an orchestration that reads device data
+ * is refused with NOT_HOST_VISIBLE at the caller's sync (the launch itself
+ * enqueued the round: the build's code travels in the image), nothing of
+ * the round runs, and the next launch is exact. */
+static void test_a_host_build_that_reads_device_data_fails_its_round_cleanly(void **state)
+{
+    (void)state;
+    const char *env = getenv("SIMPLER_RUNTIME");
+    if (env && strcmp(env, "tmr") == 0)
+        skip(); /* the environment would override the config with TMR */
+    struct simpler_config cfg = km_config();
+    cfg.runtime = SIMPLER_RUNTIME_HBG;
+    struct simpler_context *ctx = km_open_with(&cfg); /* id 0: pm_orchestration */
+    size_t bytes;
+    void *image = pm_image_of("km_reading_orchestration", NULL, pm_signature, PM_SIGNATURE, 2,
+                              &bytes);
+    int32_t reading = -1;
+    assert_int_equal(simpler_kernel_mode_prepare_callable(ctx, image, bytes, &reading), 0);
+    simpler_callable_free(image);
+    simdev_stream_t s = ts_new_stream();
+    struct km_bufs b;
+    km_bufs_alloc(&b, 1024, 0.0f);
+    struct km_args a;
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    g_read_rc = 1;
+    assert_int_equal(simpler_kernel_mode_launch(ctx, reading, &a.args, s), 0);
+    assert_int_equal(g_read_rc, -SIMPLER_ORCH_ERR_NOT_HOST_VISIBLE); /* the host's read refused */
+    /* 0: the refused read was lost; another code: misreported */
+    assert_int_equal(simdev_stream_sync(s), -SIMPLER_ORCH_ERR_NOT_HOST_VISIBLE);
+    assert_true(km_bufs_untouched(&b)); /* false: a task of the failed round ran */
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f)); /* the next launch exact */
+    km_closing(ctx, s, &b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         SIMPLER_TEST(test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return),
         SIMPLER_TEST(test_a_traced_host_build_graph_round_shows_its_host_build),
+        SIMPLER_TEST(test_a_host_build_that_reads_device_data_fails_its_round_cleanly),
         SIMPLER_TEST(test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_works),
         SIMPLER_TEST(test_good_failing_good_without_a_sync_skips_the_third_round_whole),
         SIMPLER_TEST(test_rounds_without_scalars_or_without_any_argument_run),

@@ -62,6 +62,9 @@ extern const enum simpler_direction pm_signature[PM_SIGNATURE];
  * args' tensors 0 and 1 with its PM_SCALARS scalars): for orchestrations
  * of pm's signature. The submit's code. */
 int pm_submit_axpb(struct simpler_orch *rt, const struct simpler_orch_args *args);
+/* pm_image's orchestration (exported: images name it), for orchestrations
+ * that do something first and then the usual graph. */
+void pm_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args);
 
 void *pm_image_of(const char *orchestration, const char *config,
                   const enum simpler_direction *signature, uint32_t signature_count,
