@@ -43,6 +43,13 @@ struct simpler_cluster_config {
     const struct simpler_config *device_config; /* every worker context's config
                                                    (borrowed for create); NULL:
                                                    simpler_config_default's */
+    /* Across processes (docs/cluster.md section 9): 1 = every rank of
+     * MPI_COMM_WORLD calls create with its own local workers (above);
+     * workers are numbered rank-major; rank 0 runs orchestrations and the
+     * other ranks serve them (simpler_cluster_serve). 0 = one process. */
+    uint32_t distributed;
+    uint32_t peer_timeout_ms; /* distributed: a peer silent this long is lost
+                                 (PEER_LOST); 0 = 10000 */
 };
 
 /* Writes the defaults above. INVALID_ARGUMENT for NULL. */
@@ -112,6 +119,9 @@ struct simpler_cluster_run_info {
     simpler_cluster_task_t first_failed_task; /* lowest failed task (0: none) */
     int32_t first_failed_status;  /* its status */
     uint32_t reserved;
+    uint64_t bytes_sent;          /* distributed: payload bytes sent to other ranks */
+    uint64_t bytes_received;      /* ... received from them (read spans, outputs) */
+    uint64_t remote_runs;         /* of runs_launched, those on another rank */
 };
 
 /*
@@ -191,6 +201,55 @@ struct simpler_cluster_task_info {
  * NULLs or a handle this run did not return. */
 int simpler_cluster_task_query(struct simpler_cluster_orch *orch, simpler_cluster_task_t task,
                                struct simpler_cluster_task_info *info);
+
+/* ------------------------------------------------------- across ranks */
+
+/*
+ * Initialises MPI for distributed clusters (MPI_THREAD_SERIALIZED) unless
+ * the program already did (then its thread level must be at least
+ * SERIALIZED: INVALID_STATE otherwise), and writes this process's rank and
+ * the number of ranks (either may be NULL). SIGPIPE and SIGUSR1, when at
+ * their default action, are ignored: with `mpiexec -disable-auto-cleanup`
+ * MPICH signals a peer's death by SIGUSR1, which would kill the survivors
+ * before they could report PEER_LOST. UNSUPPORTED when simpler was built
+ * without MPI (SIMPLER_MPI=OFF or none found).
+ */
+int simpler_cluster_mpi_init(int *argc, char ***argv, int *rank, int *ranks);
+
+/*
+ * Finalizes MPI if simpler_cluster_mpi_init initialised it. PEER_LOST,
+ * finalizing nothing, when a distributed cluster of this process lost a
+ * peer (MPI_Finalize would wait for the dead rank): the process should
+ * then exit with its error. UNSUPPORTED without MPI.
+ */
+int simpler_cluster_mpi_finalize(void);
+
+/* This process's rank and the number of ranks of `cluster` (0 and 1 for a
+ * cluster of one process). INVALID_ARGUMENT for NULL cluster. */
+int simpler_cluster_rank(const struct simpler_cluster *cluster, int *rank, int *ranks);
+
+/* The rank whose devices run `worker` (a global worker index), or -1 for
+ * NULL or a worker outside the cluster. */
+int simpler_cluster_worker_rank(const struct simpler_cluster *cluster, uint32_t worker);
+
+/* What a serving rank did in one run. */
+struct simpler_cluster_serve_info {
+    uint64_t runs;            /* requests of rank 0 run on this rank's workers */
+    uint64_t runs_failed;     /* of those, failed (their codes went to rank 0) */
+    uint64_t bytes_received;  /* payload bytes of the requests (read spans) */
+    uint64_t bytes_sent;      /* payload bytes of the replies (outputs) */
+};
+
+/*
+ * On a rank other than 0 of a distributed cluster: serves one run of rank
+ * 0 (its simpler_cluster_run) on this rank's workers and returns when rank
+ * 0 ends it, with the run's status as rank 0 returned it. PEER_LOST when
+ * rank 0 starts no run, or falls silent during it, for peer_timeout_ms
+ * (this rank's runs in flight end first). INVALID_ARGUMENT for NULL;
+ * INVALID_STATE on rank 0, on a cluster of one process, or while serving;
+ * UNSUPPORTED without MPI. `info` (may be NULL) gets the counters.
+ */
+int simpler_cluster_serve(struct simpler_cluster *cluster, struct simpler_cluster_serve_info *info);
 
 #ifdef __cplusplus
 }

@@ -43,6 +43,7 @@ extern "C" {
     X(PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT, -1007, "no callable registered under that id")        \
     X(PTO_RUNTIME_ERR_CAPACITY_EXCEEDED, -1008, "frozen capacity too small for the run")           \
     X(PTO_RUNTIME_ERR_DEPENDENCY_FAILED, -1009, "cancelled: a task it depends on failed")          \
+    X(PTO_RUNTIME_ERR_PEER_LOST, -1010, "a rank of the cluster died or stopped answering")         \
     /* Device band. */                                                                             \
     X(PTO_RUNTIME_ERR_DEVICE_LOST, -1100, "device lost: it hit an unrecoverable fault")            \
     X(PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY, -1101, "out of device memory")                         \

@@ -65,6 +65,7 @@ CallableBytesExceeded = _subclass("CallableBytesExceeded", -1006)
 CallableNotResident = _subclass("CallableNotResident", -1007)
 CapacityExceeded = _subclass("CapacityExceeded", -1008)
 DependencyFailed = _subclass("DependencyFailed", -1009)
+PeerLost = _subclass("PeerLost", -1010)
 DeviceLost = _subclass("DeviceLost", -1100)
 OutOfDeviceMemory = _subclass("OutOfDeviceMemory", -1101)
 CaptureUnsupported = _subclass("CaptureUnsupported", -1103)
@@ -76,7 +77,7 @@ OutOfHostMemory = _subclass("OutOfHostMemory", -1107)
 BY_CODE = {cls.CODE: cls for cls in (
     Internal, Unsupported, PreparedIncompatible, InvalidState, InvalidArgument,
     CallableCountExceeded, CallableBytesExceeded, CallableNotResident, CapacityExceeded,
-    DependencyFailed,
+    DependencyFailed, PeerLost,
     DeviceLost, OutOfDeviceMemory, CaptureUnsupported, CaptureInvalidated, CaptureUnjoined,
     Timeout, OutOfHostMemory)}
 

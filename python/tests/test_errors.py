@@ -23,6 +23,7 @@ CODES = {
     "CallableNotResident": (-1007, "CALLABLE_NOT_RESIDENT"),
     "CapacityExceeded": (-1008, "CAPACITY_EXCEEDED"),
     "DependencyFailed": (-1009, "DEPENDENCY_FAILED"),
+    "PeerLost": (-1010, "PEER_LOST"),
     "DeviceLost": (-1100, "DEVICE_LOST"),
     "OutOfDeviceMemory": (-1101, "OUT_OF_DEVICE_MEMORY"),
     "CaptureUnsupported": (-1103, "CAPTURE_UNSUPPORTED"),

@@ -24,6 +24,7 @@
 #include "simpler/simpler.h"
 
 struct cl_task;
+struct cl_remote_call;
 
 /* One run of a task on one worker. */
 struct cl_member {
@@ -34,6 +35,8 @@ struct cl_member {
     struct simpler_prepared_call *call; /* until released */
     simpler_run_t run;                  /* 0 until launched */
     struct cl_member *next;             /* in its worker's queue or in-flight FIFO */
+    struct cl_remote_call *remote;      /* a worker of another rank: its args (remote.c) */
+    bool remote_in_flight;              /* sent, no reply yet (the comm thread's alone) */
 };
 
 struct cl_task {
@@ -56,7 +59,8 @@ struct cl_worker {
     struct simpler_cluster *cluster;
     uint32_t index;
     int device;
-    struct simpler_context *ctx;
+    int rank;                 /* the rank whose devices run it */
+    struct simpler_context *ctx; /* NULL for a worker of another rank */
     bool ctx_ready;           /* initialised: finalize_device at destroy */
     uint32_t depth;           /* the context's pipeline depth */
     pthread_mutex_t launch_lock;
@@ -90,6 +94,9 @@ struct simpler_cluster_orch {
     struct simpler_cluster *cluster;
 };
 
+struct cl_link;
+struct cl_comm;
+
 struct simpler_cluster {
     pthread_mutex_t lock;
     pthread_cond_t task_ended; /* with lock: broadcast whenever a task ends */
@@ -99,7 +106,15 @@ struct simpler_cluster {
     struct cl_callable *callables[SIMPLER_MAX_CALLABLE_IDS];
     struct cl_run run;
     struct simpler_cluster_orch orch;
-    struct cl_worker workers[]; /* worker_count */
+    /* Distributed (section 9 of docs/cluster.md); link NULL otherwise. */
+    int rank, ranks;
+    uint32_t first_local;      /* this rank's first worker */
+    struct cl_link *link;
+    struct cl_comm *comm;      /* rank 0, during a run: the communication thread */
+    bool serving;              /* a serving rank inside simpler_cluster_serve */
+    uint32_t *served_ended;    /* serving: tasks ended, not yet replied (under lock) */
+    uint32_t served_ended_count, served_ended_capacity;
+    struct cl_worker workers[]; /* worker_count (every rank's) */
 };
 
 /* ---------------------------------------------------------- worker.c */
@@ -122,6 +137,21 @@ void cl_task_queue(struct simpler_cluster *c, struct cl_task *t, uint64_t *to_pu
  * dependents (their workers' bits into *to_pump) and wakes the
  * orchestration's waiters. Caller holds c->lock. */
 void cl_task_end(struct simpler_cluster *c, struct cl_task *t, int32_t status, uint64_t *to_pump);
+
+/* Ends member `m` of a worker of another rank with `status` (its reply,
+ * or the loss of its rank) and pumps what that readies. Caller holds no
+ * lock. */
+void cl_remote_member_ended(struct cl_worker *w, struct cl_member *m, int32_t status);
+
+/* ---------------------------------------------------------- remote.c */
+
+/* Rank 0 of a distributed cluster: starts a run on every rank (the
+ * communication thread) / ends it with `status`. No lock held. */
+int cl_remote_run_begin(struct simpler_cluster *c);
+void cl_remote_run_end(struct simpler_cluster *c, int32_t status);
+/* Sends member `m` to its worker's rank (packs its read spans now). 0 or
+ * the code its launch fails with. No lock held. */
+int cl_remote_launch(struct cl_worker *w, struct cl_member *m);
 
 /* True when task `index` of the run ended with status 0 (the TensorMap's
  * callback; `user` is the cluster). Caller holds its lock. */

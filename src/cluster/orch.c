@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "cluster/wire.h"
 #include "common/host_alloc.h"
 #include "common/view.h"
 
@@ -141,12 +142,37 @@ static int check_buffers(const struct cl_tensormap *map, const struct cl_access 
 
 /* -------------------------------------------------------------- submit */
 
+/*
+ * Prepares member `m`: on this rank's worker, a prepared call; on another
+ * rank's, the same checks by a prepare on this rank's first worker
+ * (released at once: the callable is on every worker of every rank) and a
+ * copy of the args and config to send when it launches.
+ */
+static int prepare_member(struct simpler_cluster *c, struct cl_member *m, int32_t callable_id,
+                          const struct simpler_args *args, const struct simpler_run_config *config,
+                          const struct cl_callable *callable)
+{
+    struct cl_worker *w = &c->workers[m->worker];
+    if (w->ctx)
+        return simpler_prepare_call(w->ctx, callable_id, args, config, &m->call);
+    struct simpler_context *checker = c->workers[c->first_local].ctx;
+    struct simpler_prepared_call *call = NULL;
+    int rc = simpler_prepare_call(checker, callable_id, args, config, &call);
+    if (rc)
+        return rc;
+    simpler_release_call(checker, call);
+    return cl_remote_call_make(callable_id, m->worker, args, config, callable->directions,
+                               &m->remote);
+}
+
 /* Releases the prepared calls of `t`'s first `count` members and frees it. */
 static void task_discard(struct simpler_cluster *c, struct cl_task *t, uint32_t count)
 {
-    for (uint32_t i = 0; i < count; i++)
+    for (uint32_t i = 0; i < count; i++) {
         if (t->members[i].call)
             simpler_release_call(c->workers[t->members[i].worker].ctx, t->members[i].call);
+        cl_remote_call_free(t->members[i].remote);
+    }
     free(t->dependents);
     free(t);
 }
@@ -289,8 +315,7 @@ int simpler_cluster_submit_group(struct simpler_cluster_orch *orch, int32_t call
         struct cl_member *m = &t->members[prepared];
         m->task = t;
         m->worker = members[prepared].worker;
-        rc = simpler_prepare_call(c->workers[m->worker].ctx, callable_id, members[prepared].args,
-                                  config, &m->call);
+        rc = prepare_member(c, m, callable_id, members[prepared].args, config, &callable);
     }
     uint64_t to_pump = 0;
     if (!rc) {
@@ -393,13 +418,22 @@ int simpler_cluster_run(struct simpler_cluster *cluster, simpler_cluster_orch_fn
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct simpler_cluster *c = cluster;
     pthread_mutex_lock(&c->lock);
-    if (c->run.active || c->threads_stopped) {
+    /* Only rank 0 orchestrates; a serving rank runs serve.c's loop here. */
+    if (c->run.active || c->threads_stopped || (c->rank != 0 && !c->serving)) {
         pthread_mutex_unlock(&c->lock);
         return PTO_RUNTIME_ERR_INVALID_STATE;
     }
     c->run.active = true;
     memset(&c->run.info, 0, sizeof c->run.info);
     pthread_mutex_unlock(&c->lock);
+    bool distributed = c->link && c->rank == 0;
+    int begun = distributed ? cl_remote_run_begin(c) : 0;
+    if (begun) {
+        pthread_mutex_lock(&c->lock);
+        c->run.active = false;
+        pthread_mutex_unlock(&c->lock);
+        return begun;
+    }
 
     int orch_status = fn(&c->orch, user);
 
@@ -408,12 +442,17 @@ int simpler_cluster_run(struct simpler_cluster *cluster, simpler_cluster_orch_fn
      * every run on a device ends (the device bounds it), so this does. */
     while (c->run.tasks_done < c->run.task_count)
         pthread_cond_wait(&c->task_ended, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    int32_t status = orch_status ? orch_status : c->run.info.first_failed_status;
+    if (distributed)
+        cl_remote_run_end(c, status); /* every rank's part of the run ended */
+    pthread_mutex_lock(&c->lock);
     struct simpler_cluster_run_info result = c->run.info;
     pthread_mutex_unlock(&c->lock);
 
     run_release(c);
     result.orch_status = orch_status;
-    result.status = orch_status ? orch_status : result.first_failed_status;
+    result.status = status;
     pthread_mutex_lock(&c->lock);
     c->run.active = false;
     pthread_mutex_unlock(&c->lock);

@@ -94,8 +94,13 @@ void cl_task_end(struct simpler_cluster *c, struct cl_task *t, int32_t status, u
         }
         cancel_dependents(c, t);
     }
+    /* A serving rank replies to rank 0 for each task that ended (its
+     * slot was reserved at the submit: serve.c). */
+    if (c->serving)
+        c->served_ended[c->served_ended_count++] = t->index;
     /* Pairs with the waits of simpler_cluster_wait_task and of the end of
-     * simpler_cluster_run (orch.c), which recheck under the lock. */
+     * simpler_cluster_run (orch.c), and serve.c's, which recheck under the
+     * lock. */
     pthread_cond_broadcast(&c->task_ended);
 }
 
@@ -154,10 +159,14 @@ void cl_worker_pump(struct cl_worker *w)
          * worker's earlier launches (no lock of ours is held but the
          * launch lock, which keeps the in-flight FIFO in launch order). */
         simpler_run_t run = 0;
-        int rc = simpler_submit_call(w->ctx, m->call, &run);
+        int rc = w->ctx ? simpler_submit_call(w->ctx, m->call, &run) : cl_remote_launch(w, m);
         pthread_mutex_lock(&c->lock);
         member_launched(m);
-        if (rc == 0) {
+        if (rc == 0 && !w->ctx) {
+            /* Another rank runs it; its reply ends it (remote.c). */
+            c->run.info.runs_launched++;
+            c->run.info.remote_runs++;
+        } else if (rc == 0) {
             m->run = run;
             fifo_append(&w->flight_head, &w->flight_tail, m);
             c->run.info.runs_launched++;
@@ -174,6 +183,17 @@ void cl_worker_pump(struct cl_worker *w)
      * pumped here, after this worker's launch lock is let go (two launch
      * locks are never held at once). */
     cl_pump_set(c, to_pump & ~(UINT64_C(1) << w->index));
+}
+
+void cl_remote_member_ended(struct cl_worker *w, struct cl_member *m, int32_t status)
+{
+    struct simpler_cluster *c = w->cluster;
+    uint64_t to_pump = UINT64_C(1) << w->index; /* a slot is free */
+    pthread_mutex_lock(&c->lock);
+    w->in_flight--;
+    member_end(c, m, status, &to_pump);
+    pthread_mutex_unlock(&c->lock);
+    cl_pump_set(c, to_pump);
 }
 
 /* ------------------------------------------------------------ completing */

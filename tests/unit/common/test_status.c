@@ -43,6 +43,7 @@ static const struct named_code all_codes[] = {
     CODE(PTO_RUNTIME_ERR_CALLABLE_NOT_RESIDENT, -1007),
     CODE(PTO_RUNTIME_ERR_CAPACITY_EXCEEDED, -1008),
     CODE(PTO_RUNTIME_ERR_DEPENDENCY_FAILED, -1009),
+    CODE(PTO_RUNTIME_ERR_PEER_LOST, -1010),
     CODE(PTO_RUNTIME_ERR_DEVICE_LOST, -1100),
     CODE(PTO_RUNTIME_ERR_OUT_OF_DEVICE_MEMORY, -1101),
     CODE(PTO_RUNTIME_ERR_NOT_READY, -1102),
@@ -97,7 +98,7 @@ static const char SCHED_BAND_MESSAGE[] = "the device scheduler failed the run wi
 static const char KERNEL_BAND_MESSAGE[] = "a kernel failed the run with its own code";
 
 /* The gaps in the host and device bands, past their ends, positive values, extremes. */
-static const int unknown_codes[] = {-1010, -1050, -1099, -1108, -1150, -1199, -1200,
+static const int unknown_codes[] = {-1011, -1050, -1099, -1108, -1150, -1199, -1200,
                                     -5000, 1,     7,     1000,  INT_MAX, INT_MIN};
 #define UNKNOWN_COUNT (sizeof unknown_codes / sizeof unknown_codes[0])
 
