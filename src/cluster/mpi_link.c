@@ -99,7 +99,13 @@ int simpler_cluster_mpi_init(int *argc, char ***argv, int *rank, int *ranks)
     if (provided < MPI_THREAD_SERIALIZED)
         return PTO_RUNTIME_ERR_INVALID_STATE;
     ignore_if_default(SIGPIPE);
-    ignore_if_default(SIGUSR1);
+    /* MPICH's hydra tells survivors of a dead rank by SIGUSR1, and MPICH's
+     * own handler (or the default action) ends them: the peer timeout is
+     * what reports a loss here, as PEER_LOST. */
+    struct sigaction ignore;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGUSR1, &ignore, NULL);
     if (rank)
         MPI_Comm_rank(MPI_COMM_WORLD, rank);
     if (ranks)
@@ -203,8 +209,9 @@ static int wait_bounded(struct cl_link *link, MPI_Request *req)
         if (done)
             return 0;
         if (cl_now_ms() >= deadline) {
-            /* The request stays with MPI: freeing it lets MPI drop it. */
-            MPI_Request_free(req);
+            /* The request is left to MPI: a collective's cannot be freed
+             * or cancelled, and the process is not expected to finalize
+             * (simpler_cluster_mpi_finalize refuses after a loss). */
             atomic_store_explicit(&any_peer_lost, true, memory_order_relaxed);
             return PTO_RUNTIME_ERR_PEER_LOST;
         }

@@ -105,7 +105,7 @@ static void take_request(struct serve_state *s, struct simpler_cluster_orch *o, 
                 cl_link_send(c->link, 0, CL_MSG_REPLY, head, sizeof bad);
             }
         }
-        cl_served_call_free(call);
+        cl_served_call_free(call); /* no task of this run names its buffers */
         return;
     }
     s->info.runs++;
@@ -135,9 +135,11 @@ static bool reply_ended(struct serve_state *s)
         pthread_mutex_unlock(&c->lock);
         for (uint32_t i = 0; i < n; i++) {
             struct served *r = &s->records[ended[i]];
+            /* Its private buffers stay until the run ends: freed, their
+             * addresses could come back for a later request, which this
+             * rank's TensorMap would take for the same (or an
+             * overlapping) buffer of an earlier task. */
             reply(s, r->task, r->member, status[i], r->call);
-            cl_served_call_free(r->call);
-            r->call = NULL;
         }
         any |= n > 0;
     } while (n == 64);
@@ -242,7 +244,7 @@ int simpler_cluster_serve(struct simpler_cluster *cluster, struct simpler_cluste
     pthread_mutex_lock(&c->lock);
     c->serving = false;
     pthread_mutex_unlock(&c->lock);
-    /* Requests whose reply never went (rank 0 lost) still hold buffers. */
+    /* Every request's private buffers (kept for the whole run). */
     for (uint32_t i = 0; i < s.tasks; i++)
         cl_served_call_free(s.records[i].call);
     free(s.records);
