@@ -15,9 +15,12 @@ set -euo pipefail
 # the trace test reads traces back with and tools/simpler-trace reads them
 # with. python3-pytest + python3-numpy: the Python package's tests and
 # example (python/, docs/python.md), which run on /usr/bin/python3, the
-# interpreter Debian's python3-* packages install for.
+# interpreter Debian's python3-* packages install for. libmpich-dev +
+# mpich: distributed clusters and their `mpiexec -n 2` test
+# (docs/cluster.md section 9); MPICH's hydra runs as root without a flag.
 needed=(cmake make gcc libc6-dev libcmocka-dev pkg-config binutils libasan8 libubsan1 libtsan2
-        clang liblapacke-dev libblas-dev gdb spin libjansson-dev python3-pytest python3-numpy)
+        clang liblapacke-dev libblas-dev gdb spin libjansson-dev python3-pytest python3-numpy
+        libmpich-dev mpich)
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -202,6 +202,10 @@ static void dependencies_across_ranks(struct simpler_cluster *c)
     vecs_free(&s);
 
     vecs_init(&s);
+    /* A closed gate again: the RAW run left it open, and the read would
+     * not be held (nothing runs on rank 0 between runs). */
+    ts_gate_destroy(&cl_gates[0]);
+    ts_gate_init(&cl_gates[0]);
     CHECK_EQ(simpler_cluster_run(c, orch_war, &s, &info), 0, "WAR run");
     /* y1 from the old x: rank 0 read x after rank 1 overwrote it */
     for (uint32_t i = 0; i < CL_N; i++)
