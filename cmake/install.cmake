@@ -28,6 +28,13 @@ install(FILES ${PROJECT_BINARY_DIR}/simplerConfig.cmake ${PROJECT_BINARY_DIR}/si
 # simpler.pc names the prefix relative to its own directory (${pcfiledir}),
 # so it is right wherever the tree is installed (--prefix, DESTDIR).
 file(RELATIVE_PATH SIMPLER_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+# The static library's MPI link line (pkg-config --static), when built with MPI.
+set(SIMPLER_MPI_LIBS_PRIVATE "")
+if(SIMPLER_HAVE_MPI)
+  foreach(lib ${MPI_C_LIBRARIES})
+    string(APPEND SIMPLER_MPI_LIBS_PRIVATE " ${lib}")
+  endforeach()
+endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/simpler.pc.in ${PROJECT_BINARY_DIR}/simpler.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/simpler.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

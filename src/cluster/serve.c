@@ -129,8 +129,9 @@ static bool reply_ended(struct serve_state *s)
             ended[i] = c->served_ended[i];
             status[i] = c->run.tasks[ended[i]]->status;
         }
-        memmove(c->served_ended, c->served_ended + n,
-                (c->served_ended_count - n) * sizeof *c->served_ended);
+        if (n)
+            memmove(c->served_ended, c->served_ended + n,
+                    (c->served_ended_count - n) * sizeof *c->served_ended);
         c->served_ended_count -= n;
         pthread_mutex_unlock(&c->lock);
         for (uint32_t i = 0; i < n; i++) {
