@@ -117,19 +117,36 @@ static uint32_t state_of(struct simpler_cluster_orch *o, simpler_cluster_task_t 
     return info.state;
 }
 
+/*
+ * Submits `held` (its kernel held at gate 1) on `held_worker` of rank 0,
+ * then `later` on `later_worker` of rank 1, and checks that the later
+ * task waits (PENDING, `why` naming what else would mean) until the gate
+ * opens. Returns the later task.
+ */
+static simpler_cluster_task_t held_then_later(struct simpler_cluster_orch *o,
+                                              uint32_t held_worker, const struct cl_axpb *held,
+                                              uint32_t later_worker,
+                                              const struct cl_axpb *later, const char *why)
+{
+    simpler_cluster_task_t th, tl;
+    CHECK_EQ(simpler_cluster_submit(o, held_worker, CL_AXPB, &held->args, NULL, &th), 0,
+             "submit on rank 0");
+    CHECK_EQ(simpler_cluster_submit(o, later_worker, CL_AXPB, &later->args, NULL, &tl), 0,
+             "submit on rank 1");
+    CHECK(ts_gate_wait_arrivals_for(&cl_gates[0], 1, TS_DEADLOCK_GUARD_MS), "held kernel");
+    CHECK_EQ(state_of(o, tl), SIMPLER_CLUSTER_TASK_PENDING, why);
+    ts_gate_open(&cl_gates[0]);
+    return tl;
+}
+
 static int orch_raw(struct simpler_cluster_orch *o, void *user)
 {
     struct vecs *s = user;
     struct cl_axpb a, b;
-    simpler_cluster_task_t ta, tb;
     cl_axpb_args(&a, &s->v[0].all, &s->v[1].all, 2.0f, 1.0f, 0, 1); /* rank 0: y1 = x*2+1, held */
     cl_axpb_args(&b, &s->v[1].all, &s->v[2].all, 3.0f, 0.0f, 0, 0); /* rank 1: y2 = y1*3 */
-    CHECK_EQ(simpler_cluster_submit(o, 0, CL_AXPB, &a.args, NULL, &ta), 0, "submit on rank 0");
-    CHECK_EQ(simpler_cluster_submit(o, 2, CL_AXPB, &b.args, NULL, &tb), 0, "submit on rank 1");
-    CHECK(ts_gate_wait_arrivals_for(&cl_gates[0], 1, TS_DEADLOCK_GUARD_MS), "held kernel");
-    CHECK_EQ(state_of(o, tb), SIMPLER_CLUSTER_TASK_PENDING,
-             "QUEUED/RUNNING: rank 1 would read y1 before rank 0 wrote it");
-    ts_gate_open(&cl_gates[0]);
+    simpler_cluster_task_t tb = held_then_later(
+        o, 0, &a, 2, &b, "QUEUED/RUNNING: rank 1 would read y1 before rank 0 wrote it");
     CHECK_EQ(simpler_cluster_wait_task(o, tb), 0, "the read on rank 1");
     return 0;
 }
@@ -138,15 +155,10 @@ static int orch_war(struct simpler_cluster_orch *o, void *user)
 {
     struct vecs *s = user;
     struct cl_axpb a, b;
-    simpler_cluster_task_t ta, tb;
     cl_axpb_args(&a, &s->v[0].all, &s->v[1].all, 2.0f, 1.0f, 0, 1); /* rank 0 reads x, held */
     cl_axpb_args(&b, &s->v[2].all, &s->v[0].all, 1.0f, 5.0f, 0, 0); /* rank 1 writes x = z+5 */
-    CHECK_EQ(simpler_cluster_submit(o, 1, CL_AXPB, &a.args, NULL, &ta), 0, "submit on rank 0");
-    CHECK_EQ(simpler_cluster_submit(o, 3, CL_AXPB, &b.args, NULL, &tb), 0, "submit on rank 1");
-    CHECK(ts_gate_wait_arrivals_for(&cl_gates[0], 1, TS_DEADLOCK_GUARD_MS), "held kernel");
-    CHECK_EQ(state_of(o, tb), SIMPLER_CLUSTER_TASK_PENDING,
-             "not PENDING: rank 1's write of x could land before rank 0 staged it");
-    ts_gate_open(&cl_gates[0]);
+    held_then_later(o, 1, &a, 3, &b,
+                    "not PENDING: rank 1's write of x could land before rank 0 staged it");
     return 0;
 }
 
