@@ -421,22 +421,13 @@ static void test_a_traced_run_shows_the_host_build_as_its_own_track(void **state
     pm_run_check(&r);
     pm_run_free(&r);
     pm_close(ctx);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f); /* NULL: the traced HBG run wrote no trace */
     static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    ts_read_text(path, text, sizeof text); /* fails: the traced HBG run wrote no trace */
     /* absent: the build is not traced, or not on its own track (tid 2) */
     assert_non_null(strstr(text, "\"name\":\"host build\",\"cat\":\"host\""));
     assert_non_null(strstr(text, "\"tid\":2,\"args\":{\"run\":1,\"tasks\":2}"));
     assert_non_null(strstr(text, "\"args\":{\"name\":\"host build\"}"));
-    char deps[80];
-    snprintf(deps, sizeof deps, "test_hbg_%d.deps.json", (int)getpid());
-    unlink(deps);
-    snprintf(deps, sizeof deps, "test_hbg_%d.deps.dot", (int)getpid());
-    unlink(deps);
-    unlink(path);
+    ts_trace_files_remove(path);
 }
 
 /* --------------------------------------- graphs that fit to the last unit */

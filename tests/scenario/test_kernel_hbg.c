@@ -32,7 +32,7 @@ static void test_a_traced_host_build_graph_round_shows_its_host_build(void **sta
     if (env && strcmp(env, "tmr") == 0)
         skip(); /* the environment would override the config with TMR */
     char path[64];
-    snprintf(path, sizeof path, "test_kernel_mode_%d.json", (int)getpid());
+    snprintf(path, sizeof path, "test_kernel_hbg_%d.json", (int)getpid());
     struct simpler_config cfg = km_config();
     cfg.runtime = SIMPLER_RUNTIME_HBG;
     cfg.run_capacity.trace_level = 2;
@@ -47,24 +47,14 @@ static void test_a_traced_host_build_graph_round_shows_its_host_build(void **sta
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
     assert_int_equal(simpler_kernel_mode_write_trace(ctx, path), 0);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f); /* NULL: the traced round wrote no trace */
     static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    ts_read_text(path, text, sizeof text); /* fails: the traced round wrote no trace */
     /* absent: the build is not traced, or not on its own track (tid 2) */
     assert_non_null(strstr(text, "\"name\":\"host build\",\"cat\":\"host\""));
     assert_non_null(strstr(text, "\"tid\":2,\"args\":{\"run\":"));
     assert_non_null(strstr(text, ",\"tasks\":2}"));
     km_closing(ctx, s, &b);
-    char other[96];
-    const char *suffixes[] = {".deps.json", ".deps.dot"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(other, sizeof other, "test_kernel_mode_%d%s", (int)getpid(), suffixes[i]);
-        unlink(other);
-    }
-    unlink(path);
+    ts_trace_files_remove(path);
 }
 
 /* Under host_build_graph: reads x[3], a value of the caller's device

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -391,4 +392,27 @@ bool ts_runtime_hbg(void)
 {
     const char *runtime = getenv("SIMPLER_RUNTIME");
     return runtime && strcmp(runtime, "hbg") == 0;
+}
+
+void ts_read_text(const char *path, char *text, size_t capacity)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, capacity - 1, f);
+    fclose(f);
+    text[n] = 0;
+}
+
+void ts_trace_files_remove(const char *path)
+{
+    char other[4096];
+    size_t stem = strlen(path);
+    if (stem > 5 && strcmp(path + stem - 5, ".json") == 0)
+        stem -= 5;
+    const char *suffixes[] = {".deps.json", ".deps.dot"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(other, sizeof other, "%.*s%s", (int)stem, path, suffixes[i]);
+        unlink(other);
+    }
+    unlink(path);
 }

@@ -207,6 +207,15 @@ int ts_log_count(struct ts_log *log);
  * (SIMPLER_RUNTIME=hbg: CTest's *_hbg entries). */
 bool ts_runtime_hbg(void);
 
+/* The text file at `path` into `text` (`capacity` bytes, NUL-terminated;
+ * a longer file is cut). Asserts that it opened: a trace that was never
+ * written fails the test here. */
+void ts_read_text(const char *path, char *text, size_t capacity);
+
+/* Removes a trace written at `path` ("<stem>.json") and the dependency
+ * files written beside it ("<stem>.deps.json", "<stem>.deps.dot"). */
+void ts_trace_files_remove(const char *path);
+
 /* Skips the calling cmocka case under host_build_graph, saying why: for a
  * case whose subject that runtime does not have (an orchestration that
  * watches its tasks run, rings that reclaim during a run, element waits
