@@ -24,7 +24,7 @@ static double *tile(int64_t *args, uint32_t i, uint64_t *t)
 
 void chol_kernel_potrf(int64_t *args)
 {
-    uint64_t t;
+    uint64_t t = 0;
     double *a = tile(args, 0, &t);
     if (!a) {
         simpler_kernel_fail(args, CHOL_BAD_TILE);
@@ -53,7 +53,7 @@ void chol_kernel_potrf(int64_t *args)
 
 void chol_kernel_trsm(int64_t *args)
 {
-    uint64_t t, u;
+    uint64_t t = 0, u = 0;
     const double *l = tile(args, 0, &t);
     double *b = tile(args, 1, &u);
     if (!l || !b || t != u) {
@@ -86,7 +86,7 @@ static void update(const double *a, const double *b, double *c, uint64_t t, int 
 
 void chol_kernel_syrk(int64_t *args)
 {
-    uint64_t t, u;
+    uint64_t t = 0, u = 0;
     const double *a = tile(args, 0, &t);
     double *c = tile(args, 1, &u);
     if (!a || !c || t != u) {
@@ -98,7 +98,7 @@ void chol_kernel_syrk(int64_t *args)
 
 void chol_kernel_gemm(int64_t *args)
 {
-    uint64_t t, u, v;
+    uint64_t t = 0, u = 0, v = 0;
     const double *a = tile(args, 0, &t);
     const double *b = tile(args, 1, &u);
     double *c = tile(args, 2, &v);
