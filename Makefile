@@ -2,7 +2,8 @@
 #   make run    install what is missing, build, run the demonstration (the
 #               vector example traced: build/vector-trace.{json,svg} and its
 #               summary by tools/simpler-trace), the other examples, and
-#               the vector example from Python (examples/python/vector.py)
+#               the vector example from Python (examples/python/vector.py),
+#               and the cluster example (over two MPI ranks too, with MPI)
 #   make test   install what is missing, build and run every test:
 #               the model check (make verify), normal build, then ASan+UBSan, then TSan, then a short soak
 #               (SOAK_SHORT_N runs of the pipeline, fault, review and engine tests
@@ -53,6 +54,9 @@ run: build
 	./build/tools/simpler-trace --svg build/vector-trace.svg build/vector-trace.json
 	./build/examples/matmul_example
 	./build/examples/attention_example
+	./build/examples/cluster_example
+	@# over two MPI ranks, when the build found MPI (it then registered the test)
+	if grep -q example_cluster_mpi build/examples/CTestTestfile.cmake; then mpiexec -n 2 ./build/examples/cluster_example --mpi; fi
 	/usr/bin/python3 examples/python/vector.py build/examples/libvector_orch.so build/examples/libvector_kernels.so
 
 test: deps verify test-normal test-asan test-tsan test-soak-short test-release test-fuzz

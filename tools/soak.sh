@@ -46,6 +46,13 @@
 #             copies in captures, replays racing updates that rebuild the
 #             image) under host_build_graph:
 #             a name test@hbg runs the test with SIMPLER_RUNTIME=hbg
+#   mpi       test_cluster_mpi@mpi (a cluster over two MPI ranks: runs
+#             across ranks ordered by rank 0's TensorMap, a failing run on
+#             rank 1) and test_cluster_mpi@mpikill (rank 1 killed inside a
+#             kernel; rank 0 ends with PEER_LOST within the peer timeout),
+#             run through mpiexec -n 2 (the kill case through
+#             tests/mpi/run_kill.sh); only in the builds that have them (MPI
+#             found; never TSan), skipped with a line elsewhere
 #
 # Environment:
 #   SOAK_N        repetitions of each test per build (default 20: about thirty
@@ -81,7 +88,7 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_graph_update test_kernel_graph_update test_stream test_event test_profile test_enqueue_batch
        test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg test_program_faults@hbg
        test_kernel_chain_breaks@hbg test_kernel_graph_update@hbg test_kernel_capture@hbg
-       test_cluster test_cluster_faults)
+       test_cluster test_cluster_faults test_cluster_mpi@mpi test_cluster_mpi@mpikill)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
@@ -122,15 +129,26 @@ run_one() {
     local log="$log_dir/$build.$test.$repetition.log" sanitizer_env=()
     local env_name="SOAK_ENV_$build"
     read -r -a sanitizer_env <<<"${!env_name:-}"
-    local started=$EPOCHREALTIME status outcome runtime_env=()
-    # test@hbg: the test under host_build_graph
-    if [[ $test == *@hbg ]]; then
-        runtime_env=(SIMPLER_RUNTIME=hbg)
-        log="$log_dir/$build.${test%@hbg}.hbg.$repetition.log"
-    fi
+    local started=$EPOCHREALTIME status outcome runtime_env=() command=("$executable")
+    # test@hbg: the test under host_build_graph; test@mpi: on two MPI
+    # ranks; test@mpikill: its kill case, judged by rank 0's verdict.
+    case $test in
+        *@hbg)
+            runtime_env=(SIMPLER_RUNTIME=hbg)
+            log="$log_dir/$build.${test%@hbg}.hbg.$repetition.log" ;;
+        *@mpi)
+            log="$log_dir/$build.${test%@mpi}.mpi.$repetition.log"
+            # leaks are not checked under MPI (tests/CMakeLists.txt)
+            runtime_env=(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
+            command=(mpiexec -n 2 "$executable") ;;
+        *@mpikill)
+            log="$log_dir/$build.${test%@mpikill}.kill.$repetition.log"
+            runtime_env=(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
+            command=(sh "$root/tests/mpi/run_kill.sh" mpiexec "$executable" "$log.verdict") ;;
+    esac
     env "${sanitizer_env[@]}" "${runtime_env[@]}" \
         SIMPLER_TEST_WATCHDOG_S=$((run_timeout - watchdog_margin)) \
-        timeout -k 10 "$run_timeout" "$executable" >"$log" 2>&1 </dev/null
+        timeout -k 10 "$run_timeout" "${command[@]}" >"$log" 2>&1 </dev/null
     status=$?
     if [ "$status" -eq 0 ]; then
         outcome=pass
@@ -143,7 +161,7 @@ run_one() {
     fi
     echo "$build $test $repetition $outcome $(elapsed_since "$started")" >>"$results"
     if [ "$outcome" = pass ]; then
-        rm -f "$log"
+        rm -f "$log" "$log.verdict"
     else
         echo "soak: $build $test run $repetition: $outcome (exit $status), log: $log"
     fi
@@ -160,20 +178,27 @@ summarize() {
 soak_started=$SECONDS
 for build in $builds; do
     dir=$(build_dir "$build") || exit 2
+    build_tests=()
     for test in "${tests[@]}"; do
-        if [ ! -x "$dir/tests/${test%@hbg}" ]; then
-            echo "soak: $dir/tests/${test%@hbg} is missing: build first (make soak builds it)" >&2
+        executable="$dir/tests/${test%@*}"
+        if [[ $test == *@mpi* ]] && [ ! -x "$executable" ]; then
+            echo "soak: $build: $test skipped (this build has no MPI: docs/cluster.md)"
+            continue
+        fi
+        if [ ! -x "$executable" ]; then
+            echo "soak: $executable is missing: build first (make soak builds it)" >&2
             exit 2
         fi
+        build_tests+=("$test")
     done
     build_started=$SECONDS
-    echo "soak: $build: ${#tests[@]} tests x $repetitions runs, $jobs at once, ${run_timeout} s per run"
+    echo "soak: $build: ${#build_tests[@]} tests x $repetitions runs, $jobs at once, ${run_timeout} s per run"
     running=0
     for ((repetition = 1; repetition <= repetitions; repetition++)); do
-        for test in "${tests[@]}"; do
+        for test in "${build_tests[@]}"; do
             # stderr: bash's own "Aborted" notice for a run the watchdog
             # ended (the run's output goes to its log).
-            run_one "$build" "$dir/tests/${test%@hbg}" "$test" "$repetition" 2>/dev/null &
+            run_one "$build" "$dir/tests/${test%@*}" "$test" "$repetition" 2>/dev/null &
             running=$((running + 1))
             if [ "$running" -ge "$jobs" ]; then
                 wait -n

@@ -16,6 +16,13 @@
  *           operations in the same order on one context; on the cluster
  *           the host TensorMap orders them.
  * Exits nonzero on any wrong bit or failed call.
+ *
+ * `mpiexec -n 2 cluster_example --mpi` runs the same over two ranks of two
+ * devices each (docs/cluster.md section 9): workers 0-1 on rank 0, 2-3 on
+ * rank 1 (rank-major). Rank 0 computes the references, runs both
+ * orchestrations and checks; rank 1 serves its two runs. Only the regions
+ * a remote run reads and writes travel between ranks; their bytes are
+ * printed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -345,13 +352,19 @@ static int references(const struct image images[1 + CHOL_OPS], struct matmul *mm
     return 0;
 }
 
-static int report(const char *name, const struct simpler_cluster_run_info *info, int rc,
-                  uint64_t wrong, uint64_t total, double ms, const char *extra)
+static int report(const char *name, int ranks, const struct simpler_cluster_run_info *info,
+                  int rc, uint64_t wrong, uint64_t total, double ms, const char *extra)
 {
-    printf("%-9s cluster of %d devices: %llu tasks, %llu runs, %llu dependencies (RAW %llu, "
+    char where[160] = "";
+    if (ranks > 1)
+        snprintf(where, sizeof where,
+                 " over %d ranks (%llu runs remote, %llu bytes sent, %llu received)", ranks,
+                 (unsigned long long)info->remote_runs, (unsigned long long)info->bytes_sent,
+                 (unsigned long long)info->bytes_received);
+    printf("%-9s cluster of %d devices%s: %llu tasks, %llu runs, %llu dependencies (RAW %llu, "
            "WAR %llu, WAW %llu); %s against one device: %llu of %llu elements differ%s; "
            "%.1f ms\n",
-           name, WORKERS, (unsigned long long)info->tasks_submitted,
+           name, WORKERS, where, (unsigned long long)info->tasks_submitted,
            (unsigned long long)info->runs_launched, (unsigned long long)info->dependencies,
            (unsigned long long)info->raw, (unsigned long long)info->war,
            (unsigned long long)info->waw, rc == 0 && wrong == 0 ? "exact" : "WRONG",
@@ -359,29 +372,68 @@ static int report(const char *name, const struct simpler_cluster_run_info *info,
     return rc != 0 || wrong != 0;
 }
 
-int main(void)
+/* A serving rank: serves rank 0's two runs (matmul, Cholesky). */
+static int serve_runs(struct simpler_cluster *cl, int rank)
+{
+    int bad = 0;
+    for (int run = 0; run < 2; run++) {
+        struct simpler_cluster_serve_info si;
+        int rc = simpler_cluster_serve(cl, &si);
+        printf("rank %d served %s: %llu runs (%llu failed), %llu bytes received, %llu sent: "
+               "%s\n",
+               rank, run == 0 ? "the matmul" : "the Cholesky", (unsigned long long)si.runs,
+               (unsigned long long)si.runs_failed, (unsigned long long)si.bytes_received,
+               (unsigned long long)si.bytes_sent, rc ? simpler_status_name(rc) : "ok");
+        bad |= rc != 0 || si.runs == 0;
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
 {
     struct image images[1 + CHOL_OPS] = {{0}};
     struct matmul mm = {0};
     struct chol ch;
     struct simpler_cluster *cl = NULL;
     struct simpler_cluster_config cfg;
-    int rc, bad = 0;
+    int rc, bad = 0, rank = 0, ranks = 1;
+    int distributed = argc == 2 && strcmp(argv[1], "--mpi") == 0;
+    if (argc > 1 && !distributed) {
+        fprintf(stderr, "usage: %s [--mpi]   (--mpi: under mpiexec -n 2)\n", argv[0]);
+        return 2;
+    }
+    if (distributed) {
+        if ((rc = simpler_cluster_mpi_init(&argc, &argv, &rank, &ranks)))
+            return failed("simpler_cluster_mpi_init", rc);
+        if (ranks != 2) {
+            fprintf(stderr, "cluster example: --mpi runs on 2 ranks (mpiexec -n 2), not %d\n",
+                    ranks);
+            simpler_cluster_mpi_finalize();
+            return 2;
+        }
+    }
     if ((rc = configure_devices()))
         return failed("simdev_device_configure", rc);
     if ((rc = build_images(images)))
         return failed("building the callable images", rc);
-    if ((rc = matmul_init(&mm)) || (rc = chol_init(&ch)))
-        return failed("allocating the matrices", rc);
-    if (references(images, &mm, &ch))
-        return 1;
+    if (rank == 0) {
+        if ((rc = matmul_init(&mm)) || (rc = chol_init(&ch)))
+            return failed("allocating the matrices", rc);
+        if (references(images, &mm, &ch))
+            return 1;
+    }
 
     simpler_cluster_config_default(&cfg);
-    cfg.worker_count = WORKERS;
+    cfg.worker_count = WORKERS / (uint32_t)ranks; /* this rank's devices */
+    cfg.distributed = (uint32_t)distributed;
     if ((rc = simpler_cluster_create(&cfg, &cl)))
         return failed("simpler_cluster_create", rc);
     if ((rc = register_all(NULL, cl, images)))
         return failed("simpler_cluster_register_callable", rc);
+    if (rank != 0) {
+        bad = serve_runs(cl, rank);
+        goto out;
+    }
 
     struct simpler_cluster_run_info info;
     double t0 = now_ms();
@@ -392,7 +444,7 @@ int main(void)
         wrong += memcmp(&mm.c[i], &mm.c_ref[i], sizeof(float)) != 0;
     if (rc)
         failed("the cluster matmul", rc);
-    bad |= report("matmul", &info, rc, wrong, MM_DIM * MM_DIM, ms, "");
+    bad |= report("matmul", ranks, &info, rc, wrong, MM_DIM * MM_DIM, ms, "");
 
     t0 = now_ms();
     rc = simpler_cluster_run(cl, chol_orch, &ch, &info);
@@ -407,14 +459,17 @@ int main(void)
     double residual = chol_residual(&ch);
     char extra[64];
     snprintf(extra, sizeof extra, ", max |L L^T - A| = %.2g", residual);
-    bad |= report("Cholesky", &info, rc, wrong, CH_TILES * (CH_TILES + 1) / 2 * CH_T * CH_T, ms,
-                  extra);
+    bad |= report("Cholesky", ranks, &info, rc, wrong,
+                  CH_TILES * (CH_TILES + 1) / 2 * CH_T * CH_T, ms, extra);
     bad |= !(residual < 1e-9);
-
-    if ((rc = simpler_cluster_destroy(cl)))
-        return failed("simpler_cluster_destroy", rc);
     matmul_free(&mm);
     chol_free(&ch);
+
+out:
+    if ((rc = simpler_cluster_destroy(cl)))
+        return failed("simpler_cluster_destroy", rc);
+    if (distributed && (rc = simpler_cluster_mpi_finalize()))
+        return failed("simpler_cluster_mpi_finalize", rc);
     for (int i = 0; i < 1 + CHOL_OPS; i++)
         simpler_callable_free(images[i].bytes);
     return bad;
