@@ -112,6 +112,7 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
     uint64_t base[SIMPLER_CALLABLE_MAX_TENSORS];
     struct sp_view_extent span[SIMPLER_CALLABLE_MAX_TENSORS];
     bool read[SIMPLER_CALLABLE_MAX_TENSORS] = {false};
+    uint64_t packed_bytes[SIMPLER_CALLABLE_MAX_TENSORS] = {0};
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         uint32_t b = 0;
         while (b < buffer_count && base[b] != a->tensors[i].addr)
@@ -123,6 +124,7 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
             continue;
         struct sp_view_extent e;
         sp_view_inside(&a->tensors[i], &e); /* true: submit checked the view */
+        packed_bytes[b] += view_bytes(&a->tensors[i]);
         if (!read[b]) {
             span[b] = e;
             read[b] = true;
@@ -134,11 +136,15 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
         }
     }
     uint32_t span_count = 0;
-    uint64_t payload = 0;
+    uint64_t payload = 0, travels[SIMPLER_CALLABLE_MAX_TENSORS];
+    bool packed[SIMPLER_CALLABLE_MAX_TENSORS];
     for (uint32_t b = 0; b < buffer_count; b++) {
         if (read[b]) {
+            uint64_t extent = (uint64_t)(span[b].last_byte - span[b].first_byte) + 1;
+            packed[b] = packed_bytes[b] < extent;
+            travels[b] = packed[b] ? packed_bytes[b] : extent;
             span_count++;
-            payload += (uint64_t)(span[b].last_byte - span[b].first_byte) + 1;
+            payload += travels[b];
         }
     }
     size_t bytes = sizeof(struct cl_wire_request) + a->scalar_count * sizeof(uint64_t) +
@@ -159,7 +165,8 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
         memcpy(at, a->scalars, a->scalar_count * sizeof(uint64_t));
     at += a->scalar_count * sizeof(uint64_t);
     for (uint32_t i = 0; i < a->tensor_count; i++) {
-        struct cl_wire_tensor wt = {.view = a->tensors[i], .buffer = buffer_of[i]};
+        struct cl_wire_tensor wt = {.view = a->tensors[i], .buffer = buffer_of[i],
+                                    .read = is_read(call->directions[i])};
         wt.view.addr = 0; /* a buffer is named by its id, never by its address */
         memcpy(at, &wt, sizeof wt);
         at += sizeof wt;
@@ -167,12 +174,18 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
     for (uint32_t b = 0; b < buffer_count; b++) {
         if (!read[b])
             continue;
-        struct cl_wire_span s = {.buffer = b, .offset = (uint64_t)span[b].first_byte,
-                                 .bytes = (uint64_t)(span[b].last_byte - span[b].first_byte) + 1};
+        struct cl_wire_span s = {.buffer = b, .packed = packed[b], .bytes = travels[b],
+                                 .offset = packed[b] ? 0 : (uint64_t)span[b].first_byte};
         memcpy(at, &s, sizeof s);
         at += sizeof s;
-        memcpy(at, (const uint8_t *)(uintptr_t)base[b] + s.offset, s.bytes);
-        at += s.bytes;
+        if (!packed[b]) {
+            memcpy(at, (const uint8_t *)(uintptr_t)base[b] + s.offset, s.bytes);
+            at += s.bytes;
+            continue;
+        }
+        for (uint32_t i = 0; i < a->tensor_count; i++)
+            if (buffer_of[i] == b && is_read(call->directions[i]))
+                at += walk_view(&a->tensors[i], at, true);
     }
     *msg = m;
     *len = bytes;
@@ -229,6 +242,7 @@ int cl_wire_unpack_request(const void *msg, size_t len, struct cl_served_call **
         memcpy(c->scalars, p, h->scalar_count * sizeof(uint64_t));
     }
     uint32_t buffer_of[SIMPLER_CALLABLE_MAX_TENSORS];
+    bool read[SIMPLER_CALLABLE_MAX_TENSORS];
     uint64_t buffer_bytes[SIMPLER_CALLABLE_MAX_TENSORS] = {0};
     for (uint32_t i = 0; i < h->tensor_count; i++) {
         struct cl_wire_tensor wt;
@@ -237,10 +251,11 @@ int cl_wire_unpack_request(const void *msg, size_t len, struct cl_served_call **
         memcpy(&wt, p, sizeof wt);
         if (wt.buffer >= h->buffer_count ||
             (buffer_bytes[wt.buffer] && buffer_bytes[wt.buffer] != wt.view.buffer_bytes) ||
-            !wt.view.buffer_bytes)
+            !wt.view.buffer_bytes || wt.read > 1)
             goto fail;
         buffer_bytes[wt.buffer] = wt.view.buffer_bytes;
         buffer_of[i] = wt.buffer;
+        read[i] = wt.read;
         c->tensors[i] = wt.view;
     }
     if (h->buffer_count && !(c->buffers = sp_host_calloc(h->buffer_count, sizeof(void *)))) {
@@ -256,24 +271,39 @@ int cl_wire_unpack_request(const void *msg, size_t len, struct cl_served_call **
             goto fail;
         }
     }
-    for (uint32_t s = 0; s < h->span_count; s++) {
-        struct cl_wire_span sp;
-        if (!(p = take(&at, end, sizeof sp)))
-            goto fail;
-        memcpy(&sp, p, sizeof sp);
-        if (sp.buffer >= h->buffer_count || sp.offset > buffer_bytes[sp.buffer] ||
-            sp.bytes > buffer_bytes[sp.buffer] - sp.offset || !(p = take(&at, end, sp.bytes)))
-            goto fail;
-        memcpy((uint8_t *)c->buffers[sp.buffer] + sp.offset, p, sp.bytes);
-        payload += sp.bytes;
-    }
-    if (at != end)
-        goto fail;
+    /* Every view inside its private buffer before any bytes land. */
     for (uint32_t i = 0; i < h->tensor_count; i++) {
         c->tensors[i].addr = (uint64_t)(uintptr_t)c->buffers[buffer_of[i]];
         if (!sp_view_inside(&c->tensors[i], NULL))
             goto fail;
     }
+    for (uint32_t s = 0; s < h->span_count; s++) {
+        struct cl_wire_span sp;
+        if (!(p = take(&at, end, sizeof sp)))
+            goto fail;
+        memcpy(&sp, p, sizeof sp);
+        if (sp.buffer >= h->buffer_count || sp.packed > 1 || sp.offset > buffer_bytes[sp.buffer] ||
+            sp.bytes > buffer_bytes[sp.buffer] - sp.offset || !(p = take(&at, end, sp.bytes)))
+            goto fail;
+        payload += sp.bytes;
+        if (!sp.packed) {
+            memcpy((uint8_t *)c->buffers[sp.buffer] + sp.offset, p, sp.bytes);
+            continue;
+        }
+        /* The buffer's read views' elements, in tensor order: their sizes
+         * (each bounded by its buffer, checked above) must add up to it. */
+        uint64_t expected = 0;
+        for (uint32_t i = 0; i < h->tensor_count; i++)
+            if (buffer_of[i] == sp.buffer && read[i])
+                expected += view_bytes(&c->tensors[i]);
+        if (sp.offset != 0 || expected != sp.bytes)
+            goto fail;
+        for (uint32_t i = 0; i < h->tensor_count; i++)
+            if (buffer_of[i] == sp.buffer && read[i])
+                p += walk_view(&c->tensors[i], (uint8_t *)p, false);
+    }
+    if (at != end)
+        goto fail;
     c->args = (struct simpler_args){.tensor_count = h->tensor_count,
                                     .scalar_count = h->scalar_count,
                                     .tensors = h->tensor_count ? c->tensors : NULL,

@@ -11,7 +11,8 @@
  * id is the buffer's position among the distinct buffers of the request,
  * and a tensor's `addr` travels as 0. After the tensors come the read
  * spans (per buffer the bytes program mode would stage: first to last
- * byte of the IN/INOUT views), each followed by its bytes. A reply carries
+ * byte of the IN/INOUT views, or their elements packed when fewer), each
+ * followed by its bytes. A reply carries
  * the status and, on success, the elements of every OUT/INOUT view, packed
  * in the view's row-major order, in tensor order.
  */
@@ -42,12 +43,17 @@ struct cl_wire_request {
 struct cl_wire_tensor {
     struct simpler_tensor view; /* addr 0 on the wire */
     uint32_t buffer;            /* buffer id within the request */
-    uint32_t reserved;
+    uint32_t read;              /* 1: IN or INOUT (its elements travel) */
 };
 
+/* What travels of one read buffer: its span (first to last byte the read
+ * views touch), or, when that is fewer bytes, the elements of its read
+ * views packed in row-major order, view after view in tensor order
+ * (packed = 1; offset 0). A column band of a row-major matrix thus sends
+ * its elements, not the rows between. */
 struct cl_wire_span {
     uint32_t buffer;
-    uint32_t reserved;
+    uint32_t packed;
     uint64_t offset; /* bytes from the buffer's start */
     uint64_t bytes;
 };

@@ -7,7 +7,8 @@
  *
  *   test_cluster_mpi          dependencies across ranks (RAW and WAR held
  *                             at a gate on rank 0, RAW the other way with
- *                             the exact bytes moved), a failing run on rank
+ *                             the exact bytes moved), a strided read sending
+ *                             only its elements, a failing run on rank
  *                             1 reaching rank 0 with its code while the
  *                             others finish, bad input refused before
  *                             anything is sent
@@ -354,6 +355,52 @@ static void bad_input_is_refused_before_anything_is_sent(struct simpler_cluster 
     vecs_free(&s);
 }
 
+/* ---------------------------------------------- strided reads travel packed */
+
+#define STRIDE 4
+
+static int orch_strided(struct simpler_cluster_orch *o, void *user)
+{
+    struct vecs *s = user;
+    struct simpler_tensor every_4th, head;
+    struct cl_axpb a;
+    simpler_cluster_task_t t;
+    CHECK_EQ(simpler_tensor_slice(&every_4th, &s->v[0].all, 0, 0, CL_N, STRIDE), 0, "x[::4]");
+    CHECK_EQ(simpler_tensor_slice(&head, &s->v[1].all, 0, 0, CL_N / STRIDE, 1), 0, "y[:64]");
+    cl_axpb_args(&a, &every_4th, &head, 2.0f, 1.0f, 0, 0);
+    CHECK_EQ(simpler_cluster_submit(o, 2, CL_AXPB, &a.args, NULL, &t), 0, "submit on rank 1");
+    return 0;
+}
+
+/* A read of every 4th element of x on rank 1: its elements travel packed
+ * (64 floats), not the span from the first to the last (253 floats). */
+static void strided_reads_send_only_their_elements(struct simpler_cluster *c)
+{
+    if (rank != 0) {
+        serve_one(c, 0, 1);
+        return;
+    }
+    struct vecs s;
+    struct simpler_cluster_run_info info;
+    vecs_init(&s);
+    CHECK_EQ(simpler_cluster_run(c, orch_strided, &s, &info), 0, "strided run");
+    int exact = 1;
+    for (uint32_t i = 0; i < CL_N / STRIDE; i++)
+        exact &= s.v[1].data[i] == cl_x(i * STRIDE, 1.0f) * 2.0f + 1.0f;
+    CHECK(exact, "y[i] = x[4i]*2+1: the packed elements landed at the wrong places");
+    uint32_t bits;
+    int untouched = 1;
+    for (uint32_t i = CL_N / STRIDE; i < CL_N; i++) {
+        memcpy(&bits, &s.v[1].data[i], sizeof bits);
+        untouched &= bits == CL_POISON_BITS;
+    }
+    CHECK(untouched, "y past the view written: more than the view came back");
+    CHECK_EQ(info.remote_runs, 1, "one run on rank 1");
+    CHECK_EQ(info.bytes_sent, CL_N / STRIDE * 4, "only x's 64 read elements travel");
+    CHECK_EQ(info.bytes_received, CL_N / STRIDE * 4, "only y's 64 written elements travel back");
+    vecs_free(&s);
+}
+
 /* ------------------------------------------------------------ kill rank */
 
 void mpi_kernel_die(int64_t *args);
@@ -474,6 +521,7 @@ int main(int argc, char **argv)
     struct simpler_cluster *c = open_cluster(0);
     cl_register(c);
     dependencies_across_ranks(c);
+    strided_reads_send_only_their_elements(c);
     a_failing_run_on_rank_1_reaches_rank_0(c);
     bad_input_is_refused_before_anything_is_sent(c);
     CHECK_EQ(simpler_cluster_destroy(c), 0, "a collective destroy");
