@@ -49,8 +49,9 @@
 #   mpi       test_cluster_mpi@mpi (a cluster over two MPI ranks: runs
 #             across ranks ordered by rank 0's TensorMap, a failing run on
 #             rank 1) and test_cluster_mpi@mpikill (rank 1 killed inside a
-#             kernel; rank 0 ends with PEER_LOST within the peer timeout),
-#             run through mpiexec -n 2 (the kill case through
+#             kernel; rank 0 ends with PEER_LOST within the peer timeout)
+#             and test_cluster_mpi@mpiabsent (rank 1 never joins create),
+#             run through mpiexec -n 2 (the kill and absent cases through
 #             tests/mpi/run_kill.sh); only in the builds that have them (MPI
 #             found; never TSan), skipped with a line elsewhere
 #
@@ -88,7 +89,8 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_graph_update test_kernel_graph_update test_stream test_event test_profile test_enqueue_batch
        test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg test_program_faults@hbg
        test_kernel_chain_breaks@hbg test_kernel_graph_update@hbg test_kernel_capture@hbg
-       test_cluster test_cluster_faults test_cluster_mpi@mpi test_cluster_mpi@mpikill)
+       test_cluster test_cluster_faults test_cluster_mpi@mpi test_cluster_mpi@mpikill
+       test_cluster_mpi@mpiabsent)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
@@ -141,10 +143,11 @@ run_one() {
             # leaks are not checked under MPI (tests/CMakeLists.txt)
             runtime_env=(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
             command=(mpiexec -n 2 "$executable") ;;
-        *@mpikill)
-            log="$log_dir/$build.${test%@mpikill}.kill.$repetition.log"
+        *@mpikill | *@mpiabsent)
+            local case=${test##*@mpi}
+            log="$log_dir/$build.${test%@*}.$case.$repetition.log"
             runtime_env=(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
-            command=(sh "$root/tests/mpi/run_kill.sh" mpiexec "$executable" "$log.verdict") ;;
+            command=(sh "$root/tests/mpi/run_kill.sh" mpiexec "$executable" "$log.verdict" "$case") ;;
     esac
     env "${sanitizer_env[@]}" "${runtime_env[@]}" \
         SIMPLER_TEST_WATCHDOG_S=$((run_timeout - watchdog_margin)) \

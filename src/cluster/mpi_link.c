@@ -140,6 +140,8 @@ void cl_link_mark_lost(struct cl_link *link, int peer)
     atomic_store_explicit(&any_peer_lost, true, memory_order_relaxed);
 }
 
+static int wait_bounded(struct cl_link *link, MPI_Request *req);
+
 int cl_link_open(uint32_t peer_timeout_ms, struct cl_link **out)
 {
     int initialised = 0, provided = 0;
@@ -163,13 +165,24 @@ int cl_link_open(uint32_t peer_timeout_ms, struct cl_link **out)
         free(l);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
-    /* Collective over the world; a rank that never comes makes every
-     * other one wait here (MPI_Comm_dup has no nonblocking form in every
-     * MPI 3 library): create is the one unbounded step, before any run. */
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &l->comm) != MPI_SUCCESS) {
-        free(l->heard_ms);
-        free(l->lost);
-        free(l);
+    /* Collective over the world, bounded as every other collective is: a
+     * rank that never comes ends the wait with PEER_LOST after the peer
+     * timeout. MPI_ERRORS_RETURN on the world first, so that a failure
+     * of the duplication comes back as a code. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Request req;
+    int rc = MPI_Comm_idup(MPI_COMM_WORLD, &l->comm, &req) == MPI_SUCCESS
+                 ? wait_bounded(l, &req)
+                 : PTO_RUNTIME_ERR_PEER_LOST;
+    if (rc) {
+        /* Timed out, the duplication is still MPI's and writes l->comm
+         * when it completes: l is left to it (the process is expected to
+         * exit: simpler_cluster_mpi_finalize refuses after a loss). */
+        if (!atomic_load_explicit(&any_peer_lost, memory_order_relaxed)) {
+            free(l->heard_ms);
+            free(l->lost);
+            free(l);
+        }
         return PTO_RUNTIME_ERR_PEER_LOST;
     }
     MPI_Comm_set_errhandler(l->comm, MPI_ERRORS_RETURN);

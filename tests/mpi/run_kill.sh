@@ -1,6 +1,7 @@
 #!/bin/sh
-# run_kill.sh MPIEXEC TEST VERDICT — the killed-rank case of
-# test_cluster_mpi (docs/cluster.md section 9) under MPICH's hydra.
+# run_kill.sh MPIEXEC TEST VERDICT [CASE] — the killed-rank case (CASE
+# kill, the default) or the absent-rank case (absent) of test_cluster_mpi
+# (docs/cluster.md section 9) under MPICH's hydra.
 #
 # Rank 1 dies by SIGKILL inside a kernel; rank 0 must end its run, its
 # destroy and its finalize with PEER_LOST within the peer timeout, and
@@ -18,9 +19,10 @@ set -u
 mpiexec=$1
 test=$2
 verdict=$3
+case=${4:-kill}
 rm -f "$verdict"
 CL_KILL_VERDICT=$verdict "$mpiexec" -disable-auto-cleanup -n 2 \
-    sh -c 'trap "" USR1; "$0" "$@"; echo "rank exit status $?" >&2' "$test" kill
+    sh -c 'trap "" USR1; "$0" "$@"; echo "rank exit status $?" >&2' "$test" "$case"
 echo "mpiexec exit status $?"
 if [ ! -f "$verdict" ]; then
     echo "run_kill.sh: rank 0 wrote no verdict (killed, or hung past the test's timeout)" >&2

@@ -17,6 +17,9 @@
  *                             PEER_LOST within the peer timeout. Run with
  *                             `mpiexec -disable-auto-cleanup` (otherwise
  *                             MPICH kills rank 0 too); prints "kill: PASS".
+ *   test_cluster_mpi absent   rank 1 never calls create; rank 0's create
+ *                             ends with PEER_LOST within its peer timeout.
+ *   Both run through run_kill.sh, which judges rank 0's verdict file.
  *
  * Ordering is observed without timing: a kernel held at a gate (on rank 0)
  * keeps its task unfinished while the test looks at the task that must
@@ -28,6 +31,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include <mpi.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -503,6 +508,52 @@ static int kill_case(void)
     _exit(failed ? 1 : 0); /* the dead rank makes MPI's own exit wait */
 }
 
+/* ---------------------------------------------------------- absent rank */
+
+/* Rank 1 is alive but never calls create: rank 0's create ends with
+ * PEER_LOST after its peer timeout instead of waiting for ever, holding
+ * no device (a local cluster opens the same devices at once after). Then
+ * rank 0 lets rank 1 go (a message on MPI_COMM_WORLD, where rank 1 waits)
+ * and both exit without finalizing: the duplication left pending would
+ * make MPI_Finalize wait for rank 1's part. Run through run_kill.sh. */
+static int absent_case(void)
+{
+    if (rank != 0) {
+        int go = 0;
+        MPI_Recv(&go, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        fflush(stdout);
+        _exit(go == 1 ? 0 : 1);
+    }
+    struct simpler_cluster_config cfg;
+    struct simpler_config ctx = cl_context_config(2);
+    struct simpler_cluster *c = NULL;
+    simpler_cluster_config_default(&cfg);
+    cfg.worker_count = WORKERS_PER_RANK;
+    cfg.device_config = &ctx;
+    cfg.distributed = 1;
+    cfg.peer_timeout_ms = 1000;
+    CHECK_EQ(simpler_cluster_create(&cfg, &c), PTO_RUNTIME_ERR_PEER_LOST,
+             "a create that rank 1 never joins ends with the loss, not a hang");
+    CHECK(c == NULL, "nothing is returned");
+    cfg.distributed = 0;
+    CHECK_EQ(simpler_cluster_create(&cfg, &c), 0,
+             "a local cluster on the same devices: the failed create left one open");
+    CHECK_EQ(simpler_cluster_destroy(c), 0, "its destroy");
+    CHECK_EQ(simpler_cluster_mpi_finalize(), PTO_RUNTIME_ERR_PEER_LOST,
+             "finalize refuses: MPI_Finalize would wait for the pending duplication");
+    int go = 1;
+    MPI_Send(&go, 1, MPI_INT, 1, 77, MPI_COMM_WORLD);
+    printf("rank 0: %d passed, %d failed\n", passed, failed);
+    fflush(stdout);
+    const char *verdict = getenv("CL_KILL_VERDICT");
+    FILE *f = verdict ? fopen(verdict, "w") : NULL;
+    if (f) {
+        fprintf(f, "rank 0: %d passed, %d failed\n", passed, failed);
+        fclose(f);
+    }
+    _exit(failed ? 1 : 0);
+}
+
 int main(int argc, char **argv)
 {
     int rc = simpler_cluster_mpi_init(&argc, &argv, &rank, &ranks);
@@ -517,6 +568,8 @@ int main(int argc, char **argv)
     cl_setup(NULL);
     if (argc > 1 && strcmp(argv[1], "kill") == 0)
         return kill_case();
+    if (argc > 1 && strcmp(argv[1], "absent") == 0)
+        return absent_case();
 
     struct simpler_cluster *c = open_cluster(0);
     cl_register(c);
