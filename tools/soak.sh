@@ -50,8 +50,10 @@
 #             across ranks ordered by rank 0's TensorMap, a failing run on
 #             rank 1) and test_cluster_mpi@mpikill (rank 1 killed inside a
 #             kernel; rank 0 ends with PEER_LOST within the peer timeout)
-#             and test_cluster_mpi@mpiabsent (rank 1 never joins create),
-#             run through mpiexec -n 2 (the kill and absent cases through
+#             test_cluster_mpi@mpistop (the same with rank 1 stopped, alive
+#             and silent) and test_cluster_mpi@mpiabsent (rank 1 never
+#             joins create),
+#             run through mpiexec -n 2 (the last three through
 #             tests/mpi/run_kill.sh); only in the builds that have them (MPI
 #             found; never TSan), skipped with a line elsewhere
 #
@@ -90,7 +92,7 @@ tests=(test_program_mode test_program_mode_internals test_program_elf test_progr
        test_hbg test_dispatch@hbg test_program_mode@hbg test_differential@hbg test_program_faults@hbg
        test_kernel_chain_breaks@hbg test_kernel_graph_update@hbg test_kernel_capture@hbg
        test_cluster test_cluster_faults test_cluster_mpi@mpi test_cluster_mpi@mpikill
-       test_cluster_mpi@mpiabsent)
+       test_cluster_mpi@mpistop test_cluster_mpi@mpiabsent)
 if [ -n "${SOAK_TESTS:-}" ]; then
     read -r -a tests <<<"$SOAK_TESTS"
 fi
@@ -143,7 +145,7 @@ run_one() {
             # leaks are not checked under MPI (tests/CMakeLists.txt)
             runtime_env=(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
             command=(mpiexec -n 2 "$executable") ;;
-        *@mpikill | *@mpiabsent)
+        *@mpikill | *@mpistop | *@mpiabsent)
             local case=${test##*@mpi}
             log="$log_dir/$build.${test%@*}.$case.$repetition.log"
             runtime_env=(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)

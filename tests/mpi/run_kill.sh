@@ -1,6 +1,7 @@
 #!/bin/sh
 # run_kill.sh MPIEXEC TEST VERDICT [CASE] — the killed-rank case (CASE
-# kill, the default) or the absent-rank case (absent) of test_cluster_mpi
+# kill, the default), the stopped-rank case (stop) or the absent-rank
+# case (absent) of test_cluster_mpi
 # (docs/cluster.md section 9) under MPICH's hydra.
 #
 # Rank 1 dies by SIGKILL inside a kernel; rank 0 must end its run, its

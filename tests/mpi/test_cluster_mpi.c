@@ -17,6 +17,9 @@
  *                             PEER_LOST within the peer timeout. Run with
  *                             `mpiexec -disable-auto-cleanup` (otherwise
  *                             MPICH kills rank 0 too); prints "kill: PASS".
+ *   test_cluster_mpi stop     the same with rank 1 stopped (SIGSTOP), alive
+ *                             and silent: rank 0 sees the loss by its peer
+ *                             timeout, then kills rank 1.
  *   test_cluster_mpi absent   rank 1 never calls create; rank 0's create
  *                             ends with PEER_LOST within its peer timeout.
  *   Both run through run_kill.sh, which judges rank 0's verdict file.
@@ -415,7 +418,14 @@ void mpi_kernel_die(int64_t *args)
     raise(SIGKILL); /* the rank dies in the middle of a run */
 }
 
-static void *die_image(size_t *bytes)
+void mpi_kernel_stop(int64_t *args);
+void mpi_kernel_stop(int64_t *args)
+{
+    (void)args;
+    raise(SIGSTOP); /* the rank stops answering, alive, until rank 0 kills it */
+}
+
+static void *die_image(const char *kernel, size_t *bytes)
 {
     const enum simpler_direction sig[6] = {SIMPLER_DIR_IN, SIMPLER_DIR_OUT, SIMPLER_DIR_SCALAR,
                                            SIMPLER_DIR_SCALAR, SIMPLER_DIR_SCALAR,
@@ -426,7 +436,7 @@ static void *die_image(size_t *bytes)
     simpler_callable_builder_set_orchestration(b, SIMPLER_BINARY_SYMBOL, NULL, 0, "cl_orch_axpb",
                                                NULL, sig, 6);
     simpler_callable_builder_add_kernel(b, 0, SIMPLER_CORE_AIV, SIMPLER_BINARY_SYMBOL, NULL, 0,
-                                        "mpi_kernel_die", sig, 2);
+                                        kernel, sig, 2);
     simpler_callable_builder_finish(b, &image, bytes);
     simpler_callable_builder_destroy(b);
     return image;
@@ -461,12 +471,23 @@ static int orch_kill(struct simpler_cluster_orch *o, void *user)
     return 0;
 }
 
-static int kill_case(void)
+/* kill: rank 1 dies (SIGKILL) in the kernel. stop: it stops (SIGSTOP),
+ * alive and silent, and rank 0 kills it once it has seen the loss. */
+static int kill_case(bool stop)
 {
+    int peer_pid = 0;
+    if (stop) {
+        /* rank 1's pid, for the SIGKILL that ends the stopped process */
+        int pid = (int)getpid();
+        if (rank != 0)
+            MPI_Send(&pid, 1, MPI_INT, 0, 78, MPI_COMM_WORLD);
+        else
+            MPI_Recv(&peer_pid, 1, MPI_INT, 1, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
     struct simpler_cluster *c = open_cluster(KILL_TIMEOUT_MS);
     size_t bytes;
     cl_register(c);
-    void *image = die_image(&bytes);
+    void *image = die_image(stop ? "mpi_kernel_stop" : "mpi_kernel_die", &bytes);
     CHECK_EQ(simpler_cluster_register_callable(c, CL_DIE, image, bytes), 0, "register");
     simpler_callable_free(image);
     if (rank != 0) {
@@ -493,6 +514,8 @@ static int kill_case(void)
              "destroy's barrier cannot meet rank 1");
     CHECK_EQ(simpler_cluster_mpi_finalize(), PTO_RUNTIME_ERR_PEER_LOST,
              "MPI_Finalize would wait for the dead rank");
+    if (stop)
+        CHECK_EQ(kill((pid_t)peer_pid, SIGKILL), 0, "rank 1 ended: it was still there, stopped");
     vecs_free(&s);
     cl_vec_free(&s.v[3]);
     printf("rank 0: %d passed, %d failed\n", passed, failed);
@@ -567,7 +590,9 @@ int main(int argc, char **argv)
     }
     cl_setup(NULL);
     if (argc > 1 && strcmp(argv[1], "kill") == 0)
-        return kill_case();
+        return kill_case(false);
+    if (argc > 1 && strcmp(argv[1], "stop") == 0)
+        return kill_case(true);
     if (argc > 1 && strcmp(argv[1], "absent") == 0)
         return absent_case();
 
