@@ -213,9 +213,10 @@ static void worker_path(const struct system *s, char *out, size_t size)
 }
 
 /* Runs `argv` with stdout captured into out[size], with `env` (NAME=value,
- * or NULL) added to its environment; returns the exit status (or -1 when
- * it could not run, was killed or timed out). */
-static int run_capture(char *const argv[], char *env, char *out, size_t size)
+ * or NULL) added to its environment, and its stderr into the open file
+ * `err_fd` (-1: this process's stderr); returns the exit status (or -1
+ * when it could not run, was killed or timed out). */
+static int run_capture_err(char *const argv[], char *env, char *out, size_t size, int err_fd)
 {
     int pipefd[2];
     if (pipe(pipefd) != 0)
@@ -228,6 +229,8 @@ static int run_capture(char *const argv[], char *env, char *out, size_t size)
     }
     if (pid == 0) {
         dup2(pipefd[1], STDOUT_FILENO);
+        if (err_fd >= 0)
+            dup2(err_fd, STDERR_FILENO);
         close(pipefd[0]);
         close(pipefd[1]);
         alarm(SAMPLE_TIMEOUT_S); /* survives exec: a hung worker dies */
@@ -257,6 +260,11 @@ static int run_capture(char *const argv[], char *env, char *out, size_t size)
     if (!WIFEXITED(status))
         return -1;
     return WEXITSTATUS(status);
+}
+
+static int run_capture(char *const argv[], char *env, char *out, size_t size)
+{
+    return run_capture_err(argv, env, out, size, -1);
 }
 
 static void detect_systems(void)
@@ -837,6 +845,230 @@ static void hbg_report(void)
         print_targets(28);
 }
 
+/* ------------------------------------------ distributed Cholesky (30) */
+
+/*
+ * Issue 30: the tiled Cholesky (n 4096, tile 256; --quick 1024) over two
+ * ranks, simpler's distributed cluster (bench_dist_simpler, under the
+ * MPICH launcher simpler was built with) against StarPU-MPI
+ * (bench_dist_starpu, under Open MPI's, which Debian's libstarpumpi is
+ * linked with), one compute thread per rank each (bench/compare/
+ * dist_chol.h). Every repetition runs one process pair of each, the order
+ * alternating; the first checks its factor. Target: StarPU-MPI / simpler
+ * GFLOP/s <= 1.
+ */
+enum { DIST_SIMPLER, DIST_STARPU, DIST_SYSTEMS };
+
+struct dist_system {
+    const char *name;
+    const char *worker;
+    const char *launcher; /* NULL: not built with one */
+    int available;
+    double gflops[MAX_REPS], wall_ms[MAX_REPS];
+    uint32_t count, failed;
+    double bytes_moved; /* of the last sample: the same graph moves the same bytes */
+    double remote_runs;
+    char check[16];
+};
+
+#ifdef CMP_MPIEXEC_SIMPLER
+#define DIST_LAUNCHER_SIMPLER CMP_MPIEXEC_SIMPLER
+#else
+#define DIST_LAUNCHER_SIMPLER NULL
+#endif
+#ifdef CMP_MPIEXEC_STARPU
+#define DIST_LAUNCHER_STARPU CMP_MPIEXEC_STARPU
+#else
+#define DIST_LAUNCHER_STARPU NULL
+#endif
+
+static struct dist_system g_dist[DIST_SYSTEMS] = {
+    {.name = "simpler", .worker = "bench_dist_simpler", .launcher = DIST_LAUNCHER_SIMPLER},
+    {.name = "starpu-mpi", .worker = "bench_dist_starpu", .launcher = DIST_LAUNCHER_STARPU},
+};
+static char g_dist_id[48];
+static int g_dist_ran;
+
+/* A key's number in a result line; 0 when absent. */
+static double line_number(const char *line, const char *key)
+{
+    const char *at = strstr(line, key);
+    double v = 0;
+    if (at)
+        sscanf(at + strlen(key), "%lf", &v);
+    return v;
+}
+
+/* Prints what the worker wrote on stderr (from `fd`, rewound). */
+static void replay_stderr(int fd)
+{
+    char buf[4096];
+    ssize_t n;
+    lseek(fd, 0, SEEK_SET);
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        fwrite(buf, 1, (size_t)n, stderr);
+}
+
+/* One sample of system d: the launcher, 2 ranks, the worker. Its stderr
+ * (StarPU-MPI prints its communication statistics there at shutdown) is
+ * shown only when the sample fails. */
+static void dist_sample(int d, int check)
+{
+    struct dist_system *s = &g_dist[d];
+    char path[PATH_MAX + 64], nbuf[32], out[4096];
+    snprintf(path, sizeof path, "%s/%s", g_exe_dir, s->worker);
+    snprintf(nbuf, sizeof nbuf, "n=%d", g_quick ? 1024 : 4096);
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = (char *)s->launcher;
+    argv[argc++] = "-n";
+    argv[argc++] = "2";
+    if (d == DIST_STARPU) { /* Open MPI: two ranks on any machine, no binding of its own */
+        argv[argc++] = "--oversubscribe";
+        argv[argc++] = "--bind-to";
+        argv[argc++] = "none";
+    }
+    argv[argc++] = path;
+    argv[argc++] = nbuf;
+    argv[argc++] = "tile=256";
+    argv[argc++] = check ? "check=1" : "check=0";
+    argv[argc] = NULL;
+    char err_path[] = "/tmp/bench-dist-XXXXXX";
+    int err_fd = mkstemp(err_path);
+    if (err_fd >= 0)
+        unlink(err_path);
+    int rc = run_capture_err(argv, NULL, out, sizeof out, err_fd);
+    char *line = strstr(out, "result value=");
+    double value;
+    if (rc != 0 || !line || sscanf(line, "result value=%lf", &value) != 1) {
+        s->failed++;
+        fprintf(stderr, PROGRAM ": %s on %s failed (exit %d)\n", g_dist_id, s->name, rc);
+        if (err_fd >= 0)
+            replay_stderr(err_fd);
+    } else if (s->count < MAX_REPS) {
+        s->gflops[s->count] = value;
+        s->wall_ms[s->count++] = line_number(line, " wall_ms=");
+        s->bytes_moved = line_number(line, " bytes_moved=");
+        s->remote_runs = line_number(line, " remote_runs=");
+        const char *c = strstr(line, " check=");
+        if (c && check)
+            sscanf(c + 7, "%15s", s->check);
+    }
+    if (err_fd >= 0)
+        close(err_fd);
+}
+
+/* Runs the distributed case `reps` times per system, unless `only` names
+ * something else; says why a system is skipped. */
+static void dist_run(uint32_t reps, const char *only)
+{
+    snprintf(g_dist_id, sizeof g_dist_id, "W8 dist-chol n=%d tile=256 ranks=2",
+             g_quick ? 1024 : 4096);
+    if (only && !strstr(g_dist_id, only))
+        return;
+    for (int d = 0; d < DIST_SYSTEMS; d++) {
+        struct dist_system *s = &g_dist[d];
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s", g_exe_dir, s->worker);
+        s->available = s->launcher && access(path, X_OK) == 0;
+        if (!s->available)
+            printf("skipped: distributed Cholesky on %s (%s): %s\n", s->name, s->worker,
+                   d == DIST_SIMPLER ? "simpler was built without MPI (libmpich-dev, mpich)"
+                                     : "StarPU-MPI, Open MPI's headers or its launcher missing "
+                                       "(libstarpu-dev, libopenmpi-dev, openmpi-bin: "
+                                       "tools/install-bench-deps.sh)");
+    }
+    if (!g_dist[DIST_SIMPLER].available)
+        return;
+    /* Open MPI refuses to start as root without these; MPICH ignores them. */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    g_dist_ran = 1;
+    for (uint32_t rep = 0; rep < reps; rep++) {
+        for (int k = 0; k < DIST_SYSTEMS; k++) {
+            int d = (int)((k + rep) % DIST_SYSTEMS);
+            if (g_dist[d].available)
+                dist_sample(d, rep == 0);
+        }
+        fprintf(stderr, "\r" PROGRAM ": distributed Cholesky, repetition %u/%u   ", rep + 1,
+                reps);
+    }
+    fprintf(stderr, "\n");
+}
+
+static double dist_median(int d)
+{
+    const struct dist_system *s = &g_dist[d];
+    return s->count ? bench_stats_of(s->gflops, s->count).median : 0;
+}
+
+static void dist_report(void)
+{
+    if (!g_dist_ran)
+        return;
+    printf("\n%s (issue 30): each rank 1 compute thread (simpler: 1 device, 1 AIV core, runnable "
+           "budget 1; StarPU-MPI: 1 CPU worker); medians of one process pair per repetition\n",
+           g_dist_id);
+    printf("%-11s %10s %10s %10s %10s %14s %12s %9s %12s\n", "system", "GFLOP/s", "min", "max",
+           "wall ms", "bytes moved", "remote runs", "check", "peer/simpler");
+    for (int d = 0; d < DIST_SYSTEMS; d++) {
+        const struct dist_system *s = &g_dist[d];
+        if (!s->available)
+            continue;
+        if (!s->count) {
+            printf("%-11s %10s\n", s->name, "failed");
+            continue;
+        }
+        struct bench_stats g = bench_stats_of(s->gflops, s->count);
+        struct bench_stats w = bench_stats_of(s->wall_ms, s->count);
+        char remote[24] = "-";
+        if (d == DIST_SIMPLER)
+            snprintf(remote, sizeof remote, "%.0f", s->remote_runs);
+        printf("%-11s %10.2f %10.2f %10.2f %10.1f %14.0f %12s %9s", s->name, g.median, g.min,
+               g.max, w.median, s->bytes_moved, remote, s->check[0] ? s->check : "-");
+        double mine = dist_median(DIST_SIMPLER);
+        if (d != DIST_SIMPLER && mine > 0)
+            printf(" %11.2fx", g.median / mine);
+        printf("\n");
+    }
+    printf("bytes moved: payload between the ranks (simpler: run_info.bytes_sent + "
+           "bytes_received on rank 0; StarPU-MPI: starpu_mpi_comm_amounts_retrieve summed over "
+           "the ranks)\n");
+    g_target_issue = 30;
+    double peer = dist_median(DIST_STARPU), mine = dist_median(DIST_SIMPLER);
+    double r = peer > 0 && mine > 0 ? peer / mine : 0;
+    add_target("W8 dist-chol 2 ranks: StarPU-MPI / simpler GFLOP/s <= 1", r, 1, r <= 1);
+    print_targets(30);
+}
+
+static void dist_json(FILE *f)
+{
+    fprintf(f, "  \"dist_chol\": ");
+    if (!g_dist_ran) {
+        fprintf(f, "null,\n");
+        return;
+    }
+    fprintf(f, "{\"case\": ");
+    bench_json_string(f, g_dist_id);
+    for (int d = 0; d < DIST_SYSTEMS; d++) {
+        const struct dist_system *s = &g_dist[d];
+        fprintf(f, ", \"%s\": ", s->name);
+        if (!s->available || !s->count) {
+            fprintf(f, "{\"available\": %s, \"failed\": %u}", s->available ? "true" : "false",
+                    s->failed);
+            continue;
+        }
+        struct bench_stats g = bench_stats_of(s->gflops, s->count);
+        fprintf(f, "{\"gflops\": {\"median\": %.4g, \"min\": %.4g, \"max\": %.4g, \"samples\": %u}"
+                   ", \"wall_ms_median\": %.4g, \"bytes_moved\": %.0f, \"check\": ",
+                g.median, g.min, g.max, s->count, bench_stats_of(s->wall_ms, s->count).median,
+                s->bytes_moved);
+        bench_json_string(f, s->check);
+        fprintf(f, "}");
+    }
+    fprintf(f, "},\n");
+}
+
 /* --------------------------------------------------------------- JSON */
 
 static void json_stats(FILE *f, const double *v, uint32_t n)
@@ -860,7 +1092,9 @@ static void write_json(const char *path, double load, double seconds)
         bench_json_string(f, g_systems[sys].what);
         fprintf(f, "}");
     }
-    fprintf(f, "],\n  \"floor\": ");
+    fprintf(f, "],\n");
+    dist_json(f);
+    fprintf(f, "  \"floor\": ");
     if (g_floor.count) {
         fprintf(f, "{\"cacheline_one_way_pinned_ns\": ");
         json_stats(f, g_floor.pinned, g_floor.count);
@@ -1044,9 +1278,11 @@ int main(int argc, char **argv)
         }
     }
     fprintf(stderr, "\n");
+    dist_run(reps, only);
     print_table();
     evaluate_targets();
     hbg_report();
+    dist_report();
     double seconds = (double)(now_ns() - t_start) / 1e9;
     if (out_path[0]) {
         write_json(out_path, load, seconds);
