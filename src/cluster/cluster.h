@@ -25,6 +25,7 @@
 
 struct cl_task;
 struct cl_remote_call;
+struct cl_directory;
 
 /* One run of a task on one worker. */
 struct cl_member {
@@ -88,6 +89,7 @@ struct cl_run {
     uint64_t tasks_done;
     struct cl_tensormap map;
     struct simpler_cluster_run_info info; /* counters, under lock */
+    struct cl_directory *dir; /* distributed, rank 0: valid copies (remote.c) */
 };
 
 struct simpler_cluster_orch {
@@ -152,6 +154,18 @@ void cl_remote_run_end(struct simpler_cluster *c, int32_t status);
 /* Sends member `m` to its worker's rank (packs its read spans now). 0 or
  * the code its launch fails with. No lock held. */
 int cl_remote_launch(struct cl_worker *w, struct cl_member *m);
+
+/* A task was submitted whose members write the write accesses among
+ * `acc` (member i's are before member_end[i]): every other rank's copy of
+ * those bytes is stale (directory.h). Caller holds c->lock. */
+void cl_remote_written(struct simpler_cluster *c, const struct cl_access *acc,
+                       const uint32_t *member_end, uint32_t member_count,
+                       const struct simpler_cluster_member *members);
+
+/* Member `m` of a worker of another rank failed: what its rank was
+ * thought to hold of the views it writes is forgotten. Caller holds
+ * c->lock. */
+void cl_remote_failed(struct simpler_cluster *c, const struct cl_member *m);
 
 /* True when task `index` of the run ended with status 0 (the TensorMap's
  * callback; `user` is the cluster). Caller holds its lock. */

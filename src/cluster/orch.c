@@ -321,6 +321,8 @@ int simpler_cluster_submit_group(struct simpler_cluster_orch *orch, int32_t call
     if (!rc) {
         pthread_mutex_lock(&c->lock);
         rc = enter_task(c, t, callable_id, acc, acc_count, &to_pump);
+        if (!rc && c->run.dir)
+            cl_remote_written(c, acc, member_end, count, members);
         pthread_mutex_unlock(&c->lock);
     }
     free(acc);

@@ -9,20 +9,33 @@
  * the TensorMap, dependencies (rank 0's orch.c and worker.c decide, as in
  * one process); MPI (through mpi_link.h only).
  *
- * Locks: `comm->mu` guards the outbox and `stop`; the cluster lock is
- * never taken while holding it.
+ * Valid copies (docs/cluster.md section 9): the run's directory
+ * (directory.h, in c->run) says which bytes each rank's mirrors hold; a
+ * request sends only the read views its rank lacks, and marks what it
+ * sends and what its member writes. Deciding, packing and queueing one
+ * request happen under `pack_lock`, so requests to a rank go out in the
+ * order their decisions were made: a later request that counts on bytes
+ * an earlier one carries is received after it (MPI keeps the order of
+ * one sender's messages to one receiver).
+ *
+ * Locks: `pack_lock`, then the cluster lock or `comm->mu` inside it;
+ * `comm->mu` guards the outbox and `stop`; the cluster lock is never
+ * taken while holding `comm->mu`.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "cluster/directory.h"
 #include "cluster/mpi_link.h"
 #include "cluster/wire.h"
 #include "common/host_alloc.h"
+#include "common/view.h"
 
 struct cl_outgoing {
     struct cl_member *member; /* NULL: a message of the run itself */
     int dst;
+    uint64_t epoch;           /* the directory's epoch of dst when packed */
     void *msg;
     size_t len;
     struct cl_outgoing *next;
@@ -30,6 +43,7 @@ struct cl_outgoing {
 
 struct cl_comm {
     struct simpler_cluster *cluster;
+    pthread_mutex_t pack_lock; /* one request decided, packed and queued at a time */
     pthread_mutex_t mu;
     pthread_cond_t wake;      /* with mu: an outgoing request, or stop */
     struct cl_outgoing *out_head, *out_tail;
@@ -107,7 +121,21 @@ static bool drain_outbox(struct cl_comm *comm)
     bool any = o != NULL;
     while (o) {
         struct cl_outgoing *next = o->next;
-        int rc = cl_link_send(c->link, o->dst, CL_MSG_REQUEST, o->msg, o->len);
+        /* A request packed before a send to its rank failed may count on
+         * bytes that never left: it fails too. */
+        pthread_mutex_lock(&c->lock);
+        bool stale = cl_dir_epoch(c->run.dir, o->dst) != o->epoch;
+        pthread_mutex_unlock(&c->lock);
+        int rc = stale ? (cl_link_lost(c->link, o->dst) ? PTO_RUNTIME_ERR_PEER_LOST
+                                                         : PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY)
+                       : cl_link_send(c->link, o->dst, CL_MSG_REQUEST, o->msg, o->len);
+        if (stale)
+            free(o->msg); /* cl_link_send takes it otherwise */
+        if (rc && !stale) {
+            pthread_mutex_lock(&c->lock);
+            cl_dir_forget_rank(c->run.dir, o->dst);
+            pthread_mutex_unlock(&c->lock);
+        }
         if (rc == 0)
             o->member->remote_in_flight = true;
         else
@@ -194,6 +222,11 @@ int cl_remote_run_begin(struct simpler_cluster *c)
     if (!comm)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     comm->cluster = c;
+    if (cl_dir_create(c->ranks, &c->run.dir)) {
+        free(comm);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    pthread_mutex_init(&comm->pack_lock, NULL);
     pthread_mutex_init(&comm->mu, NULL);
     pthread_cond_init(&comm->wake, NULL);
     for (int r = 1; r < c->ranks; r++)
@@ -204,6 +237,9 @@ int cl_remote_run_begin(struct simpler_cluster *c)
         cl_link_flush(c->link);
         pthread_cond_destroy(&comm->wake);
         pthread_mutex_destroy(&comm->mu);
+        pthread_mutex_destroy(&comm->pack_lock);
+        cl_dir_destroy(c->run.dir);
+        c->run.dir = NULL;
         free(comm);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
@@ -228,31 +264,113 @@ void cl_remote_run_end(struct simpler_cluster *c, int32_t status)
     pthread_mutex_lock(&c->lock);
     c->run.info.bytes_sent += comm->bytes_sent;
     c->run.info.bytes_received += comm->bytes_received;
+    cl_dir_destroy(c->run.dir); /* the serving ranks drop their mirrors */
+    c->run.dir = NULL;
     pthread_mutex_unlock(&c->lock);
     pthread_cond_destroy(&comm->wake);
     pthread_mutex_destroy(&comm->mu);
+    pthread_mutex_destroy(&comm->pack_lock);
     free(comm);
     c->comm = NULL;
+}
+
+/* ------------------------------------------------------- valid copies */
+
+static bool is_read(uint8_t dir) { return dir == SIMPLER_DIR_IN || dir == SIMPLER_DIR_INOUT; }
+static bool is_write(uint8_t dir) { return dir == SIMPLER_DIR_OUT || dir == SIMPLER_DIR_INOUT; }
+
+/* The byte range [*lo, *hi) of view `t` when its elements fill it (a
+ * contiguous view): only those are tracked, so that a range marked valid
+ * is one whose every byte travelled or was written. */
+static bool dense_range(const struct simpler_tensor *t, uint64_t *lo, uint64_t *hi)
+{
+    struct sp_view_extent e;
+    uint64_t n = 0;
+    if (!sp_view_inside(t, &e) || !sp_view_numel(t, &n))
+        return false;
+    *lo = (uint64_t)e.first_byte;
+    *hi = (uint64_t)e.last_byte + 1;
+    return n * simpler_dtype_size(t->dtype) == *hi - *lo;
+}
+
+void cl_remote_written(struct simpler_cluster *c, const struct cl_access *acc,
+                       const uint32_t *member_end, uint32_t member_count,
+                       const struct simpler_cluster_member *members)
+{
+    uint32_t a = 0;
+    for (uint32_t i = 0; i < member_count; i++) {
+        int writer = c->workers[members[i].worker].rank;
+        for (; a < member_end[i]; a++) {
+            uint32_t id;
+            if (!acc[a].write || !cl_dir_find(c->run.dir, acc[a].region.addr, &id))
+                continue; /* a read, or a buffer no rank was sent: nothing held */
+            /* The extent: all a strided write may touch. */
+            cl_dir_written(c->run.dir, id, writer, (uint64_t)acc[a].extent.first_byte,
+                           (uint64_t)acc[a].extent.last_byte + 1);
+        }
+    }
+}
+
+void cl_remote_failed(struct simpler_cluster *c, const struct cl_member *m)
+{
+    const struct cl_remote_call *call = m->remote;
+    int rank = c->workers[m->worker].rank;
+    for (uint32_t i = 0; call && i < call->args.tensor_count; i++) {
+        const struct simpler_tensor *t = &call->args.tensors[i];
+        struct sp_view_extent e;
+        uint32_t id;
+        if (is_write(call->directions[i]) && sp_view_inside(t, &e) &&
+            cl_dir_find(c->run.dir, t->addr, &id))
+            cl_dir_invalidate(c->run.dir, id, rank, (uint64_t)e.first_byte,
+                              (uint64_t)e.last_byte + 1);
+    }
 }
 
 int cl_remote_launch(struct cl_worker *w, struct cl_member *m)
 {
     struct simpler_cluster *c = w->cluster;
     struct cl_comm *comm = c->comm;
+    const struct cl_remote_call *call = m->remote;
+    const struct simpler_args *a = &call->args;
+    uint32_t mirror[SIMPLER_CALLABLE_MAX_TENSORS];
+    bool sent[SIMPLER_CALLABLE_MAX_TENSORS] = {false}, dense[SIMPLER_CALLABLE_MAX_TENSORS];
+    uint64_t lo[SIMPLER_CALLABLE_MAX_TENSORS], hi[SIMPLER_CALLABLE_MAX_TENSORS];
     struct cl_outgoing *o = sp_host_calloc(1, sizeof *o);
     if (!o)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-    uint64_t span_bytes = 0;
-    int rc = cl_wire_pack_request(m->remote, m->task->index, (uint32_t)(m - m->task->members),
-                                  &o->msg, &o->len, &span_bytes);
+    int rc = 0;
+    pthread_mutex_lock(&comm->pack_lock);
+    /* What the rank lacks: a read view it does not hold whole. */
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t i = 0; i < a->tensor_count && !rc; i++) {
+        const struct simpler_tensor *t = &a->tensors[i];
+        rc = cl_dir_buffer_id(c->run.dir, t->addr, t->buffer_bytes, &mirror[i]);
+        dense[i] = dense_range(t, &lo[i], &hi[i]);
+        sent[i] = is_read(call->directions[i]) &&
+                  !(dense[i] && cl_dir_valid(c->run.dir, mirror[i], w->rank, lo[i], hi[i]));
+    }
+    pthread_mutex_unlock(&c->lock);
+    uint64_t payload = 0;
+    if (!rc)
+        rc = cl_wire_pack_request(call, m->task->index, (uint32_t)(m - m->task->members), mirror,
+                                  sent, &o->msg, &o->len, &payload);
     if (rc) {
+        pthread_mutex_unlock(&comm->pack_lock);
         free(o);
         return rc;
     }
+    /* What it holds once this request is in: what it was sent, and what
+     * the member writes there (cl_remote_failed takes that back). */
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t i = 0; i < a->tensor_count; i++)
+        if (dense[i] && (sent[i] || is_write(call->directions[i])))
+            cl_dir_mark(c->run.dir, mirror[i], w->rank, lo[i], hi[i]);
+    o->epoch = cl_dir_epoch(c->run.dir, w->rank);
+    pthread_mutex_unlock(&c->lock);
     o->member = m;
     o->dst = w->rank;
     pthread_mutex_lock(&comm->mu);
-    comm->bytes_sent += span_bytes;
+    comm->bytes_sent += payload;
     if (comm->out_tail)
         comm->out_tail->next = o;
     else
@@ -261,5 +379,6 @@ int cl_remote_launch(struct cl_worker *w, struct cl_member *m)
     /* Ends comm_main's backoff wait. */
     pthread_cond_signal(&comm->wake);
     pthread_mutex_unlock(&comm->mu);
+    pthread_mutex_unlock(&comm->pack_lock);
     return 0;
 }

@@ -2,10 +2,13 @@
  * cluster/serve.c — a serving rank of a distributed cluster: runs rank 0's
  * requests on this rank's workers and replies (docs/cluster.md section 9).
  *
- * Owns: simpler_cluster_serve and its loop. The loop is the orchestration
- * of a local cluster run (orch.c): each request becomes a directed submit
- * over private buffers (wire.h), so nothing it submits depends on anything
- * else (rank 0 sends a run only once its dependencies are met), and each
+ * Owns: simpler_cluster_serve and its loop, and the run's mirrors. The
+ * loop is the orchestration of a local cluster run (orch.c): each request
+ * becomes a directed submit over the mirrors of rank 0's buffers (wire.h),
+ * kept for the whole run; rank 0 sends a run only once its dependencies
+ * are met, so this rank's TensorMap finds every earlier run on those
+ * bytes ended, and a request writes into a mirror only elements no run in
+ * flight here writes (rank 0 orders those runs). Each
  * task's end (worker.c appends it to served_ended) becomes a reply. The
  * loop is the only thread of this rank that calls MPI. Must not touch:
  * dependencies, rank 0's side (remote.c).
@@ -32,6 +35,7 @@ struct serve_state {
     uint32_t tasks;         /* records[0..tasks) */
     int32_t status;         /* rank 0's run status, or PEER_LOST */
     bool ended;             /* RUN_END came */
+    struct cl_mirrors mirrors; /* rank 0's buffers, by mirror id, for the run */
     struct simpler_cluster_serve_info info;
 };
 
@@ -61,20 +65,20 @@ static void take_request(struct serve_state *s, struct simpler_cluster_orch *o, 
 {
     struct simpler_cluster *c = s->cluster;
     struct cl_served_call *call = NULL;
-    uint64_t span_bytes = 0;
+    uint64_t payload = 0;
     struct cl_wire_reply bad = {0};
     if (len >= sizeof(struct cl_wire_request)) {
         memcpy(&bad.task, msg, sizeof bad.task);
         memcpy(&bad.member, (const uint8_t *)msg + sizeof bad.task, sizeof bad.member);
     }
-    int rc = cl_wire_unpack_request(msg, len, &call, &span_bytes);
+    int rc = cl_wire_unpack_request(msg, len, &s->mirrors, &call, &payload);
     if (!rc && (call->head.worker >= c->worker_count ||
                 c->workers[call->head.worker].rank != c->rank ||
                 call->head.callable_id < 0 ||
                 call->head.callable_id >= SIMPLER_MAX_CALLABLE_IDS ||
                 !c->callables[call->head.callable_id]))
         rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    s->info.bytes_received += span_bytes;
+    s->info.bytes_received += payload;
     s->submitted++;
     if (!rc) {
         pthread_mutex_lock(&c->lock);
@@ -105,7 +109,7 @@ static void take_request(struct serve_state *s, struct simpler_cluster_orch *o, 
                 cl_link_send(c->link, 0, CL_MSG_REPLY, head, sizeof bad);
             }
         }
-        cl_served_call_free(call); /* no task of this run names its buffers */
+        cl_served_call_free(call);
         return;
     }
     s->info.runs++;
@@ -136,10 +140,10 @@ static bool reply_ended(struct serve_state *s)
         pthread_mutex_unlock(&c->lock);
         for (uint32_t i = 0; i < n; i++) {
             struct served *r = &s->records[ended[i]];
-            /* Its private buffers stay until the run ends: freed, their
-             * addresses could come back for a later request, which this
-             * rank's TensorMap would take for the same (or an
-             * overlapping) buffer of an earlier task. */
+            /* The mirrors stay until the run ends: freed, their addresses
+             * could come back for another mirror, which this rank's
+             * TensorMap would take for the same (or an overlapping)
+             * buffer of an earlier task. */
             reply(s, r->task, r->member, status[i], r->call);
         }
         any |= n > 0;
@@ -245,10 +249,12 @@ int simpler_cluster_serve(struct simpler_cluster *cluster, struct simpler_cluste
     pthread_mutex_lock(&c->lock);
     c->serving = false;
     pthread_mutex_unlock(&c->lock);
-    /* Every request's private buffers (kept for the whole run). */
+    /* Every request and mirror (kept for the whole run: every task of
+     * this rank's run has ended). */
     for (uint32_t i = 0; i < s.tasks; i++)
         cl_served_call_free(s.records[i].call);
     free(s.records);
+    cl_mirrors_clear(&s.mirrors);
     free(c->served_ended);
     c->served_ended = NULL;
     c->served_ended_capacity = c->served_ended_count = 0;

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/host_tensormap.h"
 #include "common/host_alloc.h"
 #include "common/view.h"
 #include "simpler/status.h"
 
-static bool is_read(uint8_t dir) { return dir == SIMPLER_DIR_IN || dir == SIMPLER_DIR_INOUT; }
 static bool is_write(uint8_t dir) { return dir == SIMPLER_DIR_OUT || dir == SIMPLER_DIR_INOUT; }
 
 /*
@@ -105,14 +105,15 @@ void cl_remote_call_free(struct cl_remote_call *call)
 }
 
 int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint32_t member,
-                         void **msg, size_t *len, uint64_t *span_bytes)
+                         const uint32_t *mirror, const bool *sent, void **msg, size_t *len,
+                         uint64_t *payload)
 {
     const struct simpler_args *a = &call->args;
     uint32_t buffer_of[SIMPLER_CALLABLE_MAX_TENSORS], buffer_count = 0;
-    uint64_t base[SIMPLER_CALLABLE_MAX_TENSORS];
-    struct sp_view_extent span[SIMPLER_CALLABLE_MAX_TENSORS];
-    bool read[SIMPLER_CALLABLE_MAX_TENSORS] = {false};
-    uint64_t packed_bytes[SIMPLER_CALLABLE_MAX_TENSORS] = {0};
+    uint64_t base[SIMPLER_CALLABLE_MAX_TENSORS], record_bytes[SIMPLER_CALLABLE_MAX_TENSORS] = {0};
+    bool has_record[SIMPLER_CALLABLE_MAX_TENSORS] = {false};
+    uint32_t record_count = 0;
+    uint64_t elements = 0;
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         uint32_t b = 0;
         while (b < buffer_count && base[b] != a->tensors[i].addr)
@@ -120,36 +121,16 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
         if (b == buffer_count)
             base[buffer_count++] = a->tensors[i].addr;
         buffer_of[i] = b;
-        if (!is_read(call->directions[i]))
+        if (!sent[i])
             continue;
-        struct sp_view_extent e;
-        sp_view_inside(&a->tensors[i], &e); /* true: submit checked the view */
-        packed_bytes[b] += view_bytes(&a->tensors[i]);
-        if (!read[b]) {
-            span[b] = e;
-            read[b] = true;
-        } else {
-            span[b].first_byte = e.first_byte < span[b].first_byte ? e.first_byte
-                                                                   : span[b].first_byte;
-            span[b].last_byte = e.last_byte > span[b].last_byte ? e.last_byte
-                                                                : span[b].last_byte;
-        }
-    }
-    uint32_t span_count = 0;
-    uint64_t payload = 0, travels[SIMPLER_CALLABLE_MAX_TENSORS];
-    bool packed[SIMPLER_CALLABLE_MAX_TENSORS];
-    for (uint32_t b = 0; b < buffer_count; b++) {
-        if (read[b]) {
-            uint64_t extent = (uint64_t)(span[b].last_byte - span[b].first_byte) + 1;
-            packed[b] = packed_bytes[b] < extent;
-            travels[b] = packed[b] ? packed_bytes[b] : extent;
-            span_count++;
-            payload += travels[b];
-        }
+        record_count += !has_record[b];
+        has_record[b] = true;
+        record_bytes[b] += view_bytes(&a->tensors[i]);
+        elements += view_bytes(&a->tensors[i]);
     }
     size_t bytes = sizeof(struct cl_wire_request) + a->scalar_count * sizeof(uint64_t) +
                    a->tensor_count * sizeof(struct cl_wire_tensor) +
-                   span_count * sizeof(struct cl_wire_span) + payload;
+                   record_count * sizeof(struct cl_wire_record) + elements;
     uint8_t *m = sp_host_malloc(bytes);
     if (!m)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
@@ -157,7 +138,7 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
         .task = task, .member = member, .worker = call->worker,
         .callable_id = call->callable_id, .tensor_count = a->tensor_count,
         .scalar_count = a->scalar_count, .has_config = call->has_config,
-        .span_count = span_count, .buffer_count = buffer_count, .config = call->config};
+        .record_count = record_count, .buffer_count = buffer_count, .config = call->config};
     uint8_t *at = m;
     memcpy(at, &head, sizeof head);
     at += sizeof head;
@@ -166,42 +147,83 @@ int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint3
     at += a->scalar_count * sizeof(uint64_t);
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         struct cl_wire_tensor wt = {.view = a->tensors[i], .buffer = buffer_of[i],
-                                    .read = is_read(call->directions[i])};
-        wt.view.addr = 0; /* a buffer is named by its id, never by its address */
+                                    .sent = sent[i], .mirror = mirror[i]};
+        wt.view.addr = 0; /* a buffer is named by its ids, never by its address */
         memcpy(at, &wt, sizeof wt);
         at += sizeof wt;
     }
     for (uint32_t b = 0; b < buffer_count; b++) {
-        if (!read[b])
+        if (!has_record[b])
             continue;
-        struct cl_wire_span s = {.buffer = b, .packed = packed[b], .bytes = travels[b],
-                                 .offset = packed[b] ? 0 : (uint64_t)span[b].first_byte};
-        memcpy(at, &s, sizeof s);
-        at += sizeof s;
-        if (!packed[b]) {
-            memcpy(at, (const uint8_t *)(uintptr_t)base[b] + s.offset, s.bytes);
-            at += s.bytes;
-            continue;
-        }
+        struct cl_wire_record r = {.buffer = b, .bytes = record_bytes[b]};
+        memcpy(at, &r, sizeof r);
+        at += sizeof r;
         for (uint32_t i = 0; i < a->tensor_count; i++)
-            if (buffer_of[i] == b && is_read(call->directions[i]))
+            if (buffer_of[i] == b && sent[i])
                 at += walk_view(&a->tensors[i], at, true);
     }
     *msg = m;
     *len = bytes;
-    *span_bytes = payload;
+    *payload = elements;
     return 0;
 }
 
 /* --------------------------------------------------------- serving rank */
 
+static int cl_grow_mirrors(struct cl_mirrors *mirrors)
+{
+    return cl_grow((void **)&mirrors->m, &mirrors->capacity, (uint64_t)mirrors->count + 1,
+                   sizeof *mirrors->m);
+}
+
+/* The position in m of the first mirror whose id is >= id. */
+static uint32_t mirror_at(const struct cl_mirrors *mirrors, uint32_t id)
+{
+    uint32_t lo = 0, hi = mirrors->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (mirrors->m[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int cl_mirrors_get(struct cl_mirrors *mirrors, uint32_t id, uint64_t bytes, void **data)
+{
+    uint32_t at = mirror_at(mirrors, id);
+    if (at < mirrors->count && mirrors->m[at].id == id) {
+        if (mirrors->m[at].bytes != bytes)
+            return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+        *data = mirrors->m[at].data;
+        return 0;
+    }
+    void *fresh = bytes <= SIZE_MAX ? sp_host_calloc(1, (size_t)bytes) : NULL;
+    if (!fresh || cl_grow_mirrors(mirrors)) {
+        free(fresh);
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    memmove(&mirrors->m[at + 1], &mirrors->m[at],
+            (size_t)(mirrors->count - at) * sizeof *mirrors->m);
+    mirrors->m[at] = (struct cl_mirror){.id = id, .bytes = bytes, .data = fresh};
+    mirrors->count++;
+    *data = fresh;
+    return 0;
+}
+
+void cl_mirrors_clear(struct cl_mirrors *mirrors)
+{
+    for (uint32_t i = 0; i < mirrors->count; i++)
+        free(mirrors->m[i].data);
+    free(mirrors->m);
+    *mirrors = (struct cl_mirrors){0};
+}
+
 void cl_served_call_free(struct cl_served_call *call)
 {
     if (!call)
         return;
-    for (uint32_t b = 0; b < call->buffer_count && call->buffers; b++)
-        free(call->buffers[b]);
-    free(call->buffers);
     free(call->scalars);
     free(call);
 }
@@ -216,21 +238,47 @@ static const uint8_t *take(const uint8_t **at, const uint8_t *end, size_t bytes)
     return p;
 }
 
-int cl_wire_unpack_request(const void *msg, size_t len, struct cl_served_call **out,
-                           uint64_t *span_bytes)
+/* The tensors of a request: checked, their buffers' sizes and mirror ids
+ * agreeing, every view inside its buffer. */
+static bool check_tensors(const struct cl_wire_request *h, const struct cl_wire_tensor *wt,
+                          uint64_t *buffer_bytes, uint32_t *mirror_of)
+{
+    bool seen[SIMPLER_CALLABLE_MAX_TENSORS] = {false};
+    for (uint32_t i = 0; i < h->tensor_count; i++) {
+        uint32_t b = wt[i].buffer;
+        if (b >= h->buffer_count || wt[i].sent > 1 || !wt[i].view.buffer_bytes ||
+            !sp_view_inside(&wt[i].view, NULL))
+            return false;
+        if (seen[b] && (buffer_bytes[b] != wt[i].view.buffer_bytes || mirror_of[b] != wt[i].mirror))
+            return false;
+        seen[b] = true;
+        buffer_bytes[b] = wt[i].view.buffer_bytes;
+        mirror_of[b] = wt[i].mirror;
+    }
+    for (uint32_t b = 0; b < h->buffer_count; b++) {
+        if (!seen[b])
+            return false; /* a buffer id no tensor names */
+        for (uint32_t k = 0; k < b; k++)
+            if (mirror_of[k] == mirror_of[b])
+                return false; /* two buffers of one request, one mirror */
+    }
+    return true;
+}
+
+int cl_wire_unpack_request(const void *msg, size_t len, struct cl_mirrors *mirrors,
+                           struct cl_served_call **out, uint64_t *payload)
 {
     const uint8_t *at = msg, *end = (const uint8_t *)msg + len, *p;
     struct cl_served_call *c = sp_host_calloc(1, sizeof *c);
     if (!c)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     int rc = PTO_RUNTIME_ERR_INVALID_ARGUMENT;
-    uint64_t payload = 0;
     if (!(p = take(&at, end, sizeof c->head)))
         goto fail;
     memcpy(&c->head, p, sizeof c->head);
     const struct cl_wire_request *h = &c->head;
     if (h->tensor_count > SIMPLER_CALLABLE_MAX_TENSORS || h->scalar_count > SIMPLER_CALLABLE_MAX_ARGS ||
-        h->buffer_count > h->tensor_count || h->span_count > h->buffer_count)
+        h->buffer_count > h->tensor_count || h->record_count > h->buffer_count)
         goto fail;
     if (h->scalar_count) {
         if (!(p = take(&at, end, h->scalar_count * sizeof(uint64_t))))
@@ -241,75 +289,60 @@ int cl_wire_unpack_request(const void *msg, size_t len, struct cl_served_call **
         }
         memcpy(c->scalars, p, h->scalar_count * sizeof(uint64_t));
     }
-    uint32_t buffer_of[SIMPLER_CALLABLE_MAX_TENSORS];
-    bool read[SIMPLER_CALLABLE_MAX_TENSORS];
-    uint64_t buffer_bytes[SIMPLER_CALLABLE_MAX_TENSORS] = {0};
-    for (uint32_t i = 0; i < h->tensor_count; i++) {
-        struct cl_wire_tensor wt;
-        if (!(p = take(&at, end, sizeof wt)))
-            goto fail;
-        memcpy(&wt, p, sizeof wt);
-        if (wt.buffer >= h->buffer_count ||
-            (buffer_bytes[wt.buffer] && buffer_bytes[wt.buffer] != wt.view.buffer_bytes) ||
-            !wt.view.buffer_bytes || wt.read > 1)
-            goto fail;
-        buffer_bytes[wt.buffer] = wt.view.buffer_bytes;
-        buffer_of[i] = wt.buffer;
-        read[i] = wt.read;
-        c->tensors[i] = wt.view;
-    }
-    if (h->buffer_count && !(c->buffers = sp_host_calloc(h->buffer_count, sizeof(void *)))) {
-        rc = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    struct cl_wire_tensor wt[SIMPLER_CALLABLE_MAX_TENSORS];
+    uint64_t buffer_bytes[SIMPLER_CALLABLE_MAX_TENSORS];
+    uint32_t mirror_of[SIMPLER_CALLABLE_MAX_TENSORS];
+    if (!(p = take(&at, end, h->tensor_count * sizeof *wt)))
         goto fail;
-    }
-    c->buffer_count = h->buffer_count;
-    for (uint32_t b = 0; b < h->buffer_count; b++) {
-        /* A private buffer per buffer id: this run's alone, so runs in
-         * flight on this rank never share host bytes. */
-        if (!buffer_bytes[b] || !(c->buffers[b] = sp_host_calloc(1, buffer_bytes[b]))) {
-            rc = buffer_bytes[b] ? PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY : rc;
+    memcpy(wt, p, h->tensor_count * sizeof *wt);
+    if (!check_tensors(h, wt, buffer_bytes, mirror_of))
+        goto fail;
+    /* The records, checked before anything lands: one per buffer with a
+     * sent view, each exactly its sent views' elements. */
+    const uint8_t *record_data[SIMPLER_CALLABLE_MAX_TENSORS] = {NULL};
+    uint64_t elements = 0;
+    for (uint32_t r = 0; r < h->record_count; r++) {
+        struct cl_wire_record rec;
+        if (!(p = take(&at, end, sizeof rec)))
             goto fail;
-        }
-    }
-    /* Every view inside its private buffer before any bytes land. */
-    for (uint32_t i = 0; i < h->tensor_count; i++) {
-        c->tensors[i].addr = (uint64_t)(uintptr_t)c->buffers[buffer_of[i]];
-        if (!sp_view_inside(&c->tensors[i], NULL))
+        memcpy(&rec, p, sizeof rec);
+        if (rec.buffer >= h->buffer_count || record_data[rec.buffer])
             goto fail;
-    }
-    for (uint32_t s = 0; s < h->span_count; s++) {
-        struct cl_wire_span sp;
-        if (!(p = take(&at, end, sizeof sp)))
-            goto fail;
-        memcpy(&sp, p, sizeof sp);
-        if (sp.buffer >= h->buffer_count || sp.packed > 1 || sp.offset > buffer_bytes[sp.buffer] ||
-            sp.bytes > buffer_bytes[sp.buffer] - sp.offset || !(p = take(&at, end, sp.bytes)))
-            goto fail;
-        payload += sp.bytes;
-        if (!sp.packed) {
-            memcpy((uint8_t *)c->buffers[sp.buffer] + sp.offset, p, sp.bytes);
-            continue;
-        }
-        /* The buffer's read views' elements, in tensor order: their sizes
-         * (each bounded by its buffer, checked above) must add up to it. */
         uint64_t expected = 0;
         for (uint32_t i = 0; i < h->tensor_count; i++)
-            if (buffer_of[i] == sp.buffer && read[i])
-                expected += view_bytes(&c->tensors[i]);
-        if (sp.offset != 0 || expected != sp.bytes)
+            if (wt[i].buffer == rec.buffer && wt[i].sent)
+                expected += view_bytes(&wt[i].view); /* each within its buffer */
+        if (!expected || rec.bytes != expected || !(record_data[rec.buffer] = take(&at, end, rec.bytes)))
             goto fail;
-        for (uint32_t i = 0; i < h->tensor_count; i++)
-            if (buffer_of[i] == sp.buffer && read[i])
-                p += walk_view(&c->tensors[i], (uint8_t *)p, false);
+        elements += rec.bytes;
     }
     if (at != end)
         goto fail;
+    for (uint32_t i = 0; i < h->tensor_count; i++)
+        if (wt[i].sent && !record_data[wt[i].buffer])
+            goto fail; /* a sent view without its buffer's record */
+    /* Sound: the mirrors, then the elements into them. */
+    void *data[SIMPLER_CALLABLE_MAX_TENSORS];
+    for (uint32_t b = 0; b < h->buffer_count; b++) {
+        if ((rc = cl_mirrors_get(mirrors, mirror_of[b], buffer_bytes[b], &data[b])))
+            goto fail;
+    }
+    for (uint32_t i = 0; i < h->tensor_count; i++) {
+        c->tensors[i] = wt[i].view;
+        c->tensors[i].addr = (uint64_t)(uintptr_t)data[wt[i].buffer];
+    }
+    for (uint32_t b = 0; b < h->buffer_count; b++) {
+        const uint8_t *from = record_data[b];
+        for (uint32_t i = 0; from && i < h->tensor_count; i++)
+            if (wt[i].buffer == b && wt[i].sent)
+                from += walk_view(&c->tensors[i], (uint8_t *)(uintptr_t)from, false);
+    }
     c->args = (struct simpler_args){.tensor_count = h->tensor_count,
                                     .scalar_count = h->scalar_count,
                                     .tensors = h->tensor_count ? c->tensors : NULL,
                                     .scalars = c->scalars};
     *out = c;
-    *span_bytes = payload;
+    *payload = elements;
     return 0;
 fail:
     cl_served_call_free(c);

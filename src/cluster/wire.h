@@ -9,12 +9,15 @@
  *
  * A request names buffers by (buffer id, offset), never by address: the
  * id is the buffer's position among the distinct buffers of the request,
- * and a tensor's `addr` travels as 0. After the tensors come the read
- * spans (per buffer the bytes program mode would stage: first to last
- * byte of the IN/INOUT views, or their elements packed when fewer), each
- * followed by its bytes. A reply carries
- * the status and, on success, the elements of every OUT/INOUT view, packed
- * in the view's row-major order, in tensor order.
+ * and a tensor's `addr` travels as 0. Each buffer also carries its mirror
+ * id, rank 0's name for it during the run (directory.h): the serving rank
+ * keeps one mirror per id for the whole run, and a run's views point into
+ * the mirrors. After the tensors comes one record per buffer with views to
+ * send (their elements, packed in row-major order, view after view in
+ * tensor order); a view rank 0's directory says the serving rank already
+ * holds travels no bytes. A reply carries the status and, on success, the
+ * elements of every OUT/INOUT view, packed in the view's row-major order,
+ * in tensor order.
  */
 #ifndef SIMPLER_CLUSTER_WIRE_H
 #define SIMPLER_CLUSTER_WIRE_H
@@ -34,7 +37,7 @@ struct cl_wire_request {
     uint32_t tensor_count;
     uint32_t scalar_count;
     uint32_t has_config;
-    uint32_t span_count;
+    uint32_t record_count;
     uint32_t buffer_count;
     uint32_t reserved;
     struct simpler_run_config config;
@@ -43,18 +46,15 @@ struct cl_wire_request {
 struct cl_wire_tensor {
     struct simpler_tensor view; /* addr 0 on the wire */
     uint32_t buffer;            /* buffer id within the request */
-    uint32_t read;              /* 1: IN or INOUT (its elements travel) */
+    uint32_t sent;              /* 1: its elements are in its buffer's record */
+    uint32_t mirror;            /* the buffer's mirror id for the run */
+    uint32_t reserved;
 };
 
-/* What travels of one read buffer: its span (first to last byte the read
- * views touch), or, when that is fewer bytes, the elements of its read
- * views packed in row-major order, view after view in tensor order
- * (packed = 1; offset 0). A column band of a row-major matrix thus sends
- * its elements, not the rows between. */
-struct cl_wire_span {
+/* The elements of one buffer's sent views, `bytes` of them, follow. */
+struct cl_wire_record {
     uint32_t buffer;
-    uint32_t packed;
-    uint64_t offset; /* bytes from the buffer's start */
+    uint32_t reserved;
     uint64_t bytes;
 };
 
@@ -87,26 +87,45 @@ int cl_remote_call_make(int32_t callable_id, uint32_t worker, const struct simpl
 void cl_remote_call_free(struct cl_remote_call *call);
 
 /* Packs the request of `call` for task `task`, member `member`, reading
- * its spans from host memory now. 0 with *msg (caller frees), *len and
- * *span_bytes (payload read from buffers) set, or OUT_OF_HOST_MEMORY. */
+ * the elements of the views whose `sent[i]` is set from host memory now;
+ * `mirror[i]` is tensor i's buffer's mirror id. 0 with *msg (caller
+ * frees), *len and *payload (element bytes packed) set, or
+ * OUT_OF_HOST_MEMORY. */
 int cl_wire_pack_request(const struct cl_remote_call *call, uint32_t task, uint32_t member,
-                         void **msg, size_t *len, uint64_t *span_bytes);
+                         const uint32_t *mirror, const bool *sent, void **msg, size_t *len,
+                         uint64_t *payload);
 
-/* A request unpacked on the serving rank: the args point into private
- * buffers, one per buffer id, holding the spans that travelled. */
+/* A serving rank's mirrors for one run: one zeroed host buffer per mirror
+ * id, made at its first use, kept until cl_mirrors_clear. */
+struct cl_mirror {
+    uint32_t id;
+    uint64_t bytes;
+    void *data;
+};
+struct cl_mirrors {
+    struct cl_mirror *m; /* sorted by id */
+    uint32_t count, capacity;
+};
+
+/* The mirror `id` of `bytes`: made (zeroed) at its first use. 0,
+ * INVALID_ARGUMENT when an earlier use gave it another size, or
+ * OUT_OF_HOST_MEMORY. */
+int cl_mirrors_get(struct cl_mirrors *mirrors, uint32_t id, uint64_t bytes, void **data);
+void cl_mirrors_clear(struct cl_mirrors *mirrors);
+
+/* A request unpacked on the serving rank: the args point into mirrors. */
 struct cl_served_call {
     struct cl_wire_request head;
     struct simpler_args args;
     struct simpler_tensor tensors[SIMPLER_CALLABLE_MAX_TENSORS];
     uint64_t *scalars;
-    void **buffers;
-    uint32_t buffer_count;
 };
 
-/* Checks and unpacks `len` bytes at `msg`. 0, INVALID_ARGUMENT for a
- * malformed message, OUT_OF_HOST_MEMORY. *span_bytes: payload bytes. */
-int cl_wire_unpack_request(const void *msg, size_t len, struct cl_served_call **out,
-                           uint64_t *span_bytes);
+/* Checks `len` bytes at `msg`, then writes the sent elements into their
+ * mirrors. 0, INVALID_ARGUMENT for a malformed message (nothing written),
+ * OUT_OF_HOST_MEMORY. *payload: element bytes received. */
+int cl_wire_unpack_request(const void *msg, size_t len, struct cl_mirrors *mirrors,
+                           struct cl_served_call **out, uint64_t *payload);
 void cl_served_call_free(struct cl_served_call *call);
 
 /* The bytes of the OUT/INOUT views of `args` per `directions`. */

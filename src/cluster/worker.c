@@ -191,6 +191,8 @@ void cl_remote_member_ended(struct cl_worker *w, struct cl_member *m, int32_t st
     uint64_t to_pump = UINT64_C(1) << w->index; /* a slot is free */
     pthread_mutex_lock(&c->lock);
     w->in_flight--;
+    if (status != 0 && c->run.dir)
+        cl_remote_failed(c, m);
     member_end(c, m, status, &to_pump);
     pthread_mutex_unlock(&c->lock);
     cl_pump_set(c, to_pump);

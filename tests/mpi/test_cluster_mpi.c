@@ -8,7 +8,8 @@
  *   test_cluster_mpi          dependencies across ranks (RAW and WAR held
  *                             at a gate on rank 0, RAW the other way with
  *                             the exact bytes moved), a strided read sending
- *                             only its elements, a failing run on rank
+ *                             only its elements, a copy sent once and again
+ *                             only once rank 0 rewrote it, a failing run on rank
  *                             1 reaching rank 0 with its code while the
  *                             others finish, bad input refused before
  *                             anything is sent
@@ -409,6 +410,65 @@ static void strided_reads_send_only_their_elements(struct simpler_cluster *c)
     vecs_free(&s);
 }
 
+/* --------------------------------------------------------- valid copies */
+
+/*
+ * On rank 1: a and b read x (x travels once), c reads y1, which a wrote
+ * there (nothing travels); on rank 0, d rewrites x; on rank 1, e reads the
+ * new x (it travels again: rank 1's copy went stale). Without the
+ * directory 4 KiB would go out, not 2.
+ */
+static int orch_copies(struct simpler_cluster_orch *o, void *user)
+{
+    struct vecs *s = user;
+    struct cl_axpb a, b, c, d, e;
+    simpler_cluster_task_t t;
+    cl_axpb_args(&a, &s->v[0].all, &s->v[1].all, 2.0f, 1.0f, 0, 0); /* y1 = x*2+1 */
+    cl_axpb_args(&b, &s->v[0].all, &s->v[2].all, 3.0f, 0.0f, 0, 0); /* y2 = x*3 */
+    cl_axpb_args(&c, &s->v[1].all, &s->v[3].all, 0.5f, 0.0f, 0, 0); /* y3 = y1/2 */
+    cl_axpb_args(&d, &s->v[2].all, &s->v[0].all, 1.0f, 5.0f, 0, 0); /* x = y2+5 */
+    cl_axpb_args(&e, &s->v[0].all, &s->v[4].all, 1.0f, 0.0f, 0, 0); /* y4 = x */
+    CHECK_EQ(simpler_cluster_submit(o, 2, CL_AXPB, &a.args, NULL, &t), 0, "a on rank 1");
+    CHECK_EQ(simpler_cluster_submit(o, 3, CL_AXPB, &b.args, NULL, &t), 0, "b on rank 1");
+    CHECK_EQ(simpler_cluster_submit(o, 2, CL_AXPB, &c.args, NULL, &t), 0, "c on rank 1");
+    CHECK_EQ(simpler_cluster_submit(o, 0, CL_AXPB, &d.args, NULL, &t), 0, "d on rank 0");
+    CHECK_EQ(simpler_cluster_submit(o, 3, CL_AXPB, &e.args, NULL, &t), 0, "e on rank 1");
+    return 0;
+}
+
+static void a_copy_travels_once_until_it_is_written(struct simpler_cluster *c)
+{
+    if (rank != 0) {
+        serve_one(c, 0, 4);
+        return;
+    }
+    struct vecs s;
+    struct simpler_cluster_run_info info;
+    vecs_init(&s);
+    cl_vec_init(&s.v[3], 0.0f);
+    cl_vec_init(&s.v[4], 0.0f);
+    cl_vec_poison(&s.v[3]);
+    cl_vec_poison(&s.v[4]);
+    CHECK_EQ(simpler_cluster_run(c, orch_copies, &s, &info), 0, "the run");
+    int exact = 1;
+    for (uint32_t i = 0; i < CL_N; i++) {
+        float x = cl_x(i, 1.0f);
+        exact &= s.v[1].data[i] == x * 2.0f + 1.0f && s.v[2].data[i] == x * 3.0f;
+    }
+    CHECK(exact, "y1 and y2 from the first x");
+    CHECK(same_axpb(s.v[1].data, s.v[3].data, CL_N, 0.5f, 0.0f),
+          "y3 from y1 as rank 1 wrote it (its copy there was stale or lost)");
+    CHECK(same_axpb(s.v[2].data, s.v[0].data, CL_N, 1.0f, 5.0f), "x rewritten on rank 0");
+    CHECK(same_axpb(s.v[0].data, s.v[4].data, CL_N, 1.0f, 0.0f),
+          "y4 from the new x: rank 1 used its stale copy of the old one");
+    CHECK_EQ(info.remote_runs, 4, "a, b, c and e on rank 1");
+    CHECK_EQ(info.bytes_sent, 2 * CL_N * 4, "x twice (before and after d), y1 never");
+    CHECK_EQ(info.bytes_received, 4 * CL_N * 4, "the four outputs");
+    vecs_free(&s);
+    cl_vec_free(&s.v[3]);
+    cl_vec_free(&s.v[4]);
+}
+
 /* ------------------------------------------------------------ kill rank */
 
 void mpi_kernel_die(int64_t *args);
@@ -600,6 +660,7 @@ int main(int argc, char **argv)
     cl_register(c);
     dependencies_across_ranks(c);
     strided_reads_send_only_their_elements(c);
+    a_copy_travels_once_until_it_is_written(c);
     a_failing_run_on_rank_1_reaches_rank_0(c);
     bad_input_is_refused_before_anything_is_sent(c);
     CHECK_EQ(simpler_cluster_destroy(c), 0, "a collective destroy");
