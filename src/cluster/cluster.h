@@ -27,6 +27,12 @@ struct cl_task;
 struct cl_remote_call;
 struct cl_directory;
 
+/* A write of a member to a host buffer: [lo, hi) of the buffer at base
+ * (its view's extent). Kept by rank 0 of a distributed run only. */
+struct cl_write {
+    uint64_t base, lo, hi;
+};
+
 /* One run of a task on one worker. */
 struct cl_member {
     struct cl_task *task;
@@ -38,6 +44,8 @@ struct cl_member {
     struct cl_member *next;             /* in its worker's queue or in-flight FIFO */
     struct cl_remote_call *remote;      /* a worker of another rank: its args (remote.c) */
     bool remote_in_flight;              /* sent, no reply yet (the comm thread's alone) */
+    const struct cl_write *writes;      /* distributed, rank 0: in its task's `writes` */
+    uint32_t write_count;
 };
 
 struct cl_task {
@@ -53,6 +61,7 @@ struct cl_task {
     uint32_t *dependents;      /* later tasks waiting for this one */
     uint32_t dependent_count;
     uint32_t dependent_capacity;
+    struct cl_write *writes;   /* distributed, rank 0: every member's writes */
     struct cl_member members[]; /* member_count */
 };
 
@@ -155,17 +164,13 @@ void cl_remote_run_end(struct simpler_cluster *c, int32_t status);
  * the code its launch fails with. No lock held. */
 int cl_remote_launch(struct cl_worker *w, struct cl_member *m);
 
-/* A task was submitted whose members write the write accesses among
- * `acc` (member i's are before member_end[i]): every other rank's copy of
- * those bytes is stale (directory.h). Caller holds c->lock. */
-void cl_remote_written(struct simpler_cluster *c, const struct cl_access *acc,
-                       const uint32_t *member_end, uint32_t member_count,
-                       const struct simpler_cluster_member *members);
-
-/* Member `m` of a worker of another rank failed: what its rank was
- * thought to hold of the views it writes is forgotten. Caller holds
+/* Member `m` ended with `status` (rank 0 of a distributed run): the bytes
+ * it wrote are stale on every other rank; a failed remote member's own
+ * rank is not known to hold them either (directory.h). Readers of those
+ * bytes are ordered after this end (RAW) or ended before the member
+ * launched (WAR), so no request counts on them meanwhile. Caller holds
  * c->lock. */
-void cl_remote_failed(struct simpler_cluster *c, const struct cl_member *m);
+void cl_remote_member_done(struct simpler_cluster *c, const struct cl_member *m, int32_t status);
 
 /* True when task `index` of the run ended with status 0 (the TensorMap's
  * callback; `user` is the cluster). Caller holds its lock. */

@@ -63,11 +63,7 @@ int cl_remote_launch(struct cl_worker *w, struct cl_member *m)
 }
 
 /* Without MPI no run has a directory (c->run.dir stays NULL): never called. */
-void cl_remote_written(struct simpler_cluster *c, const struct cl_access *acc,
-                       const uint32_t *member_end, uint32_t member_count,
-                       const struct simpler_cluster_member *members)
+void cl_remote_member_done(struct simpler_cluster *c, const struct cl_member *m, int32_t status)
 {
-    (void)c, (void)acc, (void)member_end, (void)member_count, (void)members;
+    (void)c, (void)m, (void)status;
 }
-
-void cl_remote_failed(struct simpler_cluster *c, const struct cl_member *m) { (void)c, (void)m; }

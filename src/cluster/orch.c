@@ -174,7 +174,36 @@ static void task_discard(struct simpler_cluster *c, struct cl_task *t, uint32_t 
         cl_remote_call_free(t->members[i].remote);
     }
     free(t->dependents);
+    free(t->writes);
     free(t);
+}
+
+/* Rank 0 of a distributed cluster: keeps each member's writes (their
+ * views' extents), which its end makes stale on the other ranks
+ * (cl_remote_member_done). `member_end[i]` is one past member i's last
+ * access. 0 or OUT_OF_HOST_MEMORY. */
+static int keep_writes(struct cl_task *t, const struct cl_access *acc, const uint32_t *member_end)
+{
+    uint32_t writes = 0, a = 0;
+    for (uint32_t i = 0; i < member_end[t->member_count - 1]; i++)
+        writes += acc[i].write;
+    if (!writes)
+        return 0;
+    if (!(t->writes = sp_host_malloc((size_t)writes * sizeof *t->writes)))
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    struct cl_write *w = t->writes;
+    for (uint32_t i = 0; i < t->member_count; i++) {
+        t->members[i].writes = w;
+        for (; a < member_end[i]; a++) {
+            if (!acc[a].write)
+                continue;
+            *w++ = (struct cl_write){.base = acc[a].region.addr,
+                                     .lo = (uint64_t)acc[a].extent.first_byte,
+                                     .hi = (uint64_t)acc[a].extent.last_byte + 1};
+            t->members[i].write_count++;
+        }
+    }
+    return 0;
 }
 
 /* Makes room for committing `t` with `producers`: the task table and each
@@ -308,6 +337,11 @@ int simpler_cluster_submit_group(struct simpler_cluster_orch *orch, int32_t call
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
     t->member_count = count;
+    if (c->link && c->rank == 0 && (rc = keep_writes(t, acc, member_end))) {
+        free(acc);
+        task_discard(c, t, 0);
+        return rc;
+    }
     uint32_t prepared = 0;
     /* Each member checked and snapshotted as program mode does: the same
      * checks and codes; nothing is staged or launched yet. */
@@ -321,8 +355,6 @@ int simpler_cluster_submit_group(struct simpler_cluster_orch *orch, int32_t call
     if (!rc) {
         pthread_mutex_lock(&c->lock);
         rc = enter_task(c, t, callable_id, acc, acc_count, &to_pump);
-        if (!rc && c->run.dir)
-            cl_remote_written(c, acc, member_end, count, members);
         pthread_mutex_unlock(&c->lock);
     }
     free(acc);

@@ -293,36 +293,17 @@ static bool dense_range(const struct simpler_tensor *t, uint64_t *lo, uint64_t *
     return n * simpler_dtype_size(t->dtype) == *hi - *lo;
 }
 
-void cl_remote_written(struct simpler_cluster *c, const struct cl_access *acc,
-                       const uint32_t *member_end, uint32_t member_count,
-                       const struct simpler_cluster_member *members)
+void cl_remote_member_done(struct simpler_cluster *c, const struct cl_member *m, int32_t status)
 {
-    uint32_t a = 0;
-    for (uint32_t i = 0; i < member_count; i++) {
-        int writer = c->workers[members[i].worker].rank;
-        for (; a < member_end[i]; a++) {
-            uint32_t id;
-            if (!acc[a].write || !cl_dir_find(c->run.dir, acc[a].region.addr, &id))
-                continue; /* a read, or a buffer no rank was sent: nothing held */
-            /* The extent: all a strided write may touch. */
-            cl_dir_written(c->run.dir, id, writer, (uint64_t)acc[a].extent.first_byte,
-                           (uint64_t)acc[a].extent.last_byte + 1);
-        }
-    }
-}
-
-void cl_remote_failed(struct simpler_cluster *c, const struct cl_member *m)
-{
-    const struct cl_remote_call *call = m->remote;
-    int rank = c->workers[m->worker].rank;
-    for (uint32_t i = 0; call && i < call->args.tensor_count; i++) {
-        const struct simpler_tensor *t = &call->args.tensors[i];
-        struct sp_view_extent e;
+    int writer = c->workers[m->worker].rank;
+    for (uint32_t i = 0; i < m->write_count; i++) {
+        const struct cl_write *w = &m->writes[i];
         uint32_t id;
-        if (is_write(call->directions[i]) && sp_view_inside(t, &e) &&
-            cl_dir_find(c->run.dir, t->addr, &id))
-            cl_dir_invalidate(c->run.dir, id, rank, (uint64_t)e.first_byte,
-                              (uint64_t)e.last_byte + 1);
+        if (!cl_dir_find(c->run.dir, w->base, &id))
+            continue; /* a buffer no rank was sent: nothing held */
+        cl_dir_written(c->run.dir, id, writer, w->lo, w->hi);
+        if (status != 0)
+            cl_dir_invalidate(c->run.dir, id, writer, w->lo, w->hi); /* rank 0: a no-op */
     }
 }
 
@@ -360,7 +341,8 @@ int cl_remote_launch(struct cl_worker *w, struct cl_member *m)
         return rc;
     }
     /* What it holds once this request is in: what it was sent, and what
-     * the member writes there (cl_remote_failed takes that back). */
+     * the member writes there (cl_remote_member_done takes that back if
+     * the member fails). */
     pthread_mutex_lock(&c->lock);
     for (uint32_t i = 0; i < a->tensor_count; i++)
         if (dense[i] && (sent[i] || is_write(call->directions[i])))

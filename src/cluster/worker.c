@@ -110,6 +110,8 @@ static void member_end(struct simpler_cluster *c, struct cl_member *m, int32_t s
                        uint64_t *to_pump)
 {
     struct cl_task *t = m->task;
+    if (c->run.dir)
+        cl_remote_member_done(c, m, status);
     m->status = status;
     m->ended = true;
     if (++t->members_ended < t->member_count)
@@ -191,8 +193,6 @@ void cl_remote_member_ended(struct cl_worker *w, struct cl_member *m, int32_t st
     uint64_t to_pump = UINT64_C(1) << w->index; /* a slot is free */
     pthread_mutex_lock(&c->lock);
     w->in_flight--;
-    if (status != 0 && c->run.dir)
-        cl_remote_failed(c, m);
     member_end(c, m, status, &to_pump);
     pthread_mutex_unlock(&c->lock);
     cl_pump_set(c, to_pump);

@@ -484,6 +484,61 @@ static void a_copy_travels_once_until_it_is_written(struct simpler_cluster *c)
     cl_vec_free(&s.v[4]);
 }
 
+/*
+ * A copy made stale by a write whose task was submitted before the copy
+ * was sent: A (rank 1) reads x but waits for G (held at a gate on rank
+ * 0); W (rank 0) rewrites x after A (WAR) and is submitted before A is
+ * sent; B (rank 1) reads the new x. x reaches rank 1 with A, after W's
+ * submit: only W's end may make that copy stale, or B reads the old x.
+ */
+static int orch_stale_after_submit(struct simpler_cluster_orch *o, void *user)
+{
+    struct vecs *s = user;
+    struct cl_axpb g, w, b;
+    struct cl_fma a;
+    simpler_cluster_task_t t;
+    cl_axpb_args(&g, &s->v[5].all, &s->v[1].all, 1.0f, 0.0f, 0, 1); /* y1 = v5, held */
+    cl_fma_args(&a, &s->v[0].all, &s->v[1].all, 2.0f, 0);            /* y1 = y1*2 + x */
+    cl_axpb_args(&w, &s->v[2].all, &s->v[0].all, 1.0f, 5.0f, 0, 0);  /* x = y2+5 */
+    cl_axpb_args(&b, &s->v[0].all, &s->v[4].all, 1.0f, 0.0f, 0, 0);  /* y4 = x */
+    CHECK_EQ(simpler_cluster_submit(o, 0, CL_AXPB, &g.args, NULL, &t), 0, "G on rank 0");
+    CHECK_EQ(simpler_cluster_submit(o, 2, CL_FMA, &a.args, NULL, &t), 0, "A on rank 1");
+    CHECK_EQ(simpler_cluster_submit(o, 1, CL_AXPB, &w.args, NULL, &t), 0, "W on rank 0");
+    CHECK_EQ(simpler_cluster_submit(o, 3, CL_AXPB, &b.args, NULL, &t), 0, "B on rank 1");
+    CHECK(ts_gate_wait_arrivals_for(&cl_gates[0], 1, TS_DEADLOCK_GUARD_MS), "G held");
+    ts_gate_open(&cl_gates[0]); /* A is sent only now, after W's submit */
+    return 0;
+}
+
+static void a_copy_is_stale_once_a_write_ends(struct simpler_cluster *c)
+{
+    if (rank != 0) {
+        serve_one(c, 0, 2);
+        return;
+    }
+    struct vecs s;
+    struct simpler_cluster_run_info info;
+    vecs_init(&s);
+    cl_vec_init(&s.v[4], 0.0f);
+    cl_vec_init(&s.v[5], 7.0f);
+    cl_vec_poison(&s.v[4]);
+    ts_gate_destroy(&cl_gates[0]);
+    ts_gate_init(&cl_gates[0]);
+    CHECK_EQ(simpler_cluster_run(c, orch_stale_after_submit, &s, &info), 0, "the run");
+    int exact = 1;
+    for (uint32_t i = 0; i < CL_N; i++)
+        exact &= s.v[1].data[i] == cl_x(i, 7.0f) * 2.0f + cl_x(i, 1.0f);
+    CHECK(exact, "A: y1 = v5*2 + the first x");
+    CHECK(same_axpb(s.v[2].data, s.v[0].data, CL_N, 1.0f, 5.0f), "W rewrote x");
+    CHECK(same_axpb(s.v[0].data, s.v[4].data, CL_N, 1.0f, 0.0f),
+          "B from the new x: rank 1 read its copy of the old one, sent after W's submit");
+    CHECK_EQ(info.remote_runs, 2, "A and B on rank 1");
+    CHECK_EQ(info.bytes_sent, 3 * CL_N * 4, "x and y1 for A, the new x for B");
+    vecs_free(&s);
+    cl_vec_free(&s.v[4]);
+    cl_vec_free(&s.v[5]);
+}
+
 /* ------------------------------------------------------------ kill rank */
 
 void mpi_kernel_die(int64_t *args);
@@ -658,6 +713,7 @@ int main(int argc, char **argv)
     dependencies_across_ranks(c);
     strided_reads_send_only_their_elements(c);
     a_copy_travels_once_until_it_is_written(c);
+    a_copy_is_stale_once_a_write_ends(c);
     a_failing_run_on_rank_1_reaches_rank_0(c);
     bad_input_is_refused_before_anything_is_sent(c);
     CHECK_EQ(simpler_cluster_destroy(c), 0, "a collective destroy");
