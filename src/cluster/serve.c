@@ -36,6 +36,7 @@ struct serve_state {
     int32_t status;         /* rank 0's run status, or PEER_LOST */
     bool ended;             /* RUN_END came */
     struct cl_mirrors mirrors; /* rank 0's buffers, by mirror id, for the run */
+    int32_t mirrors_broken;    /* a request's unpacking failed: its code */
     struct simpler_cluster_serve_info info;
 };
 
@@ -71,7 +72,12 @@ static void take_request(struct serve_state *s, struct simpler_cluster_orch *o, 
         memcpy(&bad.task, msg, sizeof bad.task);
         memcpy(&bad.member, (const uint8_t *)msg + sizeof bad.task, sizeof bad.member);
     }
-    int rc = cl_wire_unpack_request(msg, len, &s->mirrors, &call, &payload);
+    /* A request whose elements could not land leaves the mirrors behind
+     * what rank 0's directory believes, and later requests may count on
+     * them: from then on every request of the run fails with its code. */
+    int rc = s->mirrors_broken;
+    if (!rc && (rc = cl_wire_unpack_request(msg, len, &s->mirrors, &call, &payload)))
+        s->mirrors_broken = rc;
     if (!rc && (call->head.worker >= c->worker_count ||
                 c->workers[call->head.worker].rank != c->rank ||
                 call->head.callable_id < 0 ||
