@@ -5,8 +5,9 @@ arrays (and anything exposing __array_interface__ or the buffer protocol)
 are accepted as host tensors. See docs/python.md.
 """
 from ._lib import library_path, version as __version__
-from ._types import Core, DataType, Direction
+from ._types import Core, DataType, Direction, TaskState
 from .callable import build_callable
+from .cluster import Cluster, ClusterOrch, ClusterRunInfo, ClusterTaskInfo
 from .config import CallConfig, RunConfig
 from .device import Device, DeviceBuffer, Graph, Stream, Tensor
 from .errors import *  # noqa: F401,F403 (SimplerError, RunFailed and one class per code)
@@ -18,4 +19,5 @@ IN, OUT, INOUT, SCALAR = Direction.IN, Direction.OUT, Direction.INOUT, Direction
 __all__ = ["__version__", "library_path", "Core", "DataType", "Direction", "IN", "OUT", "INOUT",
            "SCALAR", "build_callable", "CallConfig", "RunConfig", "Device", "DeviceBuffer",
            "Graph", "Stream", "Tensor", "ContextInfo", "PreparedCall", "RunHandle", "RunInfo",
-           "Worker"] + _error_names
+           "Worker", "Cluster", "ClusterOrch", "ClusterRunInfo", "ClusterTaskInfo",
+           "TaskState"] + _error_names

@@ -4,8 +4,10 @@ Owns: reading host arrays (numpy's __array_interface__, else the buffer
 protocol), the checks the package makes before anything is enqueued
 (dtype, dims, element-aligned strides, direction against writability), the
 host descriptors (one buffer per group of overlapping arrays, so views of
-one array passed together are views of one buffer, as C requires), and the
-scalars' 64-bit words. What it builds borrows the arrays: the caller keeps
+one array passed together are views of one buffer, as C requires; or, for a
+cluster, each numpy view described within the whole array that owns its
+memory, so every run names one buffer the same way), and the scalars'
+64-bit words. What it builds borrows the arrays: the caller keeps
 the returned `keep` list alive until the run is finalized.
 """
 import ctypes
@@ -57,6 +59,13 @@ class _BufferExport:
     __del__ = release
 
 
+def _extent(shape, byte_strides, itemsize):
+    """(lo, hi): the bytes a strided view touches, relative to its first element."""
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, byte_strides))
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, byte_strides)) + itemsize
+    return lo, hi
+
+
 class HostArray:
     """What the package reads from a host array: the address of its first
     element, dtype, shape and strides (in elements), and writability."""
@@ -104,8 +113,40 @@ class HostArray:
         self.shape = shape
         self.strides = tuple(s // es for s in byte_strides)
         # The bytes the view touches, relative to its first element.
-        self.lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, byte_strides))
-        self.hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, byte_strides)) + es
+        self.lo, self.hi = _extent(shape, byte_strides, es)
+
+    def base_extent(self):
+        """(lo, hi), absolute: the bytes of the outermost array the view's
+        memory belongs to (numpy's .base chain, followed while each base
+        is itself an array), or the view's own bytes when it is its own
+        base or not a numpy view."""
+        root = self.obj
+        while True:
+            base = getattr(root, "base", None)
+            ai = getattr(base, "__array_interface__", None) if base is not None else None
+            if ai is None or not isinstance(ai.get("data"), tuple):
+                break
+            root = base
+        own = (self.addr + self.lo, self.addr + self.hi)
+        if root is self.obj:
+            return own
+        ai = root.__array_interface__
+        try:
+            itemsize = int(ai["typestr"][2:].split("[")[0])
+        except ValueError:
+            return own
+        shape = tuple(int(n) for n in ai["shape"])
+        byte_strides = ai.get("strides")
+        if byte_strides is None:
+            byte_strides, step = [], itemsize
+            for n in reversed(shape):
+                byte_strides.insert(0, step)
+                step *= n
+        lo, hi = _extent(shape, byte_strides, itemsize)
+        addr = int(ai["data"][0])
+        if not addr + lo <= own[0] < own[1] <= addr + hi:
+            return own  # not within its base (an exporter's own layout): its own bytes
+        return addr + lo, addr + hi
 
     @property
     def contiguous(self):
@@ -128,10 +169,13 @@ class HostArray:
             self.export.release()
 
 
-def _host_descriptors(arrays):
+def _host_descriptors(arrays, whole_bases=False):
     """Descriptors of host arrays: arrays whose bytes overlap share one
-    buffer (their union), each a view of it."""
-    extents = sorted(((a.addr + a.lo, a.addr + a.hi, i) for i, a in enumerate(arrays)))
+    buffer (their union), each a view of it. whole_bases: an array's bytes
+    are taken as those of the array owning its memory (base_extent), so
+    views of one numpy array name that whole array as their buffer."""
+    extents = sorted(((*(a.base_extent() if whole_bases else (a.addr + a.lo, a.addr + a.hi)), i)
+                      for i, a in enumerate(arrays)))
     buffer_of, groups = {}, []
     for lo, hi, i in extents:
         if groups and lo < groups[-1][1]:
@@ -144,8 +188,9 @@ def _host_descriptors(arrays):
         base, end = groups[buffer_of[i]]
         es = a.dtype.itemsize
         if (a.addr - base) % es:
-            raise invalid("tensor %d: overlaps another argument at a distance that is not whole "
-                          "%d-byte elements" % (i, es))
+            raise invalid("tensor %d: starts at a distance from its buffer's start (another "
+                          "argument or the array it views) that is not whole %d-byte elements"
+                          % (i, es))
         t = S.Tensor()
         t.addr, t.buffer_bytes = base, end - base
         t.start_offset = (a.addr - base) // es
@@ -191,10 +236,11 @@ class Built:
         self.keep = self.host_arrays = ()
 
 
-def build(tensors, scalars, signature=None, host_allowed=True):
+def build(tensors, scalars, signature=None, host_allowed=True, whole_bases=False):
     """The args of one run or round. `signature` (a tuple of Directions, or
     None when unknown) lets the package check counts and writability before
-    anything is enqueued; C checks everything again."""
+    anything is enqueued; C checks everything again. whole_bases: see
+    _host_descriptors (a cluster's runs)."""
     from .device import Tensor  # device descriptors pass through
     tensors, scalars = list(tensors), list(scalars)
     directions = None
@@ -221,7 +267,7 @@ def build(tensors, scalars, signature=None, host_allowed=True):
             if directions is not None and directions[i] != Direction.IN and a.readonly:
                 raise invalid("tensor %d: a read-only array cannot be %s"
                               % (i, directions[i].name))
-        for i, t in zip(host_index, _host_descriptors(host)):
+        for i, t in zip(host_index, _host_descriptors(host, whole_bases)):
             descriptors[i] = t
         words = [scalar_word(v, i) for i, v in enumerate(scalars)]
     except BaseException:

@@ -138,6 +138,67 @@ class MemInfo(ctypes.Structure):
     ]
 
 
+class ClusterConfig(ctypes.Structure):
+    """struct simpler_cluster_config (cluster.h)."""
+    _fields_ = [
+        ("worker_count", ctypes.c_uint32),
+        ("max_tasks", ctypes.c_uint32),
+        ("device_ids", ctypes.POINTER(ctypes.c_int)),
+        ("device_config", ctypes.POINTER(Config)),
+        ("distributed", ctypes.c_uint32),
+        ("peer_timeout_ms", ctypes.c_uint32),
+    ]
+
+
+class ClusterRunInfo(ctypes.Structure):
+    """struct simpler_cluster_run_info (cluster.h)."""
+    _fields_ = [
+        ("status", ctypes.c_int32),
+        ("orch_status", ctypes.c_int32),
+        ("tasks_submitted", ctypes.c_uint64),
+        ("tasks_succeeded", ctypes.c_uint64),
+        ("tasks_failed", ctypes.c_uint64),
+        ("tasks_cancelled", ctypes.c_uint64),
+        ("runs_launched", ctypes.c_uint64),
+        ("dependencies", ctypes.c_uint64),
+        ("raw", ctypes.c_uint64),
+        ("war", ctypes.c_uint64),
+        ("waw", ctypes.c_uint64),
+        ("first_failed_task", ctypes.c_uint64),
+        ("first_failed_status", ctypes.c_int32),
+        ("reserved", ctypes.c_uint32),
+        ("bytes_sent", ctypes.c_uint64),
+        ("bytes_received", ctypes.c_uint64),
+        ("remote_runs", ctypes.c_uint64),
+    ]
+
+
+class ClusterMember(ctypes.Structure):
+    """struct simpler_cluster_member (cluster.h)."""
+    _fields_ = [
+        ("worker", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("args", ctypes.POINTER(Args)),
+    ]
+
+
+class ClusterTaskInfo(ctypes.Structure):
+    """struct simpler_cluster_task_info (cluster.h)."""
+    _fields_ = [
+        ("state", ctypes.c_uint32),
+        ("status", ctypes.c_int32),
+        ("members", ctypes.c_uint32),
+        ("members_ended", ctypes.c_uint32),
+        ("dependencies", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
+# simpler_cluster_orch_fn: int (*)(struct simpler_cluster_orch *, void *).
+ClusterOrchFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+CLUSTER_MAX_WORKERS = 64  # SIMPLER_CLUSTER_MAX_WORKERS
+
 # Every mirror by its C name, for the layout test.
 MIRRORS = {
     "simpler_tensor": Tensor,
@@ -148,4 +209,8 @@ MIRRORS = {
     "simpler_context_info": ContextInfo,
     "simpler_callable_header": CallableHeader,
     "simdev_mem_info": MemInfo,
+    "simpler_cluster_config": ClusterConfig,
+    "simpler_cluster_run_info": ClusterRunInfo,
+    "simpler_cluster_member": ClusterMember,
+    "simpler_cluster_task_info": ClusterTaskInfo,
 }

@@ -42,6 +42,14 @@ class Core(enum.IntEnum):
     AIV = 1
 
 
+class TaskState(enum.IntEnum):
+    """enum simpler_cluster_task_state (cluster.h): a cluster task's state."""
+    PENDING = 0  # waiting for tasks it depends on
+    QUEUED = 1   # dependencies met; a run waits for a pipeline slot
+    RUNNING = 2  # every run launched; some not finalized
+    DONE = 3     # every run finalized or failed, or cancelled
+
+
 # __array_interface__ typestr (kind + size; byte order checked apart) and
 # struct-module format characters of the buffer protocol.
 _TYPESTR = {"f4": DataType.F32, "f2": DataType.F16, "f8": DataType.F64,

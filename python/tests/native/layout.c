@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "simpler/cluster.h"
 #include "simpler/simpler.h"
 
 #define STRUCT(type) printf("%s\"%s\": {\"sizeof\": %zu", first ? "" : ", ", #type, \
@@ -74,6 +75,32 @@ int main(void)
     FIELD(simdev_mem_info, capacity); FIELD(simdev_mem_info, in_use);
     FIELD(simdev_mem_info, high_water); FIELD(simdev_mem_info, allocations);
     END();
+    STRUCT(simpler_cluster_config);
+    FIELD(simpler_cluster_config, worker_count); FIELD(simpler_cluster_config, max_tasks);
+    FIELD(simpler_cluster_config, device_ids); FIELD(simpler_cluster_config, device_config);
+    FIELD(simpler_cluster_config, distributed); FIELD(simpler_cluster_config, peer_timeout_ms);
+    END();
+    STRUCT(simpler_cluster_run_info);
+    FIELD(simpler_cluster_run_info, status); FIELD(simpler_cluster_run_info, orch_status);
+    FIELD(simpler_cluster_run_info, tasks_submitted);
+    FIELD(simpler_cluster_run_info, tasks_succeeded);
+    FIELD(simpler_cluster_run_info, tasks_failed); FIELD(simpler_cluster_run_info, tasks_cancelled);
+    FIELD(simpler_cluster_run_info, runs_launched); FIELD(simpler_cluster_run_info, dependencies);
+    FIELD(simpler_cluster_run_info, raw); FIELD(simpler_cluster_run_info, war);
+    FIELD(simpler_cluster_run_info, waw); FIELD(simpler_cluster_run_info, first_failed_task);
+    FIELD(simpler_cluster_run_info, first_failed_status); FIELD(simpler_cluster_run_info, reserved);
+    FIELD(simpler_cluster_run_info, bytes_sent); FIELD(simpler_cluster_run_info, bytes_received);
+    FIELD(simpler_cluster_run_info, remote_runs);
+    END();
+    STRUCT(simpler_cluster_member);
+    FIELD(simpler_cluster_member, worker); FIELD(simpler_cluster_member, reserved);
+    FIELD(simpler_cluster_member, args);
+    END();
+    STRUCT(simpler_cluster_task_info);
+    FIELD(simpler_cluster_task_info, state); FIELD(simpler_cluster_task_info, status);
+    FIELD(simpler_cluster_task_info, members); FIELD(simpler_cluster_task_info, members_ended);
+    FIELD(simpler_cluster_task_info, dependencies); FIELD(simpler_cluster_task_info, reserved);
+    END();
     /* The enums the package mirrors as IntEnums. */
     printf(", \"enums\": {");
 #define ENUM(name) printf("%s\"%s\": %d", first_enum ? "" : ", ", #name, (int)(name)), first_enum = 0
@@ -88,6 +115,9 @@ int main(void)
     ENUM(SIMPLER_CALLABLE_NAME_MAX); ENUM(SIMPLER_CALLABLE_MAX_ARGS);
     ENUM(SIMPLER_MEM_HOST); ENUM(SIMPLER_MEM_DEVICE);
     ENUM(SIMDEV_COPY_HOST_TO_DEVICE); ENUM(SIMDEV_COPY_DEVICE_TO_HOST);
+    ENUM(SIMPLER_CLUSTER_TASK_PENDING); ENUM(SIMPLER_CLUSTER_TASK_QUEUED);
+    ENUM(SIMPLER_CLUSTER_TASK_RUNNING); ENUM(SIMPLER_CLUSTER_TASK_DONE);
+    ENUM(SIMPLER_CLUSTER_MAX_WORKERS);
     printf("}}\n");
     return 0;
 }
