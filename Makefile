@@ -3,7 +3,8 @@
 #               vector example traced: build/vector-trace.{json,svg} and its
 #               summary by tools/simpler-trace), the other examples, and
 #               the vector example from Python (examples/python/vector.py),
-#               and the cluster example (over two MPI ranks too, with MPI)
+#               and the cluster example (over two MPI ranks too, with MPI;
+#               and from Python, examples/python/cluster.py)
 #   make test   install what is missing, build and run every test:
 #               the model check (make verify), normal build, then ASan+UBSan, then TSan, then a short soak
 #               (SOAK_SHORT_N runs of the pipeline, fault, review and engine tests
@@ -58,6 +59,7 @@ run: build
 	@# over two MPI ranks, when the build found MPI (it then registered the test)
 	if grep -q example_cluster_mpi build/examples/CTestTestfile.cmake; then mpiexec -n 2 ./build/examples/cluster_example --mpi; fi
 	/usr/bin/python3 examples/python/vector.py build/examples/libvector_orch.so build/examples/libvector_kernels.so
+	/usr/bin/python3 examples/python/cluster.py build/examples/libmatmul_orch.so build/examples/libmatmul_kernels.so build/examples/libchol_orch.so build/examples/libchol_kernels.so
 
 test: deps verify test-normal test-asan test-tsan test-soak-short test-release test-fuzz
 	@echo "simpler: all test builds passed (model check, normal, asan+ubsan, tsan, short soak, release build, fuzz)"

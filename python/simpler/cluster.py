@@ -21,6 +21,7 @@ from ._lib import lib
 from ._types import TaskState
 from .callable import Image
 from .config import CallConfig
+from .device import _bump_epoch
 from .errors import InvalidState, SimplerError, check, error, invalid
 from .worker import Worker
 
@@ -283,11 +284,15 @@ class Cluster:
 
     def close(self):
         """Stops the worker threads, finalizes and destroys every worker
-        context (simpler_cluster_destroy); idempotent. InvalidState,
-        changing nothing, from inside a run's function."""
+        context (simpler_cluster_destroy), which resets their devices
+        (DeviceBuffers made on them before are gone, as after a program
+        Worker's finalize); idempotent. InvalidState, changing nothing,
+        from inside a run's function."""
         if self._cluster.value:
             check(lib.simpler_cluster_destroy(self._cluster), "simpler_cluster_destroy")
             self._cluster = ctypes.c_void_p()
+            for device_id in self.device_ids:  # each worker reset its device (as Worker.finalize)
+                _bump_epoch(device_id)
 
     def __del__(self):
         try:

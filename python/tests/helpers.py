@@ -15,6 +15,8 @@ _DEFAULTS = {
     "VECTOR_KERNELS_SO": "examples/libvector_kernels.so",
     "MATMUL_ORCH_SO": "examples/libmatmul_orch.so",
     "MATMUL_KERNELS_SO": "examples/libmatmul_kernels.so",
+    "CHOL_ORCH_SO": "examples/libchol_orch.so",
+    "CHOL_KERNELS_SO": "examples/libchol_kernels.so",
     "PYTEST_ORCH_SO": "python/libpytest_orch.so",
     "PYTEST_KERNELS_SO": "python/libpytest_kernels.so",
     "FAKE_SIMPLER_SO": "python/libfake_simpler.so",

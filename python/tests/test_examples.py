@@ -35,6 +35,21 @@ def test_the_python_vector_example_is_exact_in_both_modes():
     assert "exact: 0 of 16384 elements wrong, 6 edges" in lines[0]
 
 
+def test_the_python_cluster_example_is_exact_against_one_device():
+    script = os.path.join(SOURCE_DIR, "examples", "python", "cluster.py")
+    out = subprocess.run([sys.executable, script, path("MATMUL_ORCH_SO"), path("MATMUL_KERNELS_SO"),
+                          path("CHOL_ORCH_SO"), path("CHOL_KERNELS_SO")],
+                         env=_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2, out.stdout
+    # 4 row bands of 4 members; 20 tile operations of the 4 x 4 tiled Cholesky.
+    assert lines[0].startswith("matmul    cluster of 4 devices: 4 tasks, 16 runs, "), lines[0]
+    assert "exact against one device: 0 of 65536 elements differ" in lines[0], lines[0]
+    assert lines[1].startswith("Cholesky  cluster of 4 devices: 20 tasks, 20 runs, "), lines[1]
+    assert "exact against one device: 0 of 10240 elements differ" in lines[1], lines[1]
+
+
 def _version():
     import simpler
     return simpler.__version__
