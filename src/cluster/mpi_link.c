@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -281,6 +282,12 @@ int cl_link_send(struct cl_link *link, int dst, enum cl_msg kind, void *buf, siz
     if (link->lost[dst]) {
         free(buf);
         return PTO_RUNTIME_ERR_PEER_LOST;
+    }
+    if (len > (size_t)INT_MAX) {
+        /* One MPI message counts its bytes in an int: a request carrying
+         * more (a run reading over 2 GiB another rank lacks) is refused. */
+        free(buf);
+        return PTO_RUNTIME_ERR_CAPACITY_EXCEEDED;
     }
     uint64_t need = (uint64_t)link->pending + 1;
     if (cl_grow((void **)&link->requests, &link->request_capacity, need, sizeof(MPI_Request)) ||

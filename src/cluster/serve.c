@@ -13,6 +13,7 @@
  * loop is the only thread of this rank that calls MPI. Must not touch:
  * dependencies, rank 0's side (remote.c).
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@ struct serve_state {
     bool ended;             /* RUN_END came */
     struct cl_mirrors mirrors; /* rank 0's buffers, by mirror id, for the run */
     int32_t mirrors_broken;    /* a request's unpacking failed: its code */
+    int32_t fatal;             /* a reply could not be sent: this rank leaves the run */
     struct simpler_cluster_serve_info info;
 };
 
@@ -48,13 +50,27 @@ static void reply(struct serve_state *s, uint32_t task, uint32_t member, int32_t
     void *msg;
     size_t len;
     s->replied++;
-    s->info.runs_failed += status != 0;
-    if (cl_wire_pack_reply(task, member, status, &call->args, directions, &msg, &len)) {
-        /* No memory for the outputs: rank 0 learns the run failed. */
-        status = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-        if (cl_wire_pack_reply(task, member, status, &call->args, directions, &msg, &len))
-            return; /* not even a head: rank 0's peer timeout ends its wait */
+    int rc = cl_wire_pack_reply(task, member, status, &call->args, directions, &msg, &len);
+    if (!rc && len > (size_t)INT_MAX) {
+        /* More than one MPI message holds (cl_link_send): the run fails. */
+        free(msg);
+        rc = PTO_RUNTIME_ERR_CAPACITY_EXCEEDED;
     }
+    if (rc) {
+        /* No memory for the outputs, or too many: rank 0 learns the run
+         * failed, with the code. */
+        status = rc;
+        if (cl_wire_pack_reply(task, member, status, &call->args, directions, &msg, &len)) {
+            /* Not even a head (a few bytes): rank 0 would wait for this
+             * run while the heartbeats say this rank is alive. This rank
+             * leaves the run instead, silent, so rank 0 ends it with
+             * PEER_LOST within its timeout. */
+            s->info.runs_failed++;
+            s->fatal = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+            return;
+        }
+    }
+    s->info.runs_failed += status != 0;
     if (status == 0)
         s->info.bytes_sent += len - sizeof(struct cl_wire_reply);
     cl_link_send(c->link, 0, CL_MSG_REPLY, msg, len);
@@ -113,6 +129,8 @@ static void take_request(struct serve_state *s, struct simpler_cluster_orch *o, 
             if (head) {
                 memcpy(head, &bad, sizeof bad);
                 cl_link_send(c->link, 0, CL_MSG_REPLY, head, sizeof bad);
+            } else {
+                s->fatal = PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY; /* as in reply() */
             }
         }
         cl_served_call_free(call);
@@ -165,6 +183,11 @@ static int serve_orch(struct simpler_cluster_orch *o, void *user)
     cl_backoff_reset(&backoff);
     while (!s->ended || s->replied < s->submitted) {
         bool progress = reply_ended(s);
+        if (s->fatal) {
+            cl_link_mark_lost(c->link, 0); /* nothing more goes to rank 0 */
+            s->status = s->fatal;
+            return 0;
+        }
         int from, rc;
         enum cl_msg kind;
         void *msg;
@@ -269,5 +292,7 @@ int simpler_cluster_serve(struct simpler_cluster *cluster, struct simpler_cluste
     /* A run that failed here already told rank 0 its code: the result is
      * rank 0's. */
     (void)rc;
+    if (s.fatal)
+        return s.fatal;
     return cl_link_lost(c->link, 0) ? PTO_RUNTIME_ERR_PEER_LOST : s.status;
 }
