@@ -936,10 +936,8 @@ static void dist_sample(int d, int check)
                                 page faults on every rank */
     argv[argc++] = check ? "check=1" : "check=0";
     argv[argc] = NULL;
-    char err_path[] = "/tmp/bench-dist-XXXXXX";
-    int err_fd = mkstemp(err_path);
-    if (err_fd >= 0)
-        unlink(err_path);
+    FILE *err = tmpfile(); /* the workers' stderr, replayed on a failure */
+    int err_fd = err ? fileno(err) : -1;
     int rc = run_capture_err(argv, NULL, out, sizeof out, err_fd);
     char *line = strstr(out, "result value=");
     double value;
@@ -957,8 +955,8 @@ static void dist_sample(int d, int check)
         if (c && check)
             sscanf(c + 7, "%15s", s->check);
     }
-    if (err_fd >= 0)
-        close(err_fd);
+    if (err)
+        fclose(err);
 }
 
 /* Runs the distributed case `reps` times per system, unless `only` names

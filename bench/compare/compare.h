@@ -117,6 +117,12 @@ void cmp_report(double value, const char *unit, uint64_t tasks, const char *extr
 /* Prints "<worker>: <what>" to stderr and exits with status 1. */
 _Noreturn void cmp_fail(const char *worker, const char *what);
 
+/* Points environment variable `var` at a fresh directory under $TMPDIR (or
+ * the system's temporary directory) named `stem`-XXXXXX, removed with its
+ * contents at exit: a peer's own files (StarPU's bus samples) never land
+ * in the user's home. cmp_fail (as `worker`) when it cannot be made. */
+void cmp_private_home(const char *var, const char *stem, const char *worker);
+
 /* Monotonic clock, ns. */
 uint64_t cmp_now_ns(void);
 

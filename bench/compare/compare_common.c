@@ -10,6 +10,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <ftw.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
@@ -412,4 +413,36 @@ void cmp_blas_name(char *out, size_t size)
         return;
     }
     snprintf(out, size, "unknown");
+}
+
+/* ------------------------------------------------------- private home */
+
+static char g_home[128]; /* cmp_private_home's directory, "" when none */
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_home(void)
+{
+    if (g_home[0])
+        nftw(g_home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    g_home[0] = '\0';
+}
+
+void cmp_private_home(const char *var, const char *stem, const char *worker)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_home, sizeof g_home, "%s/%s-XXXXXX",
+             tmp && *tmp && strlen(tmp) < 80 ? tmp : P_tmpdir, stem);
+    if (!mkdtemp(g_home)) {
+        g_home[0] = '\0';
+        cmp_fail(worker, "cannot create a temporary home directory");
+    }
+    atexit(remove_home);
+    setenv(var, g_home, 1);
 }

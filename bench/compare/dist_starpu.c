@@ -28,7 +28,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <ftw.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,38 +54,6 @@ static _Noreturn void fail(const char *what)
 }
 
 /* ------------------------------------------------------- STARPU_HOME */
-
-static char g_home[64]; /* this rank's temporary STARPU_HOME, "" when none */
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_home(void)
-{
-    if (g_home[0])
-        nftw(g_home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    g_home[0] = '\0';
-}
-
-/* starpu_init writes bus samples under STARPU_HOME: a fresh directory per
- * process, removed at exit, so nothing lands in ~/.starpu. */
-static void make_home(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_home, sizeof g_home, "%s/dist-starpu-XXXXXX",
-             tmp && *tmp && strlen(tmp) < 40 ? tmp : P_tmpdir);
-    if (!mkdtemp(g_home)) {
-        g_home[0] = '\0';
-        cmp_fail(WORKER, "cannot create a temporary STARPU_HOME");
-    }
-    atexit(remove_home);
-    setenv("STARPU_HOME", g_home, 1);
-}
 
 /* ------------------------------------------------------------- codelets */
 
@@ -288,7 +255,7 @@ int main(int argc, char **argv)
         return 2;
     setenv("STARPU_SILENT", "1", 1);
     setenv("STARPU_COMM_STATS", "1", 1); /* starpu_mpi_comm_amounts_retrieve counts */
-    make_home();
+    cmp_private_home("STARPU_HOME", "dist-starpu", WORKER);
 
     struct starpu_conf conf;
     starpu_conf_init(&conf);

@@ -17,7 +17,6 @@
 #endif
 #include "compare.h"
 
-#include <ftw.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,37 +28,6 @@
 #define WORKER "starpu"
 
 /* ------------------------------------------------------ process set-up */
-
-static char g_home[64]; /* the temporary STARPU_HOME, "" when none */
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_home(void)
-{
-    if (g_home[0])
-        nftw(g_home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    g_home[0] = '\0';
-}
-
-/* Points STARPU_HOME at a fresh directory, so nothing lands in ~/.starpu. */
-static void make_home(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_home, sizeof g_home, "%s/cmp-starpu-XXXXXX",
-             tmp && *tmp && strlen(tmp) < 40 ? tmp : P_tmpdir);
-    if (!mkdtemp(g_home)) {
-        g_home[0] = '\0';
-        cmp_fail(WORKER, "cannot create a temporary STARPU_HOME");
-    }
-    atexit(remove_home);
-    setenv("STARPU_HOME", g_home, 1);
-}
 
 /*
  * CMP_THREADS, else the online CPUs; 0 when CMP_THREADS is malformed or
@@ -83,7 +51,7 @@ static void start_starpu(int threads)
 {
     struct starpu_conf conf;
     setenv("STARPU_SILENT", "1", 1);
-    make_home();
+    cmp_private_home("STARPU_HOME", "cmp-starpu", WORKER);
     starpu_conf_init(&conf); /* takes STARPU_SCHED, if set, as the policy */
     conf.ncpus = threads;
     conf.ncuda = 0;
