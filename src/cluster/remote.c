@@ -276,8 +276,6 @@ void cl_remote_run_end(struct simpler_cluster *c, int32_t status)
 
 /* ------------------------------------------------------- valid copies */
 
-static bool is_read(uint8_t dir) { return dir == SIMPLER_DIR_IN || dir == SIMPLER_DIR_INOUT; }
-static bool is_write(uint8_t dir) { return dir == SIMPLER_DIR_OUT || dir == SIMPLER_DIR_INOUT; }
 
 /* The byte range [*lo, *hi) of view `t` when its elements fill it (a
  * contiguous view): only those are tracked, so that a range marked valid
@@ -327,7 +325,7 @@ int cl_remote_launch(struct cl_worker *w, struct cl_member *m)
         const struct simpler_tensor *t = &a->tensors[i];
         rc = cl_dir_buffer_id(c->run.dir, t->addr, t->buffer_bytes, &mirror[i]);
         dense[i] = dense_range(t, &lo[i], &hi[i]);
-        sent[i] = is_read(call->directions[i]) &&
+        sent[i] = cl_reads(call->directions[i]) &&
                   !(dense[i] && cl_dir_valid(c->run.dir, mirror[i], w->rank, lo[i], hi[i]));
     }
     pthread_mutex_unlock(&c->lock);
@@ -345,7 +343,7 @@ int cl_remote_launch(struct cl_worker *w, struct cl_member *m)
      * the member fails). */
     pthread_mutex_lock(&c->lock);
     for (uint32_t i = 0; i < a->tensor_count; i++)
-        if (dense[i] && (sent[i] || is_write(call->directions[i])))
+        if (dense[i] && (sent[i] || cl_writes(call->directions[i])))
             cl_dir_mark(c->run.dir, mirror[i], w->rank, lo[i], hi[i]);
     o->epoch = cl_dir_epoch(c->run.dir, w->rank);
     pthread_mutex_unlock(&c->lock);

@@ -14,7 +14,6 @@
 #include "common/view.h"
 #include "simpler/status.h"
 
-static bool is_write(uint8_t dir) { return dir == SIMPLER_DIR_OUT || dir == SIMPLER_DIR_INOUT; }
 
 /*
  * Copies the elements of view `t` (inside its buffer at t->addr) to
@@ -353,7 +352,7 @@ uint64_t cl_wire_output_bytes(const struct simpler_args *args, const uint8_t *di
 {
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < args->tensor_count; i++)
-        if (is_write(directions[i]))
+        if (cl_writes(directions[i]))
             bytes += view_bytes(&args->tensors[i]);
     return bytes;
 }
@@ -372,7 +371,7 @@ int cl_wire_pack_reply(uint32_t task, uint32_t member, int32_t status,
     memcpy(m, &head, sizeof head);
     uint8_t *at = m + sizeof head;
     for (uint32_t i = 0; status == 0 && i < args->tensor_count; i++)
-        if (is_write(directions[i]))
+        if (cl_writes(directions[i]))
             at += walk_view(&args->tensors[i], at, true);
     *msg = m;
     *len = bytes;
@@ -394,7 +393,7 @@ int cl_wire_unpack_outputs(const void *msg, size_t len, const struct simpler_arg
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     uint8_t *at = (uint8_t *)msg + sizeof(struct cl_wire_reply);
     for (uint32_t i = 0; i < args->tensor_count; i++)
-        if (is_write(directions[i]))
+        if (cl_writes(directions[i]))
             at += walk_view(&args->tensors[i], at, false);
     return 0;
 }

@@ -29,6 +29,10 @@
 #include "simpler/callable.h"
 #include "simpler/simpler.h"
 
+/* Whether a tensor of direction `dir` is read / written by its run. */
+static inline bool cl_reads(uint8_t dir) { return dir == SIMPLER_DIR_IN || dir == SIMPLER_DIR_INOUT; }
+static inline bool cl_writes(uint8_t dir) { return dir == SIMPLER_DIR_OUT || dir == SIMPLER_DIR_INOUT; }
+
 struct cl_wire_request {
     uint32_t task;        /* rank 0's task index */
     uint32_t member;      /* member index within the task */
