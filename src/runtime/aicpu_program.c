@@ -298,13 +298,19 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
             code = rejected;
         if (code)
             rt_fail(run, code);
-        if (code || hbg) /* before the schedulers may look (init_generation) */
+        if (code) /* before the schedulers may look (init_generation) */
             atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
         /* release: every initialised field above before the schedulers'
          * acquire in wait_init */
         atomic_store_explicit(&run->init_generation, la->generation, memory_order_release);
         rt_signal(run);
         if (hbg) {
+            if (!code) {
+                /* The tasks are laid as the others run them, as a TMR
+                 * orchestrator submits (rt_hbg_lay ends orch_done). */
+                let_mates_arrive(run);
+                rt_hbg_lay(run);
+            }
             rt_schedule(run, ctx->thread_index);
         } else if (!code) {
             let_mates_arrive(run);

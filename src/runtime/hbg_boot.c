@@ -2,8 +2,9 @@
  * runtime/hbg_boot.c — host_build_graph on the device (hbg_boot.h).
  *
  * Owns: the boot of a run from its image (check, zero-fills, element
- * writes, edge log, every task laid into its slot and classified once) and
- * the completion rule of an HBG run. Tasks never retire during the run
+ * writes, edge log), the lay of every task into its slot, classified once,
+ * while the run executes (rt_hbg_lay), and the completion rule of an HBG
+ * run. Tasks never retire during the run
  * (the rings as the host build filled them), so neither fan-out lists nor
  * holds exist: a task waits on exactly one producer at a time, its latest one
  * not yet complete, in that producer's waiter list (rt_slot.hbg_waiters,
@@ -21,6 +22,7 @@
 #include "runtime/hbg_boot.h"
 #include "runtime/layout.h"
 #include "runtime/run.h"
+#include "runtime/step_token.h"
 #include "runtime/task.h"
 #include "simpler/status.h"
 
@@ -96,11 +98,11 @@ static void lay_task(struct rt_run *run, uint32_t i, const struct rt_hbg_task *r
     memcpy(t->scalars, payload + tensors, (size_t)rec->scalar_count * sizeof t->scalars[0]);
 }
 
-/* Checks and lays every task; BAD_PACKET at the first record that is not
- * sound. Each ring's tasks come in the order of their local ids from 0,
- * as the host build gave them, inside the ring's window (nothing is
- * reclaimed, so nothing wraps). */
-static int32_t lay_tasks(struct rt_run *run, const uint8_t *image, const struct rt_hbg_header *hd)
+/* Checks every task record; BAD_PACKET at the first that is not sound,
+ * with nothing laid. Each ring's tasks come in the order of their local
+ * ids from 0, as the host build gave them, inside the ring's window
+ * (nothing is reclaimed, so nothing wraps). rt_hbg_lay lays them. */
+static int32_t check_tasks(struct rt_run *run, const uint8_t *image, const struct rt_hbg_header *hd)
 {
     uint64_t at = hd->tasks, end = hd->producers;
     uint64_t next[RT_RINGS] = {0};
@@ -126,7 +128,6 @@ static int32_t lay_tasks(struct rt_run *run, const uint8_t *image, const struct 
         for (uint32_t k = 0; k < rec.producer_count; k++)
             if (run->hbg_producers[rec.producer_first + k] >= i)
                 return SIMPLER_ORCH_ERR_BAD_PACKET; /* only earlier tasks produce */
-        lay_task(run, i, (const struct rt_hbg_task *)(image + at));
         at += rec.bytes;
     }
     for (uint32_t r = 0; r < RT_RINGS; r++)
@@ -179,6 +180,8 @@ int32_t rt_hbg_boot(struct rt_run *run, const struct rt_launch_args *la, const u
     if (hd.magic != RT_HBG_MAGIC || hd.generation != la->generation || hd.bytes > capacity ||
         hd.bytes < sizeof hd)
         return SIMPLER_ORCH_ERR_BAD_PACKET;
+    /* What the run reports if the image is refused; rt_hbg_lay counts it
+     * again as it lays. */
     atomic_store_explicit(&run->tasks_submitted, hd.task_count, memory_order_relaxed);
     run->edges = hd.edges;
     run->tensormap_live_peak = (uint32_t)hd.tensormap_live_peak;
@@ -192,7 +195,7 @@ int32_t rt_hbg_boot(struct rt_run *run, const struct rt_launch_args *la, const u
         !section_inside(hd.edge_log, hd.edges_logged, sizeof(struct rt_edge), hd.bytes))
         return SIMPLER_ORCH_ERR_BAD_PACKET;
     run->hbg_producers = (const uint32_t *)(image + hd.producers);
-    int32_t code = lay_tasks(run, image, &hd);
+    int32_t code = check_tasks(run, image, &hd);
     if (code)
         return code;
     /* Zero-fills lie in a ring's heap; writes are the orchestration's own,
@@ -216,12 +219,64 @@ int32_t rt_hbg_boot(struct rt_run *run, const struct rt_launch_args *la, const u
                           : run->config.edge_log_capacity;
     if (logged)
         memcpy(run->config.edge_log, image + hd.edge_log, logged * sizeof(struct rt_edge));
-    /* Classify each task once, in order: nothing runs yet, so a task with
-     * producers parks on its latest one. */
-    for (uint32_t i = 0; i < hd.task_count; i++)
-        if (!park(run, slot_of(run, i)))
-            rt_task_ready(run, slot_of(run, i));
+    run->hbg_records = image + hd.tasks;
+    run->hbg_task_count = hd.task_count;
     return 0;
+}
+
+/* How many tasks rt_hbg_lay lays between two publishes of what it made
+ * ready (and of its progress, tasks_submitted): a publish is a fence and
+ * may be a step on this thread, so not one a task; a task made ready
+ * waits at most this many lays (about 100 ns each) for its publish, and
+ * none when an awake core fetches it meanwhile. */
+#ifndef RT_HBG_LAY_BATCH
+#define RT_HBG_LAY_BATCH 32u
+#endif
+
+/* True when a ready task is one an idle core may fetch by itself (the
+ * look rt_sched_publish makes for one task stands for a batch of these). */
+static bool fetchable(const struct rt_slot *s)
+{
+    return (s->shape == RT_SHAPE_AIC || s->shape == RT_SHAPE_AIV) && !s->sync_start &&
+           s->block_num == 1;
+}
+
+void rt_hbg_lay(struct rt_run *run)
+{
+    const uint8_t *at = run->hbg_records;
+    uint32_t n = run->hbg_task_count;
+    const struct rt_slot *first = NULL; /* the batch's first ready task */
+    bool alike = true; /* every ready task of the batch fetchable, of first's shape */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct rt_hbg_task *rec = (const struct rt_hbg_task *)at;
+        lay_task(run, i, rec);
+        at += rec->bytes;
+        struct rt_slot *s = slot_of(run, i);
+        if (!park(run, s)) {
+            rt_task_ready(run, s);
+            if (!first)
+                first = s;
+            alike = alike && fetchable(s) && s->shape == first->shape;
+        }
+        if ((i + 1) % RT_HBG_LAY_BATCH && i + 1 != n)
+            continue;
+        /* release: the slots laid before the watchdog's and the run's
+         * end's acquire (as a TMR submit's) */
+        atomic_store_explicit(&run->tasks_submitted, i + 1, memory_order_release);
+        if (first)
+            rt_sched_publish_batch(run, first, alike);
+        first = NULL;
+        alike = true;
+        if (rt_error(run))
+            break; /* the run is over: the rest must not run */
+    }
+    /* The whole graph, laid or not (a failed run stops laying): the count
+     * the run reports, as the host build counted it. seq_cst on orch_done
+     * (a release too): pairs with rt_run_finished and the completer's look
+     * at orch_done (rt_hbg_complete). */
+    atomic_store_explicit(&run->tasks_submitted, n, memory_order_release);
+    atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
+    rt_signal(run);
 }
 
 void rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
@@ -237,9 +292,12 @@ void rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *
         if (!park(run, w))
             rt_task_route(run, w, released);
     }
-    /* seq_cst: as in rt_task_complete, with rt_run_finished */
+    /* seq_cst: as in rt_task_complete, with rt_run_finished — either the
+     * scheduler's own thread sees this completion, or we see orch_done
+     * (rt_hbg_lay's end) and wake it for the run's end */
     uint64_t completed =
         atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_seq_cst) + 1;
-    if (completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire))
+    if (atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
+        completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire))
         rt_signal(run);
 }

@@ -20,15 +20,28 @@ struct rt_slot;
 /*
  * Boots the run of `la` from the image at `image` (the arena's image
  * region, `capacity` bytes), on the thread that initialises the run,
- * before any scheduler may look at it: checks the image (it trusts none
- * of it: BAD_PACKET), applies its zero-fills and element writes, writes
- * its edge log, lays every task into ring 0 at its index and classifies
- * each once: ready (its shape's queue) or parked on its latest-submitted
- * producer. Marks the whole graph submitted. 0, BAD_PACKET, or the code
- * the host build latched.
+ * before any scheduler may look at it: checks the whole image (it trusts
+ * none of it: BAD_PACKET, with nothing run and nothing written), applies
+ * its zero-fills and element writes and writes its edge log. The tasks are
+ * laid after the run is published, by rt_hbg_lay. 0, BAD_PACKET, or the
+ * code the host build latched.
  */
 int32_t rt_hbg_boot(struct rt_run *run, const struct rt_launch_args *la, const uint8_t *image,
                     size_t capacity);
+
+/*
+ * Lays every task of a booted run into its slot, in image order, and
+ * classifies each once: ready (its shape's queue) or parked on its
+ * latest-submitted producer not yet complete. Runs on the booting thread
+ * after the run is published, as a TMR orchestrator submits: the
+ * schedulers and cores run the tasks laid so far meanwhile (a producer
+ * always precedes its consumers, and the park protocol lets a producer
+ * complete before, while or after its consumer parks). Publishes what it
+ * made ready in batches (rt_sched_publish_batch), stops laying once the
+ * run has failed, then marks the whole graph submitted and the
+ * orchestration done (orch_done), and signals.
+ */
+void rt_hbg_lay(struct rt_run *run);
 
 /* Completion of `s` in an HBG run (rt_task_complete's): COMPLETED, then
  * each task parked on it is classified again — parked on its latest

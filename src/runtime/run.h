@@ -87,6 +87,8 @@ struct rt_run {
      * producer lists (NULL in a TMR run). */
     struct rt_hbg_build_state *hbg;
     const uint32_t *hbg_producers;
+    const uint8_t *hbg_records; /* the image's first task record, checked (rt_hbg_lay) */
+    uint32_t hbg_task_count;
 
     /* Shared. Each group on its own line: written by different threads. */
     _Alignas(RT_CACHELINE) _Atomic int32_t error; /* first positive code wins */

@@ -214,10 +214,15 @@ static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
 
 void rt_sched_publish(struct rt_run *run, const struct rt_slot *s)
 {
-    /* seq_cst fence, one for both looks: the push before the looks at the
-     * cores (core_will_fetch) and at room (kick_with_room) */
+    rt_sched_publish_batch(run, s, true);
+}
+
+void rt_sched_publish_batch(struct rt_run *run, const struct rt_slot *first, bool alike)
+{
+    /* seq_cst fence, one for both looks: the pushes before the looks at
+     * the cores (core_will_fetch) and at room (kick_with_room) */
     atomic_thread_fence(memory_order_seq_cst);
-    if (core_will_fetch(run, s))
+    if (alike && core_will_fetch(run, first))
         return;
     kick_with_room(run);
 }

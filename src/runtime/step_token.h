@@ -10,6 +10,7 @@
 #ifndef SIMPLER_RUNTIME_STEP_TOKEN_H
 #define SIMPLER_RUNTIME_STEP_TOKEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,12 @@ void rt_sched_kick(struct rt_run *run, uint32_t index);
  * dispatch it (every scheduler with room), unless an awake core that
  * fetches work while idle is sure to run one (see step_token.c). */
 void rt_sched_publish(struct rt_run *run, const struct rt_slot *s);
+/* The same after several pushes (host_build_graph's lay, hbg_boot.c):
+ * `first` is the first task pushed since the last publish; `alike` says
+ * that every one of them is of first's shape and one an idle core fetches
+ * by itself (single-block, not sync-start, AIC or AIV), so that the look
+ * for `first` stands for all; otherwise the steps with room run. */
+void rt_sched_publish_batch(struct rt_run *run, const struct rt_slot *first, bool alike);
 
 /* The scheduler thread's own calls (scheduler.c, watchdog.c). */
 
