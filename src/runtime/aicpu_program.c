@@ -161,12 +161,16 @@ static int32_t run_init(struct rt_run *run, const struct rt_launch_args *la, int
     rt_choose_sync_owners(run);
     run->scope_tasks = (struct rt_slot **)(base + l.scope_tasks);
     run->scope_task_capacity = l.scope_task_capacity;
-    run->fanin_scratch = (struct rt_slot **)(base + l.fanin_scratch);
-    run->fanin_sources = (uint32_t *)(run->fanin_scratch + rq->config.max_fanin);
+    run->fanin_scratch = NULL;
+    run->fanin_sources = NULL;
     run->hbg = NULL;
     run->hbg_producers = NULL;
+    /* No orchestrator: the arena has no fan-in scratch or TensorMap
+     * (layout.h), and nothing here may touch where they would lie. */
     if (rq->config.runtime == RT_RUNTIME_HBG)
-        return rt_hbg_boot(run, la, base + l.hbg_image, l.hbg_image_bytes); /* no orchestrator */
+        return rt_hbg_boot(run, la, base + l.hbg_image, l.hbg_image_bytes);
+    run->fanin_scratch = (struct rt_slot **)(base + l.fanin_scratch);
+    run->fanin_sources = (uint32_t *)(run->fanin_scratch + rq->config.max_fanin);
     if (tensormap_open(run, rq->arena_nonce, tensormap_marked, base + l.tensormap,
                        &rq->config) != 0)
         return SIMPLER_ORCH_ERR_BAD_CONFIG;

@@ -20,8 +20,10 @@
 #include "runtime/deps.h"
 #include "runtime/hbg.h"
 #include "runtime/hbg_build.h"
+#include "runtime/invariants.h"
 #include "runtime/layout.h"
 #include "runtime/orchestrator.h"
+#include "runtime/ring.h"
 #include "runtime/run.h"
 #include "runtime/tensormap.h"
 #include "simpler/status.h"
@@ -40,7 +42,7 @@ struct rt_hbg_build_state {
     uint32_t *producers;
     uint64_t producer_count, producer_capacity;
     struct rt_hbg_zero *zeros;
-    uint64_t zero_count;
+    uint64_t zero_count, zero_capacity;
     struct rt_hbg_write *writes;
     uint32_t write_count;
     bool read_inputs;          /* an element read took a staged host value */
@@ -84,6 +86,20 @@ static uint64_t windows(const struct rt_config *c)
     return n;
 }
 
+/* The most zero-fills one build records: one per OUTPUT created
+ * zero-filled, and each such OUTPUT is a task's tensor and takes at least
+ * one RT_HEAP_ALIGN unit of its ring's heap (sp_dense_bytes rounds a
+ * nonzero size up), which an HBG run never reclaims (a heap that is full
+ * fails the build: HEAP_DEADLOCK). */
+static uint64_t zero_fills_max(const struct rt_config *c)
+{
+    uint64_t heap_units = 0;
+    for (uint32_t i = 0; i < RT_RINGS; i++)
+        heap_units += c->heap_bytes[i] / RT_HEAP_ALIGN; /* each <= 2^34: no overflow */
+    uint64_t tensors = windows(c) * SIMPLER_TASK_MAX_TENSORS;
+    return heap_units < tensors ? heap_units : tensors;
+}
+
 /* The lists one build keeps, in the order both the scratch and the image
  * hold them: producers, zero-fills, element writes, the edge log. */
 static void list_sizes(const struct rt_config *c, uint64_t count[4], uint64_t each[4])
@@ -92,7 +108,7 @@ static void list_sizes(const struct rt_config *c, uint64_t count[4], uint64_t ea
     for (uint32_t i = 1; i < RT_RINGS; i++)
         count[0] += c->dep_pool[i];
     each[0] = sizeof(uint32_t);
-    count[1] = windows(c) * SIMPLER_TASK_MAX_TENSORS;
+    count[1] = zero_fills_max(c);
     each[1] = sizeof(struct rt_hbg_zero);
     count[2] = RT_HBG_MAX_WRITES;
     each[2] = sizeof(struct rt_hbg_write);
@@ -124,7 +140,10 @@ static uint64_t arena_offset(void)
            RT_CACHELINE;
 }
 
-/* The host arena's layout: the device's, without the image region. */
+/* The host arena's layout: TMR's, which has what the orchestrator uses
+ * (TensorMap, dependency pools, fan-in scratch) and an HBG device arena
+ * does not, and no image region. Its heaps are never touched: OUTPUTs
+ * are given the device arena's (host_run_init). */
 static int host_layout(const struct rt_config *config, uint32_t core_count, struct rt_layout *l)
 {
     struct rt_config c = *config;
@@ -233,6 +252,8 @@ int32_t rt_hbg_add_task(struct rt_run *run, struct rt_slot *s, const struct rt_t
 void rt_hbg_add_zero(struct rt_run *run, uint64_t addr, uint64_t bytes)
 {
     struct rt_hbg_build_state *b = run->hbg;
+    /* zero_fills_max: every zero-fill took a heap unit no other took */
+    RT_ASSERT_INVARIANT(b->zero_count < b->zero_capacity);
     b->zeros[b->zero_count++] = (struct rt_hbg_zero){addr, bytes};
 }
 
@@ -315,15 +336,18 @@ static struct rt_hbg_build_state *carve(const struct rt_run_request *rq, const s
     b->producers = list[0];
     b->producer_capacity = count[0];
     b->zeros = list[1];
+    b->zero_capacity = count[1];
     b->writes = list[2];
     *edges = list[3];
     return b;
 }
 
 /* The orchestrator's part of run_init (aicpu_program.c), over the host
- * arena: the device arena's heaps are what OUTPUTs are given. */
+ * arena laid out by `l`: the device arena's heaps (where `device`, the
+ * device arena's own layout, puts them) are what OUTPUTs are given. */
 static int32_t host_run_init(struct rt_run *run, const struct rt_run_request *rq,
-                             const struct rt_layout *l, uint32_t aic, uint32_t aiv,
+                             const struct rt_layout *l, const struct rt_layout *device,
+                             uint32_t aic, uint32_t aiv,
                              uint32_t schedulers, uint64_t generation, struct rt_edge *edges)
 {
     uint8_t *base = (uint8_t *)run;
@@ -359,7 +383,7 @@ static int32_t host_run_init(struct rt_run *run, const struct rt_run_request *rq
     run->scheds = NULL;
     for (uint32_t i = 0; i < RT_RINGS; i++) {
         rt_ring_init(&run->rings[i], &rq->config, i, base, l);
-        run->rings[i].heap = (uint8_t *)rq->arena + l->ring_heap[i];
+        run->rings[i].heap = (uint8_t *)rq->arena + device->ring_heap[i];
     }
     rt_choose_sync_owners(run);
     run->scope_tasks = (struct rt_slot **)(base + l->scope_tasks);
@@ -392,11 +416,12 @@ size_t rt_hbg_build(const struct rt_run_request *rq, uint32_t aic_cores, uint32_
                     uint32_t schedulers, uint64_t generation)
 {
     const struct rt_hbg_host *h = rq->hbg;
-    struct rt_layout l;
+    struct rt_layout l, device;
     if (!h || !h->entry || !h->args || !h->scratch || !h->bank ||
         (rq->kernel_count && !h->kernel_present) || (h->view_count && !h->views) ||
         rq->config.runtime != RT_RUNTIME_HBG ||
         host_layout(&rq->config, aic_cores + aiv_cores, &l) != 0 ||
+        rt_layout_compute(&rq->config, aic_cores + aiv_cores, &device) != 0 ||
         h->scratch_bytes < rt_hbg_scratch_bytes(&rq->config, aic_cores + aiv_cores) ||
         h->bank_bytes < rt_hbg_image_bound(&rq->config))
         return 0;
@@ -407,7 +432,8 @@ size_t rt_hbg_build(const struct rt_run_request *rq, uint32_t aic_cores, uint32_
     b->host = h;
     b->image = h->bank;
     b->cursor = align8(sizeof(struct rt_hbg_header));
-    int32_t code = host_run_init(run, rq, &l, aic_cores, aiv_cores, schedulers, generation, edges);
+    int32_t code =
+        host_run_init(run, rq, &l, &device, aic_cores, aiv_cores, schedulers, generation, edges);
     run->hbg = b;
     if (code)
         rt_fail(run, code);

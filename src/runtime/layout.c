@@ -6,6 +6,7 @@
  * the device side (which lays the run out in it) compute the same. Must not
  * touch an arena: run init (aicpu_program.c) and the launch chain do.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "runtime/core_regs.h"
@@ -34,6 +35,9 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
 {
     if (rt_config_check(config) != 0 || core_count == 0 || core_count > SIMDEV_MAX_CORES)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    /* An HBG device runs no orchestrator: no TensorMap, no dependency
+     * pools, no fan-in scratch (layout.h). */
+    bool orchestrated = config->runtime != RT_RUNTIME_HBG;
     struct rt_layout l;
     memset(&l, 0, sizeof l);
     size_t cursor = 0;
@@ -50,10 +54,12 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     for (uint32_t i = 0; i < RT_RINGS; i++) {
         l.ring_slots[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_slot));
         l.ring_tasks[i] = take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_task));
-        l.ring_tm[i] =
-            take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_tm_record));
+        if (orchestrated)
+            l.ring_tm[i] =
+                take(&cursor, (size_t)config->task_window[i] * sizeof(struct rt_tm_record));
         l.ring_heap[i] = take(&cursor, (size_t)config->heap_bytes[i]);
-        l.ring_deps[i] = take(&cursor, (size_t)config->dep_pool[i] * sizeof(struct rt_dep));
+        if (orchestrated)
+            l.ring_deps[i] = take(&cursor, (size_t)config->dep_pool[i] * sizeof(struct rt_dep));
         windows += config->task_window[i];
     }
     /* Every live task is in at most one ready queue at a time. */
@@ -67,13 +73,16 @@ int rt_layout_compute(const struct rt_config *config, uint32_t core_count, struc
     l.dispatch = take(&cursor, (size_t)core_count * RT_CORE_QUEUE * sizeof(struct rt_dispatch));
     /* Every AICPU thread may schedule: HBG runs have no orchestrator. */
     l.scheds = take(&cursor, (size_t)SIMDEV_MAX_AICPU_THREADS * rt_sched_bytes());
+    /* TMR: the open scopes' tasks; HBG: the slot of each image index */
     l.scope_task_capacity = (uint32_t)windows;
     l.scope_tasks = take(&cursor, (size_t)windows * sizeof(struct rt_slot *));
-    l.fanin_scratch = take(&cursor, (size_t)config->max_fanin *
-                                        (sizeof(struct rt_slot *) + sizeof(uint32_t)));
-    l.tensormap_bytes = rt_tensormap_bytes(config->tensormap_buckets, config->tensormap_entries);
-    l.tensormap = take(&cursor, l.tensormap_bytes);
-    if (config->runtime == RT_RUNTIME_HBG) {
+    if (orchestrated) {
+        l.fanin_scratch = take(&cursor, (size_t)config->max_fanin *
+                                            (sizeof(struct rt_slot *) + sizeof(uint32_t)));
+        l.tensormap_bytes =
+            rt_tensormap_bytes(config->tensormap_buckets, config->tensormap_entries);
+        l.tensormap = take(&cursor, l.tensormap_bytes);
+    } else {
         l.hbg_image_bytes = rt_hbg_image_bound(config);
         if (l.hbg_image_bytes == 0)
             return PTO_RUNTIME_ERR_INVALID_ARGUMENT;

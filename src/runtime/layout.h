@@ -20,14 +20,24 @@ enum rt_shape { RT_SHAPE_AIC = 0, RT_SHAPE_AIV = 1, RT_SHAPE_MIX = 2, RT_SHAPE_D
 #define RT_SHAPES 4
 
 /* Byte offsets of each region inside the arena (a pure function of the
- * config and topology: host and device compute the same). */
+ * config and topology: host and device compute the same).
+ *
+ * An HBG arena (config->runtime RT_RUNTIME_HBG) is a device with no
+ * orchestrator: its boot lays the host's graph into the slots, payloads
+ * and heaps (hbg_boot.c) and nothing on the device looks anything up or
+ * lists a dependency. Its layout omits what only the orchestrator and
+ * TMR's completion use: ring_tm, ring_deps, fanin_scratch and tensormap
+ * are 0 (no region: offset 0 is the run header, never one of these) and
+ * tensormap_bytes is 0. The host build lays out a TMR arena in its
+ * scratch (hbg_build.c), which has them all. scope_tasks stays: HBG's
+ * boot keeps there the slot of each image index. */
 struct rt_layout {
     size_t run;
     size_t ring_slots[RT_RINGS];
     size_t ring_tasks[RT_RINGS];
-    size_t ring_tm[RT_RINGS];
+    size_t ring_tm[RT_RINGS];   /* 0 in an HBG arena */
     size_t ring_heap[RT_RINGS];
-    size_t ring_deps[RT_RINGS];
+    size_t ring_deps[RT_RINGS]; /* 0 in an HBG arena */
     size_t rq_cells[RT_SHAPES];
     size_t sync_rq_cells[RT_SHAPES];
     uint64_t rq_capacity;
@@ -37,9 +47,9 @@ struct rt_layout {
     size_t rendezvous_bytes;
     size_t scope_tasks;
     uint32_t scope_task_capacity;
-    size_t fanin_scratch;
-    size_t tensormap;
-    size_t tensormap_bytes;
+    size_t fanin_scratch;   /* 0 in an HBG arena */
+    size_t tensormap;       /* 0 in an HBG arena */
+    size_t tensormap_bytes; /* 0 in an HBG arena */
     size_t hbg_image;       /* host_build_graph: the image region (runtime/hbg.h) */
     size_t hbg_image_bytes; /* 0 for a TMR run */
     size_t total;

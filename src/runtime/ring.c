@@ -34,9 +34,10 @@ void rt_ring_init(struct rt_ring *r, const struct rt_config *config, uint32_t i,
     r->dep_capacity = config->dep_pool[i];
     r->slots = (struct rt_slot *)(base + l->ring_slots[i]);
     r->tasks = (struct rt_task *)(base + l->ring_tasks[i]);
-    r->tm = (struct rt_tm_record *)(base + l->ring_tm[i]);
+    /* NULL in an HBG device arena, which lays neither out (layout.h) */
+    r->tm = l->ring_tm[i] ? (struct rt_tm_record *)(base + l->ring_tm[i]) : NULL;
     r->heap = base + l->ring_heap[i];
-    r->deps = (struct rt_dep *)(base + l->ring_deps[i]);
+    r->deps = l->ring_deps[i] ? (struct rt_dep *)(base + l->ring_deps[i]) : NULL;
     r->next_local = r->heap_head = r->heap_floor = r->dep_head = 0;
     r->alive_seen = r->heap_tail_seen = r->dep_tail_seen = 0;
     atomic_init(&r->last_alive, 0);
@@ -494,12 +495,15 @@ int rt_ring_reserve_deps(struct rt_run *run, uint32_t ring, uint64_t need)
 /* What rt_ring_init set from a checked config (rt_config_check) and
  * nobody writes after: a power-of-two window with its mask, a heap of
  * whole RT_HEAP_ALIGN units, a pool that holds an entry, every region
- * placed. Any thread may read it. */
+ * placed, but for the orchestrator's two (TensorMap records, dependency
+ * pool), which are both placed or, in an HBG device arena, both absent.
+ * Any thread may read it. */
 static bool geometry_ok(const struct rt_ring *r)
 {
     return r->window != 0 && (r->window & r->mask) == 0 && r->mask == r->window - 1 &&
            r->heap_bytes >= RT_HEAP_ALIGN && r->heap_bytes % RT_HEAP_ALIGN == 0 &&
-           r->dep_capacity != 0 && r->slots && r->tasks && r->tm && r->heap && r->deps;
+           r->dep_capacity != 0 && r->slots && r->tasks && r->heap &&
+           (r->tm != NULL) == (r->deps != NULL);
 }
 
 /*

@@ -32,7 +32,7 @@
 static int g_rc[4];
 static float g_value[4];
 static uint32_t g_tasks; /* how many tasks hbg_many_orchestration submits */
-static uint64_t g_out_bytes; /* each OUTPUT's bytes in hbg_heap_orchestration */
+static uint64_t g_out_bytes; /* each OUTPUT's bytes: hbg_heap_ and hbg_zero_fill_orchestration */
 
 static void reset_seen(void)
 {
@@ -90,6 +90,24 @@ void hbg_heap_orchestration(struct simpler_orch *rt, const struct simpler_orch_a
         for (uint32_t k = 0; k < PM_SCALARS; k++)
             simpler_task_args_add_scalar(&ta, args->scalars[k]);
         simpler_submit_aiv(rt, 0, &ta, &r);
+        rt->ops->scope_end(rt);
+    }
+}
+
+/* g_tasks dummy tasks, each in its own scope, each creating one
+ * zero-filled OUTPUT of g_out_bytes: nothing but heap units and
+ * zero-fills (no kernel writes an output smaller than x). */
+void hbg_zero_fill_orchestration(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)args;
+    for (uint32_t i = 0; i < g_tasks && rt->ops->status(rt) == 0; i++) {
+        rt->ops->scope_begin(rt, SIMPLER_SCOPE_AUTO);
+        struct simpler_task_args ta;
+        struct simpler_task_result r;
+        uint64_t shape[1] = {g_out_bytes / sizeof(float)};
+        simpler_task_args_init(&ta);
+        simpler_task_args_add_output(&ta, shape, 1, SIMPLER_DTYPE_F32, 1);
+        simpler_submit_dummy(rt, &ta, &r);
         rt->ops->scope_end(rt);
     }
 }
@@ -454,7 +472,7 @@ struct capacity_case {
     const char *orchestration;
     void (*config)(struct simpler_run_config *c, bool over); /* NULL: the small config */
     uint32_t tasks_fit, tasks_over;
-    uint64_t out_bytes;      /* hbg_heap_orchestration's outputs */
+    uint64_t out_bytes;      /* hbg_heap_ and hbg_zero_fill_orchestration's outputs */
     uint64_t edges_fit;      /* producer entries of the fitting graph */
     uint64_t submitted_over; /* tasks in the image when the build failed */
     uint64_t y_exact;        /* elements of y the fitting graph writes */
@@ -466,6 +484,19 @@ struct capacity_case {
 static void heap_config(struct simpler_run_config *c, bool over)
 {
     c->heap_bytes[1] = (4u * (256u << 10)) - (over ? 64u : 0u);
+}
+
+/* Ring 1's heap 64 units (4 KiB) and room for 128 tasks there, the other
+ * rings' heaps one unit each: 64 zero-filled 64-byte outputs fill ring 1's
+ * heap, and the image's zero-fills are bounded by the heaps' 67 units, not
+ * by the 256 slots' tensors (hbg_build.c, zero_fills_max). */
+static void zero_fill_config(struct simpler_run_config *c, bool over)
+{
+    (void)over;
+    for (int i = 0; i < SIMPLER_RUN_RINGS; i++)
+        c->heap_bytes[i] = 64;
+    c->heap_bytes[1] = 64 * 64;
+    c->task_window[1] = 128;
 }
 
 /* 64 producer entries in all (16 a ring), and room for 128 tasks in ring
@@ -493,6 +524,9 @@ static const struct capacity_case capacity_cases[] = {
     /* four zero-filled 256 KiB outputs in a heap of 1 MiB, then 1 MiB - 64 */
     {"heap", "hbg_heap_orchestration", heap_config, 4, 4, 256u << 10, 0, 3, 0,
      SIMPLER_ORCH_ERR_HEAP_DEADLOCK},
+    /* 64 zero-filled 64-byte outputs fill a heap of 64 units, 65 do not */
+    {"heap, zero-filled units", "hbg_zero_fill_orchestration", zero_fill_config, 64, 65, 64, 0,
+     64, 0, SIMPLER_ORCH_ERR_HEAP_DEADLOCK},
     /* a chain of 65 tasks has 64 producer entries, one of 66 has 65 */
     {"dep pool", "hbg_many_orchestration", dep_pool_config, 65, 66, 0, 64, 65, PM_N,
      SIMPLER_ORCH_ERR_DEP_POOL_OVERFLOW},
@@ -502,7 +536,8 @@ static const struct capacity_case capacity_cases[] = {
      16 * HBG_SLICE, SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW},
 };
 
-/* Each of HBG's four capacity resources, used to its last unit, runs
+/* Each of HBG's four capacity resources (the heap twice: large outputs, and
+ * as many zero-filled ones as it has units), used to its last unit, runs
  * exactly; one unit more fails at once with its code, running nothing and
  * copying nothing back; the runs before and after are exact and the
  * committed device memory is back to its idle figure. */

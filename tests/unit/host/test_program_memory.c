@@ -3,7 +3,8 @@
  * and the figures docs/program-mode.md (section 8) quotes for it.
  *
  * Owns: the composition of simpler_committed_device_memory — the arena as
- * the pure sizing function rt_arena_bytes computes it, a fixed size per
+ * the pure sizing function rt_arena_bytes computes it (under
+ * host_build_graph without the orchestrator's regions), a fixed size per
  * pipeline slot, the image plus a loader record per callable — measured on
  * a default context on the default device; and the check that the doc's
  * numbers are these measured ones, so a sizing change that moves them
@@ -26,6 +27,9 @@
 
 #include "launch/launch.h"
 #include "pm_support.h"
+#include "runtime/cpu.h"
+#include "runtime/layout.h"
+#include "runtime/ring.h"
 
 /* The default device (simdev_config_default: 2 AICPU threads, 1 AIC + 2
  * AIV, 1 GiB): the topology the doc's figure is for. */
@@ -75,6 +79,55 @@ static void test_a_default_context_commits_its_arena_and_its_slots(void **state)
      * args + result block per slot, or the accounting misses some of it. */
     assert_int_equal(committed_at_depth(1), arena + SLOT_BYTES);
     assert_int_equal(committed_at_depth(4), arena + 4 * SLOT_BYTES);
+}
+
+/* What a default context of `runtime` commits once initialised. */
+static size_t committed_by_runtime(uint32_t runtime)
+{
+    struct simpler_config cfg;
+    assert_int_equal(simpler_config_default(&cfg), 0);
+    cfg.runtime = runtime;
+    cfg.pipeline_depth = 1;
+    struct simpler_context *ctx;
+    assert_int_equal(simpler_create_device_context(&ctx), 0);
+    assert_int_equal(simpler_init(ctx, 0, &cfg), 0);
+    size_t bytes = simpler_committed_device_memory(ctx);
+    assert_int_equal(simpler_finalize_device(ctx), 0);
+    assert_int_equal(simpler_destroy_device_context(ctx), 0);
+    return bytes;
+}
+
+/* A host_build_graph context commits its arena as its own layout sizes it:
+ * TMR's regions but the orchestrator's (TensorMap, its per-ring records,
+ * dependency pools, fan-in scratch), which its device never touches, and
+ * the image region. */
+static void test_an_hbg_context_commits_no_region_of_the_orchestrator(void **state)
+{
+    (void)state;
+    struct simdev_config topo = default_device();
+    unsetenv("SIMPLER_RUNTIME"); /* the config says which runtime */
+    struct simpler_config cfg;
+    assert_int_equal(simpler_config_default(&cfg), 0);
+    struct rt_config tmr, hbg;
+    rt_config_from_public(&cfg.run_capacity, &tmr);
+    hbg = tmr;
+    hbg.runtime = RT_RUNTIME_HBG;
+    struct rt_layout t, h;
+    uint32_t cores = topo.aic_cores + topo.aiv_cores;
+    assert_int_equal(rt_layout_compute(&tmr, cores, &t), 0);
+    assert_int_equal(rt_layout_compute(&hbg, cores, &h), 0);
+    size_t orchestrator = t.tensormap_bytes; /* what TMR lays out for the orchestrator alone */
+    for (uint32_t i = 0; i < RT_RINGS; i++)
+        orchestrator += tmr.task_window[i] * sizeof(struct rt_tm_record) +
+                        tmr.dep_pool[i] * sizeof(struct rt_dep);
+    orchestrator += tmr.max_fanin * (sizeof(void *) + sizeof(uint32_t));
+    /* Anything else: init commits more (or less) than the layout's arena
+     * and one args + result block. */
+    assert_int_equal(committed_by_runtime(SIMPLER_RUNTIME_HBG), h.total + SLOT_BYTES);
+    assert_int_equal(committed_by_runtime(SIMPLER_RUNTIME_TMR), t.total + SLOT_BYTES);
+    /* More: the HBG arena still holds some of the orchestrator's bytes
+     * (the image region's own start may add a cache line's padding). */
+    assert_true(h.total - h.hbg_image_bytes <= t.total - orchestrator + RT_CACHELINE);
 }
 
 static void test_a_callable_commits_its_image_and_a_loader_record(void **state)
@@ -186,6 +239,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         SIMPLER_TEST_WITH(test_a_default_context_commits_its_arena_and_its_slots,
+                          NULL, ts_device_teardown),
+        SIMPLER_TEST_WITH(test_an_hbg_context_commits_no_region_of_the_orchestrator,
                           NULL, ts_device_teardown),
         SIMPLER_TEST_WITH(test_a_callable_commits_its_image_and_a_loader_record,
                           NULL, ts_device_teardown),

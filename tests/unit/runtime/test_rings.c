@@ -7,9 +7,10 @@
  * slot recycling, the waits that can never end (a scope larger than the
  * window, a window, heap or dependency pool pinned by an open scope, a
  * request larger than the heap or the pool) failing at once with their own
- * code and leaving the harness usable, scope misuse, and tensors used after
- * their scope ended. The behaviour of single orchestration calls is
- * test_orchestration.c's.
+ * code and leaving the harness usable, scope misuse, tensors used after
+ * their scope ended, and where the rings and the rest lie in a run's arena
+ * (the round words; what an HBG arena leaves out). The behaviour of single
+ * orchestration calls is test_orchestration.c's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,7 +31,15 @@
 #include "platform/platform.h"
 #include "runtime/core_regs.h" /* the launch protocol (late cores) */
 #include "runtime/entries.h"
+#include "runtime/hbg.h"
+#include "runtime/layout.h"
+#include "runtime/payload.h"
+#include "runtime/ready_queue.h"
+#include "runtime/rendezvous.h"
+#include "runtime/ring.h"
 #include "runtime/run.h" /* the run header (queue reuse) */
+#include "runtime/step_token.h"
+#include "runtime/task.h"
 #include "test_support.h"
 
 #define CHAIN_ELEMS 256 /* i32 elements of every chain output: 1 KiB of heap */
@@ -1299,6 +1308,75 @@ static void round_words_lie_at_one_offset_below_every_configs_queues(void **stat
     }
 }
 
+/* Bytes a region of `bytes` takes in a layout: each starts on a cache line. */
+static size_t lined(size_t bytes)
+{
+    return (bytes + RT_CACHELINE - 1) / RT_CACHELINE * RT_CACHELINE;
+}
+
+/*
+ * An HBG device runs no orchestrator, so its arena lays out none of the
+ * orchestrator's regions (TensorMap, its per-ring records, dependency
+ * pools, fan-in scratch: layout.h): each is 0, and the arena is TMR's less
+ * exactly their bytes, plus the image region. What it keeps lies in
+ * layout order, each region apart from the next, inside the arena.
+ */
+static void an_hbg_arena_lays_out_none_of_the_orchestrators_regions(void **state)
+{
+    (void)state;
+    struct rt_config base = rth_small_config();
+    const uint32_t cores = 3;
+    for (uint32_t k = 0; k < 30; k++) {
+        struct rt_config tmr = layout_variant(&base, k), hbg = tmr;
+        tmr.runtime = RT_RUNTIME_TMR;
+        hbg.runtime = RT_RUNTIME_HBG;
+        struct rt_layout t, h;
+        assert_int_equal(rt_layout_compute(&tmr, cores, &t), 0);
+        assert_int_equal(rt_layout_compute(&hbg, cores, &h), 0);
+        size_t omitted = 0;
+        for (uint32_t i = 0; i < RT_RINGS; i++) {
+            assert_int_equal(h.ring_tm[i], 0);
+            assert_int_equal(h.ring_deps[i], 0);
+            assert_true(t.ring_tm[i] != 0 && t.ring_deps[i] != 0); /* TMR has them */
+            omitted += lined(tmr.task_window[i] * sizeof(struct rt_tm_record)) +
+                       lined(tmr.dep_pool[i] * sizeof(struct rt_dep));
+        }
+        assert_int_equal(h.fanin_scratch, 0);
+        assert_int_equal(h.tensormap, 0);
+        assert_int_equal(h.tensormap_bytes, 0);
+        omitted += lined(tmr.max_fanin * (sizeof(struct rt_slot *) + sizeof(uint32_t))) +
+                   lined(t.tensormap_bytes);
+        assert_int_equal(t.hbg_image_bytes, 0);
+        assert_int_equal(h.hbg_image_bytes, rt_hbg_image_bound(&hbg));
+        /* more: an omitted region still takes room; less: a kept one lost some */
+        assert_int_equal(h.total, t.total - omitted + lined(h.hbg_image_bytes));
+        struct {
+            size_t at, bytes;
+        } kept[2 + 3 * RT_RINGS + 2 * RT_SHAPES + 4];
+        uint32_t n = 0;
+        kept[n].at = h.run, kept[n++].bytes = sizeof(struct rt_run);
+        kept[n].at = h.rendezvous, kept[n++].bytes = h.rendezvous_bytes;
+        for (uint32_t i = 0; i < RT_RINGS; i++) {
+            kept[n].at = h.ring_slots[i], kept[n++].bytes = hbg.task_window[i] * sizeof(struct rt_slot);
+            kept[n].at = h.ring_tasks[i], kept[n++].bytes = hbg.task_window[i] * sizeof(struct rt_task);
+            kept[n].at = h.ring_heap[i], kept[n++].bytes = hbg.heap_bytes[i];
+        }
+        for (uint32_t q = 0; q < RT_SHAPES; q++) {
+            kept[n].at = h.rq_cells[q], kept[n++].bytes = h.rq_capacity * sizeof(struct rt_rq_cell);
+            kept[n].at = h.sync_rq_cells[q],
+            kept[n++].bytes = h.rq_capacity * sizeof(struct rt_rq_cell);
+        }
+        kept[n].at = h.dispatch, kept[n++].bytes = cores * RT_CORE_QUEUE * sizeof(struct rt_dispatch);
+        kept[n].at = h.scheds, kept[n++].bytes = SIMDEV_MAX_AICPU_THREADS * rt_sched_bytes();
+        kept[n].at = h.scope_tasks, kept[n++].bytes = h.scope_task_capacity * sizeof(struct rt_slot *);
+        kept[n].at = h.hbg_image, kept[n++].bytes = h.hbg_image_bytes;
+        assert_int_equal(n, sizeof kept / sizeof kept[0]);
+        for (uint32_t r = 1; r < n; r++)
+            assert_true(kept[r - 1].at + kept[r - 1].bytes <= kept[r].at); /* overlap */
+        assert_true(kept[n - 1].at + kept[n - 1].bytes <= h.total);
+    }
+}
+
 /* A clean run, then a run of another config whose AICPU program fails as
  * it starts (after the chain wrote its rendezvous words), then the first
  * config again: exact, so the mark the clean run left was either still
@@ -1366,6 +1444,7 @@ int main(void)
         SIMPLER_TEST(clean_run_leaves_its_ready_queues_to_the_next_run_and_a_failed_one_does_not),
         SIMPLER_TEST(arena_nonces_are_distinct_and_never_zero),
         SIMPLER_TEST(round_words_lie_at_one_offset_below_every_configs_queues),
+        SIMPLER_TEST(an_hbg_arena_lays_out_none_of_the_orchestrators_regions),
         SIMPLER_TEST(a_run_whose_program_never_starts_leaves_the_next_run_working),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
