@@ -565,7 +565,7 @@ static uint32_t thread_count(void)
 
 /* A fresh device 0: 1 orchestrator + 1 scheduler thread, `cores` AIV cores
  * (under HBG both threads schedule). HBG's arena holds the whole graph,
- * about 11 KiB of device memory a task slot: 4 GiB (committed only as
+ * about 9 KiB of device memory a task slot: 4 GiB (committed only as
  * the arena is allocated) holds the 2^18 slots of the largest runs here. */
 static void device_setup(uint32_t cores)
 {
