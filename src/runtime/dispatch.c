@@ -237,14 +237,21 @@ static void place_released(struct sched *S, struct sched_core *c)
 {
     struct rt_run *run = S->run;
     uint32_t units[SIMDEV_MAX_CORES];
+    bool keep = sched_keep_local(S);
     for (uint32_t k = 0; k < S->released.count; k++) {
         struct rt_slot *s = S->released.slot[k];
         uint32_t type = s->shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         struct sched_core *to = NULL;
-        if (c->type == type && sched_core_idle(c) &&
-            (!sched_tasks_short(S) || !sched_core_parked(c)) &&
-            !S->held[s->shape]) {
+        bool mine = c->type == type && !S->held[s->shape];
+        if (mine && sched_core_idle(c) && (!sched_tasks_short(S) || !sched_core_parked(c))) {
             to = c;
+        } else if (mine && keep && sched_core_can_queue(c)) {
+            to = c;
+        } else if (mine && keep && c->local_count < RT_LOCAL_MAX) {
+            if (c->local_count == 0)
+                c->local_since = 0; /* timed at the first drain that finds no room */
+            c->local[(c->local_head + c->local_count++) % RT_LOCAL_MAX] = s;
+            continue;
         } else if (!S->held[s->shape]) {
             uint32_t n = rt_sched_free_units(S, s->shape, UNITS_AWAKE, units);
             if (!n)
@@ -261,6 +268,43 @@ static void place_released(struct sched *S, struct sched_core *c)
         dispatch_block(S, to, s, 0, s->shape == RT_SHAPE_AIC ? 0 : 1);
     }
     S->released.count = 0;
+}
+
+/*
+ * Runs the tasks core `c` kept (place_released) on it while it has room,
+ * oldest first. What still waits after RT_WAKE_AGE_NS (timed from the
+ * first drain that found no room: `c` is in a longer task than the mean
+ * said) goes to the ready queue for any core; so does everything once
+ * tasks are no longer tiny. On a failed run they are dropped, as the
+ * released list is.
+ */
+static void drain_local(struct sched *S, struct sched_core *c)
+{
+    struct rt_run *run = S->run;
+    if (rt_error(run)) {
+        c->local_count = 0;
+        return;
+    }
+    while (c->local_count && (sched_core_idle(c) || sched_core_can_queue(c))) {
+        struct rt_slot *s = c->local[c->local_head];
+        c->local_head = (c->local_head + 1) % RT_LOCAL_MAX;
+        c->local_count--;
+        atomic_store_explicit(&s->next_block, 1, memory_order_relaxed);
+        dispatch_block(S, c, s, 0, s->shape == RT_SHAPE_AIC ? 0 : 1);
+    }
+    if (!c->local_count)
+        return;
+    bool flush = !sched_keep_local(S);
+    if (!flush) {
+        uint64_t now = platform_clock_ns();
+        if (c->local_since == 0)
+            c->local_since = now;
+        flush = now - c->local_since >= RT_WAKE_AGE_NS;
+    }
+    for (; flush && c->local_count; c->local_count--) {
+        rt_task_ready(run, c->local[c->local_head]);
+        c->local_head = (c->local_head + 1) % RT_LOCAL_MAX;
+    }
 }
 
 /*
@@ -290,6 +334,8 @@ void rt_sched_step(struct sched *S)
             }
             place_released(S, &S->cores[i]);
         }
+        if (S->cores[i].local_count)
+            drain_local(S, &S->cores[i]);
     }
     if (phases)
         phase_begin = rt_trace_phase_if(run, S->index, RT_PHASE_COMPLETE, phase_begin, progress);

@@ -20,9 +20,6 @@
 #ifndef RT_WAKE_BACKLOG
 #define RT_WAKE_BACKLOG 4u
 #endif
-#ifndef RT_WAKE_AGE_NS
-#define RT_WAKE_AGE_NS 10000u
-#endif
 
 /* A backlog wakes a parked core after RT_WAKE_AGE_NS only while the
  * runnable budget has room (the woken core would otherwise take a CPU

@@ -48,6 +48,9 @@ static inline uint32_t rt_core_owner(uint32_t aic_count, uint32_t cluster_count,
 #endif
 _Static_assert(RT_CORE_DEPTH >= 1 && RT_CORE_DEPTH <= RT_CORE_QUEUE, "payload slots per core");
 
+/* How many released tasks a core keeps for itself (sched_core.local). */
+#define RT_LOCAL_MAX 16u
+
 /* sched_core.cluster of a core that is part of no cluster. */
 #define RT_NO_CLUSTER UINT32_MAX
 
@@ -64,6 +67,12 @@ struct sched_core {
     uint32_t busy_periods; /* idle-to-busy changes, to time one in RT_TIME_EVERY */
     uint32_t untimed_polls; /* polls while busy and not timed, likewise */
     bool timed;             /* busy_since is set: the next poll takes a sample */
+    /* Tiny tasks that this core's completions released and that wait for
+     * room on it (placement.h, RT_SPREAD_WORTH_NS): in no ready queue, so
+     * no other core takes them; the oldest at local[local_head]. */
+    struct rt_slot *local[RT_LOCAL_MAX];
+    uint32_t local_head, local_count;
+    uint64_t local_since; /* when the first of them was kept */
     bool joined;  /* in this round with its core loop (rendezvous.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
 };

@@ -27,6 +27,9 @@ static bool any_running(const struct sched *S)
 /* True when some ready work this scheduler serves may be queued or held. */
 static bool work_visible(struct sched *S)
 {
+    for (uint32_t i = 0; i < S->core_count; i++)
+        if (S->cores[i].local_count)
+            return true;
     for (uint32_t k = 0; k < RT_SHAPES; k++) {
         if (S->held[k] || rt_rq_maybe_nonempty(&S->run->ready[k]))
             return true;
