@@ -4,8 +4,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "common/host_alloc.h"
 
@@ -43,56 +41,6 @@ void *sp_host_aligned_alloc(size_t align, size_t bytes)
     if (bytes > SIZE_MAX - (align - 1))
         return NULL;
     return aligned_alloc(align, (bytes + align - 1) & ~(align - 1));
-}
-
-/* The whole pages of [mem, mem + bytes): [*first, *end); false when
- * there is none. */
-static bool whole_pages(void *mem, size_t bytes, uintptr_t *first, uintptr_t *end,
-                        uintptr_t *page_bytes)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0)
-        return false;
-    *page_bytes = (uintptr_t)page;
-    *first = ((uintptr_t)mem + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-    *end = ((uintptr_t)mem + bytes) & ~((uintptr_t)page - 1);
-    return *end > *first;
-}
-
-void sp_host_prefer_huge_pages(void *mem, size_t bytes)
-{
-    uintptr_t first, end, page;
-    if (!whole_pages(mem, bytes, &first, &end, &page))
-        return;
-#ifdef MADV_HUGEPAGE
-    /* Best effort: refused (THP "never", an old kernel), 4 KiB pages. */
-    (void)madvise((void *)first, end - first, MADV_HUGEPAGE);
-#endif
-}
-
-/* MADV_POPULATE_WRITE where the kernel has it (Linux 5.14), then one
- * write per page. On 4 KiB pages the write is needed even after the
- * madvise: under a hypervisor that backs guest memory lazily, a populated
- * page still costs its first write about 6 us (the hypervisor's own
- * fault, no guest fault to see), measured on this project's virtual
- * machines: madvise 0.5-0.9 us a page, then 5-6 us at the first write,
- * after which a write costs 30 ns. On huge pages (a range given to
- * sp_host_prefer_huge_pages first) the madvise costs about 0.2 us per
- * 4 KiB, zeroing included, and the first write 30-40 ns (a 256 MiB test,
- * 2026-12-04). */
-void sp_host_commit(void *mem, size_t bytes)
-{
-    uintptr_t first, end, page;
-    if (!whole_pages(mem, bytes, &first, &end, &page))
-        return;
-#ifdef MADV_POPULATE_WRITE
-    /* Best effort: without it the writes below fault the pages in. */
-    (void)madvise((void *)first, end - first, MADV_POPULATE_WRITE);
-#endif
-    for (uintptr_t at = first; at < end; at += page) {
-        volatile unsigned char *byte = (volatile unsigned char *)at;
-        *byte = *byte;
-    }
 }
 
 void sp_host_fault_inject(uint64_t nth)

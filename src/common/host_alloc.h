@@ -22,25 +22,6 @@ void *sp_host_malloc(size_t bytes);
  * aligned_alloc requires. Release with free(). */
 void *sp_host_aligned_alloc(size_t align, size_t bytes);
 
-/* Asks the kernel to back the whole pages of [mem, mem + bytes) with
- * transparent huge pages where it can (every 2 MiB-aligned stretch inside
- * the range; a system whose THP setting is "never" keeps 4 KiB pages).
- * Changes no contents and commits nothing. For host memory a host build
- * writes (its scratch, its image banks): committing it on huge pages costs
- * about 0.2 us per 4 KiB on this project's virtual machines, against
- * about 6 us on 4 KiB pages (sp_host_commit). Not for device memory,
- * whose arrays would then alias in the caches (docs/performance.md). The
- * partial pages at either end are left alone, as sp_host_commit leaves
- * them. */
-void sp_host_prefer_huge_pages(void *mem, size_t bytes);
-
-/* Commits the whole pages of [mem, mem + bytes) without changing their
- * contents, so that no later write there pays a page's first touch. The
- * partial pages at either end are left alone: they may belong to another
- * allocation another thread writes. For memory the caller may write; not
- * fault-injected (neither can fail: both are best effort). */
-void sp_host_commit(void *mem, size_t bytes);
-
 /* Arms a fault: the nth (>= 1) allocation attempt from now fails, once.
  * 0 disarms. Attempts in any thread count. */
 void sp_host_fault_inject(uint64_t nth);

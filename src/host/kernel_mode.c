@@ -178,9 +178,9 @@ static int size_resources(struct simpler_context *ctx, struct rt_kernel_mode_bin
 #define HBG_SCRATCH_ALIGN 64u
 
 /* host_build_graph: the host build's scratch and bank for rounds up to the
- * context's capacity, the pages of both committed now (as the device
- * arena's are: a first write costs microseconds here), so that no launch
- * allocates or faults them in. Nothing for a TMR context. */
+ * context's capacity, the scratch's pages written now (as the device arena's
+ * are: a first write costs microseconds here), so that no launch allocates
+ * or faults them in. Nothing for a TMR context. */
 static int create_host_build(struct simpler_context *ctx)
 {
     struct sp_kernel_mode *k = &ctx->kernel;
@@ -204,8 +204,6 @@ static int create_host_build(struct simpler_context *ctx)
     k->hbg.aic_cores = ctx->topo.aic_cores;
     k->hbg.aiv_cores = ctx->topo.aiv_cores;
     rt_hbg_scratch_warm(k->hbg.host.scratch, &capacity, cores);
-    sp_host_prefer_huge_pages(k->hbg.host.bank, bank);
-    sp_host_commit(k->hbg.host.bank, bank);
     return 0;
 }
 

@@ -80,9 +80,7 @@ static int create_all(struct simpler_context *ctx, const struct simpler_config *
         (rc = rt_launcher_hbg_reserve(ctx->launcher, &capacity, topo)))
         return rc;
     ctx->arena_nonce = rt_arena_nonce(); /* a new arena: nothing in it is a run's yet */
-    /* and each slot's image bank, so that no launch allocates one */
-    size_t bank = capacity.runtime == RT_RUNTIME_HBG ? rt_hbg_image_bound(&capacity) : 0;
-    return sp_slots_create(ctx, cfg->pipeline_depth, bank);
+    return sp_slots_create(ctx, cfg->pipeline_depth);
 }
 
 /* What a failed init could not release (its cleanup failed too) is released

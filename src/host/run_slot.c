@@ -19,15 +19,12 @@
 
 /* ------------------------------------------------------------- resources */
 
-int sp_slots_create(struct simpler_context *ctx, uint32_t depth, size_t bank_bytes)
+int sp_slots_create(struct simpler_context *ctx, uint32_t depth)
 {
     int rc;
     for (uint32_t i = 0; i < depth; i++) {
         ctx->slot_count++; /* so sp_slots_release sees its partial resources */
-        /* Slot 0's bank committed: every submission takes the lowest free
-         * slot (sp_slot_find_free), so a caller that finalizes each run
-         * before the next builds every run there, the first as the rest. */
-        if ((rc = sp_working_set_create(ctx, &ctx->slots[i].ws, bank_bytes, i == 0)))
+        if ((rc = sp_working_set_create(ctx, &ctx->slots[i].ws)))
             return rc;
     }
     return 0;

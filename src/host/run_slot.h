@@ -34,11 +34,9 @@ struct sp_slot {
 };
 
 /* Creates the device resources (stream, device args, result block) of the
- * first `depth` slots of ctx->slots, and host_build_graph's bank of
- * `bank_bytes` (0: none) for each, slot 0's committed, counting each slot
- * in ctx->slot_count as it starts, so that on failure sp_slots_release
- * frees what exists. */
-int sp_slots_create(struct simpler_context *ctx, uint32_t depth, size_t bank_bytes);
+ * first `depth` slots of ctx->slots, counting each in ctx->slot_count as
+ * it starts, so that on failure sp_slots_release frees what exists. */
+int sp_slots_create(struct simpler_context *ctx, uint32_t depth);
 
 /* Frees every slot's resources (and staging a failed undo left), last slot
  * first, nulling each handle once freed: a failure returns its code and

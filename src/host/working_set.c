@@ -35,34 +35,13 @@ static bool is_input(uint8_t dir)
 
 /* ------------------------------------------------------------- resources */
 
-/* A bank of `bytes`, on huge pages where the system gives them: a build
- * writes it from its start, and its first write to each fresh 4 KiB page
- * costs microseconds here (docs/performance.md), a first touch of 2 MiB
- * from 0.2 us per 4 KiB, when the host already backs the memory, to
- * several microseconds, when it does not. */
-static void *bank_alloc(size_t bytes)
-{
-    void *bank = sp_host_malloc(bytes);
-    if (bank)
-        sp_host_prefer_huge_pages(bank, bytes);
-    return bank;
-}
-
-int sp_working_set_create(struct simpler_context *ctx, struct sp_working_set *ws,
-                          size_t bank_bytes, bool commit_bank)
+int sp_working_set_create(struct simpler_context *ctx, struct sp_working_set *ws)
 {
     int rc;
     if ((rc = simdev_stream_create(&ws->stream)) ||
         (rc = sp_dev_alloc(ctx, (void **)&ws->device_args, sizeof *ws->device_args)) ||
         (rc = sp_dev_alloc(ctx, (void **)&ws->device_result, sizeof *ws->device_result)))
         return rc;
-    if (bank_bytes) {
-        if (!(ws->hbg_bank = bank_alloc(bank_bytes)))
-            return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
-        ws->hbg_bank_bytes = bank_bytes;
-        if (commit_bank)
-            sp_host_commit(ws->hbg_bank, bank_bytes);
-    }
     return 0;
 }
 
@@ -162,8 +141,8 @@ int sp_staging_copy_in(struct sp_working_set *s, const struct simpler_prepared_c
 int sp_hbg_prepare(struct sp_working_set *s, const struct simpler_prepared_call *call,
                    size_t bytes, uint32_t *count)
 {
-    if (s->hbg_bank_bytes < bytes) { /* a run config larger than the capacity's */
-        void *bank = bank_alloc(bytes);
+    if (s->hbg_bank_bytes < bytes) {
+        void *bank = sp_host_malloc(bytes);
         if (!bank)
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         free(s->hbg_bank);

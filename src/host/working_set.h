@@ -13,7 +13,6 @@
 #ifndef SIMPLER_HOST_WORKING_SET_H
 #define SIMPLER_HOST_WORKING_SET_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,22 +41,17 @@ struct sp_working_set {
     struct sp_staging staging[SIMPLER_ORCH_MAX_TENSORS];
     uint32_t staging_count;
     /* host_build_graph: the bank the slot's runs are built into (host
-     * memory made at init for the run capacity's image bound, grown to a
-     * larger run's; it must outlive the run's image copy, and the slot
-     * outlives its run) and the staged ranges the host build may read
-     * elements of. */
+     * memory, grown to the largest run's image bound; it must outlive the
+     * run's image copy, and the slot outlives its run) and the staged
+     * ranges the host build may read elements of. */
     void *hbg_bank;
     size_t hbg_bank_bytes;
     struct rt_hbg_view hbg_views[SIMPLER_ORCH_MAX_TENSORS];
 };
 
 /* Creates the working set's device resources (stream, argument and result
- * blocks) and, when `bank_bytes` is not 0 (host_build_graph), its bank of
- * that size (host memory on huge pages where the system gives them; every
- * page committed when `commit_bank`). On failure sp_working_set_release
- * frees what exists. */
-int sp_working_set_create(struct simpler_context *ctx, struct sp_working_set *ws,
-                          size_t bank_bytes, bool commit_bank);
+ * blocks). On failure sp_working_set_release frees what exists. */
+int sp_working_set_create(struct simpler_context *ctx, struct sp_working_set *ws);
 
 /* Frees them (and staging a failed undo left), nulling each handle once
  * freed: a failure returns its code and leaves the rest for a retry. */

@@ -123,9 +123,9 @@ struct rt_hbg_host {
  * a config that lays out no run. */
 size_t rt_hbg_scratch_bytes(const struct rt_config *config, uint32_t core_count);
 
-/* Commits every page of `scratch` (rt_hbg_scratch_bytes of `config` on
- * `core_count` cores, zeroed) that a build writes: the host arena but its
- * heaps, and the lists. */
+/* Writes one byte of every page of `scratch` (rt_hbg_scratch_bytes of
+ * `config` on `core_count` cores) that a build writes: the host arena but
+ * its heaps, and the lists. */
 void rt_hbg_scratch_warm(void *scratch, const struct rt_config *config, uint32_t core_count);
 
 /* The largest image a run with `config` can build: the bytes of the

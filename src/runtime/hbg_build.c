@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "common/host_alloc.h"
 #include "common/task_id.h"
 #include "runtime/aicpu_program.h"
 #include "runtime/deps.h"
@@ -164,22 +163,15 @@ size_t rt_hbg_scratch_bytes(const struct rt_config *config, uint32_t core_count)
     return (size_t)total;
 }
 
-/* Commits every page of [at, at + bytes), a range of the zeroed scratch:
- * the whole ones by sp_host_commit, on huge pages where the system gives
- * them (a first write to a fresh 4 KiB page costs several microseconds
- * here, the commit of one huge page about 0.2 us per 4 KiB), the partial
- * ones at its ends by writing the zero they hold (the scratch is ours to
- * its last byte). Range by range: the heaps between them, which a build
- * never touches, stay unadvised and unbacked. */
+/* Writes a zero to every page of [at, at + bytes). */
 static void warm_range(uint8_t *at, size_t bytes)
 {
-    if (!bytes)
-        return;
+    enum { PAGE = 4096 };
     volatile uint8_t *p = at;
-    p[0] = 0;
-    p[bytes - 1] = 0;
-    sp_host_prefer_huge_pages(at, bytes);
-    sp_host_commit(at, bytes);
+    for (size_t off = 0; off < bytes; off += PAGE)
+        p[off] = 0;
+    if (bytes)
+        p[bytes - 1] = 0;
 }
 
 void rt_hbg_scratch_warm(void *scratch, const struct rt_config *config, uint32_t core_count)

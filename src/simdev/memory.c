@@ -11,8 +11,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-#include "common/host_alloc.h"
 #include "simdev/capture.h"
 #include "simdev/device.h"
 #include "simdev/fault.h"
@@ -82,6 +83,38 @@ int sd_memory_check_copy(struct sd_device *dev, void *dst, const void *src, size
     return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
 }
 
+/* Commits the whole pages of [mem, mem + bytes) without changing their
+ * contents: MADV_POPULATE_WRITE where the kernel has it (Linux 5.14), then
+ * one write per page. The partial pages at either end belong to the host
+ * allocator's block and are resident already or faulted by the first write.
+ * Without it the first run on a fresh context faults in its ring slots one
+ * page at a time on the orchestrator's CPU: 3-4% of the CPU of a 64 us
+ * stencil run (docs/performance.md). The write is needed even after the
+ * madvise: under a hypervisor that backs guest memory lazily, a populated
+ * page still costs its first write about 6 us (the hypervisor's own fault,
+ * no guest fault to see), measured on this project's virtual machines:
+ * madvise 0.9 us a page, then 6.3 us at the first write; madvise and the
+ * write together 5.5 us, after which a write costs 31 ns. Paid here, once,
+ * rather than by a run's orchestrator at its first lap of the ring. */
+static void commit_pages(void *mem, size_t bytes)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t first = ((uintptr_t)mem + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t end = ((uintptr_t)mem + bytes) & ~((uintptr_t)page - 1);
+    if (end <= first)
+        return;
+#ifdef MADV_POPULATE_WRITE
+    /* Best effort: without it the writes below fault the pages in. */
+    (void)madvise((void *)first, end - first, MADV_POPULATE_WRITE);
+#endif
+    for (uintptr_t at = first; at < end; at += (uintptr_t)page) {
+        volatile unsigned char *byte = (volatile unsigned char *)at;
+        *byte = *byte;
+    }
+}
+
 int simdev_malloc(void **dev_ptr, size_t bytes)
 {
     return simdev_malloc_owned(dev_ptr, bytes, 0);
@@ -125,14 +158,8 @@ int simdev_malloc_owned(void **dev_ptr, size_t bytes, uint32_t owner)
         pthread_mutex_unlock(&mem->lock);
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     }
-    /* Resident from the allocation on, as a device's memory is: without it
-     * the first run on a fresh context faults in its ring slots one page
-     * at a time on the orchestrator's CPU (3-4% of the CPU of a 64 us
-     * stencil run, docs/performance.md). On 4 KiB pages: huge pages for
-     * device memory were tried and not kept (the arena's arrays alias in
-     * the caches, docs/performance.md). Before the block is listed: once
-     * it is, a reset may free it. */
-    sp_host_commit(block, rounded);
+    /* Before the block is listed: once it is, a reset may free it. */
+    commit_pages(block, rounded);
     size_t at = alloc_upper_bound(mem, (uintptr_t)block);
     memmove(&mem->allocs[at + 1], &mem->allocs[at], (mem->alloc_count - at) * sizeof(*mem->allocs));
     mem->allocs[at] = (struct sd_alloc){.base = (uintptr_t)block, .bytes = bytes, .owner = owner};
