@@ -224,6 +224,14 @@ static bool dispatch_all(struct sched *S)
     return any;
 }
 
+/* Dispatches plain task `s` (rt_slot_plain), which is in no queue, whole
+ * onto core `c`: nobody else can claim it. */
+static void dispatch_plain(struct sched *S, struct sched_core *c, struct rt_slot *s)
+{
+    atomic_store_explicit(&s->next_block, 1, memory_order_relaxed);
+    dispatch_block(S, c, s, 0, s->shape == RT_SHAPE_AIC ? 0 : 1);
+}
+
 /*
  * Places the tasks that core `c`'s completions just made ready, ahead of
  * everything queued (ready order: what a completion releases lies on the
@@ -248,8 +256,6 @@ static void place_released(struct sched *S, struct sched_core *c)
         } else if (mine && keep && sched_core_can_queue(c)) {
             to = c;
         } else if (mine && keep && c->local_count < RT_LOCAL_MAX) {
-            if (c->local_count == 0)
-                c->local_since = 0; /* timed at the first drain that finds no room */
             c->local[(c->local_head + c->local_count++) % RT_LOCAL_MAX] = s;
             continue;
         } else if (!S->held[s->shape]) {
@@ -259,13 +265,10 @@ static void place_released(struct sched *S, struct sched_core *c)
             if (n)
                 to = &S->cores[units[0]];
         }
-        if (!to) {
+        if (to)
+            dispatch_plain(S, to, s);
+        else
             rt_task_ready(run, s);
-            continue;
-        }
-        /* Single-block and in no queue: nobody else can claim it. */
-        atomic_store_explicit(&s->next_block, 1, memory_order_relaxed);
-        dispatch_block(S, to, s, 0, s->shape == RT_SHAPE_AIC ? 0 : 1);
     }
     S->released.count = 0;
 }
@@ -278,33 +281,31 @@ static void place_released(struct sched *S, struct sched_core *c)
  * tasks are no longer tiny. On a failed run they are dropped, as the
  * released list is.
  */
+static struct rt_slot *local_pop(struct sched_core *c)
+{
+    struct rt_slot *s = c->local[c->local_head];
+    c->local_head = (c->local_head + 1) % RT_LOCAL_MAX;
+    c->local_count--;
+    return s;
+}
+
 static void drain_local(struct sched *S, struct sched_core *c)
 {
     struct rt_run *run = S->run;
-    if (rt_error(run)) {
+    if (rt_error(run))
         c->local_count = 0;
-        return;
-    }
-    while (c->local_count && (sched_core_idle(c) || sched_core_can_queue(c))) {
-        struct rt_slot *s = c->local[c->local_head];
-        c->local_head = (c->local_head + 1) % RT_LOCAL_MAX;
-        c->local_count--;
-        atomic_store_explicit(&s->next_block, 1, memory_order_relaxed);
-        dispatch_block(S, c, s, 0, s->shape == RT_SHAPE_AIC ? 0 : 1);
-    }
-    if (!c->local_count)
-        return;
-    bool flush = !sched_keep_local(S);
-    if (!flush) {
+    while (c->local_count && (sched_core_idle(c) || sched_core_can_queue(c)))
+        dispatch_plain(S, c, local_pop(c));
+    if (c->local_count && sched_keep_local(S)) {
         uint64_t now = platform_clock_ns();
         if (c->local_since == 0)
             c->local_since = now;
-        flush = now - c->local_since >= RT_WAKE_AGE_NS;
+        if (now - c->local_since < RT_WAKE_AGE_NS)
+            return; /* still waiting for room on `c` */
     }
-    for (; flush && c->local_count; c->local_count--) {
-        rt_task_ready(run, c->local[c->local_head]);
-        c->local_head = (c->local_head + 1) % RT_LOCAL_MAX;
-    }
+    while (c->local_count)
+        rt_task_ready(run, local_pop(c));
+    c->local_since = 0; /* the list is empty */
 }
 
 /*

@@ -233,14 +233,6 @@ int32_t rt_hbg_boot(struct rt_run *run, const struct rt_launch_args *la, const u
 #define RT_HBG_LAY_BATCH 32u
 #endif
 
-/* True when a ready task is one an idle core may fetch by itself (the
- * look rt_sched_publish makes for one task stands for a batch of these). */
-static bool fetchable(const struct rt_slot *s)
-{
-    return (s->shape == RT_SHAPE_AIC || s->shape == RT_SHAPE_AIV) && !s->sync_start &&
-           s->block_num == 1;
-}
-
 void rt_hbg_lay(struct rt_run *run)
 {
     const uint8_t *at = run->hbg_records;
@@ -256,7 +248,7 @@ void rt_hbg_lay(struct rt_run *run)
             rt_task_ready(run, s);
             if (!first)
                 first = s;
-            alike = alike && fetchable(s) && s->shape == first->shape;
+            alike = alike && rt_slot_plain(s) && s->shape == first->shape;
         }
         if ((i + 1) % RT_HBG_LAY_BATCH && i + 1 != n)
             continue;

@@ -72,7 +72,7 @@ struct sched_core {
      * no other core takes them; the oldest at local[local_head]. */
     struct rt_slot *local[RT_LOCAL_MAX];
     uint32_t local_head, local_count;
-    uint64_t local_since; /* when the first of them was kept */
+    uint64_t local_since; /* when a drain first found no room for them; 0: not yet */
     bool joined;  /* in this round with its core loop (rendezvous.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
 };

@@ -202,8 +202,7 @@ static void kick_with_room(struct rt_run *run)
  */
 static bool core_will_fetch(struct rt_run *run, const struct rt_slot *s)
 {
-    if ((s->shape != RT_SHAPE_AIC && s->shape != RT_SHAPE_AIV) || s->sync_start ||
-        s->block_num > 1)
+    if (!rt_slot_plain(s))
         return false;
     for (uint32_t i = 0; i < run->schedulers && i < 32; i++)
         if (!atomic_load_explicit(&run->scheds[i].short_tasks, memory_order_relaxed))

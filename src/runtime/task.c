@@ -101,8 +101,7 @@ void rt_task_ready(struct rt_run *run, struct rt_slot *s)
 /* True when `s` may wait in a step's released list rather than a queue. */
 static bool keep_released(const struct rt_slot *s, const struct rt_released *released)
 {
-    return released && released->count < RT_RELEASED_MAX && !s->sync_start &&
-           s->block_num == 1 && (s->shape == RT_SHAPE_AIC || s->shape == RT_SHAPE_AIV);
+    return released && released->count < RT_RELEASED_MAX && rt_slot_plain(s);
 }
 
 void rt_task_route(struct rt_run *run, struct rt_slot *s, struct rt_released *released)

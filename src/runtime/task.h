@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runtime/layout.h"
 #include "simpler/orchestration.h"
 #include "simpler/tensor.h"
 
@@ -102,6 +103,16 @@ void rt_slot_release(struct rt_run *run, struct rt_slot *s);
  * s->ring before: the slot is the ring's after this returns true). For a
  * caller that drops many holds at once and advances each ring once. */
 bool rt_slot_drop(struct rt_slot *s);
+
+/* A single-block AIC or AIV task without sync-start: one core runs it
+ * whole, so it may go to whichever core (a completion's released list, a
+ * core's kept list) and an idle core may fetch it by itself; the others
+ * need a step's choice of units at once. */
+static inline bool rt_slot_plain(const struct rt_slot *s)
+{
+    return (s->shape == RT_SHAPE_AIC || s->shape == RT_SHAPE_AIV) && !s->sync_start &&
+           s->block_num == 1;
+}
 
 /* Tasks a completion made ready, kept by the scheduler's step so they go
  * first (dispatch.c: the immediate successor runs on the completing
