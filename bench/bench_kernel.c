@@ -785,8 +785,8 @@ static double kernel_batch_ns(struct op *op, simdev_graph_exec_t exec)
 #define HOP_ROUNDS 200
 #define HOP_IDLE_ROUNDS 40
 #define HOP_IDLE_NS 10000000ull
-#define MAX_HOPS 64
-#define HOP_MARKS_PER_ROUND 128
+#define MAX_HOPS 256
+#define HOP_MARKS_PER_ROUND 512
 
 struct hop_row {
     char name[64];
@@ -813,6 +813,23 @@ static const char *mark_op_name(uint32_t op)
                                         "host callback", "record", "wait", "graph launch",
                                         "semaphore acquire", "semaphore release"};
     return op < sizeof names / sizeof names[0] ? names[op] : "op";
+}
+
+static const char *point_name(uint32_t point)
+{
+    static const char *const names[] = {"submits",      "dispatches",   "kernel begins",
+                                        "kernel ends",  "completes",    "joins the round",
+                                        "handshake done", "rings exit", "watch ends"};
+    return point < sizeof names / sizeof names[0] ? names[point] : "point";
+}
+
+/* Who made a PARK, UNPARK, WAKEUP or POINT entry. */
+static void who_name(const struct simdev_timeline_entry *e, char *out, size_t size)
+{
+    if (e->core == SIMDEV_MARK_OTHER_THREAD)
+        snprintf(out, size, "a stream or host thread");
+    else
+        snprintf(out, size, "%s %u", e->core ? "core id" : "AICPU thread", e->thread);
 }
 
 static int entry_by_ns(const void *a, const void *b)
@@ -858,9 +875,27 @@ static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *
             aicore = e[i].stream;
     uint32_t seen[5][3][16]; /* per mark, stream (jobs: kind), op: occurrences */
     memset(seen, 0, sizeof seen);
+    /* sleeps, wake-ups and points: per mark (points: per point), kind of
+     * thread, thread */
+    static uint32_t seen_by[4 + 16][3][SIMDEV_MAX_CORES];
+    memset(seen_by, 0, sizeof seen_by);
     for (size_t i = 0; i < n; i++) {
         char name[64];
         uint32_t mark = e[i].mark;
+        if (mark >= SIMDEV_MARK_PARK && mark <= SIMDEV_MARK_POINT) {
+            static const char *const what[] = {"sleeps", "runs again", "wakes a thread"};
+            char who[40];
+            who_name(&e[i], who, sizeof who);
+            uint32_t row = mark == SIMDEV_MARK_POINT ? 4 + (e[i].op & 15)
+                                                     : mark - SIMDEV_MARK_PARK;
+            uint32_t k = ++seen_by[row][e[i].core % 3][e[i].thread % SIMDEV_MAX_CORES];
+            snprintf(name, sizeof name, "  %s %s %u", who,
+                     mark == SIMDEV_MARK_POINT ? point_name(e[i].op)
+                                               : what[mark - SIMDEV_MARK_PARK],
+                     k);
+            hop_add(r, name, (double)(e[i].ns - t0));
+            continue;
+        }
         if (mark > SIMDEV_MARK_SYNC_END)
             continue;
         if (mark == SIMDEV_MARK_JOB_BEGIN && e[i].core) { /* cores: in order of start */
@@ -914,7 +949,8 @@ static void measure_hops_in(struct hop_result *r, bool isolated)
     kernel_sync();
     struct simdev_wait_stats w0, w1;
     CHECK(simdev_wait_stats(KERNEL_DEVICE, &w0));
-    CHECK(simdev_timeline_start(KERNEL_DEVICE, cap));
+    CHECK(simdev_timeline_start_with(KERNEL_DEVICE, cap,
+                                     SIMDEV_TIMELINE_WAITS | SIMDEV_TIMELINE_POINTS));
     for (uint32_t i = 0; i < r->rounds; i++) {
         if (isolated) {
             struct timespec idle = {0, (long)HOP_IDLE_NS};

@@ -2,8 +2,9 @@
  * simpler/device_fn.h — what a device function is and what it receives.
  *
  * Owns: the device's topology limits, the contexts an AICPU function and an
- * AICore function are called with, their types, and the bounds of a
- * launch's argument block. Shared by the host-facing device API
+ * AICore function are called with, their types, the bounds of a launch's
+ * argument block, and the codes of the points the device runtime marks on
+ * a timeline. Shared by the host-facing device API
  * (device.h, which launches such functions) and the code that runs on the
  * device (src/runtime, through src/platform/platform.h), so it declares
  * nothing either side calls.
@@ -21,6 +22,30 @@ extern "C" {
 #define SIMDEV_MAX_DEVICES 8
 #define SIMDEV_MAX_AICPU_THREADS 16
 #define SIMDEV_MAX_CORES 64
+
+/*
+ * The points simpler's device runtime marks on a recording timeline
+ * (SIMDEV_MARK_POINT, simpler/simdev_profile.h), in the
+ * order one task's round meets them. Per task: SUBMIT (the orchestrator
+ * published a ready task), DISPATCH (a step rang a core's doorbell for it),
+ * KERNEL_BEGIN / KERNEL_END (the core runs its kernel), COMPLETE (a step
+ * completed it). Per round: CORE_JOIN (a core loop arrived at the round),
+ * SCHED_OPEN (a scheduler's handshake joined all its cores), CORE_EXIT (a
+ * scheduler rang a core's exit), SCHED_DONE (a scheduler's watch saw the
+ * run end). A point marked while no timeline records costs one relaxed
+ * load.
+ */
+enum simdev_point {
+    SIMDEV_POINT_SUBMIT = 0,
+    SIMDEV_POINT_DISPATCH,
+    SIMDEV_POINT_KERNEL_BEGIN,
+    SIMDEV_POINT_KERNEL_END,
+    SIMDEV_POINT_COMPLETE,
+    SIMDEV_POINT_CORE_JOIN,
+    SIMDEV_POINT_SCHED_OPEN,
+    SIMDEV_POINT_CORE_EXIT,
+    SIMDEV_POINT_SCHED_DONE,
+};
 
 /* ---------------------------------------------------- device-side contexts */
 

@@ -51,7 +51,17 @@ enum simdev_mark {
     SIMDEV_MARK_JOB_BEGIN,    /* a device thread begins a launch's function */
     SIMDEV_MARK_JOB_END,      /* ... and it returned */
     SIMDEV_MARK_SYNC_END,     /* a stream sync is about to return */
+    SIMDEV_MARK_PARK,         /* a thread goes to sleep in a wait (one of `parks`) */
+    SIMDEV_MARK_UNPARK,       /* ... and is running again */
+    SIMDEV_MARK_WAKEUP,       /* a thread makes a wake-up system call (one of `wakeups`) */
+    SIMDEV_MARK_POINT,        /* a device function marks a point of its protocol: `op`
+                                 is enum simdev_point (simpler/device_fn.h) */
 };
+
+/* The `core` of a PARK, UNPARK, WAKEUP or POINT entry made by a thread
+ * that is not one of the device's AICPU threads or cores (a stream's
+ * executor, a host thread in a sync). */
+#define SIMDEV_MARK_OTHER_THREAD 2u
 
 /* The op an OP mark names. */
 enum simdev_mark_op {
@@ -71,10 +81,13 @@ enum simdev_mark_op {
 struct simdev_timeline_entry {
     uint64_t ns;     /* simdev_clock_ns() at the mark */
     uint32_t mark;   /* enum simdev_mark */
-    uint32_t op;     /* OP and SYNC marks: enum simdev_mark_op (SYNC: 0) */
-    simdev_stream_t stream; /* OP and SYNC marks: the stream; JOB marks: NULL */
-    uint32_t core;   /* JOB marks: 1 for a core, 0 for an AICPU thread */
-    uint32_t thread; /* JOB marks: the core id or the AICPU thread's index in the device */
+    uint32_t op;     /* OP and SYNC marks: enum simdev_mark_op (SYNC: 0); POINT marks:
+                        enum simdev_point; others 0 */
+    simdev_stream_t stream; /* OP and SYNC marks: the stream; other marks: NULL */
+    uint32_t core;   /* JOB, PARK, UNPARK, WAKEUP, POINT marks: 1 for a core, 0 for an
+                        AICPU thread (in a job or idle), SIMDEV_MARK_OTHER_THREAD */
+    uint32_t thread; /* the same marks: the core id or the AICPU thread's index in the
+                        device (0 for another thread) */
 };
 
 /*
@@ -84,6 +97,15 @@ struct simdev_timeline_entry {
  * OUT_OF_HOST_MEMORY.
  */
 int simdev_timeline_start(int device, size_t capacity);
+
+/* What a timeline records besides ops, jobs and syncs. */
+#define SIMDEV_TIMELINE_WAITS 1u  /* PARK, UNPARK and WAKEUP marks */
+#define SIMDEV_TIMELINE_POINTS 2u /* POINT marks of the device runtime */
+
+/* simdev_timeline_start that also records the marks `extra` names (an OR
+ * of SIMDEV_TIMELINE_*): INVALID_ARGUMENT for another bit, and as
+ * simdev_timeline_start. */
+int simdev_timeline_start_with(int device, size_t capacity, uint32_t extra);
 /*
  * Stops recording and copies up to `capacity` entries, in the order they
  * were recorded (each thread's in time order; sort by ns for one order),

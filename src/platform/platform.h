@@ -17,6 +17,7 @@
 #ifndef SIMPLER_PLATFORM_H
 #define SIMPLER_PLATFORM_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "simpler/device_fn.h"
@@ -39,6 +40,21 @@ int platform_device_lost(int device);
 
 /* Monotonic device clock in nanoseconds (the clock of simdev_clock_ns). */
 uint64_t platform_clock_ns(void);
+
+/*
+ * Marks `point` (enum simdev_point, simpler/device_fn.h) of the
+ * runtime's protocol on the calling device thread's timeline, for the
+ * per-hop breakdown of a round. While no timeline records anywhere it
+ * costs one relaxed load; a thread that is not a device thread marks
+ * nothing.
+ */
+extern _Atomic uint32_t platform_marking;
+void platform_mark_slow(uint32_t point);
+static inline void platform_mark(uint32_t point)
+{
+    if (atomic_load_explicit(&platform_marking, memory_order_relaxed))
+        platform_mark_slow(point);
+}
 
 /* ------------------------------------------------------ register windows */
 

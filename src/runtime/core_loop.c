@@ -209,7 +209,9 @@ static uint64_t run_published(const struct simdev_core_ctx *ctx, struct rt_run *
         if (*owner == UINT32_MAX)
             start_fetching(run, ctx, owner, fetch);
         uint64_t trace_begin = RT_TRACE_CLOCK(trace);
+        platform_mark(SIMDEV_POINT_KERNEL_BEGIN);
         d->fn(d->args);
+        platform_mark(SIMDEV_POINT_KERNEL_END);
         if (trace)
             rt_trace_core_task(config, ctx->core_id, *next, trace_begin);
         /* release (in simdev): the kernel's writes and ctx.failure
@@ -245,6 +247,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
      * the value its first dispatch id is counted from (base + 2). */
     uint64_t last = platform_read_doorbell(ctx->regs);
     uint64_t base = rt_doorbell_id(last);
+    platform_mark(SIMDEV_POINT_CORE_JOIN);
     /* model: round_gate.pml, rt_rendezvous_arrive in CoreHalf */
     enum rt_rendezvous_arrival arrival =
         rt_rendezvous_arrive(rendezvous, la.generation, RT_RENDEZVOUS_CORE);

@@ -64,6 +64,7 @@ static void dispatch_block(struct sched *S, struct sched_core *c, struct rt_slot
         rt_trace_dispatch(run, S->index, c->id, reg, s, t->kernel[lane], block, lane);
     /* release (in simdev): publishes the payload to the core's acquire of
      * the doorbell in rt_core_main */
+    platform_mark(SIMDEV_POINT_DISPATCH);
     platform_ring_doorbell(c->regs, reg);
 }
 
@@ -363,6 +364,7 @@ void rt_sched_exit_cores(struct sched *S)
         if (!c->joined)
             continue;
         /* model: round_gate.pml, exit_rung in SchedHalf */
+        platform_mark(SIMDEV_POINT_CORE_EXIT);
         platform_ring_doorbell(c->regs, rt_doorbell_exit(c->next_reg));
     }
 }

@@ -217,8 +217,10 @@ void rt_schedule(struct rt_run *run, uint32_t index)
         rt_fail(run, code);
         rt_sched_close_unopened(run, index);
     } else {
+        platform_mark(SIMDEV_POINT_SCHED_OPEN);
         rt_sched_open(run, index);
         rt_sched_watch(S);
+        platform_mark(SIMDEV_POINT_SCHED_DONE);
     }
     /* This thread may have completed the run's last task (a dummy, or on
      * a scheduler without cores): wake the others so they see the end now

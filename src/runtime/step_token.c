@@ -11,6 +11,7 @@
  */
 #include <sched.h>
 
+#include "platform/platform.h"
 #include "runtime/cpu.h"
 #include "runtime/dispatch.h"
 #include "runtime/layout.h"
@@ -218,6 +219,7 @@ void rt_sched_publish(struct rt_run *run, const struct rt_slot *s)
 
 void rt_sched_publish_batch(struct rt_run *run, const struct rt_slot *first, bool alike)
 {
+    platform_mark(SIMDEV_POINT_SUBMIT);
     /* seq_cst fence, one for both looks: the pushes before the looks at
      * the cores (core_will_fetch) and at room (kick_with_room) */
     atomic_thread_fence(memory_order_seq_cst);

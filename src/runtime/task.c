@@ -114,6 +114,7 @@ void rt_task_route(struct rt_run *run, struct rt_slot *s, struct rt_released *re
 
 void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
 {
+    platform_mark(SIMDEV_POINT_COMPLETE);
     /* The run's config, read-only after init: not hbg_producers, whose line
      * the orchestrator writes at every submit of a TMR run. */
     if (run->config.runtime == RT_RUNTIME_HBG) {

@@ -42,6 +42,7 @@ static void devices_init(void)
         sd_launch_init(dev);
         sd_memory_init(dev);
         sd_timeline_init(&dev->timeline);
+        dev->waits.timeline = &dev->timeline;
         sd_word_bind(&dev->launch.done, &dev->waits);
         sd_word_bind(&dev->regs.cond_word, &dev->waits);
         for (uint32_t c = 0; c < PLATFORM_NOTIFY_CHANNELS; c++)

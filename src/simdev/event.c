@@ -60,7 +60,7 @@ void sd_record_complete(struct sd_event_record *record, int status,
     /* release: pairs with the acquire in record_is_done */
     atomic_store_explicit(&record->done, 1, memory_order_release);
     if (record->sleepers && counters) {
-        sd_count_wait(&counters->wakeups, 1);
+        sd_note_wakeup(counters);
         sd_count_wait(&counters->handoffs, record->sleepers);
     }
     pthread_cond_broadcast(&record->cond);
@@ -99,10 +99,12 @@ int sd_record_wait(struct sd_event_record *record, struct sd_wait_counters *coun
     pthread_mutex_lock(&record->lock);
     while (!record_is_done(record)) {
         if (counters)
-            sd_count_wait(&counters->parks, 1);
+            sd_note_park(counters);
         record->sleepers++;
         pthread_cond_wait(&record->cond, &record->lock);
         record->sleepers--;
+        if (counters)
+            sd_note_unpark(counters);
     }
     int status = record->status;
     pthread_mutex_unlock(&record->lock);

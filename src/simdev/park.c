@@ -74,7 +74,7 @@ void sd_wake(struct sd_waitword *word)
     before = atomic_fetch_and_explicit(&word->seq, ~SD_SLEEPER, memory_order_seq_cst);
     if (before & SD_SLEEPER) {
         if (word->counters)
-            sd_count_wait(&word->counters->wakeups, 1);
+            sd_note_wakeup(word->counters);
         futex_wake_all(&word->seq);
     }
 }
@@ -93,6 +93,7 @@ static int wait_check(sd_ready_fn ready, void *arg, uint64_t deadline_ns, _Atomi
 
 _Thread_local struct sd_budget *sd_tl_budget;
 _Thread_local struct sd_worker *sd_tl_worker;
+_Thread_local struct sd_worker *sd_tl_self;
 
 /* True when the AICPU thread pinned to this core's CPU is awake. */
 static bool mate_awake(void)
@@ -246,8 +247,10 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
                                                                      memory_order_seq_cst,
                                                                      memory_order_seq_cst)) {
             if (word->counters)
-                sd_count_wait(&word->counters->parks, 1);
+                sd_note_park(word->counters);
             futex_wait(&word->seq, armed, deadline_ns ? deadline_ns - now : 0);
+            if (word->counters)
+                sd_note_unpark(word->counters);
         }
         atomic_fetch_sub_explicit(&word->waiters, 1, memory_order_relaxed);
     }

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "simpler/simdev_profile.h"
+
 /* The host's cache line: shared hot fields of simdev sit on their own. */
 #define SD_CACHELINE 64
 
@@ -37,16 +39,42 @@ struct sd_waitword {
 /* What waiting costs a device (simpler/simdev_profile.h): bumped only on
  * paths that are slow already (a sleep, a wake-up system call, a stream
  * op, a launch), never per task. */
+struct sd_timeline;
 struct sd_wait_counters {
     _Alignas(SD_CACHELINE) _Atomic uint64_t wakeups;
     _Atomic uint64_t parks;
     _Atomic uint64_t handoffs;
+    struct sd_timeline *timeline; /* its device's: sleeps and wake-ups are marked there */
 };
 
 /* Counts `n` into one of a device's counters (NULL: nothing). */
 static inline void sd_count_wait(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+/* Marks a PARK, UNPARK or WAKEUP of the calling thread on the timeline of
+ * `counters`' device (profile.c; nothing while it does not record). */
+void sd_mark_wait(const struct sd_wait_counters *counters, enum simdev_mark mark);
+
+/* A wake-up system call about to be made: counted and marked. */
+static inline void sd_note_wakeup(struct sd_wait_counters *counters)
+{
+    sd_count_wait(&counters->wakeups, 1);
+    sd_mark_wait(counters, SIMDEV_MARK_WAKEUP);
+}
+
+/* The calling thread goes to sleep: counted and marked. */
+static inline void sd_note_park(struct sd_wait_counters *counters)
+{
+    sd_count_wait(&counters->parks, 1);
+    sd_mark_wait(counters, SIMDEV_MARK_PARK);
+}
+
+/* The calling thread is running again after a sleep sd_note_park noted. */
+static inline void sd_note_unpark(struct sd_wait_counters *counters)
+{
+    sd_mark_wait(counters, SIMDEV_MARK_UNPARK);
 }
 
 /* Makes `word`'s sleeps and wake-ups count in `counters`. Before the word
@@ -85,6 +113,9 @@ struct sd_budget {
 extern _Thread_local struct sd_budget *sd_tl_budget;
 /* The device thread running the job (set with sd_tl_budget), or NULL. */
 extern _Thread_local struct sd_worker *sd_tl_worker;
+/* The device thread this host thread is, in a job or idle (worker.c sets
+ * it for the thread's life: timeline marks name it), or NULL. */
+extern _Thread_local struct sd_worker *sd_tl_self;
 
 /* Bumps the sequence and wakes every parked waiter. */
 void sd_wake(struct sd_waitword *word);

@@ -4,7 +4,9 @@
  *
  * Owns: reading and zeroing a device's wait counters (bumped by park.c,
  * stream.c, event.c and launch.c on their slow paths) and the timeline:
- * its buffer, its marks, and stopping it while marks are being written.
+ * its buffer, its marks (a sleep or wake-up as the thread that made it,
+ * the device runtime's points: platform_mark), and stopping it while marks
+ * are being written.
  * Must not change what it observes.
  */
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 #include "simdev/fault.h"
 #include "simdev/park.h"
 #include "simdev/profile.h"
+#include "simdev/worker.h"
+#include "platform/platform.h"
 
 #define TIMELINE_MAX_ENTRIES (1u << 24)
 
@@ -37,6 +41,32 @@ int simdev_wait_stats_reset(int device)
     atomic_store_explicit(&dev->waits.parks, 0, memory_order_relaxed);
     atomic_store_explicit(&dev->waits.handoffs, 0, memory_order_relaxed);
     return 0;
+}
+
+/* Timelines recording, over every device: what platform_mark looks at. */
+_Atomic uint32_t platform_marking;
+
+/* Records `mark` (PARK, UNPARK, WAKEUP, POINT) as the calling thread if
+ * `t` records the marks `kind` (SIMDEV_TIMELINE_*) names. */
+static void mark_as_self(struct sd_timeline *t, uint32_t kind, enum simdev_mark mark, uint32_t op)
+{
+    if (!sd_timeline_on(t) || !(atomic_load_explicit(&t->extra, memory_order_relaxed) & kind))
+        return;
+    const struct sd_worker *w = sd_tl_self;
+    sd_mark_slow(t, mark, op, NULL, w ? w->is_core : SIMDEV_MARK_OTHER_THREAD, w ? w->index : 0);
+}
+
+void sd_mark_wait(const struct sd_wait_counters *counters, enum simdev_mark mark)
+{
+    if (counters->timeline)
+        mark_as_self(counters->timeline, SIMDEV_TIMELINE_WAITS, mark, 0);
+}
+
+void platform_mark_slow(uint32_t point)
+{
+    /* A device thread's own device: other threads mark nothing. */
+    if (sd_tl_self)
+        mark_as_self(&sd_tl_self->dev->timeline, SIMDEV_TIMELINE_POINTS, SIMDEV_MARK_POINT, point);
 }
 
 void sd_timeline_init(struct sd_timeline *t)
@@ -64,8 +94,14 @@ void sd_mark_slow(struct sd_timeline *t, enum simdev_mark mark, uint32_t op,
 
 int simdev_timeline_start(int device, size_t capacity)
 {
+    return simdev_timeline_start_with(device, capacity, 0);
+}
+
+int simdev_timeline_start_with(int device, size_t capacity, uint32_t extra)
+{
     struct sd_device *dev = sd_device_peek(device);
-    if (!dev || capacity == 0 || capacity > TIMELINE_MAX_ENTRIES)
+    if (!dev || capacity == 0 || capacity > TIMELINE_MAX_ENTRIES ||
+        (extra & ~(SIMDEV_TIMELINE_WAITS | SIMDEV_TIMELINE_POINTS)))
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct sd_timeline *t = &dev->timeline;
     pthread_mutex_lock(&t->lock);
@@ -77,7 +113,10 @@ int simdev_timeline_start(int device, size_t capacity)
     } else {
         t->capacity = capacity;
         atomic_store_explicit(&t->next, 0, memory_order_relaxed);
+        atomic_store_explicit(&t->extra, extra, memory_order_relaxed);
         atomic_store_explicit(&t->on, true, memory_order_seq_cst);
+        if (extra & SIMDEV_TIMELINE_POINTS)
+            atomic_fetch_add_explicit(&platform_marking, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&t->lock);
     return rc;
@@ -96,6 +135,8 @@ int simdev_timeline_stop(int device, struct simdev_timeline_entry *out, size_t c
         return PTO_RUNTIME_ERR_INVALID_STATE;
     }
     atomic_store_explicit(&t->on, false, memory_order_seq_cst);
+    if (atomic_load_explicit(&t->extra, memory_order_relaxed) & SIMDEV_TIMELINE_POINTS)
+        atomic_fetch_sub_explicit(&platform_marking, 1, memory_order_relaxed);
     /* acquire: pairs with each writer's release; a writer holds `active`
      * for one store, so this ends within microseconds */
     while (atomic_load_explicit(&t->active, memory_order_acquire))

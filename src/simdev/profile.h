@@ -20,6 +20,7 @@
 struct sd_timeline {
     pthread_mutex_t lock; /* orders start and stop */
     _Atomic bool on;
+    _Atomic uint32_t extra; /* SIMDEV_TIMELINE_* recorded besides ops, jobs, syncs */
     _Atomic uint32_t active; /* marks being written (stop waits them out) */
     _Atomic uint64_t next;   /* entries reserved */
     uint64_t capacity;

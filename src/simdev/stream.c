@@ -144,7 +144,7 @@ static void finish_op(struct simdev_stream *stream, struct sd_op *op, int after)
     /* Wake the syncs only when the nearest of their targets is reached:
      * one wake-up per sync, not one per op completed while it sleeps. */
     if (stream->drain_sleepers && stream->completed >= stream->drain_wake_at) {
-        sd_count_wait(&dev->waits.wakeups, 1);
+        sd_note_wakeup(&dev->waits);
         stream->drain_wake_at = UINT64_MAX; /* the ones not done set it again */
         pthread_cond_broadcast(&stream->idle_cond);
     }
@@ -224,7 +224,7 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
             stream->busy = false;
             if (stream->stopping) { /* its teardown waits for the executor */
                 if (stream->executor_asleep)
-                    sd_count_wait(&dev->waits.wakeups, 1);
+                    sd_note_wakeup(&dev->waits);
                 pthread_cond_signal(&stream->work_cond);
             }
             pthread_mutex_unlock(&stream->lock);
@@ -248,7 +248,7 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
             stream->busy = false;
             sd_count_wait(&dev->waits.handoffs, 1);
             if (stream->executor_asleep)
-                sd_count_wait(&dev->waits.wakeups, 1);
+                sd_note_wakeup(&dev->waits);
             pthread_cond_signal(&stream->work_cond);
             pthread_mutex_unlock(&stream->lock);
             return;
@@ -270,7 +270,7 @@ void sd_stream_post_work(struct simdev_stream *stream, struct sd_work *work)
     stream->work_tail = work;
     sd_count_wait(&stream->dev->waits.handoffs, 1);
     if (stream->executor_asleep)
-        sd_count_wait(&stream->dev->waits.wakeups, 1);
+        sd_note_wakeup(&stream->dev->waits);
     pthread_cond_signal(&stream->work_cond);
     pthread_mutex_unlock(&stream->lock);
 }
@@ -305,10 +305,11 @@ static void *executor_main(void *arg)
          * stops drained */
         while (!stream->work_head && !(stream->head && !stream->busy) &&
                !(stream->stopping && !stream->head && !stream->busy)) {
-            sd_count_wait(&dev->waits.parks, 1);
+            sd_note_park(&dev->waits);
             stream->executor_asleep = true;
             pthread_cond_wait(&stream->work_cond, &stream->lock);
             stream->executor_asleep = false;
+            sd_note_unpark(&dev->waits);
         }
         if (stream->work_head) {
             struct sd_work *work = stream->work_head;
@@ -398,7 +399,7 @@ void sd_stream_wake_locked(struct simdev_stream *stream)
 {
     sd_count_wait(&stream->dev->waits.handoffs, 1);
     if (stream->executor_asleep)
-        sd_count_wait(&stream->dev->waits.wakeups, 1);
+        sd_note_wakeup(&stream->dev->waits);
     pthread_cond_signal(&stream->work_cond);
 }
 
@@ -521,12 +522,13 @@ static int stream_drain(struct simdev_stream *stream)
     if (stream->completed < target)
         sd_count_wait(&counters->handoffs, 1);
     while (stream->completed < target) {
-        sd_count_wait(&counters->parks, 1);
+        sd_note_park(counters);
         if (!stream->drain_sleepers || target < stream->drain_wake_at)
             stream->drain_wake_at = target;
         stream->drain_sleepers++;
         pthread_cond_wait(&stream->idle_cond, &stream->lock);
         stream->drain_sleepers--;
+        sd_note_unpark(counters);
     }
     int status = stream->carried_status;
     stream->carried_status = 0;

@@ -93,6 +93,7 @@ static void *worker_main(void *arg)
     snprintf(name, sizeof name, "simdev%d %s%u", w->dev->id, w->is_core ? "core" : "aicpu",
              w->index);
     (void)pthread_setname_np(pthread_self(), name);
+    sd_tl_self = w;
     for (;;) {
         sd_wait(sd_worker_word(w), worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0, NULL);
         /* acquire: pairs with the release store in job_hand_out (launch.c) */

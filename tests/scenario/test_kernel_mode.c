@@ -22,6 +22,7 @@
 #include "simpler/simpler.h"
 #include "pm_support.h"
 #include "simpler/simdev_fault.h"
+#include "simpler/simdev_profile.h"
 
 #include "km_support.h"
 
@@ -58,6 +59,103 @@ static void test_two_eager_launches_compute_exactly_and_their_args_are_free_at_r
     km_bufs_free(&b2);
     assert_int_equal(simdev_stream_destroy(s), 0);
     pm_close(ctx);
+}
+
+/* ---------------------------------------------------------------- profile */
+
+static int entry_by_ns(const void *a, const void *b)
+{
+    const struct simdev_timeline_entry *x = a, *y = b;
+    return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+/* The POINT marks `point` of e[0..n): how many, the first and last index
+ * (n when none); each made by a core (`by` 1), an AICPU thread (0), or
+ * either (2: a step, which runs on whichever device thread is awake). */
+struct points {
+    size_t count, first, last;
+};
+
+static struct points points_of(const struct simdev_timeline_entry *e, size_t n,
+                               enum simdev_point point, uint32_t by)
+{
+    struct points p = {0, n, n};
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].mark != SIMDEV_MARK_POINT || e[i].op != (uint32_t)point)
+            continue;
+        assert_true(e[i].core <= 1); /* only device threads mark points */
+        if (by < 2)
+            assert_int_equal(e[i].core, by); /* the wrong kind of thread marked it */
+        if (p.count++ == 0)
+            p.first = i;
+        p.last = i;
+    }
+    return p;
+}
+
+/*
+ * With SIMDEV_TIMELINE_POINTS, a round marks its protocol (the per-hop
+ * table of bench_kernel reads them): every core joins once and is rung
+ * out once; each dispatch runs one kernel on a core; the handshake is done
+ * before the first dispatch, every completion comes after a kernel ended,
+ * the exits and the watch's end after the last completion. A count off by
+ * one means a point marked twice or on a path that does not run; an order
+ * broken means a mark in the wrong place.
+ */
+static void test_a_round_marks_each_protocol_point_where_it_happens(void **state)
+{
+    (void)state;
+    struct simpler_context *ctx;
+    simdev_stream_t s;
+    struct km_bufs b;
+    km_opening(&ctx, &s, &b, km_open(), 1024, 0.0f);
+    struct simdev_config config;
+    assert_int_equal(simdev_device_get_config(0, &config), 0);
+    uint32_t cores = config.aic_cores + config.aiv_cores;
+    struct km_args a;
+    km_args_make(&a, &b, 2.0f, 0.5f, 0, 1);
+    enum { CAP = 4096 };
+    struct simdev_timeline_entry *e = malloc(CAP * sizeof *e);
+    assert_non_null(e);
+    assert_int_equal(simdev_timeline_start_with(0, CAP, SIMDEV_TIMELINE_POINTS), 0);
+    assert_int_equal(simpler_kernel_mode_launch(ctx, 0, &a.args, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, CAP, &n, &dropped), 0);
+    assert_int_equal(dropped, 0);
+    assert_true(km_bufs_hold(&b, 0.0f, 2.0f, 0.5f, 1.0f));
+    qsort(e, n, sizeof e[0], entry_by_ns);
+    struct points submit = points_of(e, n, SIMDEV_POINT_SUBMIT, 0);
+    struct points dispatch = points_of(e, n, SIMDEV_POINT_DISPATCH, 2);
+    struct points begin = points_of(e, n, SIMDEV_POINT_KERNEL_BEGIN, 1);
+    struct points end = points_of(e, n, SIMDEV_POINT_KERNEL_END, 1);
+    struct points join = points_of(e, n, SIMDEV_POINT_CORE_JOIN, 1);
+    struct points open = points_of(e, n, SIMDEV_POINT_SCHED_OPEN, 0);
+    struct points done = points_of(e, n, SIMDEV_POINT_SCHED_DONE, 0);
+    struct points complete = points_of(e, n, SIMDEV_POINT_COMPLETE, 2);
+    struct points exits = points_of(e, n, SIMDEV_POINT_CORE_EXIT, 2);
+    assert_true(submit.count >= 1);
+    assert_true(dispatch.count >= 1);
+    assert_int_equal(begin.count, dispatch.count);
+    assert_int_equal(end.count, dispatch.count);
+    assert_true(complete.count >= 1 && complete.count <= dispatch.count);
+    assert_int_equal(join.count, cores);
+    assert_int_equal(exits.count, cores);
+    assert_true(open.count >= 1);
+    assert_int_equal(done.count, open.count);
+    uint64_t joined = 0;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].mark == SIMDEV_MARK_POINT && e[i].op == SIMDEV_POINT_CORE_JOIN)
+            joined |= UINT64_C(1) << e[i].thread;
+    assert_int_equal(joined, (UINT64_C(1) << cores) - 1); /* each core once */
+    assert_true(open.first < dispatch.first);
+    assert_true(dispatch.first < begin.first);
+    assert_true(end.first < complete.first && end.last < complete.last);
+    assert_true(complete.last < exits.first);
+    assert_true(complete.last < done.last);
+    free(e);
+    km_closing(ctx, s, &b);
 }
 
 /* ------------------------------------------------------------------ errors */
@@ -731,6 +829,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         SIMPLER_TEST(test_two_eager_launches_compute_exactly_and_their_args_are_free_at_return),
+        SIMPLER_TEST(test_a_round_marks_each_protocol_point_where_it_happens),
         SIMPLER_TEST(test_a_failing_round_reaches_the_callers_sync_and_the_next_launch_works),
         SIMPLER_TEST(test_good_failing_good_without_a_sync_skips_the_third_round_whole),
         SIMPLER_TEST(test_rounds_without_scalars_or_without_any_argument_run),

@@ -200,6 +200,21 @@ static void handoffs_count_each_op_job_and_end(void **state)
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
+/* A stream on a device that never spins, once every worker and the
+ * stream's executor sleep: 2 AICPU threads, CORES cores, 1 executor. */
+static simdev_stream_t stream_on_a_sleeping_device(void)
+{
+    struct simdev_config config = ts_small_config();
+    config.spin_ns = 0;
+    ts_device_setup_config(&config);
+    simdev_stream_t s = ts_new_stream();
+    struct simdev_wait_stats w;
+    do
+        assert_int_equal(simdev_wait_stats(0, &w), 0);
+    while (w.parks < 2 + CORES + 1);
+    return s;
+}
+
 /* A worker asleep when its job comes costs exactly the wake-up of it: on a
  * device that never spins (spin 0), once every worker slept, a one-thread
  * AICPU launch wakes one worker, and the worker and the stream's executor
@@ -207,17 +222,8 @@ static void handoffs_count_each_op_job_and_end(void **state)
 static void a_sleeping_worker_costs_one_wakeup(void **state)
 {
     (void)state;
-    struct simdev_config config = ts_small_config();
-    config.spin_ns = 0;
-    ts_device_setup_config(&config);
-    simdev_stream_t s = ts_new_stream();
+    simdev_stream_t s = stream_on_a_sleeping_device();
     struct simdev_wait_stats w;
-    /* every worker and the executor asleep: 2 AICPU threads, CORES cores, 1 executor */
-    for (;;) {
-        assert_int_equal(simdev_wait_stats(0, &w), 0);
-        if (w.parks >= 2 + CORES + 1)
-            break;
-    }
     assert_int_equal(simdev_wait_stats_reset(0), 0);
     _Atomic uint64_t counter = 0;
     struct ts_count_args args = {&counter, TS_COUNT_MAGIC};
@@ -229,6 +235,77 @@ static void a_sleeping_worker_costs_one_wakeup(void **state)
      * (job end) and the sync's */
     assert_true(w.wakeups >= 1 && w.wakeups <= 4);
     assert_true(w.handoffs >= 3 && w.handoffs <= 4); /* op, job, end (+ sync) */
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+/*
+ * With SIMDEV_TIMELINE_WAITS, every sleep and wake-up is marked as the
+ * thread that made it. On a device that never spins, once every thread
+ * slept, a one-thread AICPU launch must wake an AICPU thread: the marks
+ * show a WAKEUP, then that thread's UNPARK, then its job. Per thread, a
+ * sleep and its end alternate (a thread's first mark may end a sleep begun
+ * before the timeline started), and a mark is made after its count, so
+ * the counters read after the stop hold at least as many. A missing or
+ * misnamed mark would send the per-hop table's reader to the wrong thread.
+ */
+static void sleeps_and_wakeups_are_marked_by_the_thread_that_made_them(void **state)
+{
+    (void)state;
+    simdev_stream_t s = stream_on_a_sleeping_device();
+    struct simdev_wait_stats w;
+    assert_int_equal(simdev_timeline_start_with(0, 256, 4), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    assert_int_equal(simdev_timeline_start_with(0, 256, SIMDEV_TIMELINE_WAITS), 0);
+    _Atomic uint64_t counter = 0;
+    struct ts_count_args args = {&counter, TS_COUNT_MAGIC};
+    assert_int_equal(simdev_launch_aicpu(s, ts_magic_count_fn, 1, &args, sizeof args), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    struct simdev_timeline_entry e[256];
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, 256, &n, &dropped), 0);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(simdev_wait_stats(0, &w), 0);
+    assert_int_equal(ts_load_u64(&counter), 1);
+    qsort(e, n, sizeof e[0], by_ns);
+    size_t wakeups = count_marks(e, n, SIMDEV_MARK_WAKEUP, -1);
+    size_t parks = count_marks(e, n, SIMDEV_MARK_PARK, -1);
+    assert_true(wakeups >= 1 && wakeups <= w.wakeups);
+    assert_true(parks <= w.parks);
+    assert_int_equal(count_marks(e, n, SIMDEV_MARK_POINT, -1), 0); /* not asked for */
+    /* The AICPU thread that ran the job: woken (a WAKEUP before it), then
+     * running again, then its job. */
+    size_t job = n, unpark = n, wake = n;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].mark == SIMDEV_MARK_JOB_BEGIN && job == n)
+            job = i;
+    assert_true(job < n);
+    assert_int_equal(e[job].core, 0);
+    for (size_t i = 0; i < job; i++)
+        if (e[i].mark == SIMDEV_MARK_UNPARK && e[i].core == 0 && e[i].thread == e[job].thread)
+            unpark = i;
+    assert_true(unpark < job);
+    for (size_t i = 0; i < unpark; i++)
+        if (e[i].mark == SIMDEV_MARK_WAKEUP && wake == n)
+            wake = i;
+    assert_true(wake < unpark);
+    /* Per thread: PARK and UNPARK alternate, a leading UNPARK allowed. */
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].mark != SIMDEV_MARK_PARK && e[i].mark != SIMDEV_MARK_UNPARK)
+            continue;
+        assert_null(e[i].stream);
+        assert_true(e[i].core <= SIMDEV_MARK_OTHER_THREAD);
+        for (size_t j = i + 1; j < n; j++) {
+            if ((e[j].mark != SIMDEV_MARK_PARK && e[j].mark != SIMDEV_MARK_UNPARK) ||
+                e[j].core != e[i].core || e[j].thread != e[i].thread)
+                continue;
+            /* the other threads' marks share core and thread: only the
+             * device's own threads are told apart */
+            if (e[i].core != SIMDEV_MARK_OTHER_THREAD)
+                assert_int_not_equal(e[j].mark, e[i].mark);
+            break;
+        }
+    }
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
@@ -295,6 +372,7 @@ int main(void)
         SIMPLER_TEST(timeline_refusals_change_nothing),
         SIMPLER_TEST(handoffs_count_each_op_job_and_end),
         SIMPLER_TEST(a_sleeping_worker_costs_one_wakeup),
+        SIMPLER_TEST(sleeps_and_wakeups_are_marked_by_the_thread_that_made_them),
         SIMPLER_TEST(a_chain_across_streams_wakes_nobody_but_the_syncing_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
