@@ -819,7 +819,8 @@ static const char *point_name(uint32_t point)
 {
     static const char *const names[] = {"submits",      "dispatches",   "kernel begins",
                                         "kernel ends",  "completes",    "joins the round",
-                                        "handshake done", "rings exit", "watch ends"};
+                                        "handshake done", "rings exit", "watch ends",
+                                        "leaves a core's round"};
     return point < sizeof names / sizeof names[0] ? names[point] : "point";
 }
 

@@ -71,7 +71,13 @@ inline Touch(r) {
 }
 inline Untouch() { touching-- }
 
-/* The scheduler's half of the rendezvous (scheduler.c), inside Program. */
+/* The scheduler's half of the rendezvous (scheduler.c), inside Program.
+ * A waiting scheduler does not block on its core: it opens at once and a
+ * step sees the core join (rt_sched_see_joins); at the round's end, or at
+ * the watchdog's stall, it leaves the word (rt_sched_leave_waiting), whose
+ * compare-and-swap finds JOINED instead when the core loop came first.
+ * Either way it is the choice below: see JOINED, or leave while still
+ * SCHED_ARRIVED, at any time. */
 inline SchedHalf(r, joined, waiting) {
     Touch(r);
     atomic {                                   /* rt_rendezvous_arrive */

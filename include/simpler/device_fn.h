@@ -32,8 +32,9 @@ extern "C" {
  * completed it). Per round: CORE_JOIN (a core loop arrived at the round),
  * SCHED_OPEN (a scheduler's handshake joined all its cores), CORE_EXIT (a
  * scheduler rang a core's exit), SCHED_DONE (a scheduler's watch saw the
- * run end). A point marked while no timeline records costs one relaxed
- * load.
+ * run end), CORE_LEAVE (a scheduler left the round of a core loop that had
+ * not joined: the round ended first, or the run failed; such a core is not
+ * rung). A point marked while no timeline records costs one relaxed load.
  */
 enum simdev_point {
     SIMDEV_POINT_SUBMIT = 0,
@@ -45,6 +46,7 @@ enum simdev_point {
     SIMDEV_POINT_SCHED_OPEN,
     SIMDEV_POINT_CORE_EXIT,
     SIMDEV_POINT_SCHED_DONE,
+    SIMDEV_POINT_CORE_LEAVE,
 };
 
 /* ---------------------------------------------------- device-side contexts */

@@ -252,7 +252,7 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     enum rt_rendezvous_arrival arrival =
         rt_rendezvous_arrive(rendezvous, la.generation, RT_RENDEZVOUS_CORE);
     if (arrival == RT_RENDEZVOUS_PARTNER_LEFT)
-        return 0; /* the scheduler gave up on this core: the run has failed */
+        return 0; /* the round ended without this core loop, or the run failed */
     bool joined = arrival == RT_RENDEZVOUS_JOINED;
     /* Hello, after arriving: the condition write wakes a scheduler waiting
      * for the JOINED state (it reads the cond sequence before the word). */
@@ -268,6 +268,11 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
             return 0; /* left the round: its AICPU half never came, and reports that */
         if (rc == 2) {
             start_fetching(run, ctx, &owner, &fetch);
+            /* Its scheduler opened without waiting for this core loop
+             * (scheduler.c, handshake): a step sees it joined now, and
+             * gives it what is queued or held for it (a cluster task
+             * waiting for its last core). */
+            rt_sched_kick(run, owner);
             continue;
         }
         if (rc != 0)

@@ -167,12 +167,14 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
             return any;
         struct rt_slot *s = S->held[shape];
         if (s) {
-            if (queue || n < s->block_num)
-                return any; /* the held sync-start task waits for idle units */
+            /* A held sync-start task waits for enough idle units; any held
+             * task for every owned core to have joined. */
+            if (queue || S->waiting || (s->sync_start && n < s->block_num))
+                return any;
             S->held[shape] = NULL;
         } else {
             s = NULL;
-            if (!queue && S->index == run->sync_owner[shape])
+            if (!queue && !S->waiting && S->index == run->sync_owner[shape])
                 s = rt_rq_pop(&run->sync_ready[shape]);
             if (s && n < s->block_num) {
                 /* Hold it, and give this shape's units to nothing else
@@ -184,6 +186,13 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
                 s = rt_rq_pop(&run->ready[shape]);
             if (!s)
                 return any;
+            if (S->waiting && !rt_slot_plain(s)) {
+                /* Wide work (SPMD, a cluster) waits until every owned core
+                 * has joined the round, so that its first wave takes them
+                 * all; the last core to join kicks a step. */
+                S->held[shape] = s;
+                return any;
+            }
         }
         if (pass == UNITS_AWAKE && s->block_num > 1 && !s->sync_start)
             n = rt_sched_free_units(S, shape, UNITS_ANY, units); /* wide work: every idle core */
@@ -327,6 +336,8 @@ void rt_sched_step(struct sched *S)
     bool phases = run->config.trace_level >= 3;
     uint64_t phase_begin = RT_TRACE_CLOCK(phases);
     bool progress = false;
+    if (S->waiting)
+        rt_sched_see_joins(S);
     for (uint32_t i = 0; i < S->core_count; i++) {
         progress |= poll_core(S, &S->cores[i]);
         if (S->released.count) {
@@ -359,6 +370,10 @@ void rt_sched_exit_cores(struct sched *S)
     if (S->exited)
         return;
     S->exited = true;
+    /* A core loop that has not joined by now is left: if it ever starts it
+     * returns at once, and no ring can be missed (a JOINED one is rung
+     * below). */
+    rt_sched_leave_waiting(S);
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
         if (!c->joined)

@@ -57,6 +57,18 @@ static bool mate_to_spare(const struct sched *S, const struct sched_core *c, uin
            plain_work_only(S, shape) && rt_fetcher_awake(S->run, type, c->id);
 }
 
+/* True when an owned core of `type` has not joined the round yet (its
+ * core loop is starting: the scheduler opened without waiting for it). A
+ * task is then not queued behind a busy core: that core may run a long
+ * kernel, and the joining core kicks a step that gives it the task. */
+static bool waiting_of_type(const struct sched *S, uint32_t type)
+{
+    for (uint32_t i = 0; i < S->core_count && S->waiting; i++)
+        if (S->cores[i].waiting && S->cores[i].type == type)
+            return true;
+    return false;
+}
+
 uint32_t rt_sched_free_units(struct sched *S, uint32_t shape, enum unit_pass pass,
                              uint32_t *units)
 {
@@ -66,13 +78,15 @@ uint32_t rt_sched_free_units(struct sched *S, uint32_t shape, enum unit_pass pas
     if (shape == RT_SHAPE_MIX) {
         for (uint32_t k = 0; k < S->cluster_count && pass != UNITS_QUEUE; k++) {
             uint32_t *cl = S->clusters[k];
-            if (sched_core_idle(&S->cores[cl[0]]) && sched_core_idle(&S->cores[cl[1]]) &&
-                sched_core_idle(&S->cores[cl[2]]))
+            if (sched_core_free(&S->cores[cl[0]]) && sched_core_free(&S->cores[cl[1]]) &&
+                sched_core_free(&S->cores[cl[2]]))
                 units[n++] = k;
         }
         return n;
     }
     uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
+    if (pass == UNITS_QUEUE && waiting_of_type(S, type))
+        return 0; /* a core of the type is still joining: it takes the task */
     uint32_t parked[SIMDEV_MAX_CORES], n_parked = 0;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
@@ -81,7 +95,7 @@ uint32_t rt_sched_free_units(struct sched *S, uint32_t shape, enum unit_pass pas
         if (pass == UNITS_QUEUE) {
             if (sched_core_can_queue(c))
                 units[n++] = i;
-        } else if (sched_core_idle(c)) {
+        } else if (sched_core_free(c)) {
             if (!sched_core_parked(c))
                 units[n++] = i;
             else if (pass == UNITS_ANY && !mate_to_spare(S, c, type, shape))

@@ -3,8 +3,9 @@
  * handshake with their core loops.
  *
  * Owns: which cores a scheduler owns (its state's cores and clusters), the
- * handshake that joins each core's round (rendezvous.c) with the hello
- * wait, the exit of the cores of a scheduler that never saw the run, and
+ * handshake that arrives at each core's round (rendezvous.c) and the
+ * joins a step sees after it, leaving the round of a core loop that never
+ * came, the exit of the cores of a scheduler that never saw the run, and
  * rt_schedule, the thread's life: handshake, then the own thread's watch
  * (watchdog.c), then the exit of its cores (dispatch.c).
  *
@@ -33,7 +34,6 @@
 #include "runtime/runtime.h"
 #include "runtime/scheduler.h"
 #include "runtime/step_token.h"
-#include "runtime/wait.h"
 #include "runtime/watchdog.h"
 #include "simpler/status.h"
 
@@ -75,64 +75,60 @@ static void sched_init(struct sched *S, struct rt_run *run, uint32_t index)
 
 /* ------------------------------------------------------------- protocol */
 
-/* Leaves the round of every core still waiting for its core loop; a core
- * that joined meanwhile stays joined. True when some core is not in the
- * round (it left, or this call left it). */
-static bool leave_waiting(struct sched *S, bool missing)
+void rt_sched_see_joins(struct sched *S)
 {
     struct rt_run *run = S->run;
-    for (uint32_t i = 0; i < S->core_count; i++) {
+    for (uint32_t i = 0; i < S->core_count && S->waiting; i++) {
+        struct sched_core *c = &S->cores[i];
+        if (c->waiting && rt_rendezvous_joined(&run->rendezvous[c->id], run->generation)) {
+            c->waiting = false;
+            c->joined = true;
+            S->waiting--;
+        }
+    }
+}
+
+bool rt_sched_leave_waiting(struct sched *S)
+{
+    struct rt_run *run = S->run;
+    bool left = false;
+    for (uint32_t i = 0; i < S->core_count && S->waiting; i++) {
         struct sched_core *c = &S->cores[i];
         if (!c->waiting)
             continue;
         c->waiting = false;
+        S->waiting--;
         /* model: round_gate.pml, rt_rendezvous_leave in SchedHalf */
         if (rt_rendezvous_leave(&run->rendezvous[c->id], run->generation,
-                                RT_RENDEZVOUS_SCHED))
-            missing = true;
-        else
+                                RT_RENDEZVOUS_SCHED)) {
+            platform_mark(SIMDEV_POINT_CORE_LEAVE);
+            left = true;
+        } else {
             c->joined = true;
-    }
-    return missing;
-}
-
-struct hello_wait {
-    struct sched *S;
-    uint32_t waiting; /* owned cores whose core loop has not arrived */
-    int32_t code;     /* a latched error that ended the wait */
-};
-
-/* Marks the waiting cores whose core loop has arrived JOINED; done when
- * none is left, or when the run failed. */
-static bool hellos_done(void *arg)
-{
-    struct hello_wait *w = arg;
-    struct sched *S = w->S;
-    for (uint32_t i = 0; i < S->core_count; i++) {
-        struct sched_core *c = &S->cores[i];
-        if (c->waiting &&
-            rt_rendezvous_joined(&S->run->rendezvous[c->id], S->run->generation)) {
-            c->waiting = false;
-            c->joined = true;
-            w->waiting--;
         }
     }
-    return w->waiting == 0 || (w->code = rt_error(S->run)) != 0;
+    return left;
 }
 
-/* Joins the round of every owned core (rendezvous.c): arrives on each
- * core's word, then waits until each core loop has arrived too, up to the run's
- * sched_timeout_ms. Who ends the wait: a core loop's arrival (its hello
- * bumps the device's cond sequence after it joined), a latched error, or
- * the deadline, at which the waiting cores' rounds are left, so a core loop
- * that starts later ends at once. Returns 0 or an error code (latched by
- * the caller); a core not in the round is the stall class
- * CORES_NOT_STARTED. */
+/*
+ * Arrives on the rendezvous word of every owned core (rendezvous.c). A
+ * core loop already there is JOINED now; the others are waiting
+ * (sched_core.waiting) and join when their core loop arrives, which a
+ * step sees (rt_sched_see_joins) — the core loop kicks its scheduler's
+ * step once it has joined. The scheduler opens at once rather than wait
+ * for the last core loop: cores that have joined take tasks while the
+ * others are still starting (measured, one-task kernel-mode round: the
+ * wait for the slowest of three cores, asleep, cost 15-25 us before the
+ * first dispatch). A core loop that has not joined when the round ends is
+ * left then (rt_sched_exit_cores); one that never comes while the run
+ * cannot progress without it is the watchdog's stall class
+ * CORES_NOT_STARTED (watchdog.c). Returns 0, or the error code (latched
+ * by the caller) when a core loop left before this scheduler arrived: it
+ * will not run this round's tasks.
+ */
 static int32_t handshake(struct sched *S)
 {
     struct rt_run *run = S->run;
-    uint64_t deadline = platform_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
-    uint32_t waiting = 0;
     bool missing = false;
     for (uint32_t i = 0; i < S->core_count; i++) {
         struct sched_core *c = &S->cores[i];
@@ -146,18 +142,10 @@ static int32_t handshake(struct sched *S)
         c->joined = a == RT_RENDEZVOUS_JOINED;
         c->waiting = a == RT_RENDEZVOUS_WAITING;
         missing |= a == RT_RENDEZVOUS_PARTNER_LEFT;
-        waiting += c->waiting;
+        S->waiting += c->waiting;
     }
-    struct hello_wait w = {S, waiting, 0};
-    if (waiting &&
-        rt_wait_until(run->device, RT_WAIT_COND, hellos_done, &w, &deadline) ==
-            PTO_RUNTIME_ERR_DEVICE_LOST)
-        w.code = SIMPLER_SCHED_ERR_TIMEOUT;
-    int32_t code = w.code;
-    missing = leave_waiting(S, missing);
-    if (code)
-        return code;
     if (missing) {
+        rt_sched_leave_waiting(S);
         atomic_store_explicit(&run->stall_class, RT_STALL_CORES_NOT_STARTED,
                               memory_order_relaxed);
         return SIMPLER_SCHED_ERR_TIMEOUT;

@@ -86,7 +86,8 @@ struct sched {
     struct sched_core cores[SIMDEV_MAX_CORES];
     uint32_t cluster_count;
     uint32_t clusters[SIMDEV_MAX_CORES][3]; /* indices into cores: AIC, AIV0, AIV1 */
-    struct rt_slot *held[RT_SHAPES];        /* a sync-start task waiting for room */
+    struct rt_slot *held[RT_SHAPES];        /* a sync-start task waiting for room, or
+                                               wide work for every core to join */
     /* Subtasks this scheduler dispatched: written by the token's holder,
      * read (relaxed) by the watchdog without the token. */
     _Atomic uint64_t dispatched;
@@ -96,12 +97,20 @@ struct sched {
     uint64_t backlog_since[RT_SHAPES]; /* when a step first saw RT_WAKE_BACKLOG queued; 0: not */
     uint64_t task_ns; /* running mean of a dispatch's time on a core; 0: none finished yet */
     bool exited; /* every owned core has been rung EXIT (rt_sched_exit_cores) */
+    uint32_t waiting; /* owned cores with `waiting` set: their core loop not yet JOINED */
 };
 
 /* True when nothing is in flight on core `c`. */
 static inline bool sched_core_idle(const struct sched_core *c)
 {
     return c->done_reg == c->next_reg;
+}
+
+/* Idle and in the round: a step may ring it. A core whose core loop has
+ * not joined yet (sched_core.waiting) is idle but not free. */
+static inline bool sched_core_free(const struct sched_core *c)
+{
+    return c->joined && sched_core_idle(c);
 }
 
 /* Busy, with room for one more id behind the running one. */
@@ -114,6 +123,16 @@ static inline bool sched_core_can_queue(const struct sched_core *c)
 /* Scheduler thread `index` of run->schedulers: the handshake with its
  * cores, its watch until the run ends (watchdog.c), their exit. */
 void rt_schedule(struct rt_run *run, uint32_t index);
+
+/* Marks JOINED the waiting cores whose core loop has arrived since (a step
+ * calls it while S->waiting; the token's holder only). */
+void rt_sched_see_joins(struct sched *S);
+
+/* Leaves the round of every core still waiting for its core loop (a core
+ * that joined meanwhile is marked JOINED instead): at the round's end,
+ * before its exits are rung, or when the run fails. True when some core
+ * was left (its core loop, if it ever starts, returns at once). */
+bool rt_sched_leave_waiting(struct sched *S);
 
 /* For a scheduler that never saw the run initialised: settles the round of
  * every core it would have owned (ends a waiting core loop, leaves the

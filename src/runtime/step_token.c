@@ -75,11 +75,13 @@ static bool queues_maybe_nonempty(struct rt_run *run)
     return false;
 }
 
-/* True when some owned core is idle or can take a pending task. */
+/* True when some owned core is free or can take a pending task. A core
+ * loop that has not joined yet is no room: it kicks a step once it has
+ * (core_loop.c). */
 static bool has_room(const struct sched *S)
 {
     for (uint32_t i = 0; i < S->core_count; i++)
-        if (sched_core_idle(&S->cores[i]) || sched_core_can_queue(&S->cores[i]))
+        if (sched_core_free(&S->cores[i]) || sched_core_can_queue(&S->cores[i]))
             return true;
     return false;
 }

@@ -43,6 +43,9 @@ static bool work_visible(struct sched *S)
 static uint32_t classify_stall(struct sched *S)
 {
     struct rt_run *run = S->run;
+    rt_sched_see_joins(S);
+    if (S->waiting)
+        return RT_STALL_CORES_NOT_STARTED; /* an owned core loop never joined */
     if (any_running(S) || atomic_load_explicit(&run->cores_running, memory_order_relaxed))
         return RT_STALL_RUNNING; /* this thread's cores or another's */
     if (work_visible(S))
