@@ -307,6 +307,14 @@ enum simdev_batch_kind {
     SIMDEV_BATCH_HOST_FN,        /* simdev_launch_host_func: host_fn, user_data */
     SIMDEV_BATCH_SEM_ACQUIRE,    /* simdev_stream_sem_acquire: sem */
     SIMDEV_BATCH_SEM_RELEASE,    /* simdev_stream_sem_release: sem */
+    /* simdev_launch_aicpu of one thread (thread_count 1, other fields as
+     * SIMDEV_BATCH_AICPU) whose function is brief: it returns within
+     * microseconds and never waits for other device work (a launch, a
+     * core, an event, a semaphore). simdev may run it on the thread that
+     * starts the op, as thread 0 of a one-thread launch on a free AICPU
+     * thread, rather than hand it to that thread: no hand-off, no
+     * wake-up. Counted, checked, faulted and captured as a launch. */
+    SIMDEV_BATCH_AICPU_BRIEF,
 };
 struct simdev_batch_op {
     enum simdev_batch_kind kind;

@@ -75,10 +75,13 @@ static bool round_has(const struct rt_chain_round *round, enum rt_chain_step ste
     }
 }
 
-/* The op of an AICPU launch of the round. */
-static struct simdev_batch_op aicpu_op(const struct rt_chain_aicpu *l)
+/* The op of an AICPU launch of the round; `brief`: one thread that
+ * returns at once and waits for nothing (round begin, the status op),
+ * which simdev may run where the op starts, without a hand-off. */
+static struct simdev_batch_op aicpu_op(const struct rt_chain_aicpu *l, bool brief)
 {
-    return (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICPU,
+    return (struct simdev_batch_op){.kind = brief && l->threads == 1 ? SIMDEV_BATCH_AICPU_BRIEF
+                                                                     : SIMDEV_BATCH_AICPU,
                                     .aicpu_fn = l->fn,
                                     .thread_count = l->threads,
                                     .args = l->args,
@@ -116,7 +119,7 @@ static simdev_stream_t step_op(const struct chain_call *c, enum rt_chain_step st
             .kind = SIMDEV_BATCH_MEMSET, .dev_ptr = r->rendezvous, .bytes = r->rendezvous_bytes};
         return ch->aicpu;
     case RT_CHAIN_ROUND_BEGIN: /* clears the round state, holding the gate */
-        *op = aicpu_op(&r->begin);
+        *op = aicpu_op(&r->begin, true);
         return ch->aicpu;
     case RT_CHAIN_IMAGE: /* behind the previous round's program (this stream's
                           * order), ahead of this round's core loop */
@@ -146,7 +149,7 @@ static simdev_stream_t step_op(const struct chain_call *c, enum rt_chain_step st
         return ch->aicore;
     case RT_CHAIN_PROGRAM: /* fails with the round's status, so the caller's
                             * stream carries a failed round's code */
-        *op = aicpu_op(&r->program);
+        *op = aicpu_op(&r->program, false);
         return ch->aicpu;
     case RT_CHAIN_AICPU_WAIT_CORE: /* the next round's AICPU half waits for this core loop */
         *op = event_op(SIMDEV_BATCH_WAIT, ch->aicore_done);
@@ -154,7 +157,7 @@ static simdev_stream_t step_op(const struct chain_call *c, enum rt_chain_step st
     case RT_CHAIN_STATUS: /* before the release: no later round can overwrite
                            * the result block first; its failure reaches the
                            * caller through aicpu_done */
-        *op = aicpu_op(&r->status);
+        *op = aicpu_op(&r->status, true);
         return ch->aicpu;
     case RT_CHAIN_GATE_RELEASE: /* model: round_gate.pml, ReleaseGate — after the
                                  * status op read the result block, after the
@@ -194,6 +197,7 @@ static int enqueue_one(const struct rt_launch_ops *ops, simdev_stream_t stream,
     case SIMDEV_BATCH_COPY:
         return ops->memcpy_async(op->dev_ptr, op->src, op->bytes, op->copy_kind, stream);
     case SIMDEV_BATCH_AICPU:
+    case SIMDEV_BATCH_AICPU_BRIEF: /* one op at a time: a plain launch */
         return ops->launch_aicpu(stream, op->aicpu_fn, op->thread_count, op->args,
                                  op->args_size);
     case SIMDEV_BATCH_AICORE:

@@ -58,8 +58,10 @@ static int args_check(struct simdev_stream *stream, const struct simdev_batch_op
     case SIMDEV_BATCH_WAIT:
         return op->event && op->event->dev == dev ? 0 : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     case SIMDEV_BATCH_AICPU:
+    case SIMDEV_BATCH_AICPU_BRIEF:
         return op->aicpu_fn && op->thread_count && launch_args_ok(op->args, op->args_size) &&
-                       op->thread_count <= dev->config.aicpu_threads
+                       op->thread_count <= dev->config.aicpu_threads &&
+                       (op->kind == SIMDEV_BATCH_AICPU || op->thread_count == 1)
                    ? 0
                    : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     case SIMDEV_BATCH_AICORE:
@@ -111,7 +113,10 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
     case SIMDEV_BATCH_WAIT:
         return (struct sd_op){.type = SD_OP_WAIT};
     case SIMDEV_BATCH_AICPU:
-        return (struct sd_op){.type = SD_OP_AICPU, .u.aicpu = {op->aicpu_fn, op->thread_count}};
+    case SIMDEV_BATCH_AICPU_BRIEF:
+        return (struct sd_op){.type = SD_OP_AICPU,
+                              .u.aicpu = {op->aicpu_fn, op->thread_count,
+                                          op->kind == SIMDEV_BATCH_AICPU_BRIEF}};
     case SIMDEV_BATCH_AICORE:
         return (struct sd_op){.type = SD_OP_AICORE, .u.aicore = {op->aicore_fn}};
     case SIMDEV_BATCH_HOST_FN:
@@ -134,7 +139,8 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
  * staged copy's source. NULL: none. */
 static const void *op_bytes(const struct simdev_batch_op *op, size_t *size)
 {
-    if (op->kind == SIMDEV_BATCH_AICPU || op->kind == SIMDEV_BATCH_AICORE) {
+    if (op->kind == SIMDEV_BATCH_AICPU || op->kind == SIMDEV_BATCH_AICPU_BRIEF ||
+        op->kind == SIMDEV_BATCH_AICORE) {
         *size = op->args_size;
         return op->args;
     }

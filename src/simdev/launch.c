@@ -324,6 +324,31 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
 
 /* ------------------------------------------------ asynchronous launches */
 
+int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
+{
+    bool on_cores;
+    uint32_t count;
+    struct sd_job *job = job_of(dev, op, &on_cores, &count);
+    if (!job)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    /* As sd_launch_start: in ticket order, never on a lost device. */
+    if (on_cores || count != 1 || dev->launch.serving_ticket[0] != dev->launch.next_ticket[0] ||
+        !threads_free(dev, job, false) || sd_device_lost(dev)) {
+        pthread_mutex_unlock(&dev->launch.pool_lock);
+        free(job);
+        return SD_LAUNCH_BUSY;
+    }
+    take_locked(dev, job, false, job->workers);
+    dev->launch.next_ticket[0]++;
+    dev->launch.serving_ticket[0]++;
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    int status = sd_worker_run_here(job->workers[0], job);
+    launch_return_threads(dev, job, false, job->workers);
+    free(job);
+    return status;
+}
+
 int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_done_fn done,
                     void *ctx, uintptr_t tag)
 {

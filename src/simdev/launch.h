@@ -110,6 +110,13 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op);
  * its own thread. SD_LAUNCH_BUSY when the threads are not free at once;
  * OUT_OF_HOST_MEMORY; nothing started then.
  */
+/* Runs brief one-thread AICPU launch `op` (SIMDEV_BATCH_AICPU_BRIEF) on the
+ * calling thread, as the free AICPU thread it takes for the call, and
+ * returns its status; SD_LAUNCH_BUSY, having done nothing, when that
+ * thread is not free at once (or the device is lost): the caller starts
+ * it the usual way. The calling thread must not be in a device job. */
+int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op);
+
 int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_done_fn done,
                     void *ctx, uintptr_t tag);
 

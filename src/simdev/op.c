@@ -177,6 +177,13 @@ enum sd_try_run sd_op_try_run(struct sd_device *dev, const struct sd_op *op, int
             *status = carried;
             return SD_RAN;
         }
+        if (op->type == SD_OP_AICPU && op->u.aicpu.brief) {
+            int here = sd_launch_run_here(dev, op); /* no hand-off */
+            if (here != SD_LAUNCH_BUSY) {
+                *status = here;
+                return SD_RAN;
+            }
+        }
         int rc = sd_launch_start(dev, op, done, ctx, tag);
         if (rc == SD_LAUNCH_BUSY)
             return SD_WOULD_BLOCK;

@@ -42,6 +42,7 @@ struct sd_op {
         struct {
             simdev_aicpu_fn fn;
             uint32_t thread_count;
+            bool brief; /* SIMDEV_BATCH_AICPU_BRIEF: may run on the starting thread */
         } aicpu;
         struct {
             simdev_aicore_fn fn;

@@ -78,6 +78,27 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     sd_job_finish(dev, job, sd_status_from_return(status));
 }
 
+int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job)
+{
+    struct sd_device *dev = w->dev;
+    struct sd_budget *budget = sd_tl_budget;
+    struct sd_worker *worker = sd_tl_worker, *self = sd_tl_self;
+    atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+    atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
+    sd_tl_budget = &dev->budget;
+    sd_tl_worker = w;
+    sd_tl_self = w;
+    sd_mark(&dev->timeline, SIMDEV_MARK_JOB_BEGIN, 0, NULL, 0, w->index);
+    int status = call_aicpu(w, job, 0);
+    sd_mark(&dev->timeline, SIMDEV_MARK_JOB_END, 0, NULL, 0, w->index);
+    sd_tl_budget = budget;
+    sd_tl_worker = worker;
+    sd_tl_self = self;
+    atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+    return sd_status_from_return(status);
+}
+
 struct sd_waitword *sd_worker_word(struct sd_worker *w)
 {
     return w->is_core ? &w->dev->workers.cores_wake : &w->wake;

@@ -66,6 +66,12 @@ static inline bool sd_core_gives_way(const struct sd_worker *core)
     return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
 }
 
+/* Runs one-thread AICPU job `job` on the calling thread as worker `w`
+ * (taken for it: launch.c, sd_launch_run_here), which stays asleep: the
+ * runnable budget, the thread-local identity and the timeline's job marks
+ * are w's for the call. Returns the job's status. */
+int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job);
+
 /* Starts the device's AICPU threads and cores (device start; the workers'
  * memory is zeroed first). 0, or OUT_OF_HOST_MEMORY with every thread it
  * started stopped again. */

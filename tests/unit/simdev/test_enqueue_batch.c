@@ -312,6 +312,87 @@ static void a_wait_in_a_batch_targets_the_record_made_before_it_in_the_batch(voi
     assert_int_equal(simdev_stream_destroy(a), 0);
 }
 
+/* Records its context into the struct simdev_aicpu_ctx `args` points to. */
+static int context_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)
+{
+    struct simdev_aicpu_ctx *out;
+    assert_int_equal(args_size, sizeof out);
+    memcpy(&out, args, sizeof out);
+    *out = *ctx;
+    atomic_fetch_add(&ran[0], 1);
+    return 0;
+}
+
+/*
+ * A brief launch (SIMDEV_BATCH_AICPU_BRIEF) is a one-thread launch: wider
+ * is INVALID_ARGUMENT with nothing enqueued; it runs once as thread 0 of
+ * one, counts as a launch, and a capture records it as a node that a
+ * replay runs once more. A brief launch whose AICPU threads are all taken
+ * waits its turn behind the launch holding them.
+ */
+static void a_brief_launch_is_a_one_thread_launch_that_waits_its_turn(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream(), other = ts_new_stream();
+    ran_reset();
+    struct simdev_aicpu_ctx seen = {.device = -1, .thread_index = 9, .thread_count = 9};
+    struct simdev_aicpu_ctx *at = &seen;
+    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICPU_BRIEF,
+                                 .aicpu_fn = context_fn,
+                                 .thread_count = 2,
+                                 .args = &at,
+                                 .args_size = sizeof at};
+    size_t enqueued = 99;
+    assert_int_equal(simdev_op_counts_reset(0), 0);
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(enqueued, 0);
+    op.thread_count = 1;
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&ran[0]), 1);
+    assert_int_equal(seen.device, 0);
+    assert_int_equal(seen.thread_index, 0);
+    assert_int_equal(seen.thread_count, 1);
+    assert_int_equal(performed(SIMDEV_OP_LAUNCH), 1); /* the refused one is not */
+
+    /* captured: a node, run by each replay */
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+    simdev_graph_t graph;
+    assert_int_equal(simdev_stream_end_capture(s, &graph), 0);
+    size_t nodes = 0;
+    assert_int_equal(simdev_graph_node_count(graph, &nodes), 0);
+    assert_int_equal(nodes, 1);
+    simdev_graph_exec_t exec;
+    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&ran[0]), 2);
+
+    /* every AICPU thread taken by a held launch: the brief one waits */
+    struct ts_gate gate;
+    ts_gate_init(&gate);
+    struct ts_gate *garg = &gate;
+    struct simdev_config config;
+    assert_int_equal(simdev_device_get_config(0, &config), 0);
+    assert_int_equal(simdev_launch_aicpu(other, ts_gate_aicpu_fn, config.aicpu_threads, &garg,
+                                         sizeof garg),
+                     0);
+    ts_gate_wait_arrivals(&gate, config.aicpu_threads);
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+    assert_int_equal(atomic_load(&ran[0]), 2); /* 3: it ran on a thread the launch holds */
+    ts_gate_open(&gate);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simdev_stream_sync(other), 0);
+    assert_int_equal(atomic_load(&ran[0]), 3);
+    ts_gate_destroy(&gate);
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_stream_destroy(other), 0);
+}
+
 static void a_batch_on_a_capturing_stream_records_its_ops_as_the_single_calls_would(void **state)
 {
     (void)state;
@@ -359,6 +440,7 @@ int main(void)
         SIMPLER_TEST(a_batch_stops_at_an_op_with_bad_arguments_having_enqueued_those_before),
         SIMPLER_TEST(a_wait_in_a_batch_targets_the_record_made_before_it_in_the_batch),
         SIMPLER_TEST(a_batch_on_a_capturing_stream_records_its_ops_as_the_single_calls_would),
+        SIMPLER_TEST(a_brief_launch_is_a_one_thread_launch_that_waits_its_turn),
     };
     return cmocka_run_group_tests(tests, ts_device_setup, ts_device_teardown);
 }
