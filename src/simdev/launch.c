@@ -324,6 +324,22 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
 
 /* ------------------------------------------------ asynchronous launches */
 
+/* Takes the job's threads into job->workers if they are free at once: only
+ * when no launch of the kind waits for threads (their order is the
+ * tickets'), and never on a lost device (its loss already ended every job
+ * in flight; a later one would never be ended). Caller holds pool_lock. */
+static bool take_at_once_locked(struct sd_device *dev, struct sd_job *job, bool on_cores)
+{
+    uint32_t queue = on_cores ? 1 : 0;
+    if (dev->launch.serving_ticket[queue] != dev->launch.next_ticket[queue] ||
+        !threads_free(dev, job, on_cores) || sd_device_lost(dev))
+        return false;
+    take_locked(dev, job, on_cores, job->workers);
+    dev->launch.next_ticket[queue]++;
+    dev->launch.serving_ticket[queue]++;
+    return true;
+}
+
 int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
 {
     bool on_cores;
@@ -332,16 +348,11 @@ int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     pthread_mutex_lock(&dev->launch.pool_lock);
-    /* As sd_launch_start: in ticket order, never on a lost device. */
-    if (on_cores || count != 1 || dev->launch.serving_ticket[0] != dev->launch.next_ticket[0] ||
-        !threads_free(dev, job, false) || sd_device_lost(dev)) {
+    if (on_cores || count != 1 || !take_at_once_locked(dev, job, false)) {
         pthread_mutex_unlock(&dev->launch.pool_lock);
         free(job);
         return SD_LAUNCH_BUSY;
     }
-    take_locked(dev, job, false, job->workers);
-    dev->launch.next_ticket[0]++;
-    dev->launch.serving_ticket[0]++;
     pthread_mutex_unlock(&dev->launch.pool_lock);
     int status = sd_worker_run_here(job->workers[0], job);
     launch_return_threads(dev, job, false, job->workers);
@@ -363,19 +374,11 @@ int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_don
     if (dev->config.watchdog_ms)
         job->deadline_ns = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
     pthread_mutex_lock(&dev->launch.pool_lock);
-    uint32_t queue = on_cores ? 1 : 0;
-    /* Only when no launch of the kind waits for threads (their order is
-     * the tickets'), and never on a lost device (its loss already ended
-     * every job in flight; a later one would never be ended). */
-    if (dev->launch.serving_ticket[queue] != dev->launch.next_ticket[queue] ||
-        !threads_free(dev, job, on_cores) || sd_device_lost(dev)) {
+    if (!take_at_once_locked(dev, job, on_cores)) {
         pthread_mutex_unlock(&dev->launch.pool_lock);
         free(job);
         return SD_LAUNCH_BUSY;
     }
-    take_locked(dev, job, on_cores, job->workers);
-    dev->launch.next_ticket[queue]++;
-    dev->launch.serving_ticket[queue]++;
     job->next_inflight = dev->launch.inflight;
     if (job->next_inflight)
         job->next_inflight->prev_inflight = job;

@@ -24,6 +24,16 @@ static int by_ns(const void *a, const void *b)
     return x->ns < y->ns ? -1 : x->ns > y->ns;
 }
 
+/* Stops device 0's timeline into e[0..capacity), none dropped; the count. */
+static size_t stop_timeline(struct simdev_timeline_entry *e, size_t capacity)
+{
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, capacity, &n, &dropped), 0);
+    assert_int_equal(dropped, 0); /* the buffer was sized for every mark */
+    return n;
+}
+
 /* The marks of `e[0..n)` of kind `mark` (and, for OP marks, op `op`). */
 static size_t count_marks(const struct simdev_timeline_entry *e, size_t n, uint32_t mark,
                           int op)
@@ -55,10 +65,7 @@ static void a_timeline_marks_every_op_job_and_sync_once(void **state)
     assert_int_equal(simdev_launch_host_func(s, ts_count_host_fn, &calls), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
     struct simdev_timeline_entry e[256];
-    size_t n = 0;
-    uint64_t dropped = 99;
-    assert_int_equal(simdev_timeline_stop(0, e, 256, &n, &dropped), 0);
-    assert_int_equal(dropped, 0);
+    size_t n = stop_timeline(e, 256);
     qsort(e, n, sizeof e[0], by_ns); /* each thread's marks are in order, not all */
     assert_int_equal(ts_load_u64(&counter), 2 + CORES);
     /* 4 ops x (begin, end) + 2 AICPU and 3 core jobs x (begin, end) + 1 sync */
@@ -261,10 +268,7 @@ static void sleeps_and_wakeups_are_marked_by_the_thread_that_made_them(void **st
     assert_int_equal(simdev_launch_aicpu(s, ts_magic_count_fn, 1, &args, sizeof args), 0);
     assert_int_equal(simdev_stream_sync(s), 0);
     struct simdev_timeline_entry e[256];
-    size_t n = 0;
-    uint64_t dropped = 99;
-    assert_int_equal(simdev_timeline_stop(0, e, 256, &n, &dropped), 0);
-    assert_int_equal(dropped, 0);
+    size_t n = stop_timeline(e, 256);
     assert_int_equal(simdev_wait_stats(0, &w), 0);
     assert_int_equal(ts_load_u64(&counter), 1);
     qsort(e, n, sizeof e[0], by_ns);
