@@ -88,10 +88,9 @@ void rt_sched_see_joins(struct sched *S)
     }
 }
 
-bool rt_sched_leave_waiting(struct sched *S)
+void rt_sched_leave_waiting(struct sched *S)
 {
     struct rt_run *run = S->run;
-    bool left = false;
     for (uint32_t i = 0; i < S->core_count && S->waiting; i++) {
         struct sched_core *c = &S->cores[i];
         if (!c->waiting)
@@ -100,14 +99,11 @@ bool rt_sched_leave_waiting(struct sched *S)
         S->waiting--;
         /* model: round_gate.pml, rt_rendezvous_leave in SchedHalf */
         if (rt_rendezvous_leave(&run->rendezvous[c->id], run->generation,
-                                RT_RENDEZVOUS_SCHED)) {
+                                RT_RENDEZVOUS_SCHED))
             platform_mark(SIMDEV_POINT_CORE_LEAVE);
-            left = true;
-        } else {
+        else
             c->joined = true;
-        }
     }
-    return left;
 }
 
 /*

@@ -130,9 +130,9 @@ void rt_sched_see_joins(struct sched *S);
 
 /* Leaves the round of every core still waiting for its core loop (a core
  * that joined meanwhile is marked JOINED instead): at the round's end,
- * before its exits are rung, or when the run fails. True when some core
- * was left (its core loop, if it ever starts, returns at once). */
-bool rt_sched_leave_waiting(struct sched *S);
+ * before its exits are rung, or when the handshake fails. A core loop left
+ * this way returns at once if it ever starts. */
+void rt_sched_leave_waiting(struct sched *S);
 
 /* For a scheduler that never saw the run initialised: settles the round of
  * every core it would have owned (ends a waiting core loop, leaves the
