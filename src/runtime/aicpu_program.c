@@ -242,12 +242,11 @@ static bool mates_settled(void *arg)
  * an orchestrator without the place waits for none) has arrived in the
  * round. Such a core cannot arrive while the orchestrator runs:
  * measured, the orchestrator submitted for 1-5 ms, one time slice, before
- * the kernel let the core run; the scheduler's handshake waits for every
- * core, so nothing was dispatched until then. A core that has arrived
+ * the kernel let the core run, and wide work (SPMD, clusters, sync-start)
+ * waits for every core to join (dispatch.c). A core that has arrived
  * gives way again at once (its doorbell wait parks). Who ends the wait:
  * the core's hello (a condition write, after its arrival), a latched
- * error (the scheduler's handshake fails the run at its deadline), or
- * this wait's own deadline, the same sched_timeout_ms.
+ * error, or this wait's own deadline, the same sched_timeout_ms.
  */
 static void let_mates_arrive(struct rt_run *run)
 {

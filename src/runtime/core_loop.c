@@ -254,8 +254,9 @@ int rt_core_main(const struct simdev_core_ctx *ctx, const void *args, size_t arg
     if (arrival == RT_RENDEZVOUS_PARTNER_LEFT)
         return 0; /* the round ended without this core loop, or the run failed */
     bool joined = arrival == RT_RENDEZVOUS_JOINED;
-    /* Hello, after arriving: the condition write wakes a scheduler waiting
-     * for the JOINED state (it reads the cond sequence before the word). */
+    /* Hello, after arriving: the condition write wakes an orchestrator
+     * waiting for the cores that share its CPU to arrive (aicpu_program.c,
+     * let_mates_arrive; it reads the cond sequence before the word). */
     platform_write_cond(ctx->regs, rt_cond_fin(base + 1));
     uint32_t owner = UINT32_MAX; /* this core's scheduler, known once it fetches */
     uint64_t next = base + 2;    /* the next dispatch id to run */

@@ -342,13 +342,13 @@ static bool take_at_once_locked(struct sd_device *dev, struct sd_job *job, bool 
 
 int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
 {
-    bool on_cores;
-    uint32_t count;
-    struct sd_job *job = job_of(dev, op, &on_cores, &count);
+    if (op->type != SD_OP_AICPU || op->u.aicpu.thread_count != 1)
+        return SD_LAUNCH_BUSY;
+    struct sd_job *job = job_new(op, 1);
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     pthread_mutex_lock(&dev->launch.pool_lock);
-    if (on_cores || count != 1 || !take_at_once_locked(dev, job, false)) {
+    if (!take_at_once_locked(dev, job, false)) {
         pthread_mutex_unlock(&dev->launch.pool_lock);
         free(job);
         return SD_LAUNCH_BUSY;

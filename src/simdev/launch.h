@@ -103,6 +103,14 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op);
  * once (or launches before it wait for them): nothing was done. */
 #define SD_LAUNCH_BUSY 1
 
+/* Runs one-thread AICPU launch `op` (a brief one: SIMDEV_BATCH_AICPU_BRIEF)
+ * on the calling thread, as the free AICPU thread it takes for the call,
+ * and returns its status; SD_LAUNCH_BUSY, having done nothing, for
+ * another op or when that thread is not free at once (or the device is
+ * lost): the caller starts it the usual way. The calling thread must not
+ * be in a device job. */
+int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op);
+
 /*
  * Starts launch `op` without waiting for it: takes its threads if they are
  * free at once and hands the job out. Returns 0 when started: the job's
@@ -110,13 +118,6 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op);
  * its own thread. SD_LAUNCH_BUSY when the threads are not free at once;
  * OUT_OF_HOST_MEMORY; nothing started then.
  */
-/* Runs brief one-thread AICPU launch `op` (SIMDEV_BATCH_AICPU_BRIEF) on the
- * calling thread, as the free AICPU thread it takes for the call, and
- * returns its status; SD_LAUNCH_BUSY, having done nothing, when that
- * thread is not free at once (or the device is lost): the caller starts
- * it the usual way. The calling thread must not be in a device job. */
-int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op);
-
 int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_done_fn done,
                     void *ctx, uintptr_t tag);
 

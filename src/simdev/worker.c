@@ -57,46 +57,49 @@ static int call_aicpu(struct sd_worker *w, const struct sd_job *job, uint32_t in
     return job->aicpu_fn(&ctx, job->args_copy, job->args_size);
 }
 
-static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
+/* Runs `job`'s function as worker `w` (thread `index` of the job) on the
+ * calling thread: the runnable budget, the thread-local identity, the
+ * placement and the timeline's job marks are w's for the call, and the
+ * calling thread's own are back afterwards. The budget's count is the
+ * caller's: a launch counts the job's threads when it hands the job out.
+ * Returns the job's status. */
+static int call_as(struct sd_worker *w, const struct sd_job *job, uint32_t index)
 {
     struct sd_device *dev = w->dev;
-    /* Counted awake for the job's length, but while parked (park.c): the
-     * launch counted it when it handed the job out (launch.c). */
+    struct sd_budget *budget = sd_tl_budget;
+    struct sd_worker *worker = sd_tl_worker, *self = sd_tl_self;
     atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;
+    sd_tl_self = w;
     bool primary = !w->is_core && sd_place_take(dev, w, job, index);
     sd_mark(&dev->timeline, SIMDEV_MARK_JOB_BEGIN, 0, NULL, w->is_core, w->index);
     int status = w->is_core ? call_aicore(w, job) : call_aicpu(w, job, index);
     sd_mark(&dev->timeline, SIMDEV_MARK_JOB_END, 0, NULL, w->is_core, w->index);
     if (primary)
         sd_place_primary_end(dev);
-    sd_tl_budget = NULL;
-    sd_tl_worker = NULL;
-    atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&dev->budget.awake, 1, memory_order_relaxed);
-    sd_job_finish(dev, job, sd_status_from_return(status));
-}
-
-int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job)
-{
-    struct sd_device *dev = w->dev;
-    struct sd_budget *budget = sd_tl_budget;
-    struct sd_worker *worker = sd_tl_worker, *self = sd_tl_self;
-    atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
-    atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
-    sd_tl_budget = &dev->budget;
-    sd_tl_worker = w;
-    sd_tl_self = w;
-    sd_mark(&dev->timeline, SIMDEV_MARK_JOB_BEGIN, 0, NULL, 0, w->index);
-    int status = call_aicpu(w, job, 0);
-    sd_mark(&dev->timeline, SIMDEV_MARK_JOB_END, 0, NULL, 0, w->index);
     sd_tl_budget = budget;
     sd_tl_worker = worker;
     sd_tl_self = self;
     atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&dev->budget.awake, 1, memory_order_relaxed);
     return sd_status_from_return(status);
+}
+
+static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
+{
+    /* Counted awake for the job's length, but while parked (park.c): the
+     * launch counted it when it handed the job out (launch.c). */
+    int status = call_as(w, job, index);
+    atomic_fetch_sub_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
+    sd_job_finish(w->dev, job, status);
+}
+
+int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job)
+{
+    atomic_fetch_add_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
+    int status = call_as(w, job, 0);
+    atomic_fetch_sub_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
+    return status;
 }
 
 struct sd_waitword *sd_worker_word(struct sd_worker *w)
