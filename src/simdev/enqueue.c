@@ -274,6 +274,7 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
         bool wake = false, capturing = false, checked = false;
         uint32_t performed[SIMDEV_OP_KIND_COUNT] = {0}; /* counted once the lock is dropped */
         pthread_mutex_lock(&stream->lock);
+        sd_op_cache_prefetch(&stream->op_cache, chunk_end - done);
         while (done < chunk_end) {
             capturing = sd_stream_capturing_locked(stream);
             if (capturing)

@@ -17,9 +17,44 @@
 #include "simdev/op.h"
 #include "simdev/stream.h"
 
+/*
+ * Ended records are kept for the next ones, up to RECORD_POOL_MAX, their
+ * lock and condition variable still initialised: a kernel-mode round
+ * makes five records on the launching thread, and most end on a device
+ * thread, so an allocator would hand the launching thread fresh memory
+ * and run its slow path for each (docs/device.md, "What an enqueue
+ * costs"). A record in the pool has no owner: nobody waits on it.
+ */
+#define RECORD_POOL_MAX 256u
+static pthread_mutex_t record_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sd_event_record *record_pool;
+static uint32_t record_pool_count;
+
 struct sd_event_record *sd_record_new(void)
 {
-    struct sd_event_record *record = sd_calloc(1, sizeof(*record));
+    if (sd_host_fault()) /* one host allocation point, pooled or not */
+        return NULL;
+    pthread_mutex_lock(&record_pool_lock);
+    struct sd_event_record *record = record_pool;
+    if (record) {
+        record_pool = record->next_free;
+        record_pool_count--;
+    }
+    pthread_mutex_unlock(&record_pool_lock);
+    if (record) {
+        /* as calloc leaves a new one, but its lock and condition variable */
+        atomic_init(&record->refs, 1);
+        atomic_init(&record->done, 0);
+        record->status = 0;
+        record->sleepers = 0;
+        record->waiting = NULL;
+        record->capture = NULL;
+        record->capture_tail = NULL;
+        record->capture_tail_count = 0;
+        record->next_free = NULL;
+        return record;
+    }
+    record = calloc(1, sizeof(*record));
     if (!record)
         return NULL;
     atomic_init(&record->refs, 1);
@@ -41,6 +76,16 @@ void sd_record_unref(struct sd_event_record *record)
     if (record->capture)
         sd_capture_unref(record->capture);
     free(record->capture_tail);
+    pthread_mutex_lock(&record_pool_lock);
+    bool kept = record_pool_count < RECORD_POOL_MAX;
+    if (kept) {
+        record->next_free = record_pool;
+        record_pool = record;
+        record_pool_count++;
+    }
+    pthread_mutex_unlock(&record_pool_lock);
+    if (kept)
+        return;
     pthread_cond_destroy(&record->cond);
     pthread_mutex_destroy(&record->lock);
     free(record);

@@ -33,6 +33,7 @@ struct sd_event_record {
     struct sd_capture *capture; /* non-NULL: recorded inside this capture */
     size_t *capture_tail;       /* the recording stream's tail at that point */
     size_t capture_tail_count;
+    struct sd_event_record *next_free; /* in the pool of ended records (event.c) */
 };
 
 struct simdev_event {

@@ -51,17 +51,17 @@ void sd_op_free(struct sd_op *op)
     free(op);
 }
 
-struct sd_op_refs sd_op_refs_take(struct sd_op *op)
+struct sd_op_refs sd_op_refs_take(const struct sd_op *op)
 {
+    /* Read, not cleared: the op is freed or goes back to a cache, whose
+     * take overwrites it, and an ended op is not written by the thread
+     * that ended it (the enqueuing thread takes it next). */
     struct sd_op_refs refs = {.type = op->type};
-    if (op->type == SD_OP_RECORD || op->type == SD_OP_WAIT) {
+    if (op->type == SD_OP_RECORD || op->type == SD_OP_WAIT)
         refs.record = op->u.record;
-        op->u.record = NULL;
-    } else if (op->type == SD_OP_GRAPH) {
+    else if (op->type == SD_OP_GRAPH) {
         refs.exec = op->u.graph.exec;
         refs.params = op->u.graph.params;
-        op->u.graph.exec = NULL;
-        op->u.graph.params = NULL;
     }
     return refs;
 }
@@ -83,15 +83,11 @@ struct sd_op *sd_op_cache_take(struct sd_op_cache *cache, const struct sd_op *pr
     uint8_t size = args_size <= SD_OP_CACHED_ARGS  ? SD_OP_SMALL
                    : args_size <= SD_OP_LARGE_ARGS ? SD_OP_LARGE
                                                    : 0;
-    struct sd_op **list = size == SD_OP_LARGE ? &cache->large : &cache->free;
-    if (size && *list) {
-        op = *list;
-        *list = op->next;
-        if (size == SD_OP_LARGE)
-            cache->large_count--;
-        else
-            cache->count--;
-    } else {
+    if (size == SD_OP_SMALL && cache->count)
+        op = cache->free[--cache->count];
+    else if (size == SD_OP_LARGE && cache->large_count)
+        op = cache->large[--cache->large_count];
+    else {
         op = malloc(sizeof(*op) + (size == SD_OP_SMALL   ? SD_OP_CACHED_ARGS
                                    : size == SD_OP_LARGE ? SD_OP_LARGE_ARGS
                                                          : args_size));
@@ -107,37 +103,36 @@ struct sd_op *sd_op_cache_take(struct sd_op_cache *cache, const struct sd_op *pr
     return op;
 }
 
+void sd_op_cache_prefetch(const struct sd_op_cache *cache, size_t ops)
+{
+    size_t n = ops < cache->count ? ops : cache->count;
+    /* the op and its first argument bytes: what a take writes */
+    for (size_t i = 1; i <= n; i++) {
+        __builtin_prefetch(cache->free[cache->count - i], 1);
+        __builtin_prefetch((const char *)cache->free[cache->count - i] + 64, 1);
+    }
+    if (cache->large_count)
+        __builtin_prefetch(cache->large[cache->large_count - 1], 1);
+}
+
 bool sd_op_cache_put(struct sd_op_cache *cache, struct sd_op *op)
 {
     if (op->cached == SD_OP_LARGE && cache->large_count < SD_OP_LARGE_MAX) {
-        op->next = cache->large;
-        cache->large = op;
-        cache->large_count++;
+        cache->large[cache->large_count++] = op;
         return true;
     }
-    if (op->cached != SD_OP_SMALL || cache->count + 1 > SD_OP_CACHE_MAX)
+    if (op->cached != SD_OP_SMALL || cache->count >= SD_OP_CACHE_MAX)
         return false;
-    op->next = cache->free;
-    cache->free = op;
-    cache->count++;
+    cache->free[cache->count++] = op;
     return true;
-}
-
-static void drain_list(struct sd_op **list)
-{
-    while (*list) {
-        struct sd_op *op = *list;
-        *list = op->next;
-        free(op);
-    }
 }
 
 void sd_op_cache_drain(struct sd_op_cache *cache)
 {
-    drain_list(&cache->free);
-    drain_list(&cache->large);
-    cache->count = 0;
-    cache->large_count = 0;
+    while (cache->count)
+        free(cache->free[--cache->count]);
+    while (cache->large_count)
+        free(cache->large[--cache->large_count]);
 }
 
 int sd_op_run(struct sd_device *dev, struct sd_op *op)

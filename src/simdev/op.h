@@ -104,13 +104,23 @@ void sd_op_free(struct sd_op *op);
 #ifndef SD_OP_LARGE_MAX
 #define SD_OP_LARGE_MAX 64u /* large ops kept at most: a burst of 32 rounds' two */
 #endif
+/* Kept ops are a stack of pointers, not a list through the ops: an op
+ * comes back on the thread that ran it, so it is usually in another
+ * CPU's cache when an enqueue takes it. A list would make each take wait
+ * for that line before it knows the next op; with the pointers here, an
+ * enqueue knows every op it will take at once and fetches their lines
+ * together (sd_op_cache_prefetch). */
 struct sd_op_cache {
-    struct sd_op *free;
-    uint32_t count;
-    struct sd_op *large; /* the large ops kept */
-    uint32_t large_count;
+    uint32_t count;       /* small ops in free[0..count) */
+    uint32_t large_count; /* large ops in large[0..large_count) */
+    struct sd_op *free[SD_OP_CACHE_MAX];
+    struct sd_op *large[SD_OP_LARGE_MAX];
 };
 
+/* Starts fetching, for writing, the ops the next `ops` takes of small ops
+ * from `cache` would return, and the next large one: a hint, no effect
+ * on what is taken. Caller guards `cache`. */
+void sd_op_cache_prefetch(const struct sd_op_cache *cache, size_t ops);
 /* An op with `proto`'s fields (next, cached, args_size ignored) and
  * args_size argument bytes copied from `args`: from `cache` when they fit
  * and it has one, else allocated. One host allocation point either way
@@ -119,15 +129,16 @@ struct sd_op_cache {
  * fails. Caller guards `cache`. */
 struct sd_op *sd_op_cache_take(struct sd_op_cache *cache, const struct sd_op *proto,
                                const void *args, size_t args_size);
-/* The references an ended op holds, taken out of it (sd_op_refs_drop drops
- * them), so that the op itself can go back to a cache at once. */
+/* The references an ended op holds (sd_op_refs_drop drops them), so that
+ * the op itself can go back to a cache at once: after this the op is only
+ * freed or kept, never run again. */
 struct sd_op_refs {
     enum sd_op_type type;
     struct sd_event_record *record;
     struct simdev_graph_exec *exec;
     struct sd_graph_params *params;
 };
-struct sd_op_refs sd_op_refs_take(struct sd_op *op);
+struct sd_op_refs sd_op_refs_take(const struct sd_op *op);
 void sd_op_refs_drop(struct sd_op_refs refs);
 /* Keeps the ended op `op` (its references taken) in `cache`: true. False
  * when it is not a cached op or the cache is full: the caller frees it

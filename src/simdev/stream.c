@@ -234,8 +234,10 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
         pthread_mutex_unlock(&stream->lock);
 
         /* marked by the first thread to take it, before it starts: an op in
-         * flight may end, and its stream drain, at once */
-        if (!op->begun) {
+         * flight may end, and its stream drain, at once. Written only while
+         * a timeline records: the op goes back to the enqueuing thread,
+         * which should not have to fetch it from this CPU's cache. */
+        if (sd_timeline_on(&dev->timeline) && !op->begun) {
             op->begun = true;
             sd_mark(&dev->timeline, SIMDEV_MARK_OP_BEGIN, (uint32_t)op->type, stream, 0, 0);
         }
