@@ -3,7 +3,8 @@
 # level 4 through SIMPLER_TRACE, then summarised and drawn.
 #   check-trace-tool.sh VECTOR_EXAMPLE SIMPLER_TRACE_TOOL SCRATCH_DIR
 # Exit 0 when the summary names the example's 5 tasks and 6 edges, reports
-# every figure level 4 gives, and the SVG holds one rectangle per task.
+# every figure level 4 gives (the run's steps in time order among them),
+# and the SVG holds one rectangle per task.
 set -euo pipefail
 example=$1 tool=$2 dir=$3
 rm -rf "$dir"
@@ -24,6 +25,22 @@ expect "dispatch-to-start latency: .*(5 tasks)"
 expect "scheduler overhead per task: [0-9]"
 expect "submit cost per task: mean .*(5 submits)"
 expect "host: prepare"
+# The run step by step: every milestone level 4 records in program mode,
+# from the launch; a missing row means its events were not read.
+for step in "host: launch called  *0.0" "orchestration begins" "first task submitted" \
+            "first task ready" "first block dispatched" "first kernel begins" \
+            "last kernel ends" "last block's end seen" "orchestration ends" \
+            "host: wait returns"; do
+    expect "^  $step "
+done
+# In time order: the launch first (the device starts after it), the last
+# kernel's end after the first kernel's begin, the wait's return last.
+order=$(sed -n '/step by step/,$p' "$dir/summary.txt" | awk 'NR > 1 && /^  / {print $0}')
+row() { grep -n -- "$1" <<< "$order" | cut -d: -f1; }
+rows=$(wc -l <<< "$order")
+[ "$(row "host: launch called")" -eq 1 ] && [ "$(row "first kernel begins")" -lt "$(row "last kernel ends")" ] &&
+    [ "$(row "host: wait returns")" -eq "$rows" ] ||
+    { echo "check-trace-tool: the steps are out of order" >&2; exit 1; }
 tasks=$(grep -c '<title>kernel_' "$dir/vector.svg" || true)
 [ "$tasks" -eq 5 ] || { echo "check-trace-tool: $tasks task rectangles in the SVG, want 5" >&2; exit 1; }
 # A file that is not a trace is refused with a message, not a crash.

@@ -292,6 +292,97 @@ static const char *track_name(const struct trace *t, int pid, int tid)
     return "?";
 }
 
+/* One milestone of the run: when the first (or last) event of a kind
+ * happened. */
+struct step {
+    const char *what;
+    double at;
+};
+
+static int cmp_step(const void *a, const void *b)
+{
+    double x = ((const struct step *)a)->at, y = ((const struct step *)b)->at;
+    return x < y ? -1 : x > y;
+}
+
+/* Keeps the earliest (first) or latest (!first) time seen for a step. */
+static void step_at(struct step *s, double at, bool first)
+{
+    if (isnan(s->at) || (first ? at < s->at : at > s->at))
+        s->at = at;
+}
+
+/*
+ * The run step by step: where its milestones fall, from the host's launch
+ * call (program mode) or else the first device event, in time order, each with the time since
+ * the one before, as bench_kernel's per-hop table does for a round from
+ * the device's own timeline. A milestone the level does not record is
+ * left out (the orchestration and the submits need level 4, dispatch and
+ * finish level 2; the host's launch and wait are program mode's, the
+ * graph built host_build_graph's).
+ */
+static void print_steps(const struct trace *t)
+{
+    enum { LAUNCH, BUILT, ORCH_BEGIN, SUBMITTED, READY, DISPATCH, KERNEL_BEGIN, KERNEL_END, FINISH,
+           ORCH_END, WAITED, STEPS };
+    struct step steps[STEPS] = {
+        [LAUNCH] = {"host: launch called", NAN},
+        [BUILT] = {"host: graph built", NAN},
+        [ORCH_BEGIN] = {"orchestration begins", NAN},
+        [SUBMITTED] = {"first task submitted", NAN},
+        [READY] = {"first task ready", NAN},
+        [DISPATCH] = {"first block dispatched", NAN},
+        [KERNEL_BEGIN] = {"first kernel begins", NAN},
+        [KERNEL_END] = {"last kernel ends", NAN},
+        [FINISH] = {"last block's end seen", NAN},
+        [ORCH_END] = {"orchestration ends", NAN},
+        [WAITED] = {"host: wait returns", NAN},
+    };
+    double origin = INFINITY;
+    for (size_t i = 0; i < t->span_count; i++) {
+        const struct span *s = &t->spans[i];
+        if (strcmp(s->cat, "host") != 0)
+            origin = fmin(origin, s->ts);
+        if (strcmp(s->cat, "host") == 0) {
+            if (strcmp(s->name, "launch") == 0)
+                step_at(&steps[LAUNCH], s->ts, true);
+            else if (strcmp(s->name, "wait") == 0)
+                step_at(&steps[WAITED], s->ts + s->dur, false);
+            else if (strcmp(s->name, "host build") == 0)
+                step_at(&steps[BUILT], s->ts + s->dur, false);
+        } else if (strcmp(s->cat, "orch") == 0) {
+            step_at(&steps[ORCH_BEGIN], s->ts, true);
+            step_at(&steps[ORCH_END], s->ts + s->dur, false);
+        } else if (strcmp(s->cat, "submit") == 0) {
+            step_at(&steps[SUBMITTED], s->ts + s->dur, true);
+        } else if (strcmp(s->cat, "sched") == 0 && s->ph == 'i') {
+            if (strncmp(s->name, "dispatch", 8) == 0)
+                step_at(&steps[DISPATCH], s->ts, true);
+            else if (strncmp(s->name, "finish", 6) == 0)
+                step_at(&steps[FINISH], s->ts, false);
+        } else if (strcmp(s->cat, "task") == 0) {
+            step_at(&steps[KERNEL_BEGIN], s->ts, true);
+            step_at(&steps[KERNEL_END], s->ts + s->dur, false);
+            if (!isnan(s->ready))
+                step_at(&steps[READY], s->ready, true);
+        }
+    }
+    if (!isnan(steps[LAUNCH].at)) /* program mode: the run from its launch */
+        origin = steps[LAUNCH].at;
+    size_t n = 0;
+    for (size_t i = 0; i < STEPS; i++)
+        if (!isnan(steps[i].at))
+            steps[n++] = steps[i];
+    if (!n)
+        return;
+    qsort(steps, n, sizeof *steps, cmp_step);
+    printf("the run step by step (us from the launch, or the first device event, and from "
+           "the step before):\n");
+    for (size_t i = 0; i < n; i++)
+        printf("  %-24s %10.1f %10.1f\n", steps[i].what, steps[i].at - origin,
+               i ? steps[i].at - steps[i - 1].at : 0.0);
+}
+
 static void summarise(struct trace *t, const char *path)
 {
     json_t *other = json_object_get(t->root, "otherData");
@@ -401,6 +492,7 @@ static void summarise(struct trace *t, const char *path)
     }
     if (any)
         printf("\n");
+    print_steps(t);
     (void)track_name;
 }
 
