@@ -969,15 +969,17 @@ static void tm_bench_task(struct tm_bench *b, uint64_t id, bool stencil)
     }
     struct simpler_tensor view[4];
     struct sp_view_extent extent[4];
+    struct rt_tm_key key[4]; /* one per access, for its lookup and its insert (deps.c) */
     for (uint32_t i = 0; i < n; i++) {
         simpler_tensor_slice(&view[i], &b->buffer, 0, cell[i] * 8, cell[i] * 8 + 8, 1);
         sp_view_extent(&view[i], &extent[i]);
-        rt_tensormap_lookup_extent(&b->map, &view[i], &extent[i], kind[i], tm_bench_retired, b,
-                                   tm_bench_hit, b);
+        rt_tensormap_key(&b->map, &view[i], &extent[i], &key[i]);
+        rt_tensormap_lookup_key(&b->map, &view[i], &key[i], kind[i], tm_bench_retired, b,
+                                tm_bench_hit, b);
     }
     for (uint32_t i = 0; i < n; i++)
-        if (rt_tensormap_insert_entry(&b->map, &view[i], &extent[i], kind[i], id, NULL,
-                                      &b->entry[slot][b->entries[slot]++]) != 0) {
+        if (rt_tensormap_insert_key(&b->map, &view[i], &key[i], kind[i], id, NULL,
+                                    &b->entry[slot][b->entries[slot]++]) != 0) {
             fprintf(stderr, "bench_runtime: the TensorMap is full\n");
             exit(1);
         }

@@ -13,6 +13,7 @@
 #include "common/task_id.h"
 #include "common/view.h"
 #include "runtime/deps.h"
+#include "runtime/invariants.h"
 #include "runtime/ring.h"
 #include "runtime/run.h"
 #include "runtime/runtime.h"
@@ -69,6 +70,31 @@ static bool tm_retired(void *ctx, uint64_t producer_id)
     return rt_task_retired(ctx, producer_id);
 }
 
+#ifndef NDEBUG
+/* What a host build asks instead (debug builds): the answer it assumes,
+ * checked. */
+static bool tm_never_retired(void *ctx, uint64_t producer_id)
+{
+    RT_ASSERT_INVARIANT(!rt_task_retired(ctx, producer_id));
+    return false;
+}
+#endif
+
+/* The retirement check for a submit's lookups. A host build retires
+ * nothing: no task of its run runs before the image ships (docs/runtime.md,
+ * "Nothing is reclaimed during an HBG run"), so rt_task_retired is false
+ * for every producer there and the TensorMap need not call it for each
+ * entry it visits (about 4% of a stencil task's build).
+ * Debug and sanitizer builds still call it, and assert that. */
+static rt_tm_retired_fn retired_check(const struct rt_run *run)
+{
+#ifdef NDEBUG
+    return run->hbg ? NULL : tm_retired;
+#else
+    return run->hbg ? tm_never_retired : tm_retired;
+#endif
+}
+
 /* What a TensorMap lookup reports its hits to: the run and the access. */
 struct tm_access {
     struct rt_run *run;
@@ -100,13 +126,25 @@ static bool tracked(const struct rt_run *run, const struct simpler_tensor *t)
            !(t->flags & SIMPLER_TENSOR_MANUAL_DEP);
 }
 
+/* True when a submit looks argument `kind` (tensor `t`) up in the TensorMap
+ * and records it there, in a scope whose mode is not MANUAL (both
+ * rt_deps_discover and rt_deps_record_accesses return before asking
+ * otherwise): the one rule that makes the keys rt_deps_discover fills the
+ * ones rt_deps_record_accesses reads. */
+static bool mapped(uint32_t kind, const struct simpler_tensor *t)
+{
+    return kind != SIMPLER_ARG_OUTPUT && kind != SIMPLER_ARG_NO_DEP &&
+           !(t->flags & SIMPLER_TENSOR_MANUAL_DEP);
+}
+
 static enum rt_access access_of(uint32_t kind)
 {
     return kind == SIMPLER_ARG_INPUT ? RT_ACCESS_READ : RT_ACCESS_WRITE;
 }
 
 int32_t rt_deps_discover(struct rt_run *run, const struct simpler_task_args *a,
-                         const struct rt_task *t, const struct sp_view_extent *extent)
+                         const struct rt_task *t, const struct sp_view_extent *extent,
+                         struct rt_tm_key *key)
 {
     bool manual = run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL;
     for (uint32_t i = 0; i < a->dep_count; i++) {
@@ -126,11 +164,12 @@ int32_t rt_deps_discover(struct rt_run *run, const struct simpler_task_args *a,
         int32_t rc = creator_edge(run, view);
         if (rc)
             return rc;
-        if (kind == SIMPLER_ARG_NO_DEP || !tracked(run, view))
+        if (!mapped(kind, view))
             continue;
         struct tm_access access = {run, access_of(kind)};
-        rc = rt_tensormap_lookup_extent(&run->tensormap, view, &extent[i], access.kind,
-                                        tm_retired, run, tm_hit, &access);
+        rt_tensormap_key(&run->tensormap, view, &extent[i], &key[i]);
+        rc = rt_tensormap_lookup_key(&run->tensormap, view, &key[i], access.kind,
+                                     retired_check(run), run, tm_hit, &access);
         if (rc)
             return rc;
     }
@@ -164,18 +203,13 @@ void rt_deps_forget_previous_occupant(struct rt_run *run, uint32_t ring, uint64_
 
 int32_t rt_deps_record_accesses(struct rt_run *run, const struct simpler_task_args *a,
                                 const struct rt_task *t, struct rt_tm_record *tm,
-                                const struct sp_view_extent *extent, uint64_t id,
-                                struct rt_slot *s)
+                                const struct rt_tm_key *key, uint64_t id, struct rt_slot *s)
 {
     if (run->scopes[run->scope_depth - 1].mode == SIMPLER_SCOPE_MANUAL)
         return 0;
     uint32_t need = 0;
-    for (uint32_t i = 0; i < a->tensor_count; i++) {
-        uint32_t kind = a->tensors[i].kind;
-        if (kind != SIMPLER_ARG_OUTPUT && kind != SIMPLER_ARG_NO_DEP &&
-            tracked(run, &t->tensors[i]))
-            need++;
-    }
+    for (uint32_t i = 0; i < a->tensor_count; i++)
+        need += mapped(a->tensors[i].kind, &t->tensors[i]);
     if (need == 0)
         return 0;
     if (need > run->tensormap.capacity)
@@ -189,11 +223,10 @@ int32_t rt_deps_record_accesses(struct rt_run *run, const struct simpler_task_ar
     }
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         uint32_t kind = a->tensors[i].kind;
-        if (kind == SIMPLER_ARG_OUTPUT || kind == SIMPLER_ARG_NO_DEP ||
-            !tracked(run, &t->tensors[i]))
+        if (!mapped(kind, &t->tensors[i]))
             continue;
-        if (rt_tensormap_insert_entry(&run->tensormap, &t->tensors[i], &extent[i],
-                                      access_of(kind), id, s, &tm->entry[tm->count]) != 0)
+        if (rt_tensormap_insert_key(&run->tensormap, &t->tensors[i], &key[i], access_of(kind),
+                                    id, s, &tm->entry[tm->count]) != 0)
             return SIMPLER_ORCH_ERR_TENSORMAP_OVERFLOW; /* room was checked: unreachable */
         tm->count++;
     }

@@ -33,9 +33,12 @@ bool rt_producer_valid(struct rt_run *run, uint64_t id);
 
 /* Finds every producer the task in `t` (its arguments `a`; extent[i]: the
  * bytes of non-OUTPUT tensor i, as the submit checked them) must wait for,
- * into the fanin scratch, which the caller emptied. */
+ * into the fanin scratch, which the caller emptied. Fills key[i] for every
+ * tensor it looks up in the TensorMap (the ones rt_deps_record_accesses
+ * records), for rt_deps_record_accesses. */
 int32_t rt_deps_discover(struct rt_run *run, const struct simpler_task_args *a,
-                         const struct rt_task *t, const struct sp_view_extent *extent);
+                         const struct rt_task *t, const struct sp_view_extent *extent,
+                         struct rt_tm_key *key);
 
 /* Frees the TensorMap entries of the task that last occupied the slot of
  * `local` on `ring` (local - window, retired since its slot was reserved),
@@ -45,11 +48,10 @@ void rt_deps_forget_previous_occupant(struct rt_run *run, uint32_t ring, uint64_
 
 /* Records the task's reads and writes of existing tensors (task `id` in
  * slot `s`) in the TensorMap and in `tm`, waiting for room in the map when
- * it is full. */
+ * it is full; key[i]: what rt_deps_discover filled for this task. */
 int32_t rt_deps_record_accesses(struct rt_run *run, const struct simpler_task_args *a,
                                 const struct rt_task *t, struct rt_tm_record *tm,
-                                const struct sp_view_extent *extent, uint64_t id,
-                                struct rt_slot *s);
+                                const struct rt_tm_key *key, uint64_t id, struct rt_slot *s);
 
 /* Links the task in `s` (payload `t`, on `ring`) to every producer in the
  * scratch list, taking two dependency entries per producer at most (the

@@ -61,6 +61,7 @@ struct task_shape {
     uint64_t heap_need;                             /* all OUTPUTs' bytes */
     uint64_t output_bytes[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: an OUTPUT's heap bytes */
     struct sp_view_extent extent[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: a non-OUTPUT's bytes */
+    struct rt_tm_key tm_key[SIMPLER_TASK_MAX_TENSORS]; /* [arg]: rt_deps_discover's */
 };
 
 static int32_t check_submit(struct rt_run *run, const struct simpler_mixed_kernels *k,
@@ -262,9 +263,9 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
 
     /* 2. Dependencies, then this task's own accesses. */
     run->fanin_n = 0;
-    code = rt_deps_discover(run, a, t, ts.extent);
+    code = rt_deps_discover(run, a, t, ts.extent, ts.tm_key);
     if (!code)
-        code = rt_deps_record_accesses(run, a, t, tm, ts.extent, id, s);
+        code = rt_deps_record_accesses(run, a, t, tm, ts.tm_key, id, s);
     if (code)
         return rt_fail_negated(run, code);
 

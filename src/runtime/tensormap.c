@@ -158,7 +158,7 @@ static bool bucket_current(const struct rt_tensormap *map, const struct rt_tm_bu
 }
 
 /* Bucket `i`, to be written: cleared first if it is of an older epoch. */
-static struct rt_tm_bucket *bucket_for_write(struct rt_tensormap *map, uint32_t i)
+static inline struct rt_tm_bucket *bucket_for_write(struct rt_tensormap *map, uint32_t i)
 {
     struct rt_tm_bucket *b = &map->buckets[i];
     if (!bucket_current(map, b))
@@ -205,19 +205,23 @@ static void uncount_live(struct rt_tensormap *map, const struct rt_tm_node *n)
         map->class_mask[n->kind] &= ~(UINT64_C(1) << n->size_class);
 }
 
-/* Puts entry `index` (node filled) at the head of both its chains. */
-static void link_entry(struct rt_tensormap *map, uint32_t index)
+/* Puts entry `index` (node filled) at the head of both its chains, in
+ * granule bucket `granule_bucket` and buffer bucket `buffer_bucket` (its
+ * key's). */
+static void link_entry(struct rt_tensormap *map, uint32_t index, uint32_t granule_bucket,
+                       uint32_t buffer_bucket)
 {
     struct rt_tm_node *n = &map->nodes[index];
-    uint32_t *ghead =
-        &bucket_for_write(map, granule_bucket_of_node(map, n))->granule_head[n->kind];
+    RT_ASSERT_INVARIANT(granule_bucket == granule_bucket_of_node(map, n));
+    RT_ASSERT_INVARIANT(buffer_bucket == buffer_bucket_of(map, n->addr));
+    uint32_t *ghead = &bucket_for_write(map, granule_bucket)->granule_head[n->kind];
     n->granule_prev = RT_TM_NIL;
     n->granule_next = *ghead;
     if (*ghead != RT_TM_NIL)
         map->nodes[*ghead].granule_prev = index;
     *ghead = index;
 
-    struct rt_tm_bucket *b = bucket_for_write(map, buffer_bucket_of(map, n->addr));
+    struct rt_tm_bucket *b = bucket_for_write(map, buffer_bucket);
     n->buffer_prev = RT_TM_NIL;
     n->buffer_next = b->head[n->kind];
     if (b->head[n->kind] != RT_TM_NIL)
@@ -233,14 +237,20 @@ static void link_entry(struct rt_tensormap *map, uint32_t index)
     count_live(map, n);
 }
 
-/* Takes entry `index` off both its chains and puts it on the free list.
+/* Takes entry `index`, filed in granule bucket `granule_bucket` and buffer
+ * bucket `buffer_bucket`, off both its chains and puts it on the free list.
+ * A lookup knows both buckets of the entries it visits (the chains it
+ * walks are theirs), so it does not hash them again.
  * Cursors of rt_tensormap_lookup hold entry indices, never links, so
  * unlinking the entry a cursor has just left disturbs none of them. */
-static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
+static void unlink_in(struct rt_tensormap *map, uint32_t index, uint32_t granule_bucket,
+                      uint32_t buffer_bucket)
 {
     struct rt_tm_node *n = &map->nodes[index];
+    RT_ASSERT_INVARIANT(granule_bucket == granule_bucket_of_node(map, n));
+    RT_ASSERT_INVARIANT(buffer_bucket == buffer_bucket_of(map, n->addr));
     /* A live entry was linked in this epoch: both its buckets are of it. */
-    struct rt_tm_bucket *g = &map->buckets[granule_bucket_of_node(map, n)];
+    struct rt_tm_bucket *g = &map->buckets[granule_bucket];
     RT_ASSERT_INVARIANT(bucket_current(map, g));
     if (n->granule_prev != RT_TM_NIL)
         map->nodes[n->granule_prev].granule_next = n->granule_next;
@@ -249,7 +259,7 @@ static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
     if (n->granule_next != RT_TM_NIL)
         map->nodes[n->granule_next].granule_prev = n->granule_prev;
 
-    struct rt_tm_bucket *b = &map->buckets[buffer_bucket_of(map, n->addr)];
+    struct rt_tm_bucket *b = &map->buckets[buffer_bucket];
     RT_ASSERT_INVARIANT(bucket_current(map, b));
     if (n->buffer_prev != RT_TM_NIL)
         map->nodes[n->buffer_prev].buffer_next = n->buffer_next;
@@ -270,6 +280,13 @@ static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
     n->kind = TM_KIND_FREE;
     n->granule_next = map->free_head;
     map->free_head = index;
+}
+
+/* unlink_in for an entry whose buckets the caller does not know. */
+static void unlink_and_free(struct rt_tensormap *map, uint32_t index)
+{
+    const struct rt_tm_node *n = &map->nodes[index];
+    unlink_in(map, index, granule_bucket_of_node(map, n), buffer_bucket_of(map, n->addr));
 }
 
 static bool is_retired(rt_tm_retired_fn retired, void *ctx, uint64_t producer_id)
@@ -297,20 +314,24 @@ static void extent_of(const struct simpler_tensor *t, int64_t *first, int64_t *l
  * and the buffer chain is walked instead. */
 #define TM_MAX_SOURCES 64
 
-/* One chain being merged: the entry it is at (on the access's buffer). */
+/* One chain being merged: the entry it is at (on the access's buffer),
+ * and the granule bucket whose chain it is (RT_TM_NIL: the buffer chain),
+ * which is that entry's own granule bucket. */
 struct tm_cursor {
     uint64_t seq;
     uint32_t entry;
+    uint32_t granule_bucket;
 };
 
 /* One rt_tensormap_lookup. */
 struct tm_walk {
     struct rt_tensormap *map;
     const struct simpler_tensor *access;
-    int64_t first, last;        /* the access's byte extent */
+    const struct rt_tm_key *key; /* the access's */
+    int64_t first, last;        /* the access's byte extent (key's) */
     enum rt_access kind;        /* the access's */
     bool whole_buffer;          /* walk buffer chains only (see rt_tensormap_lookup) */
-    uint32_t buffer_bucket;
+    uint32_t buffer_bucket;     /* key's */
     rt_tm_retired_fn retired;
     void *retired_ctx;
     rt_tm_hit_fn hit;
@@ -359,7 +380,7 @@ static void open_granule_chain(const struct tm_walk *w, uint32_t kind, uint32_t 
     probed[(*probed_n)++] = bucket;
     uint32_t first = on_buffer(w, granule_first(w->map, bucket, kind), false);
     if (first != RT_TM_NIL)
-        heap[(*n)++] = (struct tm_cursor){w->map->nodes[first].seq, first};
+        heap[(*n)++] = (struct tm_cursor){w->map->nodes[first].seq, first, bucket};
 }
 
 
@@ -387,19 +408,14 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
      * the access's own class (cells or tiles of one size, the common
      * case), so the one granule holding the access is all there is to
      * probe, without counting sources or merging. */
-    uint32_t k = size_class_of(w->first, w->last);
+    uint32_t k = w->key->size_class;
     if (!w->whole_buffer && k != RT_TM_WIDE && mask == UINT64_C(1) << k) {
         *by_buffer = false;
-        uint32_t first = on_buffer(
-            w,
-            granule_first(map,
-                          granule_bucket_of(map, w->access->addr, k,
-                                            biased(w->first) >> granule_bits(k)),
-                          kind),
-            false);
+        uint32_t bucket = w->key->granule_bucket;
+        uint32_t first = on_buffer(w, granule_first(map, bucket, kind), false);
         if (first == RT_TM_NIL)
             return 0;
-        heap[0] = (struct tm_cursor){map->nodes[first].seq, first};
+        heap[0] = (struct tm_cursor){map->nodes[first].seq, first, bucket};
         return 1;
     }
     uint64_t per_source = 1 + (map->live_by_kind[kind] >> map->bucket_bits);
@@ -418,7 +434,7 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
         uint32_t first = on_buffer(w, b->head[kind], true);
         if (first == RT_TM_NIL)
             return 0;
-        heap[0] = (struct tm_cursor){map->nodes[first].seq, first};
+        heap[0] = (struct tm_cursor){map->nodes[first].seq, first, RT_TM_NIL};
         return 1;
     }
 
@@ -441,17 +457,54 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
     return n;
 }
 
+/* Frees entry `index` of the access's buffer, met on the granule chain of
+ * `granule_bucket` (RT_TM_NIL: on the buffer chain, its granule bucket
+ * unknown). */
+static void walk_free(struct tm_walk *w, uint32_t index, uint32_t granule_bucket)
+{
+    if (granule_bucket == RT_TM_NIL)
+        granule_bucket = granule_bucket_of_node(w->map, &w->map->nodes[index]);
+    unlink_in(w->map, index, granule_bucket, w->buffer_bucket);
+}
+
+/* How the entry (node, record) relates to the access, when they are not
+ * identical views (rt_overlap_of_extents when both extents are known and
+ * the versions agree: `extents`). Out of visit's fast path, which an
+ * identical view (a cell or tile accessed again) takes without building
+ * the extents. */
+static enum rt_overlap overlap_of(const struct tm_walk *w, const struct rt_tm_node *node,
+                                  const struct rt_tm_entry *entry, bool extents)
+{
+    if (!extents)
+        return rt_region_overlap(&entry->region, w->access);
+    struct sp_view_extent r = {node->first_byte, node->last_byte}, a = {w->first, w->last};
+    return rt_overlap_of_extents(&entry->region, &r, w->access, &a);
+}
+
+/* True when the entry covers the whole access (the other direction of
+ * overlap_of). */
+static bool covers_access(const struct tm_walk *w, const struct rt_tm_node *node,
+                          const struct rt_tm_entry *entry, bool extents)
+{
+    if (!extents)
+        return rt_region_overlap(w->access, &entry->region) == RT_OVERLAP_COVERED;
+    struct sp_view_extent r = {node->first_byte, node->last_byte}, a = {w->first, w->last};
+    return rt_overlap_of_extents(w->access, &a, &entry->region, &r) == RT_OVERLAP_COVERED;
+}
+
 /*
- * Decides one entry on the access's buffer, visited newest first. Returns
+ * Decides one entry on the access's buffer, visited newest first, met on
+ * the chain of a cursor whose granule_bucket is `granule_bucket`. Returns
  * the hit's nonzero return (the entry then stays), else 0; *cut says the
  * entry covers the whole access (with find_cut): the walk ends there.
  */
-static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
+static int visit(struct tm_walk *w, uint32_t index, uint32_t granule_bucket, bool find_cut,
+                 bool *cut)
 {
     const struct rt_tm_node *node = &w->map->nodes[index];
     *cut = false;
     if (is_retired(w->retired, w->retired_ctx, node->producer_id)) {
-        unlink_and_free(w->map, index);
+        walk_free(w, index, granule_bucket);
         return 0;
     }
     if ((node->last_byte < w->first || w->last < node->first_byte) &&
@@ -463,29 +516,21 @@ static int visit(struct tm_walk *w, uint32_t index, bool find_cut, bool *cut)
      * tile or cell accessed again) is decided by one comparison. */
     bool extents = extent_known(node->first_byte, node->last_byte) &&
                    extent_known(w->first, w->last) && node->version == w->access->version;
-    struct sp_view_extent r = {node->first_byte, node->last_byte}, a = {w->first, w->last};
     /* An identical view (same version) covers the access and is covered
      * by it: one comparison decides both directions. */
     bool identical = extents && node->first_byte == w->first && node->last_byte == w->last &&
                      rt_views_identical(&entry->region, w->access);
-    enum rt_overlap overlap = identical ? RT_OVERLAP_COVERED
-                              : extents ? rt_overlap_of_extents(&entry->region, &r, w->access, &a)
-                                        : rt_region_overlap(&entry->region, w->access);
+    enum rt_overlap overlap = identical ? RT_OVERLAP_COVERED : overlap_of(w, node, entry, extents);
     if (overlap == RT_OVERLAP_NONE)
         return 0;
     int rc = w->hit(w->hit_ctx, node->producer_id, entry->producer, (enum rt_access)node->kind);
     if (rc != 0)
         return rc; /* entry kept: a retried lookup must see it again */
-    if (find_cut && identical) {
-        *cut = true;
-    } else if (find_cut) {
-        enum rt_overlap back = extents ? rt_overlap_of_extents(w->access, &a, &entry->region, &r)
-                                       : rt_region_overlap(w->access, &entry->region);
-        *cut = back == RT_OVERLAP_COVERED;
-    }
+    if (find_cut)
+        *cut = identical || covers_access(w, node, entry, extents);
     uint64_t seq = node->seq;
     if (w->kind == RT_ACCESS_WRITE && overlap == RT_OVERLAP_COVERED)
-        unlink_and_free(w->map, index);
+        walk_free(w, index, granule_bucket);
     if (*cut)
         w->cut_seq = seq;
     return 0;
@@ -502,7 +547,7 @@ static int walk_kind(struct tm_walk *w, uint32_t kind, bool find_cut)
     uint32_t n = open_chains(w, kind, heap, &by_buffer);
     const struct rt_tm_node *nodes = w->map->nodes;
     while (n > 0) {
-        uint32_t index = heap[0].entry;
+        uint32_t index = heap[0].entry, granule_bucket = heap[0].granule_bucket;
         if (heap[0].seq < w->cut_seq)
             return 0;
         /* Step the cursor before the entry may be unlinked. */
@@ -511,15 +556,32 @@ static int walk_kind(struct tm_walk *w, uint32_t kind, bool find_cut)
         if (next == RT_TM_NIL)
             heap[0] = heap[--n];
         else
-            heap[0] = (struct tm_cursor){nodes[next].seq, next};
-        if (n > 0)
+            heap[0] = (struct tm_cursor){nodes[next].seq, next, granule_bucket};
+        if (n > 1) /* one cursor is a heap already (the tile path, a buffer chain) */
             heap_sift_down(heap, n, 0);
         bool cut;
-        int rc = visit(w, index, find_cut, &cut);
+        int rc = visit(w, index, granule_bucket, find_cut, &cut);
         if (rc != 0 || cut)
             return rc;
     }
     return 0;
+}
+
+void rt_tensormap_key(const struct rt_tensormap *map, const struct simpler_tensor *view,
+                      const struct sp_view_extent *extent, struct rt_tm_key *key)
+{
+    if (extent) {
+        key->first_byte = extent->first_byte;
+        key->last_byte = extent->last_byte;
+    } else {
+        extent_of(view, &key->first_byte, &key->last_byte);
+    }
+    uint32_t k = size_class_of(key->first_byte, key->last_byte);
+    uint64_t granule = k == RT_TM_WIDE ? 0 : biased(key->first_byte) >> granule_bits(k);
+    key->size_class = k;
+    key->granule_bucket = granule_bucket_of(map, view->addr, k, granule);
+    key->buffer_bucket = buffer_bucket_of(map, view->addr);
+    key->reserved = 0;
 }
 
 int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *access,
@@ -535,29 +597,37 @@ int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_te
                                rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
                                void *hit_ctx)
 {
+    struct rt_tm_key key;
+    rt_tensormap_key(map, access, extent, &key);
+    return rt_tensormap_lookup_key(map, access, &key, kind, retired, retired_ctx, hit, hit_ctx);
+}
+
+int rt_tensormap_lookup_key(struct rt_tensormap *map, const struct simpler_tensor *access,
+                            const struct rt_tm_key *key, enum rt_access kind,
+                            rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
+                            void *hit_ctx)
+{
+    RT_ASSERT_INVARIANT(key->buffer_bucket == buffer_bucket_of(map, access->addr));
+    /* A bucket of an older epoch holds no entry on any buffer hashing
+     * there (its granule chains may hold some of other buffers, which the
+     * lookup would skip): nothing to report or free. */
+    const struct rt_tm_bucket *b = &map->buckets[key->buffer_bucket];
+    if (!bucket_current(map, b))
+        return 0;
     struct tm_walk w = {
         .map = map,
         .access = access,
+        .key = key,
+        .first = key->first_byte,
+        .last = key->last_byte,
         .kind = kind,
-        .buffer_bucket = buffer_bucket_of(map, access->addr),
+        .buffer_bucket = key->buffer_bucket,
         .retired = retired,
         .retired_ctx = retired_ctx,
         .hit = hit,
         .hit_ctx = hit_ctx,
         .cut_seq = 0,
     };
-    if (extent) {
-        w.first = extent->first_byte;
-        w.last = extent->last_byte;
-    } else {
-        extent_of(access, &w.first, &w.last);
-    }
-    /* A bucket of an older epoch holds no entry on any buffer hashing
-     * there (its granule chains may hold some of other buffers, which the
-     * lookup would skip): nothing to report or free. */
-    const struct rt_tm_bucket *b = &map->buckets[w.buffer_bucket];
-    if (!bucket_current(map, b))
-        return 0;
     /* Granule chains only hold what can share a byte with the access; an
      * unknown extent, or entries of other versions (OTHER whatever their
      * bytes), need the whole buffer. */
@@ -578,6 +648,15 @@ int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_ten
                               const struct sp_view_extent *extent, enum rt_access kind,
                               uint64_t producer_id, void *producer, uint32_t *entry_index)
 {
+    struct rt_tm_key key;
+    rt_tensormap_key(map, region, extent, &key);
+    return rt_tensormap_insert_key(map, region, &key, kind, producer_id, producer, entry_index);
+}
+
+int rt_tensormap_insert_key(struct rt_tensormap *map, const struct simpler_tensor *region,
+                            const struct rt_tm_key *key, enum rt_access kind,
+                            uint64_t producer_id, void *producer, uint32_t *entry_index)
+{
     if (kind != RT_ACCESS_READ && kind != RT_ACCESS_WRITE)
         return -1;
     uint32_t index;
@@ -596,18 +675,14 @@ int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_ten
     struct rt_tm_node *n = &map->nodes[index];
     n->addr = region->addr;
     n->seq = ++map->next_seq;
-    if (extent) {
-        n->first_byte = extent->first_byte;
-        n->last_byte = extent->last_byte;
-    } else {
-        extent_of(region, &n->first_byte, &n->last_byte);
-    }
+    n->first_byte = key->first_byte;
+    n->last_byte = key->last_byte;
     n->producer_id = producer_id;
     n->version = region->version;
     n->kind = (uint8_t)kind;
-    n->size_class = (uint8_t)size_class_of(n->first_byte, n->last_byte);
+    n->size_class = (uint8_t)key->size_class;
     n->reserved = 0;
-    link_entry(map, index);
+    link_entry(map, index, key->granule_bucket, key->buffer_bucket);
     if (entry_index)
         *entry_index = index;
     return 0;

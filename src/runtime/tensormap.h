@@ -158,6 +158,25 @@ struct rt_tensormap {
     struct rt_tm_entry *entries;                     /* [capacity] */
 };
 
+/*
+ * Where the map files one access: its byte extent and the keys of its
+ * chains (tensormap_keys.h), computed once by rt_tensormap_key and then
+ * taken by the access's lookup and its insert, which would otherwise each
+ * hash the view again (a write's lookup walks two kinds, each opening the
+ * granule chain, and a freed entry's unlink found both of its buckets by
+ * hashing too: 13 granule hashes a stencil task, now 4). A key depends on
+ * the view and on the map's bucket count only: it stays valid across
+ * inserts, lookups and resets, not across an rt_tensormap_init with
+ * another bucket count.
+ */
+struct rt_tm_key {
+    int64_t first_byte, last_byte; /* byte extent, or INT64_MIN..INT64_MAX */
+    uint32_t size_class;           /* 0..RT_TM_CLASSES - 1, or RT_TM_WIDE */
+    uint32_t granule_bucket;       /* the bucket of its granule chain */
+    uint32_t buffer_bucket;        /* the bucket of its buffer chain */
+    uint32_t reserved;
+};
+
 /* Bytes of the block rt_tensormap_init needs (0 when the sizes are invalid:
  * bucket_count not a power of two or 0, entry_count 0 or >= RT_TM_NIL):
  * per bucket a bucket (64 bytes), padding to a cache line, then per entry
@@ -219,6 +238,18 @@ int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_te
                                rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
                                void *hit_ctx);
 
+/* Fills *key for view `view` (borrowed for the call) with the extent
+ * `extent` (as rt_tensormap_lookup_extent's; NULL: computed here). */
+void rt_tensormap_key(const struct rt_tensormap *map, const struct simpler_tensor *view,
+                      const struct sp_view_extent *extent, struct rt_tm_key *key);
+
+/* rt_tensormap_lookup for an access whose key rt_tensormap_key computed
+ * from this very view, on this map. */
+int rt_tensormap_lookup_key(struct rt_tensormap *map, const struct simpler_tensor *access,
+                            const struct rt_tm_key *key, enum rt_access kind,
+                            rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
+                            void *hit_ctx);
+
 /* Records that `producer_id` accesses `region` (copied; newest first in its
  * chains). Returns 0, or -1 when no entry is free (call
  * rt_tensormap_reclaim, or wait for producers to retire, and retry) or
@@ -233,6 +264,13 @@ int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *r
 int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_tensor *region,
                               const struct sp_view_extent *extent, enum rt_access kind,
                               uint64_t producer_id, void *producer, uint32_t *entry_index);
+
+/* rt_tensormap_insert_entry for a region whose key rt_tensormap_key
+ * computed from this very view, on this map (`key` borrowed for the
+ * call). */
+int rt_tensormap_insert_key(struct rt_tensormap *map, const struct simpler_tensor *region,
+                            const struct rt_tm_key *key, enum rt_access kind,
+                            uint64_t producer_id, void *producer, uint32_t *entry_index);
 
 /*
  * Frees entry `entry_index` if it is still the live entry that

@@ -1446,6 +1446,143 @@ static void map_failing_hit_mid_merge_keeps_the_rest_for_a_retry(void **state)
     map_close(&tm);
 }
 
+/* ---- map: one key for a lookup and its insert --------------------------- */
+
+/* The stencil the host build of bench_compare's W4 submits, on a small
+ * scale: STENCIL_W 64-byte cells a row, two rows in one buffer (every
+ * entry on one buffer bucket); in step t, task i (id 1 + t W + i) reads
+ * cells i - 1, i, i + 1 (clamped) of row t % 2 and writes cell i of the
+ * other row. */
+#define STENCIL_W 8
+#define BUF_CELLS UINT64_C(0x300000)
+
+static struct simpler_tensor cell(uint64_t c)
+{
+    return sl(vec(BUF_CELLS, 2 * STENCIL_W * 8, SIMPLER_DTYPE_U64), 0, 8 * c, 8 * c + 8, 1);
+}
+
+/* One task's accesses: views[0..2] read, views[3] written. */
+static void stencil_task(uint64_t t, uint64_t i, struct simpler_tensor views[4])
+{
+    uint64_t cur = (t % 2) * STENCIL_W, nxt = ((t + 1) % 2) * STENCIL_W;
+    views[0] = cell(cur + (i ? i - 1 : i));
+    views[1] = cell(cur + i);
+    views[2] = cell(cur + (i + 1 < STENCIL_W ? i + 1 : i));
+    views[3] = cell(nxt + i);
+}
+
+/* Task `id`'s four lookups then four inserts, as the orchestrator makes
+ * them: with keys (one rt_tensormap_key per access, as deps.c) or without
+ * (each call computes what it needs). hits[j]: lookup j's. */
+static void stencil_submit(struct test_map *tm, uint64_t t, uint64_t i, bool keyed,
+                           struct hits hits[4])
+{
+    static const enum rt_access kind[4] = {RT_ACCESS_READ, RT_ACCESS_READ, RT_ACCESS_READ,
+                                           RT_ACCESS_WRITE};
+    uint64_t id = 1 + t * STENCIL_W + i;
+    struct simpler_tensor views[4];
+    struct rt_tm_key key[4];
+    stencil_task(t, i, views);
+    for (int j = 0; j < 4; j++) {
+        hits[j] = (struct hits){0};
+        int rc;
+        if (keyed) {
+            rt_tensormap_key(&tm->map, &views[j], NULL, &key[j]);
+            rc = rt_tensormap_lookup_key(&tm->map, &views[j], &key[j], kind[j], retired_in_mask,
+                                         &tm->retired, record_hit, &hits[j]);
+        } else {
+            rc = rt_tensormap_lookup(&tm->map, &views[j], kind[j], retired_in_mask,
+                                     &tm->retired, record_hit, &hits[j]);
+        }
+        assert_int_equal(rc, 0);
+    }
+    for (int j = 0; j < 4; j++) {
+        uint32_t entry = RT_TM_NIL;
+        int rc = keyed ? rt_tensormap_insert_key(&tm->map, &views[j], &key[j], kind[j], id,
+                                                 (void *)(uintptr_t)id, &entry)
+                       : rt_tensormap_insert_entry(&tm->map, &views[j], NULL, kind[j], id,
+                                                   (void *)(uintptr_t)id, &entry);
+        assert_int_equal(rc, 0);
+        if (keyed) /* the key names the chains the entry went on */
+            assert_int_equal(granule_bucket_holding(tm, entry), key[j].granule_bucket);
+    }
+}
+
+/* A key is where the map files the view: its extent, its size class (a
+ * 64-byte cell: the 64-byte granules, class 2) and the buckets of its
+ * granule and buffer chains, the ones rt_tensormap_insert_entry uses. */
+static void map_key_names_the_chains_the_view_is_filed_on(void **state)
+{
+    (void)state;
+    struct test_map tm;
+    map_open(&tm, 64, 16);
+    struct simpler_tensor c5 = cell(5);
+    struct rt_tm_key key;
+    rt_tensormap_key(&tm.map, &c5, NULL, &key);
+    assert_int_equal(key.first_byte, 5 * 64);
+    assert_int_equal(key.last_byte, 5 * 64 + 63);
+    assert_int_equal(key.size_class, 2); /* 1: the cell taken for 32 bytes */
+    uint32_t entry = RT_TM_NIL;
+    assert_int_equal(rt_tensormap_insert_entry(&tm.map, &c5, NULL, RT_ACCESS_WRITE, 1, NULL,
+                                               &entry),
+                     0);
+    assert_int_equal(granule_bucket_holding(&tm, entry), key.granule_bucket);
+    assert_int_equal(tm.map.buckets[key.buffer_bucket].head[RT_ACCESS_WRITE], entry);
+    assert_int_equal(tm.map.nodes[entry].size_class, key.size_class);
+
+    /* an extent the map cannot place: the wide class, granule 0 */
+    struct simpler_tensor odd = vec(BUF_CELLS, 2, SIMPLER_DTYPE_U32);
+    odd.stride[0] = INT64_MAX;
+    rt_tensormap_key(&tm.map, &odd, NULL, &key);
+    assert_int_equal(key.size_class, RT_TM_WIDE);
+    assert_true(key.first_byte == INT64_MIN && key.last_byte == INT64_MAX);
+    assert_int_equal(rt_tensormap_insert_key(&tm.map, &odd, &key, RT_ACCESS_READ, 2, NULL,
+                                             &entry),
+                     0);
+    assert_int_equal(granule_bucket_holding(&tm, entry), key.granule_bucket);
+    map_close(&tm);
+}
+
+/* The stencil through keys (the tile path, every freed entry unlinked from
+ * the buckets its lookup walked): exact producers for a task of step 2,
+ * and, over 6 steps, the same hits in the same order and the same free
+ * entries as the same calls without keys. */
+static void map_stencil_through_keys_finds_exactly_the_producers_without_keys(void **state)
+{
+    (void)state;
+    struct test_map keyed, plain;
+    map_open(&keyed, 256, 256);
+    map_open(&plain, 256, 256);
+    struct hits hk[4], hp[4];
+    for (uint64_t t = 0; t < 6; t++)
+        for (uint64_t i = 0; i < STENCIL_W; i++) {
+            stencil_submit(&keyed, t, i, true, hk);
+            stencil_submit(&plain, t, i, false, hp);
+            for (int j = 0; j < 4; j++)
+                assert_ids(&hk[j], hp[j].id, hp[j].count); /* differ: a key changed a walk */
+            assert_int_equal(rt_tensormap_free_count(&keyed.map),
+                             rt_tensormap_free_count(&plain.map)); /* an entry lost or kept */
+            if (t != 2 || i != 3)
+                continue;
+            /* task 20: reads cells 2, 3, 4 of row 0, written in step 1 by
+             * tasks 11, 12, 13; writes cell 3 of row 1, written in step 0
+             * by task 4 and read in step 1 by tasks 11, 12, 13 (newest
+             * first, after the write that cuts the walk) */
+            static const uint64_t l[] = {11}, m[] = {12}, r[] = {13}, w[] = {4, 13, 12, 11};
+            assert_ids(&hk[0], l, 1);
+            assert_ids(&hk[1], m, 1);
+            assert_ids(&hk[2], r, 1);
+            assert_ids(&hk[3], w, 4);
+            assert_int_equal(hk[3].kind[0], RT_ACCESS_WRITE);
+            assert_int_equal(hk[3].kind[1], RT_ACCESS_READ);
+        }
+    /* steady state: per cell its last write and the 3 reads since; the
+     * write lookups freed everything older (more: a freed entry kept) */
+    assert_int_equal(keyed.map.live, 2 * STENCIL_W + 3 * STENCIL_W);
+    map_close(&keyed);
+    map_close(&plain);
+}
+
 /* rt_tensormap_forget frees exactly the live entry its producer inserted
  * at that index: not an index never used since the reset, not an entry
  * freed since (by a covering write), not that index reused by another
@@ -2048,6 +2185,8 @@ int main(void)
             map_stale_entries_in_probed_chains_are_freed_by_lookups_the_rest_by_reclaim),
         cmocka_unit_test(map_failing_hit_mid_merge_keeps_the_rest_for_a_retry),
         cmocka_unit_test(map_forget_frees_only_the_producers_own_live_entry),
+        cmocka_unit_test(map_key_names_the_chains_the_view_is_filed_on),
+        cmocka_unit_test(map_stencil_through_keys_finds_exactly_the_producers_without_keys),
         cmocka_unit_test(map_full_map_takes_inserts_again_after_reclaim),
         cmocka_unit_test(map_matches_the_reference_semantics_on_random_sequences),
     };
