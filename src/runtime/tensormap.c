@@ -331,6 +331,8 @@ struct tm_walk {
     int64_t first, last;        /* the access's byte extent (key's) */
     enum rt_access kind;        /* the access's */
     bool whole_buffer;          /* walk buffer chains only (see rt_tensormap_lookup) */
+    uint64_t tile_mask;         /* 1 << the key's class when the tile path may apply, or 0
+                                 * (a chain holding entries never has an empty mask) */
     uint32_t buffer_bucket;     /* key's */
     rt_tm_retired_fn retired;
     void *retired_ctx;
@@ -408,8 +410,8 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
      * the access's own class (cells or tiles of one size, the common
      * case), so the one granule holding the access is all there is to
      * probe, without counting sources or merging. */
-    uint32_t k = w->key->size_class;
-    if (!w->whole_buffer && k != RT_TM_WIDE && mask == UINT64_C(1) << k) {
+    RT_ASSERT_INVARIANT(mask != 0); /* the live entries' classes are in both masks */
+    if (mask == w->tile_mask) {
         *by_buffer = false;
         uint32_t bucket = w->key->granule_bucket;
         uint32_t first = on_buffer(w, granule_first(map, bucket, kind), false);
@@ -632,6 +634,9 @@ int rt_tensormap_lookup_key(struct rt_tensormap *map, const struct simpler_tenso
      * unknown extent, or entries of other versions (OTHER whatever their
      * bytes), need the whole buffer. */
     w.whole_buffer = !extent_known(w.first, w.last) || !versions_all(b, access->version);
+    w.tile_mask = w.whole_buffer || key->size_class == RT_TM_WIDE
+                      ? 0
+                      : UINT64_C(1) << key->size_class;
     int rc = walk_kind(&w, RT_ACCESS_WRITE, true);
     if (rc != 0 || kind != RT_ACCESS_WRITE)
         return rc;
