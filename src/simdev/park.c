@@ -95,15 +95,10 @@ _Thread_local struct sd_budget *sd_tl_budget;
 _Thread_local struct sd_worker *sd_tl_worker;
 _Thread_local struct sd_worker *sd_tl_self;
 
-/* True when the AICPU thread pinned to this core's CPU is awake, or, for
- * a core not alone on its CPU, an AICPU thread waits to begin its job
- * (sd_aicpu_job_waits: it may be waiting for this core's CPU; a core
- * alone on its CPU is pinned where no AICPU thread is placed). */
+/* True when the AICPU thread pinned to this core's CPU is awake. */
 static bool mate_awake(void)
 {
-    const struct sd_worker *w = sd_tl_worker;
-    return w && w->is_core &&
-           (sd_core_gives_way(w) || (!w->placement.own_cpu && sd_aicpu_job_waits(w)));
+    return sd_tl_worker && sd_core_gives_way(sd_tl_worker);
 }
 
 /* Whether a wait of this thread's job has taken it out of its budget's

@@ -102,17 +102,6 @@ int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job)
     return status;
 }
 
-bool sd_aicpu_job_waits(const struct sd_worker *core)
-{
-    const struct sd_device *dev = core->dev;
-    for (uint32_t i = 0; i < dev->config.aicpu_threads; i++)
-        /* relaxed: a hint; parking is always correct, only slower */
-        if (atomic_load_explicit(&((struct sd_worker *)&dev->workers.aicpu[i])->job,
-                                 memory_order_relaxed))
-            return true;
-    return false;
-}
-
 struct sd_waitword *sd_worker_word(struct sd_worker *w)
 {
     return w->is_core ? &w->dev->workers.cores_wake : &w->wake;

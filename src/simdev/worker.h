@@ -66,14 +66,6 @@ static inline bool sd_core_gives_way(const struct sd_worker *core)
     return mate && atomic_load_explicit(&mate->awake, memory_order_relaxed);
 }
 
-/* True while an AICPU thread of `core`'s device has been handed a job it
- * has not begun: that thread needs a CPU, maybe `core`'s (measured in
- * bench_kernel's rounds: the scheduler's job began only once the idle
- * core spinning on its CPU had spun its 50 us and parked, every round).
- * An idle core waits for work such a thread gives out, so it parks
- * rather than spin (park.c); whoever gives it work wakes it. */
-bool sd_aicpu_job_waits(const struct sd_worker *core);
-
 /* Runs one-thread AICPU job `job` on the calling thread as worker `w`
  * (taken for it: launch.c, sd_launch_run_here), which stays asleep: the
  * runnable budget, the thread-local identity and the timeline's job marks
