@@ -66,8 +66,8 @@ static void lay_task(struct rt_run *run, uint32_t i, const struct rt_hbg_task *r
     struct rt_task *t = &r->tasks[local];
     run->scope_tasks[i] = s;
     atomic_store_explicit(&s->lock, 0, memory_order_relaxed);
-    s->fanout_count = 2;
-    s->fanout_released = 0;
+    s->hbg_fanin_first = rec->producer_first;
+    s->hbg_fanin_count = rec->producer_count;
     s->hbg_next = 0;
     atomic_store_explicit(&s->hbg_waiters, 0, memory_order_relaxed);
     atomic_store_explicit(&s->state, RT_PENDING, memory_order_relaxed);
@@ -82,9 +82,7 @@ static void lay_task(struct rt_run *run, uint32_t i, const struct rt_hbg_task *r
     s->lanes = rec->lanes;
     s->ring = (uint8_t)ring;
     s->sync_start = rec->sync_start;
-    s->scope_depth = 0;
-    s->heap_outputs = 0;
-    s->reserved = 0;
+    s->hbg_self = i + 1;
     t->tensor_count = rec->tensor_count;
     t->scalar_count = rec->scalar_count;
     memcpy(t->kernel, rec->kernel, sizeof t->kernel);
@@ -146,14 +144,15 @@ static bool in_a_heap(const struct rt_run *run, uint64_t addr, uint64_t bytes)
     return false;
 }
 
-/* Parks `w` on its latest producer not yet complete; false when every
- * producer has completed (the task is ready). */
-static bool park(struct rt_run *run, struct rt_slot *w)
+/* Parks `w` on its latest producer not yet complete among
+ * producers[0, below) of its list; false when every one of them has
+ * completed. Reads `w`'s slot and its producers' alone (not its payload:
+ * a completion re-parks its waiters on the completing core, where their
+ * payloads, laid on another CPU, are not). */
+static bool park_below(struct rt_run *run, struct rt_slot *w, uint32_t below)
 {
-    const struct rt_task *t = rt_slot_task(run, w);
-    const uint32_t *producers = run->hbg_producers + t->fanin_head;
-    uint64_t me = t->hbg_index + 1;
-    for (uint32_t k = t->fanin_count; k-- > 0;) {
+    const uint32_t *producers = run->hbg_producers + w->hbg_fanin_first;
+    for (uint32_t k = below; k-- > 0;) {
         struct rt_slot *p = slot_of(run, producers[k]);
         /* acquire: pairs with the completion's exchange; a producer seen
          * closed has completed and its writes are visible */
@@ -161,13 +160,33 @@ static bool park(struct rt_run *run, struct rt_slot *w)
         while (head != RT_HBG_CLOSED) {
             w->hbg_next = (uint32_t)head;
             /* release: the link above before the completer reads it */
-            if (atomic_compare_exchange_weak_explicit(&p->hbg_waiters, &head, me,
+            if (atomic_compare_exchange_weak_explicit(&p->hbg_waiters, &head, w->hbg_self,
                                                       memory_order_acq_rel,
                                                       memory_order_acquire))
                 return true;
         }
     }
     return false;
+}
+
+/* Parks `w` on its latest producer not yet complete; false when every
+ * producer has completed (the task is ready). */
+static bool park(struct rt_run *run, struct rt_slot *w)
+{
+    return park_below(run, w, w->hbg_fanin_count);
+}
+
+/* Parks `w` again once `done`, the producer it was parked on, completed.
+ * It parked on the topmost entry of `done` in its list, every entry above
+ * having completed by then: the scan goes on below it, and reads none of
+ * the producers above (their lines are the cores' that completed them). */
+static bool park_again(struct rt_run *run, struct rt_slot *w, const struct rt_slot *done)
+{
+    const uint32_t *producers = run->hbg_producers + w->hbg_fanin_first;
+    uint32_t k = w->hbg_fanin_count;
+    while (k > 0 && producers[k - 1] + 1 != done->hbg_self)
+        k--;
+    return park_below(run, w, k ? k - 1 : w->hbg_fanin_count);
 }
 
 int32_t rt_hbg_boot(struct rt_run *run, const struct rt_launch_args *la, const uint8_t *image,
@@ -281,7 +300,7 @@ void rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *
     while (head) {
         struct rt_slot *w = slot_of(run, head - 1);
         head = w->hbg_next; /* before a new park rewrites it */
-        if (!park(run, w))
+        if (!park_again(run, w, s))
             rt_task_route(run, w, released);
     }
     /* seq_cst: as in rt_task_complete, with rt_run_finished — either the

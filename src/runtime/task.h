@@ -39,8 +39,19 @@ enum rt_task_state { RT_PENDING = 0, RT_COMPLETED = 1, RT_CONSUMED = 2 };
  */
 struct rt_slot {
     _Atomic uint32_t lock;
-    uint32_t fanout_count;    /* lock */
-    uint32_t fanout_released; /* lock */
+    union {
+        struct {
+            uint32_t fanout_count;    /* lock */
+            uint32_t fanout_released; /* lock */
+        };
+        /* HBG on the device (runtime/hbg_boot.c), where nothing locks a
+         * slot: its producers, run->hbg_producers[first, +count), kept
+         * here so a completion re-parks a waiter from this line alone */
+        struct {
+            uint32_t hbg_fanin_first;
+            uint32_t hbg_fanin_count;
+        };
+    };
     union {
         uint32_t closed;      /* lock: consumed decided; no new consumer may wire */
         uint32_t hbg_next;    /* HBG: the next waiter on the same producer, index + 1 */
@@ -63,10 +74,16 @@ struct rt_slot {
     uint8_t lanes;            /* RT_LANE_* */
     uint8_t ring;
     uint8_t sync_start;
-    uint16_t scope_depth;     /* orchestrator only (< SIMPLER_SCOPE_MAX_DEPTH) */
-    uint8_t heap_outputs;     /* orchestrator only: some OUTPUT lives in the ring heap */
-    uint8_t reserved;
+    union {
+        struct {
+            uint16_t scope_depth; /* orchestrator only (< SIMPLER_SCOPE_MAX_DEPTH) */
+            uint8_t heap_outputs; /* orchestrator only: some OUTPUT lives in the ring heap */
+            uint8_t reserved;
+        };
+        uint32_t hbg_self; /* HBG on the device: its image index + 1, as waiter lists hold it */
+    };
 };
+_Static_assert(sizeof(struct rt_slot) == 64, "rt_slot is one cache line");
 _Static_assert(SIMPLER_SCOPE_MAX_DEPTH <= UINT16_MAX, "rt_slot.scope_depth is 16 bits");
 
 /* Cold per-task payload: what the kernels get, and bookkeeping the

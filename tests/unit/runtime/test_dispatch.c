@@ -237,6 +237,9 @@ enum {
     K_SCALE,     /* y[i] = x[i] * k */
     K_SUM16,     /* out[i] = sum of 16 inputs' [i] */
     K_STENCIL,   /* 3-point stencil of one block */
+    K_SET,       /* x[0] = value, after g_gate when asked */
+    K_SEEN,      /* reads its input and counts its start in g_sync_seen */
+    K_PAIR,      /* out[0] = a[0] * 10 + b[0] */
     K_KERNELS
 };
 
@@ -438,6 +441,31 @@ static void kernel_stencil(int64_t *args)
     }
 }
 
+/* tensor 0: int64 x[1] (INOUT); scalars 1, 2: gated (1: pass g_gate
+ * first), value */
+static void kernel_set(int64_t *args)
+{
+    int64_t *x = simpler_kernel_data(args, 0);
+    if (simpler_kernel_scalar_u64(args, 1))
+        ts_gate_pass(&g_gate);
+    x[0] = (int64_t)simpler_kernel_scalar_u64(args, 2);
+}
+
+/* tensor 0: int64 in[1] (INPUT): runs only once its producer completed */
+static void kernel_seen(int64_t *args)
+{
+    (void)simpler_kernel_data(args, 0);
+    ts_gate_pass(&g_sync_seen); /* open: only counts the start */
+}
+
+/* tensors 0, 1: int64 a[1], b[1] (INPUT); tensor 2: int64 out[1] (INOUT) */
+static void kernel_pair(int64_t *args)
+{
+    const int64_t *a = simpler_kernel_data(args, 0), *b = simpler_kernel_data(args, 1);
+    int64_t *out = simpler_kernel_data(args, 2);
+    out[0] = a[0] * 10 + b[0];
+}
+
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
     [K_INDEX] = kernel_index,         [K_SQUARE] = kernel_square,
     [K_SUM] = kernel_sum,             [K_MIX_AIC] = kernel_mix_aic,
@@ -447,7 +475,8 @@ static const simpler_kernel_fn g_kernels[K_KERNELS] = {
     [K_BLOCK_FAIL] = kernel_block_fail, [K_ROOT] = kernel_root,
     [K_LEAF] = kernel_leaf,           [K_IOTA] = kernel_iota,
     [K_SCALE] = kernel_scale,         [K_SUM16] = kernel_sum16,
-    [K_STENCIL] = kernel_stencil,
+    [K_STENCIL] = kernel_stencil,     [K_SET] = kernel_set,
+    [K_SEEN] = kernel_seen,           [K_PAIR] = kernel_pair,
 };
 
 /* ------------------------------------------------------------ running */
@@ -1058,6 +1087,40 @@ static void orch_gate_then_one(struct simpler_orch *rt, const struct simpler_orc
     simpler_submit_aiv(rt, K_MEET, &ta, &r);
 }
 
+/* One K_SET task: x[0] = value, after g_gate when `gated`. */
+static void submit_set(struct simpler_orch *rt, const struct simpler_tensor *x, uint64_t gated,
+                       uint64_t value)
+{
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_inout(&ta, x);
+    simpler_task_args_add_scalar(&ta, gated);
+    simpler_task_args_add_scalar(&ta, value);
+    simpler_submit_aiv(rt, K_SET, &ta, &r);
+}
+
+/* tensors a, b, out; scalar 0: which producer waits at g_gate (0: a's,
+ * 1: b's). p0 sets a = 7, p1 sets b = 5, a K_SEEN task reads what the
+ * other producer set, and the consumer sets out = a * 10 + b. */
+static void orch_pair(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    const struct simpler_tensor *a = &args->tensors[0], *b = &args->tensors[1];
+    uint64_t gated = args->scalars[0];
+    submit_set(rt, a, gated == 0, 7);
+    submit_set(rt, b, gated == 1, 5);
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_input(&ta, gated == 0 ? b : a);
+    simpler_submit_aiv(rt, K_SEEN, &ta, &r);
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_input(&ta, a);
+    simpler_task_args_add_input(&ta, b);
+    simpler_task_args_add_inout(&ta, &args->tensors[2]);
+    simpler_submit_aiv(rt, K_PAIR, &ta, &r);
+}
+
 /*
  * Waits (bounded) until the scheduler has told `core` to exit — which,
  * while a kernel of the run is still blocked on it, only a latched error
@@ -1141,6 +1204,54 @@ static void a_task_ready_beside_an_endless_kernel_starts_on_another_core(void **
     assert_int_equal(status, 0);
     assert_int_equal(h.result.tasks_completed, 2);
     rth_close(&h);
+}
+
+/*
+ * A consumer of two producers runs once both completed, whichever
+ * completes first. The gated producer holds its kernel at g_gate until
+ * the other has completed, which the K_SEEN task depending on it proves
+ * by starting; then the gate opens. Under host_build_graph the consumer
+ * parks on its later producer (p1): with p0 gated, p1's completion parks
+ * it again, on p0 only (the scan below p1 in its list); with p1 gated,
+ * p0 completes with nobody parked on it and p1's completion finds p0
+ * done. A consumer run before both producers ended would read a 0 (out
+ * 70 or 5); a consumer never run leaves -1.
+ */
+static void consumer_of_two_runs_after_both_in_either_order(void **state)
+{
+    (void)state;
+    for (uint64_t gated = 0; gated < 2; gated++) {
+        struct rt_harness h;
+        open_with_sched_timeout(&h, 120000);
+        ts_gate_destroy(&g_gate);
+        ts_gate_init(&g_gate);
+        ts_gate_destroy(&g_sync_seen);
+        ts_gate_init(&g_sync_seen);
+        ts_gate_open(&g_sync_seen);
+        int64_t *dev = ts_dev_alloc(3 * sizeof(int64_t));
+        int64_t host[3] = {0, 0, -1};
+        ts_to_dev(dev, host, sizeof host);
+        struct simpler_tensor t[3] = {ts_dev_tensor_1d(&dev[0], 1, SIMPLER_DTYPE_I64),
+                                      ts_dev_tensor_1d(&dev[1], 1, SIMPLER_DTYPE_I64),
+                                      ts_dev_tensor_1d(&dev[2], 1, SIMPLER_DTYPE_I64)};
+        struct simpler_orch_args a = make_args(t, 3, &gated, 1);
+        run_enqueue(&h, orch_pair, &a);
+        int blocked = ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
+        int other_done = blocked && ts_gate_wait_arrivals_for(&g_sync_seen, 1,
+                                                              TS_DEADLOCK_GUARD_MS);
+        ts_gate_open(&g_gate);
+        int status = run_wait(&h);
+        ts_from_dev(host, dev, sizeof host);
+        assert_true(blocked);    /* 0: the gated producer never ran */
+        assert_true(other_done); /* 0: the other producer's reader never started */
+        assert_int_equal(status, 0);
+        assert_int_equal(h.result.tasks_completed, 4);
+        assert_int_equal(host[0], 7);
+        assert_int_equal(host[1], 5);
+        assert_int_equal(host[2], 75); /* 70 or 5: it ran before a producer ended */
+        assert_int_equal(simdev_free(dev), 0);
+        rth_close(&h);
+    }
 }
 
 /*
@@ -1529,6 +1640,8 @@ int main(void)
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(a_task_ready_beside_an_endless_kernel_starts_on_another_core,
                           dispatch_setup, dispatch_teardown),
+        SIMPLER_TEST_WITH(consumer_of_two_runs_after_both_in_either_order, dispatch_setup,
+                          dispatch_teardown),
         SIMPLER_TEST_WITH(fan_of_500_tasks_uses_every_core_with_2_schedulers,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(fan_of_500_tasks_uses_every_core_with_3_schedulers,
