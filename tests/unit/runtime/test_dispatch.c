@@ -1087,7 +1087,9 @@ static void orch_gate_then_one(struct simpler_orch *rt, const struct simpler_orc
     simpler_submit_aiv(rt, K_MEET, &ta, &r);
 }
 
-/* One K_SET task: x[0] = value, after g_gate when `gated`. */
+/* One K_SET task: x[0] = value, after g_gate when `gated`. The gated one
+ * runs on an AIV core (and holds it), the other on the AIC core, which
+ * nothing else holds: no placement can leave it behind the held kernel. */
 static void submit_set(struct simpler_orch *rt, const struct simpler_tensor *x, uint64_t gated,
                        uint64_t value)
 {
@@ -1097,12 +1099,16 @@ static void submit_set(struct simpler_orch *rt, const struct simpler_tensor *x, 
     simpler_task_args_add_inout(&ta, x);
     simpler_task_args_add_scalar(&ta, gated);
     simpler_task_args_add_scalar(&ta, value);
-    simpler_submit_aiv(rt, K_SET, &ta, &r);
+    if (gated)
+        simpler_submit_aiv(rt, K_SET, &ta, &r);
+    else
+        simpler_submit_aic(rt, K_SET, &ta, &r);
 }
 
 /* tensors a, b, out; scalar 0: which producer waits at g_gate (0: a's,
- * 1: b's). p0 sets a = 7, p1 sets b = 5, a K_SEEN task reads what the
- * other producer set, and the consumer sets out = a * 10 + b. */
+ * 1: b's). p0 sets a = 7, p1 sets b = 5, a K_SEEN task on the AIC core
+ * reads what the other producer set, and the consumer sets out = a * 10
+ * + b. */
 static void orch_pair(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
     const struct simpler_tensor *a = &args->tensors[0], *b = &args->tensors[1];
@@ -1113,7 +1119,7 @@ static void orch_pair(struct simpler_orch *rt, const struct simpler_orch_args *a
     struct simpler_task_result r;
     simpler_task_args_init(&ta);
     simpler_task_args_add_input(&ta, gated == 0 ? b : a);
-    simpler_submit_aiv(rt, K_SEEN, &ta, &r);
+    simpler_submit_aic(rt, K_SEEN, &ta, &r);
     simpler_task_args_init(&ta);
     simpler_task_args_add_input(&ta, a);
     simpler_task_args_add_input(&ta, b);
@@ -1208,9 +1214,10 @@ static void a_task_ready_beside_an_endless_kernel_starts_on_another_core(void **
 
 /*
  * A consumer of two producers runs once both completed, whichever
- * completes first. The gated producer holds its kernel at g_gate until
- * the other has completed, which the K_SEEN task depending on it proves
- * by starting; then the gate opens. Under host_build_graph the consumer
+ * completes first. The gated producer holds its kernel (and an AIV core)
+ * at g_gate until the other, on the AIC core, has completed, which the
+ * K_SEEN task depending on it proves by starting (on the AIC core too:
+ * nothing can queue it behind the held kernel); then the gate opens. Under host_build_graph the consumer
  * parks on its later producer (p1): with p0 gated, p1's completion parks
  * it again, on p0 only (the scan below p1 in its list); with p1 gated,
  * p0 completes with nobody parked on it and p1's completion finds p0
