@@ -71,6 +71,7 @@ static _Atomic uint32_t g_started_before_blocker; /* a sync-start block ran besi
 static _Atomic uint32_t g_gate_core;            /* core of the (last) gate kernel */
 static _Atomic uint32_t g_task_core[FAN_TASKS]; /* core of fan leaf i, + 1 (0 = never ran) */
 static struct ts_gate g_gate;       /* the gate kernel blocks here */
+static struct ts_gate g_gate2;      /* a second held kernel (K_SET) blocks here */
 static struct ts_gate g_sync_seen;  /* open: counts sync-start blocks that started */
 static struct ts_gate g_orch_gate;  /* an orchestration blocks here */
 static struct meeting g_meet;       /* sync-start rendezvous: a block count */
@@ -176,6 +177,7 @@ static int dispatch_setup(void **state)
     ts_device_setup(state);
     records_reset();
     ts_gate_init(&g_gate);
+    ts_gate_init(&g_gate2);
     ts_gate_init(&g_sync_seen);
     ts_gate_open(&g_sync_seen);
     ts_gate_init(&g_orch_gate);
@@ -189,9 +191,11 @@ static int dispatch_teardown(void **state)
     /* A test that failed with a kernel or orchestration still parked must
      * not hang the reset in ts_device_teardown. */
     ts_gate_open(&g_gate);
+    ts_gate_open(&g_gate2);
     ts_gate_open(&g_orch_gate);
     int rc = ts_device_teardown(state);
     ts_gate_destroy(&g_gate);
+    ts_gate_destroy(&g_gate2);
     ts_gate_destroy(&g_sync_seen);
     ts_gate_destroy(&g_orch_gate);
     meeting_destroy(&g_meet);
@@ -441,13 +445,12 @@ static void kernel_stencil(int64_t *args)
     }
 }
 
-/* tensor 0: int64 x[1] (INOUT); scalars 1, 2: gated (1: pass g_gate
- * first), value */
+/* tensor 0: int64 x[1] (INOUT); scalars 1, 2: the gate it passes first
+ * (1: g_gate, 2: g_gate2), value */
 static void kernel_set(int64_t *args)
 {
     int64_t *x = simpler_kernel_data(args, 0);
-    if (simpler_kernel_scalar_u64(args, 1))
-        ts_gate_pass(&g_gate);
+    ts_gate_pass(simpler_kernel_scalar_u64(args, 1) == 1 ? &g_gate : &g_gate2);
     x[0] = (int64_t)simpler_kernel_scalar_u64(args, 2);
 }
 
@@ -1087,44 +1090,55 @@ static void orch_gate_then_one(struct simpler_orch *rt, const struct simpler_orc
     simpler_submit_aiv(rt, K_MEET, &ta, &r);
 }
 
-/* One K_SET task: x[0] = value, after g_gate when `gated`. The gated one
- * runs on an AIV core (and holds it), the other on the AIC core, which
- * nothing else holds: no placement can leave it behind the held kernel. */
-static void submit_set(struct simpler_orch *rt, const struct simpler_tensor *x, uint64_t gated,
-                       uint64_t value)
+/* One K_SET task of `core_type` (SIMPLER_CORE_AIC or AIV): x[0] =
+ * value, once `gate` (1: g_gate, 2: g_gate2) opens. */
+static void submit_set(struct simpler_orch *rt, const struct simpler_tensor *x, uint64_t gate,
+                       uint64_t value, int aic)
 {
     struct simpler_task_args ta;
     struct simpler_task_result r;
     simpler_task_args_init(&ta);
     simpler_task_args_add_inout(&ta, x);
-    simpler_task_args_add_scalar(&ta, gated);
+    simpler_task_args_add_scalar(&ta, gate);
     simpler_task_args_add_scalar(&ta, value);
-    if (gated)
-        simpler_submit_aiv(rt, K_SET, &ta, &r);
-    else
+    if (aic)
         simpler_submit_aic(rt, K_SET, &ta, &r);
+    else
+        simpler_submit_aiv(rt, K_SET, &ta, &r);
 }
 
-/* tensors a, b, out; scalar 0: which producer waits at g_gate (0: a's,
- * 1: b's). p0 sets a = 7, p1 sets b = 5, a K_SEEN task on the AIC core
- * reads what the other producer set, and the consumer sets out = a * 10
- * + b. */
-static void orch_pair(struct simpler_orch *rt, const struct simpler_orch_args *args)
+/* One K_SEEN task reading `x`, on the AIC core or an AIV one. */
+static void submit_seen(struct simpler_orch *rt, const struct simpler_tensor *x, int aic)
 {
-    const struct simpler_tensor *a = &args->tensors[0], *b = &args->tensors[1];
-    uint64_t gated = args->scalars[0];
-    submit_set(rt, a, gated == 0, 7);
-    submit_set(rt, b, gated == 1, 5);
     struct simpler_task_args ta;
     struct simpler_task_result r;
     simpler_task_args_init(&ta);
-    simpler_task_args_add_input(&ta, gated == 0 ? b : a);
-    simpler_submit_aic(rt, K_SEEN, &ta, &r);
+    simpler_task_args_add_input(&ta, x);
+    if (aic)
+        simpler_submit_aic(rt, K_SEEN, &ta, &r);
+    else
+        simpler_submit_aiv(rt, K_SEEN, &ta, &r);
+}
+
+/* tensors a, b, out. p0 (AIV, g_gate) sets a = 7; p1 (the AIC core,
+ * g_gate2) sets b = 5; a reader of each (on its producer's core type,
+ * counted in g_sync_seen); the consumer, on the AIC core (never held when
+ * it could run: nothing can queue it behind p0's held kernel), sets out =
+ * a * 10 + b. */
+static void orch_pair(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    const struct simpler_tensor *a = &args->tensors[0], *b = &args->tensors[1];
+    submit_set(rt, a, 1, 7, 0);
+    submit_set(rt, b, 2, 5, 1);
+    submit_seen(rt, a, 0);
+    submit_seen(rt, b, 1);
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
     simpler_task_args_init(&ta);
     simpler_task_args_add_input(&ta, a);
     simpler_task_args_add_input(&ta, b);
     simpler_task_args_add_inout(&ta, &args->tensors[2]);
-    simpler_submit_aiv(rt, K_PAIR, &ta, &r);
+    simpler_submit_aic(rt, K_PAIR, &ta, &r);
 }
 
 /*
@@ -1214,24 +1228,29 @@ static void a_task_ready_beside_an_endless_kernel_starts_on_another_core(void **
 
 /*
  * A consumer of two producers runs once both completed, whichever
- * completes first. The gated producer holds its kernel (and an AIV core)
- * at g_gate until the other, on the AIC core, has completed, which the
- * K_SEEN task depending on it proves by starting (on the AIC core too:
- * nothing can queue it behind the held kernel); then the gate opens. Under host_build_graph the consumer
- * parks on its later producer (p1): with p0 gated, p1's completion parks
- * it again, on p0 only (the scan below p1 in its list); with p1 gated,
- * p0 completes with nobody parked on it and p1's completion finds p0
- * done. A consumer run before both producers ended would read a 0 (out
- * 70 or 5); a consumer never run leaves -1.
+ * completes first. Both producers hold their kernels at a gate (p0 an AIV
+ * core at g_gate, p1 the AIC core at g_gate2) until the test has seen both
+ * there: by then every task is laid (HBG publishes a lay's batch at once)
+ * and, under host_build_graph, the consumer is parked on its later
+ * producer, p1. The test opens one gate, waits until that producer's
+ * reader starts (so its completion, which releases the reader, has
+ * re-parked or readied the consumer too), then opens the other. p1 first:
+ * p1's completion parks the consumer again, on p0 only (the scan below p1
+ * in its list); p0 first: p0 completes with nobody parked on it, and p1's
+ * completion finds p0 done. A consumer run before both producers ended
+ * reads a 0 (out 70 or 5); one never run leaves -1.
  */
 static void consumer_of_two_runs_after_both_in_either_order(void **state)
 {
     (void)state;
-    for (uint64_t gated = 0; gated < 2; gated++) {
+    for (int later_first = 0; later_first < 2; later_first++) {
         struct rt_harness h;
         open_with_sched_timeout(&h, 120000);
-        ts_gate_destroy(&g_gate);
-        ts_gate_init(&g_gate);
+        struct ts_gate *gates[2] = {&g_gate, &g_gate2};
+        for (int g = 0; g < 2; g++) {
+            ts_gate_destroy(gates[g]);
+            ts_gate_init(gates[g]);
+        }
         ts_gate_destroy(&g_sync_seen);
         ts_gate_init(&g_sync_seen);
         ts_gate_open(&g_sync_seen);
@@ -1241,18 +1260,21 @@ static void consumer_of_two_runs_after_both_in_either_order(void **state)
         struct simpler_tensor t[3] = {ts_dev_tensor_1d(&dev[0], 1, SIMPLER_DTYPE_I64),
                                       ts_dev_tensor_1d(&dev[1], 1, SIMPLER_DTYPE_I64),
                                       ts_dev_tensor_1d(&dev[2], 1, SIMPLER_DTYPE_I64)};
-        struct simpler_orch_args a = make_args(t, 3, &gated, 1);
+        struct simpler_orch_args a = make_args(t, 3, NULL, 0);
         run_enqueue(&h, orch_pair, &a);
-        int blocked = ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
-        int other_done = blocked && ts_gate_wait_arrivals_for(&g_sync_seen, 1,
-                                                              TS_DEADLOCK_GUARD_MS);
-        ts_gate_open(&g_gate);
+        int held = ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS) &&
+                   ts_gate_wait_arrivals_for(&g_gate2, 1, TS_DEADLOCK_GUARD_MS);
+        struct ts_gate *first = later_first ? &g_gate2 : &g_gate;
+        ts_gate_open(first);
+        int first_done = held && ts_gate_wait_arrivals_for(&g_sync_seen, 1,
+                                                           TS_DEADLOCK_GUARD_MS);
+        ts_gate_open(later_first ? &g_gate : &g_gate2);
         int status = run_wait(&h);
         ts_from_dev(host, dev, sizeof host);
-        assert_true(blocked);    /* 0: the gated producer never ran */
-        assert_true(other_done); /* 0: the other producer's reader never started */
+        assert_true(held);       /* 0: a producer never reached its gate */
+        assert_true(first_done); /* 0: the first producer's reader never started */
         assert_int_equal(status, 0);
-        assert_int_equal(h.result.tasks_completed, 4);
+        assert_int_equal(h.result.tasks_completed, 5);
         assert_int_equal(host[0], 7);
         assert_int_equal(host[1], 5);
         assert_int_equal(host[2], 75); /* 70 or 5: it ran before a producer ended */
