@@ -20,6 +20,7 @@
 #include "runtime/entries.h"
 #include "runtime/hbg.h"
 #include "runtime/hbg_boot.h"
+#include "runtime/invariants.h"
 #include "runtime/layout.h"
 #include "runtime/run.h"
 #include "runtime/step_token.h"
@@ -86,10 +87,12 @@ static void lay_task(struct rt_run *run, uint32_t i, const struct rt_hbg_task *r
     t->tensor_count = rec->tensor_count;
     t->scalar_count = rec->scalar_count;
     memcpy(t->kernel, rec->kernel, sizeof t->kernel);
-    t->fanin_head = rec->producer_first; /* HBG: into run->hbg_producers */
-    t->fanin_count = rec->producer_count;
+    /* its producers and image index are the slot's (hbg_fanin_first,
+     * hbg_self); the payload holds no producer (nothing retires) */
+    t->fanin_head = 0;
+    t->fanin_count = 0;
     t->heap_end = t->dep_end = 0;
-    t->hbg_index = i;
+    t->scope_serial = 0;
     const uint8_t *payload = (const uint8_t *)(rec + 1);
     size_t tensors = (size_t)rec->tensor_count * sizeof t->tensors[0];
     memcpy(t->tensors, payload, tensors);
@@ -186,7 +189,8 @@ static bool park_again(struct rt_run *run, struct rt_slot *w, const struct rt_sl
     uint32_t k = w->hbg_fanin_count;
     while (k > 0 && producers[k - 1] + 1 != done->hbg_self)
         k--;
-    return park_below(run, w, k ? k - 1 : w->hbg_fanin_count);
+    RT_ASSERT_INVARIANT(k > 0); /* `done` is in its list: w parked on it */
+    return park_below(run, w, k > 0 ? k - 1 : w->hbg_fanin_count);
 }
 
 int32_t rt_hbg_boot(struct rt_run *run, const struct rt_launch_args *la, const uint8_t *image,

@@ -96,10 +96,7 @@ struct rt_task {
     uint64_t fanin_head;   /* producers this task holds, dep position + 1 */
     uint64_t heap_end;     /* heap position after this task's outputs */
     uint64_t dep_end;      /* dep position after this task's entries */
-    union {
-        uint64_t scope_serial; /* serial of the scope that submitted it */
-        uint64_t hbg_index;    /* an HBG run on the device: its image index */
-    };
+    uint64_t scope_serial; /* serial of the scope that submitted it */
     struct simpler_tensor tensors[SIMPLER_TASK_MAX_TENSORS];
     uint64_t scalars[SIMPLER_TASK_MAX_SCALARS];
 };

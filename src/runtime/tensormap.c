@@ -396,7 +396,7 @@ static uint32_t open_chains(const struct tm_walk *w, uint32_t kind, struct tm_cu
 {
     const struct rt_tensormap *map = w->map;
     const struct rt_tm_bucket *b = &map->buckets[w->buffer_bucket];
-    RT_ASSERT_INVARIANT(bucket_current(map, b)); /* lookup_extent returned early */
+    RT_ASSERT_INVARIANT(bucket_current(map, b)); /* rt_tensormap_lookup_key returned early */
     uint32_t buffer_entries = b->count[kind];
     *by_buffer = true;
     if (buffer_entries == 0)
@@ -590,17 +590,8 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
                         enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
                         rt_tm_hit_fn hit, void *hit_ctx)
 {
-    return rt_tensormap_lookup_extent(map, access, NULL, kind, retired, retired_ctx, hit,
-                                      hit_ctx);
-}
-
-int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_tensor *access,
-                               const struct sp_view_extent *extent, enum rt_access kind,
-                               rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
-                               void *hit_ctx)
-{
     struct rt_tm_key key;
-    rt_tensormap_key(map, access, extent, &key);
+    rt_tensormap_key(map, access, NULL, &key);
     return rt_tensormap_lookup_key(map, access, &key, kind, retired, retired_ctx, hit, hit_ctx);
 }
 

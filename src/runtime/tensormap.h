@@ -230,16 +230,9 @@ int rt_tensormap_lookup(struct rt_tensormap *map, const struct simpler_tensor *a
                         enum rt_access kind, rt_tm_retired_fn retired, void *retired_ctx,
                         rt_tm_hit_fn hit, void *hit_ctx);
 
-/* rt_tensormap_lookup for an access whose extent the caller computed
- * (sp_view_extent returned SP_VIEW_OK with exactly these bytes); NULL:
- * computed here. */
-int rt_tensormap_lookup_extent(struct rt_tensormap *map, const struct simpler_tensor *access,
-                               const struct sp_view_extent *extent, enum rt_access kind,
-                               rt_tm_retired_fn retired, void *retired_ctx, rt_tm_hit_fn hit,
-                               void *hit_ctx);
-
 /* Fills *key for view `view` (borrowed for the call) with the extent
- * `extent` (as rt_tensormap_lookup_extent's; NULL: computed here). */
+ * `extent` the caller computed (sp_view_extent returned SP_VIEW_OK with
+ * exactly these bytes); NULL: computed here. */
 void rt_tensormap_key(const struct rt_tensormap *map, const struct simpler_tensor *view,
                       const struct sp_view_extent *extent, struct rt_tm_key *key);
 
@@ -259,8 +252,8 @@ int rt_tensormap_insert(struct rt_tensormap *map, const struct simpler_tensor *r
 
 /* rt_tensormap_insert that also says which entry it used (*entry_index,
  * written on success only), for rt_tensormap_forget, and takes the
- * region's extent when the caller has it (as rt_tensormap_lookup_extent;
- * NULL: computed here). */
+ * region's extent when the caller has it (as rt_tensormap_key's; NULL:
+ * computed here). */
 int rt_tensormap_insert_entry(struct rt_tensormap *map, const struct simpler_tensor *region,
                               const struct sp_view_extent *extent, enum rt_access kind,
                               uint64_t producer_id, void *producer, uint32_t *entry_index);

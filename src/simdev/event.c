@@ -8,7 +8,9 @@
  * Records made inside a capture are edges of the graph, handled by
  * capture.c; record and wait ops are enqueued by enqueue.c.
  */
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "simdev/capture.h"
 #include "simdev/device.h"
@@ -43,15 +45,9 @@ struct sd_event_record *sd_record_new(void)
     pthread_mutex_unlock(&record_pool_lock);
     if (record) {
         /* as calloc leaves a new one, but its lock and condition variable */
+        size_t kept = offsetof(struct sd_event_record, refs);
+        memset((char *)record + kept, 0, sizeof *record - kept);
         atomic_init(&record->refs, 1);
-        atomic_init(&record->done, 0);
-        record->status = 0;
-        record->sleepers = 0;
-        record->waiting = NULL;
-        record->capture = NULL;
-        record->capture_tail = NULL;
-        record->capture_tail_count = 0;
-        record->next_free = NULL;
         return record;
     }
     record = calloc(1, sizeof(*record));

@@ -23,11 +23,13 @@ struct sd_device;
  * completes or waits for it hold one.
  */
 struct sd_event_record {
+    /* first: kept initialised while the record waits in the pool
+     * (event.c); every field after them is zero in a new record */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
     _Atomic uint32_t refs;
     _Atomic int done;
     int status; /* written before done is released */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
     uint32_t sleepers; /* threads asleep in sd_record_wait; guarded by lock */
     struct simdev_stream *waiting; /* streams whose head waits for it (lock) */
     struct sd_capture *capture; /* non-NULL: recorded inside this capture */
