@@ -45,6 +45,7 @@ struct rt_hbg_build_state {
     struct rt_hbg_write *writes;
     uint32_t write_count;
     bool read_inputs;          /* an element read took a staged host value */
+    struct rt_task payload;    /* every submit's payload (rt_hbg_payload) */
 };
 
 /* ------------------------------------------------------------- sizes */
@@ -183,8 +184,10 @@ void rt_hbg_scratch_warm(void *scratch, const struct rt_config *config, uint32_t
     uint8_t *base = scratch;
     size_t arena = arena_offset();
     warm_range(base, arena + l.ring_slots[0]); /* the state and the run header */
-    for (uint32_t i = 0; i < RT_RINGS; i++) /* slots, payloads, TensorMap records */
-        warm_range(base + arena + l.ring_slots[i], l.ring_heap[i] - l.ring_slots[i]);
+    for (uint32_t i = 0; i < RT_RINGS; i++) { /* slots and TensorMap records; no payloads */
+        warm_range(base + arena + l.ring_slots[i], l.ring_tasks[i] - l.ring_slots[i]);
+        warm_range(base + arena + l.ring_tm[i], l.ring_heap[i] - l.ring_tm[i]);
+    }
     /* queues, dispatch, scheds, scope tasks, fanin scratch, TensorMap, then
      * the lists after the arena */
     warm_range(base + arena + l.rq_cells[0], total - (arena + l.rq_cells[0]));
@@ -202,6 +205,11 @@ int rt_hbg_image_region(const struct rt_config *config, uint32_t core_count, voi
 }
 
 /* ------------------------------------------------------ orchestrator hooks */
+
+struct rt_task *rt_hbg_payload(struct rt_run *run)
+{
+    return &run->hbg->payload;
+}
 
 bool rt_hbg_kernel_present(struct rt_run *run, uint32_t id)
 {

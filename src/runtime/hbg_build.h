@@ -16,6 +16,13 @@ struct rt_run;
 struct rt_slot;
 struct rt_task;
 
+/* Where a host build's submit writes the task's payload: one record the
+ * build reuses for every task (the image holds each task's copy; nothing
+ * reads a payload after its submit), not the task's slot in the host
+ * arena, whose 4.3 KB stride would be a new page, or at best a line the
+ * caches lost, for every task. */
+struct rt_task *rt_hbg_payload(struct rt_run *run);
+
 /* True when the request's kernel table has kernel `id` (< kernel_count). */
 bool rt_hbg_kernel_present(struct rt_run *run, uint32_t id);
 

@@ -207,12 +207,15 @@ static void write_task_result(struct simpler_task_result *out, uint64_t id,
 }
 
 /* The lines a submit of ring-local id `local` writes first: its slot (a
- * core wrote it last, completing the slot's previous task) and the head
- * of its payload (the previous task's kernel read it). */
-static void prefetch_ahead(const struct rt_ring *r, uint64_t local)
+ * core wrote it last, completing the slot's previous task) and, when
+ * `payload` (not a host build), the head of its payload (the previous
+ * task's kernel read it). */
+static void prefetch_ahead(const struct rt_ring *r, uint64_t local, bool payload)
 {
     const struct rt_task *t = &r->tasks[local & r->mask];
     rt_prefetch_write(&r->slots[local & r->mask]);
+    if (!payload)
+        return;
     uintptr_t end = (uintptr_t)&t->tensors[1]; /* through the first tensor */
     for (uintptr_t line = (uintptr_t)t & ~(uintptr_t)(RT_CACHELINE - 1); line < end;
          line += RT_CACHELINE)
@@ -248,9 +251,10 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     rt_ring_take_slot(r, local);
     uint64_t id = rt_task_id(ring, local);
     struct rt_slot *s = &r->slots[local & r->mask];
-    struct rt_task *t = &r->tasks[local & r->mask];
+    /* A host build's payload is one record it reuses (rt_hbg_payload). */
+    struct rt_task *t = run->hbg ? rt_hbg_payload(run) : &r->tasks[local & r->mask];
     struct rt_tm_record *tm = &r->tm[local & r->mask];
-    prefetch_ahead(r, local + RT_PREFETCH_AHEAD);
+    prefetch_ahead(r, local + RT_PREFETCH_AHEAD, !run->hbg);
     rt_deps_forget_previous_occupant(run, ring, local, tm);
     tm->count = 0;
     r->heap_head = heap_pos + ts.heap_need;
@@ -271,7 +275,9 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
 
     if (run->hbg) {
         /* A host build: the task and its producers go into the image; the
-         * device classifies and runs them. */
+         * device classifies and runs them. The payload is reused: what a
+         * later submit asks of this task is in its slot. */
+        s->hbg_scope_serial = t->scope_serial;
         if (out)
             write_task_result(out, id, a, t);
         run->scope_tasks[run->scope_task_top++] = s;

@@ -17,9 +17,8 @@
 /* True when the scope that submitted the task in `s` is still open. */
 bool rt_scope_open(struct rt_run *run, struct rt_slot *s)
 {
-    struct rt_task *t = rt_slot_task(run, s);
-    return s->scope_depth < run->scope_depth &&
-           run->scopes[s->scope_depth].serial == t->scope_serial;
+    uint64_t serial = run->hbg ? s->hbg_scope_serial : rt_slot_task(run, s)->scope_serial;
+    return s->scope_depth < run->scope_depth && run->scopes[s->scope_depth].serial == serial;
 }
 
 int rt_scope_push(struct rt_run *run, uint32_t mode)
