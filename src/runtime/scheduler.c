@@ -196,6 +196,17 @@ void rt_schedule(struct rt_run *run, uint32_t index)
     /* This thread owns the token (rt_scheds_init) until the handshake has
      * JOINED the cores: no step may ring a core before that. */
     sched_init(S, run, index);
+    if (S->core_count == 0) {
+        /* No core loop to meet, watch or end (more AICPU threads than
+         * the clusters and cores they could share: host_build_graph's
+         * booting thread on a device of one cluster). Its step would only
+         * complete dummy tasks, which every scheduler's step does, and its
+         * watch would sleep to the run's end and be woken for it, on the
+         * way to the program's end; the schedulers that own cores watch
+         * the run. */
+        rt_sched_close_unopened(run, index);
+        return;
+    }
     int32_t code = handshake(S);
     if (code) {
         rt_fail(run, code);

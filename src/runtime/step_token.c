@@ -262,6 +262,8 @@ void rt_sched_open(struct rt_run *run, uint32_t index)
 void rt_sched_close_unopened(struct rt_run *run, uint32_t index)
 {
     atomic_store_explicit(&run->scheds[index].closed, 1, memory_order_seq_cst);
+    /* no step will run: a submit need not kick it (kick_with_room) */
+    atomic_store_explicit(&run->scheds[index].room, 0, memory_order_relaxed);
 }
 
 void rt_sched_close(struct rt_run *run, uint32_t index)

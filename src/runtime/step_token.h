@@ -54,8 +54,9 @@ struct sched *rt_sched_state(struct rt_run *run, uint32_t index);
  * own thread held since rt_scheds_init, and runs the step a kick that
  * came meanwhile left a note for. */
 void rt_sched_open(struct rt_run *run, uint32_t index);
-/* Its handshake failed: closes the scheduler without opening it (the
- * token stays held), so every later kick does nothing. */
+/* Its handshake failed, or it owns no core: closes the scheduler without
+ * opening it (the token stays held), so every later kick does nothing and
+ * no submit kicks it. */
 void rt_sched_close_unopened(struct rt_run *run, uint32_t index);
 /* Takes the token for good (the exit, the watchdog's verdict): marks the
  * scheduler closed so later kicks do nothing, then waits for a step in
