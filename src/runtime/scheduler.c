@@ -190,6 +190,13 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
     return 0;
 }
 
+/* The scheduler whose thread watches the run (watchdog.c) and, at its
+ * end, takes over every scheduler whose thread left after its handshake:
+ * one thread asleep until the run ends, not one a scheduler, each woken
+ * for the end on the way to the program's end. Scheduler 0 owns core 0,
+ * so it always has cores. */
+#define RT_WATCHER 0u
+
 void rt_schedule(struct rt_run *run, uint32_t index)
 {
     struct sched *S = rt_sched_state(run, index);
@@ -208,21 +215,41 @@ void rt_schedule(struct rt_run *run, uint32_t index)
         return;
     }
     int32_t code = handshake(S);
+    bool stalled = false;
     if (code) {
         rt_fail(run, code);
         rt_sched_close_unopened(run, index);
+    } else if (index != RT_WATCHER && rt_sched_leave_to_watcher(run, index)) {
+        /* Its steps run on the threads that kick it, as every step does;
+         * the watcher closes it and rings its cores out at the end. */
+        platform_mark(SIMDEV_POINT_SCHED_OPEN);
+        rt_sched_open(run, index);
+        return;
+    } else if (index != RT_WATCHER) {
+        rt_sched_close_unopened(run, index); /* the watcher ended the round first */
     } else {
         platform_mark(SIMDEV_POINT_SCHED_OPEN);
         rt_sched_open(run, index);
-        rt_sched_watch(S);
+        stalled = rt_sched_watch(S);
         platform_mark(SIMDEV_POINT_SCHED_DONE);
     }
+    struct sched *ended[SIMDEV_MAX_AICPU_THREADS];
+    uint32_t n = 0;
+    ended[n++] = S;
+    for (uint32_t i = 0; index == RT_WATCHER && i < run->schedulers; i++)
+        if (i != index && rt_sched_take_over(run, i))
+            ended[n++] = rt_sched_state(run, i);
+    if (stalled)
+        rt_sched_fail_stalled(ended, n);
     /* This thread may have completed the run's last task (a dummy, or on
      * a scheduler without cores): wake the others so they see the end now
      * rather than at their watchdog. */
     rt_signal(run);
-    rt_sched_exit_cores(S);
-    atomic_fetch_add_explicit(&run->subtasks_dispatched,
-                              atomic_load_explicit(&S->dispatched, memory_order_relaxed),
-                              memory_order_relaxed);
+    for (uint32_t k = 0; k < n; k++) {
+        rt_sched_exit_cores(ended[k]);
+        atomic_fetch_add_explicit(&run->subtasks_dispatched,
+                                  atomic_load_explicit(&ended[k]->dispatched,
+                                                       memory_order_relaxed),
+                                  memory_order_relaxed);
+    }
 }

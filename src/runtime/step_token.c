@@ -44,8 +44,15 @@ struct rt_sched {
      * task to a core that fetches (core_will_fetch). Unknown or long
      * tasks get the submit's step, which may wake a parked core. */
     _Atomic uint32_t short_tasks;
+    /* What became of the scheduler's own thread (scheduler 0 is the
+     * watcher, scheduler.c): FATE_OPEN until it left its end to the
+     * watcher (FATE_LEFT) or the watcher ended the round first and leaves
+     * its end to it (FATE_TAKEN); one CAS each way decides. */
+    _Atomic uint32_t fate;
     _Alignas(RT_CACHELINE) struct sched state;
 };
+
+enum { FATE_OPEN, FATE_LEFT, FATE_TAKEN };
 
 size_t rt_sched_bytes(void)
 {
@@ -63,6 +70,7 @@ void rt_scheds_init(struct rt_run *run)
         atomic_init(&R->closed, 0);
         atomic_init(&R->room, 1);
         atomic_init(&R->short_tasks, 0);
+        atomic_init(&R->fate, FATE_OPEN);
     }
 }
 
@@ -171,6 +179,20 @@ void rt_sched_kick(struct rt_run *run, uint32_t index)
     kick_set(run, 1u << index);
 }
 
+void rt_sched_kick_all(struct rt_run *run)
+{
+    kick_set(run, run->schedulers >= 32 ? UINT32_MAX : (1u << run->schedulers) - 1);
+}
+
+bool rt_sched_leave_to_watcher(struct rt_run *run, uint32_t index)
+{
+    uint32_t open = FATE_OPEN;
+    /* acq_rel: the watcher that sees FATE_LEFT sees the handshake's state */
+    return atomic_compare_exchange_strong_explicit(&run->scheds[index].fate, &open, FATE_LEFT,
+                                                   memory_order_acq_rel, memory_order_acquire);
+}
+
+
 /* Kicks every scheduler that has room for a new ready task. Caller has
  * fenced (seq_cst) after its push: the looks at room pair with
  * publish_room's store, fence and look at the queues. */
@@ -269,4 +291,14 @@ void rt_sched_close_unopened(struct rt_run *run, uint32_t index)
 void rt_sched_close(struct rt_run *run, uint32_t index)
 {
     token_close(&run->scheds[index]);
+}
+
+bool rt_sched_take_over(struct rt_run *run, uint32_t index)
+{
+    uint32_t open = FATE_OPEN;
+    if (atomic_compare_exchange_strong_explicit(&run->scheds[index].fate, &open, FATE_TAKEN,
+                                                memory_order_acq_rel, memory_order_acquire))
+        return false; /* its thread has not opened it: it ends its own cores */
+    token_close(&run->scheds[index]);
+    return true;
 }

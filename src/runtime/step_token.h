@@ -34,6 +34,8 @@ void rt_scheds_init(struct rt_run *run);
  * run, and a no-op before the scheduler's handshake has ended and after
  * its exit. */
 void rt_sched_kick(struct rt_run *run, uint32_t index);
+/* Kicks every scheduler (rt_sched_kick): the watcher's own wake-ups. */
+void rt_sched_kick_all(struct rt_run *run);
 /* The orchestrator after it pushed ready task `s`: runs the steps that
  * dispatch it (every scheduler with room), unless an awake core that
  * fetches work while idle is sure to run one (see step_token.c). */
@@ -54,6 +56,17 @@ struct sched *rt_sched_state(struct rt_run *run, uint32_t index);
  * own thread held since rt_scheds_init, and runs the step a kick that
  * came meanwhile left a note for. */
 void rt_sched_open(struct rt_run *run, uint32_t index);
+/* A scheduler other than the watcher, its handshake done and its token
+ * still held: true when it may open its scheduler and leave, its end
+ * (closing it, ringing its cores out) then being the watcher's
+ * (rt_sched_take_over); false when the watcher has ended the round
+ * already, and the caller ends its own cores without opening. */
+bool rt_sched_leave_to_watcher(struct rt_run *run, uint32_t index);
+/* The watcher at the round's end, for scheduler `index`: true when its
+ * thread left it open (rt_sched_leave_to_watcher), which this call closes
+ * (rt_sched_close: the token is now the caller's); false when its thread
+ * has not opened it, and will end its own cores. */
+bool rt_sched_take_over(struct rt_run *run, uint32_t index);
 /* Its handshake failed, or it owns no core: closes the scheduler without
  * opening it (the token stays held), so every later kick does nothing and
  * no submit kicks it. */

@@ -39,17 +39,25 @@ static bool work_visible(struct sched *S)
     return false;
 }
 
-/* Why a run made no progress for a whole watchdog period (enum rt_stall). */
-static uint32_t classify_stall(struct sched *S)
+/* Why a run made no progress for a whole watchdog period (enum rt_stall),
+ * from the schedulers in `set` (their tokens held: every scheduler whose
+ * thread opened it). */
+static uint32_t classify_stall(struct sched *const *set, uint32_t n)
 {
-    struct rt_run *run = S->run;
-    rt_sched_see_joins(S);
-    if (S->waiting)
-        return RT_STALL_CORES_NOT_STARTED; /* an owned core loop never joined */
-    if (any_running(S) || atomic_load_explicit(&run->cores_running, memory_order_relaxed))
-        return RT_STALL_RUNNING; /* this thread's cores or another's */
-    if (work_visible(S))
-        return RT_STALL_READY_BUT_IDLE;
+    struct rt_run *run = set[0]->run;
+    for (uint32_t k = 0; k < n; k++) {
+        rt_sched_see_joins(set[k]);
+        if (set[k]->waiting)
+            return RT_STALL_CORES_NOT_STARTED; /* an owned core loop never joined */
+    }
+    bool running = atomic_load_explicit(&run->cores_running, memory_order_relaxed) != 0;
+    for (uint32_t k = 0; k < n && !running; k++)
+        running = any_running(set[k]);
+    if (running)
+        return RT_STALL_RUNNING; /* some scheduler's cores */
+    for (uint32_t k = 0; k < n; k++)
+        if (work_visible(set[k]))
+            return RT_STALL_READY_BUT_IDLE;
     uint64_t submitted = atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
     uint64_t completed = atomic_load_explicit(&run->tasks_completed, memory_order_acquire);
     if (completed == submitted)
@@ -57,13 +65,16 @@ static uint32_t classify_stall(struct sched *S)
     return RT_STALL_DEPENDENCY_DEADLOCK;
 }
 
-/* A measure that grows with every submit, completion and dispatch: the
- * watchdog restarts on every change. */
-static uint64_t sched_progress_mark(struct rt_run *run, struct sched *S)
+/* A measure that grows with every submit, completion and dispatch (of
+ * any scheduler: the watcher watches them all): the watchdog restarts on
+ * every change. */
+static uint64_t sched_progress_mark(struct rt_run *run)
 {
-    return atomic_load_explicit(&run->tasks_completed, memory_order_relaxed) +
-           atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed) +
-           atomic_load_explicit(&S->dispatched, memory_order_relaxed);
+    uint64_t m = atomic_load_explicit(&run->tasks_completed, memory_order_relaxed) +
+                 atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed);
+    for (uint32_t i = 0; i < run->schedulers; i++)
+        m += atomic_load_explicit(&rt_sched_state(run, i)->dispatched, memory_order_relaxed);
+    return m;
 }
 
 /* The watch's state between wake-ups. */
@@ -83,7 +94,7 @@ static bool own_wait_done(void *arg)
     struct own_wait *w = arg;
     struct sched *S = w->S;
     struct rt_run *run = S->run;
-    rt_sched_kick(run, S->index);
+    rt_sched_kick_all(run); /* the schedulers whose threads left too */
     if (rt_error(run) || rt_run_finished(run))
         return true;
     if (platform_device_lost(run->device) > 0) {
@@ -91,7 +102,7 @@ static bool own_wait_done(void *arg)
         return true;
     }
     uint64_t now = platform_clock_ns();
-    uint64_t m = sched_progress_mark(run, S);
+    uint64_t m = sched_progress_mark(run);
     if (m != w->mark) {
         w->mark = m;
         w->last_progress = now;
@@ -105,22 +116,24 @@ static bool own_wait_done(void *arg)
 }
 
 /*
- * The scheduler's own thread after the handshake: it runs a step itself on
- * every wake-up (so nothing can be left unstepped), and otherwise sleeps on
- * its notification channel. Who ends the sleep: the completion of the
+ * The watcher's own thread after the handshake: it runs a step of every
+ * scheduler on every wake-up (so nothing can be left unstepped, the
+ * schedulers whose threads left included), and otherwise sleeps on its
+ * notification channel. Who ends the sleep: the completion of the
  * run's last task and the orchestrator's end (rt_signal), a latched error
  * (rt_fail), a lost device, or the nap's end — a quarter of the watchdog's
  * period, when it compares the progress mark and fails the run with
  * SIMPLER_SCHED_ERR_TIMEOUT after sched_timeout_ms without progress.
- * Returns with the scheduler closed (its token held).
+ * Returns with the scheduler closed (its token held), and whether the
+ * watchdog expired.
  */
-void rt_sched_watch(struct sched *S)
+bool rt_sched_watch(struct sched *S)
 {
     struct rt_run *run = S->run;
     struct own_wait w = {.S = S};
     w.timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
     w.nap_ns = w.timeout_ns / 4 ? w.timeout_ns / 4 : 1;
-    w.mark = sched_progress_mark(run, S);
+    w.mark = sched_progress_mark(run);
     w.last_progress = platform_clock_ns();
     w.deadline = w.last_progress + w.nap_ns;
     /* A nap's end (TIMEOUT) only means: look again. */
@@ -131,12 +144,16 @@ void rt_sched_watch(struct sched *S)
     if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
         rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
     rt_sched_close(run, S->index);
-    if (w.stalled) {
-        /* The class is stored first so that whoever sees the error latched
-         * (acquire) also sees why. */
-        uint32_t expected = RT_STALL_NONE;
-        atomic_compare_exchange_strong_explicit(&run->stall_class, &expected, classify_stall(S),
-                                                memory_order_release, memory_order_relaxed);
-        rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
-    }
+    return w.stalled;
+}
+
+void rt_sched_fail_stalled(struct sched *const *set, uint32_t n)
+{
+    struct rt_run *run = set[0]->run;
+    /* The class is stored first so that whoever sees the error latched
+     * (acquire) also sees why. */
+    uint32_t expected = RT_STALL_NONE;
+    atomic_compare_exchange_strong_explicit(&run->stall_class, &expected, classify_stall(set, n),
+                                            memory_order_release, memory_order_relaxed);
+    rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);
 }
