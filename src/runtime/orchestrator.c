@@ -277,9 +277,9 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
         /* A host build: the task and its producers go into the image; the
          * device classifies and runs them. The payload is reused: what a
          * later submit asks of this task is in its slot. */
-        s->hbg_scope_serial = t->scope_serial;
         if (out)
             write_task_result(out, id, a, t);
+        s->hbg_scope_pos = run->scope_task_top;
         run->scope_tasks[run->scope_task_top++] = s;
         run->tasks_submitted_local++;
         if ((code = rt_hbg_add_task(run, s, t, id)))

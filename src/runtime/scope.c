@@ -17,8 +17,16 @@
 /* True when the scope that submitted the task in `s` is still open. */
 bool rt_scope_open(struct rt_run *run, struct rt_slot *s)
 {
-    uint64_t serial = run->hbg ? s->hbg_scope_serial : rt_slot_task(run, s)->scope_serial;
-    return s->scope_depth < run->scope_depth && run->scopes[s->scope_depth].serial == serial;
+    if (run->hbg) {
+        /* A host build reuses no slot: the task is still at the place its
+         * submit pushed it unless its scope closed (the place is then at
+         * or above the top, or another task's). */
+        uint32_t pos = s->hbg_scope_pos;
+        return pos < run->scope_task_top && run->scope_tasks[pos] == s;
+    }
+    struct rt_task *t = rt_slot_task(run, s);
+    return s->scope_depth < run->scope_depth &&
+           run->scopes[s->scope_depth].serial == t->scope_serial;
 }
 
 int rt_scope_push(struct rt_run *run, uint32_t mode)

@@ -184,6 +184,12 @@ void rt_sched_kick_all(struct rt_run *run)
     kick_set(run, run->schedulers >= 32 ? UINT32_MAX : (1u << run->schedulers) - 1);
 }
 
+bool rt_sched_left(struct rt_run *run, uint32_t index)
+{
+    /* acquire: pairs with the CAS in rt_sched_leave_to_watcher */
+    return atomic_load_explicit(&run->scheds[index].fate, memory_order_acquire) == FATE_LEFT;
+}
+
 bool rt_sched_leave_to_watcher(struct rt_run *run, uint32_t index)
 {
     uint32_t open = FATE_OPEN;

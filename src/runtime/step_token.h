@@ -62,6 +62,9 @@ void rt_sched_open(struct rt_run *run, uint32_t index);
  * (rt_sched_take_over); false when the watcher has ended the round
  * already, and the caller ends its own cores without opening. */
 bool rt_sched_leave_to_watcher(struct rt_run *run, uint32_t index);
+/* True once scheduler `index`'s thread left it to the watcher: its state
+ * is initialised (and its `dispatched` count may be read) from then on. */
+bool rt_sched_left(struct rt_run *run, uint32_t index);
 /* The watcher at the round's end, for scheduler `index`: true when its
  * thread left it open (rt_sched_leave_to_watcher), which this call closes
  * (rt_sched_close: the token is now the caller's); false when its thread

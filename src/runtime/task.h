@@ -65,14 +65,13 @@ struct rt_slot {
     };
     _Atomic uint32_t state;   /* enum rt_task_state; COMPLETED/CONSUMED stores are release */
     _Atomic int32_t fanin_pending; /* producers not yet completed + 1 while wiring */
+    _Atomic uint32_t completed_subtasks;
     union {
-        struct {
-            _Atomic uint32_t completed_subtasks;
-            _Atomic uint32_t next_block;   /* SPMD: next block to claim */
-        };
-        /* A host build (runtime/hbg.h), where no task runs: the serial of
-         * the scope that submitted it (its payload is not kept) */
-        uint64_t hbg_scope_serial;
+        _Atomic uint32_t next_block;   /* SPMD: next block to claim */
+        /* A host build (runtime/hbg.h), where no task runs: where the
+         * submit put it in run->scope_tasks, which says whether its scope
+         * is open (rt_scope_open; its payload is not kept) */
+        uint32_t hbg_scope_pos;
     };
     _Atomic uint64_t task_id;      /* orchestrator writes at allocation */
     uint32_t total_subtasks;  /* block_num x lanes */

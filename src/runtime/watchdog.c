@@ -66,14 +66,17 @@ static uint32_t classify_stall(struct sched *const *set, uint32_t n)
 }
 
 /* A measure that grows with every submit, completion and dispatch (of
- * any scheduler: the watcher watches them all): the watchdog restarts on
- * every change. */
-static uint64_t sched_progress_mark(struct rt_run *run)
+ * the watcher's scheduler and of every one whose thread left it to the
+ * watcher: no other dispatches): the watchdog restarts on every change. */
+static uint64_t sched_progress_mark(struct rt_run *run, struct sched *S)
 {
     uint64_t m = atomic_load_explicit(&run->tasks_completed, memory_order_relaxed) +
-                 atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed);
+                 atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed) +
+                 atomic_load_explicit(&S->dispatched, memory_order_relaxed);
     for (uint32_t i = 0; i < run->schedulers; i++)
-        m += atomic_load_explicit(&rt_sched_state(run, i)->dispatched, memory_order_relaxed);
+        if (i != S->index && rt_sched_left(run, i))
+            m += atomic_load_explicit(&rt_sched_state(run, i)->dispatched,
+                                      memory_order_relaxed);
     return m;
 }
 
@@ -102,7 +105,7 @@ static bool own_wait_done(void *arg)
         return true;
     }
     uint64_t now = platform_clock_ns();
-    uint64_t m = sched_progress_mark(run);
+    uint64_t m = sched_progress_mark(run, S);
     if (m != w->mark) {
         w->mark = m;
         w->last_progress = now;
@@ -133,7 +136,7 @@ bool rt_sched_watch(struct sched *S)
     struct own_wait w = {.S = S};
     w.timeout_ns = (uint64_t)run->config.sched_timeout_ms * 1000000ull;
     w.nap_ns = w.timeout_ns / 4 ? w.timeout_ns / 4 : 1;
-    w.mark = sched_progress_mark(run);
+    w.mark = sched_progress_mark(run, S);
     w.last_progress = platform_clock_ns();
     w.deadline = w.last_progress + w.nap_ns;
     /* A nap's end (TIMEOUT) only means: look again. */

@@ -34,6 +34,7 @@
 #include "platform/platform.h"
 #include "runtime/core_regs.h"
 #include "runtime/runtime.h"
+#include "simpler/simdev_profile.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------ records */
@@ -1387,6 +1388,35 @@ static void orch_fan(struct simpler_orch *rt, const struct simpler_orch_args *ar
     simpler_submit_aiv(rt, K_SUM, &ta, &r);
 }
 
+/*
+ * One thread watches a run, however many schedulers it has (scheduler.c,
+ * RT_WATCHER): every scheduler that owns cores opens (its handshake done)
+ * and its thread leaves, but the watcher's, which alone marks the watch's
+ * end (with 2 or 3 schedulers: 2 opened, 1 watch) and, at the run's end, rings out the cores of every scheduler it
+ * took over. `marks`: the run's protocol points. A watch's end counted
+ * twice means a scheduler's thread stayed asleep to the run's end (and
+ * was woken for it); exits and leaves short of the cores, a core loop
+ * nobody ended.
+ */
+static void check_one_watcher(const struct simdev_timeline_entry *marks, size_t n,
+                              uint32_t cores)
+{
+    uint32_t open = 0, done = 0, ended = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (marks[i].mark != SIMDEV_MARK_POINT)
+            continue;
+        open += marks[i].op == SIMDEV_POINT_SCHED_OPEN;
+        done += marks[i].op == SIMDEV_POINT_SCHED_DONE;
+        ended += marks[i].op == SIMDEV_POINT_CORE_EXIT || marks[i].op == SIMDEV_POINT_CORE_LEAVE;
+    }
+    /* 2 clusters: whatever the schedulers, at most two own cores (a
+     * scheduler that owns none opens nothing); with one AICPU thread to
+     * schedule (TMR, 2 threads) one */
+    assert_true(open >= 1 && open <= 2);
+    assert_int_equal(done, 1);
+    assert_int_equal(ended, cores);
+}
+
 static void check_fan_on_schedulers(uint32_t aicpu_threads, uint32_t runnable_cpus)
 {
     use_topology_budget(aicpu_threads, 2, 4, runnable_cpus);
@@ -1413,7 +1443,15 @@ static void check_fan_on_schedulers(uint32_t aicpu_threads, uint32_t runnable_cp
         memset(a, 0xff, sizeof a);
         ts_to_dev(a_dev, a, sizeof a);
 
+        enum { CAP = 16384 };
+        static struct simdev_timeline_entry marks[CAP];
+        assert_int_equal(simdev_timeline_start_with(0, CAP, SIMDEV_TIMELINE_POINTS), 0);
         assert_int_equal(run(&h, orch_fan, &args), 0);
+        size_t n = 0;
+        uint64_t dropped = 99;
+        assert_int_equal(simdev_timeline_stop(0, marks, CAP, &n, &dropped), 0);
+        assert_int_equal(dropped, 0);
+        check_one_watcher(marks, n, 6);
         int64_t total;
         ts_from_dev(&total, total_dev, sizeof total);
         ts_from_dev(a, a_dev, sizeof a);
