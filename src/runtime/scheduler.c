@@ -203,14 +203,13 @@ void rt_schedule(struct rt_run *run, uint32_t index)
     /* This thread owns the token (rt_scheds_init) until the handshake has
      * JOINED the cores: no step may ring a core before that. */
     sched_init(S, run, index);
-    if (S->core_count == 0) {
+    if (S->core_count == 0 && index != RT_WATCHER) {
         /* No core loop to meet, watch or end (more AICPU threads than
          * the clusters and cores they could share: host_build_graph's
          * booting thread on a device of one cluster). Its step would only
          * complete dummy tasks, which every scheduler's step does, and its
          * watch would sleep to the run's end and be woken for it, on the
-         * way to the program's end; the schedulers that own cores watch
-         * the run. */
+         * way to the program's end; the watcher watches the run. */
         rt_sched_close_unopened(run, index);
         return;
     }
