@@ -23,7 +23,7 @@ int rt_trace_layout(uint32_t level, uint32_t core_count, uint32_t schedulers, ui
 {
     if (!h || level == 0 || level > RT_TRACE_MAX_LEVEL || core_count == 0 ||
         core_count > SIMDEV_MAX_CORES || schedulers == 0 ||
-        schedulers >= SIMDEV_MAX_AICPU_THREADS || capacity == 0)
+        schedulers > SIMDEV_MAX_AICPU_THREADS || capacity == 0)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     struct rt_trace_header l;
     memset(&l, 0, sizeof l);

@@ -25,6 +25,7 @@
 #include "runtime/run.h"
 #include "runtime/step_token.h"
 #include "runtime/task.h"
+#include "runtime/trace.h"
 #include "simpler/status.h"
 
 /* True when `count` items of `each` bytes at `offset` lie inside `bytes`. */
@@ -265,6 +266,10 @@ void rt_hbg_lay(struct rt_run *run)
     for (uint32_t i = 0; i < n; i++) {
         const struct rt_hbg_task *rec = (const struct rt_hbg_task *)at;
         lay_task(run, i, rec);
+        if (run->config.trace_level) /* when it reached the device: no window, no
+                                      * scope depth (the host's) */
+            rt_trace_submit(run, rec->task_id, rec->kernel, UINT32_MAX, rec->shape,
+                            rec->block_num, 0);
         at += rec->bytes;
         struct rt_slot *s = slot_of(run, i);
         if (!park(run, s)) {

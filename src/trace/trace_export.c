@@ -245,6 +245,8 @@ static void write_orchestrator(struct chrome *c)
     if (h->level < 4)
         return;
     for (uint64_t i = 0; i < count; i++) {
+        if (r[i].kind == RT_TR_SUBMIT && !r[i].begin)
+            continue; /* no window: a host_build_graph lay, a task's arrival only */
         begin_event(c);
         if (r[i].kind == RT_TR_ORCH) {
             fprintf(c->f,
