@@ -88,11 +88,10 @@ static int region_create(struct simpler_context *ctx, uint32_t level, uint32_t s
                          uint32_t records, void **region, struct rt_trace_header *layout)
 {
     uint64_t capacity = records_of(records);
-    /* host_build_graph: the launch gives every AICPU thread a scheduler
-     * (one more than TMR's count), and the buffer after theirs takes the
-     * lay's record of each task's arrival (rt_hbg_lay). */
-    if (ctx->config.runtime == SIMPLER_RUNTIME_HBG)
-        schedulers++;
+    /* A buffer for every scheduler the launch runs; under host_build_graph
+     * the one after theirs takes the lay's record of each task's arrival
+     * (rt_hbg_lay). simpler.h's SIMPLER_RUNTIME_* are rt_config's values. */
+    schedulers = rt_run_schedulers(ctx->config.runtime, schedulers);
     int rc = rt_trace_layout(level, ctx->topo.aic_cores + ctx->topo.aiv_cores, schedulers,
                              capacity, 2 * capacity, layout);
     if (rc)

@@ -46,8 +46,7 @@ static void blocks_fill(struct kernel_round_blocks *b, const struct rt_kernel_mo
     b->core.la.generation = round_generation;
     /* host_build_graph: no orchestrator, so the program's last thread
      * schedules too (runtime/kernel_mode.c counts it the same way) */
-    b->core.la.schedulers =
-        config->runtime == RT_RUNTIME_HBG ? target->schedulers + 1 : target->schedulers;
+    b->core.la.schedulers = rt_run_schedulers(config->runtime, target->schedulers);
     struct rt_kernel_mode_envelope env = {
         .context_generation = target->context_generation,
         .round_generation = round_generation,

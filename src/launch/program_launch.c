@@ -116,7 +116,7 @@ static int check_request(const struct rt_run_request *rq, struct simdev_config *
     if (n + 1 > topo->aicpu_threads)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     /* host_build_graph: no orchestrator, the same threads all schedule */
-    *schedulers = hbg ? n + 1 : n;
+    *schedulers = rt_run_schedulers(rq->config.runtime, n);
     return 0;
 }
 

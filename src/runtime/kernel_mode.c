@@ -250,7 +250,7 @@ static int program_main(const struct simdev_aicpu_ctx *ctx, const void *args, si
     /* host_build_graph: no orchestrator; the last thread boots the image
      * and schedules with the others (launch/kernel_launch.c counts the
      * core loop's schedulers the same way) */
-    la.schedulers = env.config.runtime == RT_RUNTIME_HBG ? env.schedulers + 1 : env.schedulers;
+    la.schedulers = rt_run_schedulers(env.config.runtime, env.schedulers);
     int32_t rejected = 0;
     if (ctx->thread_index == ctx->thread_count - 1) /* the orchestrator */
         rejected = accept_packet(b, (const unsigned char *)args + sizeof env, env.packet_bytes,

@@ -60,6 +60,15 @@ struct rt_config {
 #define RT_RUNTIME_TMR 0u
 #define RT_RUNTIME_HBG 1u
 
+/* The schedulers a launch under `runtime` runs for `schedulers` configured
+ * (TMR's count: every AICPU thread of the program but the orchestrator):
+ * host_build_graph has no orchestrator, so every thread schedules. The
+ * one rule for the launch, the device's checks and the trace's buffers. */
+static inline uint32_t rt_run_schedulers(uint32_t runtime, uint32_t schedulers)
+{
+    return runtime == RT_RUNTIME_HBG ? schedulers + 1 : schedulers;
+}
+
 
 /* Why the scheduler timed out (rt_run_result.stall_class). */
 enum rt_stall {

@@ -218,13 +218,14 @@ void rt_schedule(struct rt_run *run, uint32_t index)
     if (code) {
         rt_fail(run, code);
         rt_sched_close_unopened(run, index);
-    } else if (index != RT_WATCHER && rt_sched_leave_to_watcher(run, index)) {
-        /* Its steps run on the threads that kick it, as every step does;
-         * the watcher closes it and rings its cores out at the end. */
-        platform_mark(SIMDEV_POINT_SCHED_OPEN);
-        rt_sched_open(run, index);
-        return;
     } else if (index != RT_WATCHER) {
+        if (rt_sched_leave_to_watcher(run, index)) {
+            /* Its steps run on the threads that kick it, as every step
+             * does; the watcher closes it and rings its cores out. */
+            platform_mark(SIMDEV_POINT_SCHED_OPEN);
+            rt_sched_open(run, index);
+            return;
+        }
         rt_sched_close_unopened(run, index); /* the watcher ended the round first */
     } else {
         platform_mark(SIMDEV_POINT_SCHED_OPEN);

@@ -158,6 +158,12 @@ static bool kick_one(struct rt_sched *R)
     }
 }
 
+/* Every scheduler of the run, as a kick_set mask (bit i = scheduler i). */
+static uint32_t all_schedulers(const struct rt_run *run)
+{
+    return run->schedulers >= 32 ? UINT32_MAX : (1u << run->schedulers) - 1;
+}
+
 /* Kicks every scheduler in `mask` (bit i = scheduler i). A completion by one
  * scheduler's step may make tasks ready that only another's cores can run,
  * so each completing step adds the others back: the loop ends once a round
@@ -165,7 +171,7 @@ static bool kick_one(struct rt_sched *R)
  * finite). */
 static void kick_set(struct rt_run *run, uint32_t mask)
 {
-    uint32_t all = run->schedulers >= 32 ? UINT32_MAX : (1u << run->schedulers) - 1;
+    uint32_t all = all_schedulers(run);
     while (mask) {
         uint32_t i = (uint32_t)__builtin_ctz(mask);
         mask &= mask - 1;
@@ -181,7 +187,7 @@ void rt_sched_kick(struct rt_run *run, uint32_t index)
 
 void rt_sched_kick_all(struct rt_run *run)
 {
-    kick_set(run, run->schedulers >= 32 ? UINT32_MAX : (1u << run->schedulers) - 1);
+    kick_set(run, all_schedulers(run));
 }
 
 bool rt_sched_left(struct rt_run *run, uint32_t index)
@@ -197,7 +203,6 @@ bool rt_sched_leave_to_watcher(struct rt_run *run, uint32_t index)
     return atomic_compare_exchange_strong_explicit(&run->scheds[index].fate, &open, FATE_LEFT,
                                                    memory_order_acq_rel, memory_order_acquire);
 }
-
 
 /* Kicks every scheduler that has room for a new ready task. Caller has
  * fenced (seq_cst) after its push: the looks at room pair with

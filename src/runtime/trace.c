@@ -52,8 +52,8 @@ void rt_trace_aicpu_begin(const struct rt_config *c, uint64_t generation, uint32
         h->tag = c->trace_tag;
         /* host_build_graph: every thread schedules, and the buffer after
          * theirs is the last one's lay (rt_hbg_lay) */
-        if (h->schedulers == thread_count)
-            reset(h, h->core_count + thread_count, generation);
+        if (c->runtime == RT_RUNTIME_HBG)
+            reset(h, h->core_count + h->schedulers, generation);
     }
     reset(h, h->core_count + thread_index, generation);
 }
