@@ -349,6 +349,35 @@ struct simdev_batch_op {
 int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batch_op *ops,
                                 size_t count, size_t *enqueued);
 
+/*
+ * Starts the work the calling host thread enqueues between the two calls
+ * on that thread, at the end. While the calling thread is between them,
+ * an op it enqueues on an idle stream is not handed to the stream's
+ * executor: the stream is held (no other thread starts it), and the
+ * outermost simdev_start_here_end starts the held streams on the calling
+ * thread, in the order they were first held, running their ops as far as
+ * they run without blocking — as the device thread that ends an op goes
+ * on with its stream: a record, a wait for a completed record, a
+ * semaphore op that holds at once, a brief AICPU launch, the hand-out of
+ * a launch whose threads are free, a small copy. An op that would block
+ * (a host callback, a graph launch, a large copy, a launch that has to
+ * wait for threads) goes to its stream's executor then. Ops, their order,
+ * codes, counts, faults and capture are those of the same enqueues
+ * without the calls; only which thread starts the work, and when, differ.
+ * For a burst of dependent ops across streams (a launch chain): no
+ * executor is woken to start it, and the streams go on in the order the
+ * ops let each other go, not the order the batches were enqueued in.
+ *
+ * Calls nest (the outermost end starts); an end without a begin does
+ * nothing. Up to 8 streams are held at once; a further idle stream goes
+ * to its executor as usual. On a device thread (a device function, a
+ * kernel) both are no-ops. A simdev call of the holding thread that may
+ * wait for a stream (a sync, a stream destroy, a device reset) starts the
+ * held streams first, so it never waits for work it holds.
+ */
+void simdev_start_here_begin(void);
+void simdev_start_here_end(void);
+
 /* ------------------------------------------------------ capture and graphs */
 
 enum simdev_capture_mode {

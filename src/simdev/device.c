@@ -201,6 +201,7 @@ int simdev_device_reset(int device)
     struct sd_device *dev = sd_device_peek(device);
     if (!dev)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
+    sd_stream_start_held(); /* the teardown waits for every stream's work */
     pthread_mutex_lock(&dev->lock);
     if (!atomic_load_explicit(&dev->started, memory_order_relaxed)) {
         pthread_mutex_unlock(&dev->lock);

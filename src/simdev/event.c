@@ -250,6 +250,7 @@ int simdev_event_sync(simdev_event_t event)
     int rc = sd_capture_check_sync();
     if (rc != 0)
         return rc;
+    sd_stream_start_held(); /* never wait for a stream this thread holds */
     struct sd_event_record *record = sd_event_latest(event);
     rc = sd_capture_forbid_record(record);
     if (rc == 0)

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -181,6 +182,29 @@ static bool budget_leave_if_over(struct sd_budget *b)
     return false;
 }
 
+/* How long after a wake-up system call the woken thread may still be
+ * waiting for a CPU: its scheduling delay, measured on these hosts at
+ * 20-50 us (perf sched latency, bench_kernel's rounds). */
+#define SD_WOKEN_RECENT_NS 30000u
+
+/* A spinner that sees a wake-up system call of its device made since
+ * *seen yields the CPU once for it. The kernel queues a woken thread
+ * behind the thread running on the CPU it picks, and on two CPUs that is
+ * often a spinner: measured, a round's scheduler woken to dispatch its
+ * one task waited 50-100 us behind a core spinning on its doorbell (its
+ * spin within the runnable budget, which counts the woken thread awake
+ * but cannot say on which CPU it waits). The yield lets a thread queued
+ * here run; if none is, it returns at once and the spin goes on. One
+ * yield per wake-up, not per poll: no spinner turns into a yield loop. */
+static void give_way_to_woken(const struct sd_wait_counters *counters, uint64_t *seen)
+{
+    uint64_t at = atomic_load_explicit(&counters->last_wakeup_ns, memory_order_relaxed);
+    if (at > *seen) {
+        *seen = at;
+        sched_yield();
+    }
+}
+
 static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
                                uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost,
                                bool yield_to_budget)
@@ -188,11 +212,12 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     if (ready(arg))
         return 0;
 
-    /* Spin phase: poll the predicate with pause hints, never yielding: a
+    /* Spin phase: poll the predicate with pause hints, not yielding: a
      * sched_yield is a system call (~1 us under a paravirtualised kernel)
      * that a handoff between running threads would wait out, and on a host
      * with more device threads than CPUs a yield-spinner keeps taking a
-     * CPU from the threads doing the work. The budget is the caller's
+     * CPU from the threads doing the work. The one exception is a thread
+     * just woken (give_way_to_woken): one yield per wake-up. The budget is the caller's
      * (per role: sd_spin_ns in device_config.c); after it, park. Every 32 polls
      * (about a microsecond) look at the clock, and (yield_to_budget) at the
      * device's runnable budget: a waiter over it parks at once. The spin's
@@ -201,6 +226,7 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     struct sd_budget *budget = sd_tl_budget;
     bool yield = yield_to_budget && budget;
     uint64_t spin_end = 0;
+    uint64_t woken_seen = 0; /* give_way_to_woken: the latest wake-up given way to */
     if (yield && budget_leave_if_over(budget))
         spin_ns = 0; /* over the budget already: no spin at all */
     for (uint32_t i = 1; spin_ns; i++) {
@@ -211,12 +237,16 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
             int rc = wait_check(ready, arg, deadline_ns, lost, now);
             if (rc <= 0)
                 return rc;
-            if (spin_end == 0)
+            if (spin_end == 0) {
                 spin_end = now + spin_ns;
-            else if (now >= spin_end)
+                woken_seen = now > SD_WOKEN_RECENT_NS ? now - SD_WOKEN_RECENT_NS : 0;
+            } else if (now >= spin_end) {
                 break;
+            }
             if (yield && !tl_out && budget_leave_if_over(budget))
                 break;
+            if (yield && word->counters)
+                give_way_to_woken(word->counters, &woken_seen);
         } else {
             sd_cpu_relax();
         }

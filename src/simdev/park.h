@@ -44,6 +44,10 @@ struct sd_wait_counters {
     _Alignas(SD_CACHELINE) _Atomic uint64_t wakeups;
     _Atomic uint64_t parks;
     _Atomic uint64_t handoffs;
+    /* simdev_clock_ns() at the latest wake-up system call (sd_note_wakeup):
+     * a spinner gives way to a thread that may still wait for its CPU
+     * (park.c, give_way_to_woken) */
+    _Atomic uint64_t last_wakeup_ns;
     struct sd_timeline *timeline; /* its device's: sleeps and wake-ups are marked there */
 };
 
@@ -60,6 +64,7 @@ void sd_mark_wait(const struct sd_wait_counters *counters, enum simdev_mark mark
 /* A wake-up system call about to be made: counted and marked. */
 static inline void sd_note_wakeup(struct sd_wait_counters *counters)
 {
+    atomic_store_explicit(&counters->last_wakeup_ns, simdev_clock_ns(), memory_order_relaxed);
     sd_count_wait(&counters->wakeups, 1);
     sd_mark_wait(counters, SIMDEV_MARK_WAKEUP);
 }

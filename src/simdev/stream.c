@@ -19,6 +19,7 @@
 #include "simdev/graph.h"
 #include "simdev/memory.h"
 #include "simdev/op.h"
+#include "simdev/park.h"
 #include "simdev/stream.h"
 
 /* --------------------------------------------------------------- executor */
@@ -397,8 +398,55 @@ static bool queue_locked(struct simdev_stream *stream, struct sd_op *op)
     return !stream->busy && !(op == stream->head && wait_registered_locked(stream, op));
 }
 
+/* ------------------------------------------------------- started here */
+
+/*
+ * Streams this thread holds to start itself (simdev_start_here_begin):
+ * an idle stream that one of its batches would hand to the executor is
+ * held instead — marked busy, so that no executor takes it — and the
+ * outermost simdev_start_here_end runs the held streams here, in the
+ * order they were held, as far as their ops run without blocking; an op
+ * that would block goes to the executor then, as from any thread that
+ * runs a stream ("Who runs a stream's ops", above). A launch chain
+ * enqueued this way starts on the launching thread: no executor wakes
+ * to run its first records and brief jobs, and its streams go on in the
+ * order the chain needs (the AICPU program's hand-out before the core
+ * loop's), not the order its batches were enqueued in. A device thread
+ * holds nothing: it must not run another stream's work where its own
+ * caller does not expect it.
+ */
+#define SD_HELD_MAX 8
+static _Thread_local unsigned tl_hold_depth;
+static _Thread_local unsigned tl_held_count;
+static _Thread_local struct simdev_stream *tl_held[SD_HELD_MAX];
+
+void simdev_start_here_begin(void)
+{
+    tl_hold_depth++;
+}
+
+void simdev_start_here_end(void)
+{
+    if (tl_hold_depth == 0 || --tl_hold_depth > 0)
+        return;
+    sd_stream_start_held();
+}
+
+void sd_stream_start_held(void)
+{
+    /* Starting a stream enqueues nothing, so no stream is held meanwhile. */
+    for (unsigned i = 0; i < tl_held_count; i++)
+        advance(tl_held[i], false);
+    tl_held_count = 0;
+}
+
 void sd_stream_wake_locked(struct simdev_stream *stream)
 {
+    if (tl_hold_depth && !sd_tl_self && tl_held_count < SD_HELD_MAX) {
+        stream->busy = true; /* this thread's now: no executor takes it */
+        tl_held[tl_held_count++] = stream;
+        return;
+    }
     sd_count_wait(&stream->dev->waits.handoffs, 1);
     if (stream->executor_asleep)
         sd_note_wakeup(&stream->dev->waits);
@@ -501,6 +549,7 @@ int simdev_stream_destroy(simdev_stream_t stream)
     struct sd_device *dev = stream->dev;
     if (atomic_load_explicit(&stream->capture, memory_order_acquire))
         return PTO_RUNTIME_ERR_INVALID_STATE;
+    sd_stream_start_held(); /* the teardown may wait for a stream this thread holds */
     int rc = sd_fault_check(dev, SIMDEV_OP_STREAM_DESTROY);
     if (rc != 0)
         return rc;
@@ -518,6 +567,7 @@ int simdev_stream_destroy(simdev_stream_t stream)
  * carried status and clears it. */
 static int stream_drain(struct simdev_stream *stream)
 {
+    sd_stream_start_held(); /* never wait for a stream this thread holds */
     pthread_mutex_lock(&stream->lock);
     uint64_t target = stream->enqueued;
     struct sd_wait_counters *counters = &stream->dev->waits;

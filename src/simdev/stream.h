@@ -81,8 +81,14 @@ bool sd_stream_capturing_locked(struct simdev_stream *stream);
  * and changing nothing. Caller holds the lock, the stream not capturing. */
 int sd_stream_queue_new_locked(struct simdev_stream *stream, const struct sd_op *proto,
                                const void *args, size_t args_size, bool *wake);
-/* Hands the idle stream to its executor (counted). Caller holds the lock. */
+/* Hands the idle stream to its executor (counted), or, inside this host
+ * thread's simdev_start_here_begin/end, holds it for this thread to start
+ * at the end. Caller holds the lock. */
 void sd_stream_wake_locked(struct simdev_stream *stream);
+/* Starts the streams this thread holds (simdev_start_here_begin), now: the
+ * outermost simdev_start_here_end, and every simdev call of this thread
+ * that may wait for a stream, so that it never waits for one it holds. */
+void sd_stream_start_held(void);
 /* Ends the stream's head op, which was in flight (a launch's job ended
  * with `status`), and goes on with the stream on the calling thread as far
  * as its ops run without blocking. */

@@ -1,0 +1,227 @@
+/*
+ * test_start_here.c — work a host thread starts itself
+ * (simdev_start_here_begin / simdev_start_here_end, docs/device.md,
+ * "Starting a burst here").
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "simpler/simdev_profile.h"
+#include "test_support.h"
+
+/* What a brief AICPU function leaves behind: the letters of the functions
+ * that ran, in order, and the thread each ran on. */
+struct trail {
+    _Atomic int count;
+    char letters[16];
+    pthread_t threads[16];
+};
+
+struct step_args {
+    struct trail *trail;
+    char letter;
+};
+
+static int step_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
+{
+    (void)ctx;
+    struct step_args a;
+    if (size != sizeof a)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&a, args, sizeof a);
+    int at = atomic_fetch_add(&a.trail->count, 1);
+    if (at >= 16)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    a.trail->letters[at] = a.letter;
+    a.trail->threads[at] = pthread_self();
+    return 0;
+}
+
+/* A brief one-thread AICPU launch of step_fn leaving `letter`. */
+static struct simdev_batch_op step_op(struct step_args *a)
+{
+    return (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICPU_BRIEF,
+                                    .aicpu_fn = step_fn,
+                                    .thread_count = 1,
+                                    .args = a,
+                                    .args_size = sizeof *a};
+}
+
+static void enqueue(simdev_stream_t s, const struct simdev_batch_op *ops, size_t count)
+{
+    size_t enqueued = 0;
+    assert_int_equal(simdev_stream_enqueue_batch(s, ops, count, &enqueued), 0);
+    assert_int_equal(enqueued, count);
+}
+
+/*
+ * A record on s1, and on s2 a wait for it, a brief launch and a record,
+ * enqueued between begin and end: when end returns, all of it has run, on
+ * this thread (the brief function saw this thread), with no wake-up
+ * system call. Without the calls s1's executor would be woken to run the
+ * record and s2's work would run on it, after end returned; a wake-up or
+ * another thread here would mean the burst was handed off after all.
+ */
+static void a_burst_started_here_runs_on_this_thread_and_wakes_nobody(void **state)
+{
+    (void)state;
+    simdev_stream_t s1 = ts_new_stream(), s2 = ts_new_stream();
+    simdev_event_t e1 = ts_new_event(), e2 = ts_new_event();
+    struct trail trail = {0};
+    struct step_args a = {&trail, 'B'};
+    struct simdev_batch_op record1 = {.kind = SIMDEV_BATCH_RECORD, .event = e1};
+    struct simdev_batch_op rest[] = {{.kind = SIMDEV_BATCH_WAIT, .event = e1},
+                                     step_op(&a),
+                                     {.kind = SIMDEV_BATCH_RECORD, .event = e2}};
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    simdev_start_here_begin();
+    enqueue(s1, &record1, 1);
+    enqueue(s2, rest, 3);
+    assert_int_equal(simdev_stream_query(s1), PTO_RUNTIME_ERR_NOT_READY); /* held: not started */
+    simdev_start_here_end();
+    assert_int_equal(simdev_event_query(e2), 0); /* done before end returned */
+    assert_int_equal(atomic_load(&trail.count), 1);
+    assert_true(pthread_equal(trail.threads[0], pthread_self()));
+    struct simdev_wait_stats w;
+    assert_int_equal(simdev_wait_stats(0, &w), 0);
+    assert_int_equal(w.wakeups, 0);
+    assert_int_equal(simdev_stream_sync(s1), 0);
+    assert_int_equal(simdev_stream_sync(s2), 0);
+    assert_int_equal(simdev_stream_destroy(s1), 0);
+    assert_int_equal(simdev_stream_destroy(s2), 0);
+    assert_int_equal(simdev_event_destroy(e1), 0);
+    assert_int_equal(simdev_event_destroy(e2), 0);
+}
+
+/*
+ * The held streams go on in the order their ops let each other go, not in
+ * the order their batches came: s2's batch (wait for E, then 'B') is
+ * enqueued before s1's 'A', but s1's record of E comes first on s1, so
+ * at the end s1 runs its record and then 'A', and s2, let go by E, runs
+ * 'B' after. This is the launch chain's case: its core loop (s2) is
+ * enqueued before its AICPU program (s1's 'A'), which must be handed out
+ * first. "BA" would mean s2 started before the stream that let it go had
+ * gone as far as it goes.
+ */
+static void held_streams_go_on_in_the_order_their_ops_let_each_other_go(void **state)
+{
+    (void)state;
+    simdev_stream_t s1 = ts_new_stream(), s2 = ts_new_stream();
+    simdev_event_t e = ts_new_event();
+    struct trail trail = {0};
+    struct step_args a = {&trail, 'A'}, b = {&trail, 'B'};
+    struct simdev_batch_op record = {.kind = SIMDEV_BATCH_RECORD, .event = e};
+    struct simdev_batch_op wait_then_b[] = {{.kind = SIMDEV_BATCH_WAIT, .event = e}, step_op(&b)};
+    struct simdev_batch_op then_a = step_op(&a);
+    simdev_start_here_begin();
+    enqueue(s1, &record, 1);
+    enqueue(s2, wait_then_b, 2);
+    enqueue(s1, &then_a, 1);
+    simdev_start_here_end();
+    assert_int_equal(atomic_load(&trail.count), 2);
+    assert_memory_equal(trail.letters, "AB", 2);
+    assert_true(pthread_equal(trail.threads[0], pthread_self()));
+    assert_true(pthread_equal(trail.threads[1], pthread_self()));
+    assert_int_equal(simdev_stream_sync(s1), 0);
+    assert_int_equal(simdev_stream_sync(s2), 0);
+    assert_int_equal(simdev_stream_destroy(s1), 0);
+    assert_int_equal(simdev_stream_destroy(s2), 0);
+    assert_int_equal(simdev_event_destroy(e), 0);
+}
+
+/*
+ * Calls nest, and a sync never waits for what the calling thread holds:
+ * inside two begins a held stream stays not started (no other thread
+ * may start it) through the inner end; a stream sync and an event sync
+ * inside the scope start what is held and return; the outer end starts
+ * what was held after them. A sync that waited instead would hang the
+ * test (its watchdog reports it).
+ */
+static void calls_nest_and_a_sync_starts_what_this_thread_holds(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    simdev_event_t e = ts_new_event();
+    struct trail trail = {0};
+    struct step_args a = {&trail, 'A'}, b = {&trail, 'B'}, c = {&trail, 'C'};
+    struct simdev_batch_op op_a = step_op(&a), op_b[] = {step_op(&b), {.kind = SIMDEV_BATCH_RECORD,
+                                                                      .event = e}};
+    struct simdev_batch_op op_c = step_op(&c);
+
+    simdev_start_here_begin();
+    simdev_start_here_begin();
+    enqueue(s, &op_a, 1);
+    simdev_start_here_end(); /* inner: nothing starts */
+    assert_int_equal(simdev_stream_query(s), PTO_RUNTIME_ERR_NOT_READY);
+    assert_int_equal(atomic_load(&trail.count), 0);
+    assert_int_equal(simdev_stream_sync(s), 0); /* starts it here, then waits for nothing */
+    assert_int_equal(atomic_load(&trail.count), 1);
+    enqueue(s, op_b, 2);
+    assert_int_equal(simdev_event_sync(e), 0);
+    assert_int_equal(atomic_load(&trail.count), 2);
+    enqueue(s, &op_c, 1);
+    assert_int_equal(simdev_stream_query(s), PTO_RUNTIME_ERR_NOT_READY);
+    simdev_start_here_end(); /* outer: starts 'C' */
+    assert_int_equal(simdev_stream_query(s), 0);
+    assert_int_equal(atomic_load(&trail.count), 3);
+    assert_memory_equal(trail.letters, "ABC", 3);
+    simdev_start_here_end(); /* an end without a begin does nothing */
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_event_destroy(e), 0);
+}
+
+/*
+ * Eight streams are held at once; a ninth idle stream goes to its
+ * executor as without the calls: its op runs on another thread (the
+ * executor's), and the eight run here at the end. Every op runs exactly
+ * once either way.
+ */
+static void a_ninth_idle_stream_goes_to_its_executor(void **state)
+{
+    (void)state;
+    enum { HELD = 8, STREAMS = HELD + 1 };
+    simdev_stream_t s[STREAMS];
+    struct trail trail[STREAMS];
+    struct step_args args[STREAMS];
+    memset(trail, 0, sizeof trail);
+    for (int i = 0; i < STREAMS; i++) {
+        s[i] = ts_new_stream();
+        args[i] = (struct step_args){&trail[i], (char)('a' + i)};
+    }
+    simdev_start_here_begin();
+    for (int i = 0; i < STREAMS; i++) {
+        struct simdev_batch_op op = step_op(&args[i]);
+        enqueue(s[i], &op, 1);
+    }
+    for (int i = 0; i < HELD; i++)
+        assert_int_equal(simdev_stream_query(s[i]), PTO_RUNTIME_ERR_NOT_READY);
+    simdev_start_here_end();
+    for (int i = 0; i < HELD; i++) {
+        assert_int_equal(simdev_stream_query(s[i]), 0); /* ran before end returned */
+        assert_true(pthread_equal(trail[i].threads[0], pthread_self()));
+    }
+    assert_int_equal(simdev_stream_sync(s[HELD]), 0);
+    assert_false(pthread_equal(trail[HELD].threads[0], pthread_self()));
+    for (int i = 0; i < STREAMS; i++) {
+        assert_int_equal(atomic_load(&trail[i].count), 1);
+        assert_int_equal(trail[i].letters[0], 'a' + i);
+        assert_int_equal(simdev_stream_destroy(s[i]), 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        SIMPLER_TEST(a_burst_started_here_runs_on_this_thread_and_wakes_nobody),
+        SIMPLER_TEST(held_streams_go_on_in_the_order_their_ops_let_each_other_go),
+        SIMPLER_TEST(calls_nest_and_a_sync_starts_what_this_thread_holds),
+        SIMPLER_TEST(a_ninth_idle_stream_goes_to_its_executor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
