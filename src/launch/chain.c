@@ -233,8 +233,8 @@ static int chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch
                          enum rt_chain_step *failed);
 
 /*
- * The chain's ops start on this thread once all are enqueued (the ops
- * table's start_here_*): its first records, the round begin and the
+ * A start_here round's ops start on this thread once all are enqueued
+ * (the ops table's start_here_*): its first records, the round begin and the
  * program's hand-out run here instead of waking the caller's stream's
  * executor, and the AICPU program is handed out before the core loop
  * wakes the cores, though the core loop's batch is enqueued first (the
@@ -246,7 +246,7 @@ int rt_chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_cha
                      simdev_stream_t caller, const struct rt_chain_round *round,
                      enum rt_chain_step *failed)
 {
-    bool here = ops->start_here_begin && ops->start_here_end;
+    bool here = round->start_here && ops->start_here_begin && ops->start_here_end;
     if (here)
         ops->start_here_begin();
     int rc = chain_enqueue(ops, chain, caller, round, failed);

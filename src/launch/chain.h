@@ -90,6 +90,12 @@ struct rt_chain_round {
     bool gated;       /* holds chain->gate from before round begin to after the status op */
     bool serial_tail; /* records chain->serial_tail on the caller behind the round */
     int commit_tries; /* attempts of each step after RT_CHAIN_PROGRAM (>= 1) */
+    /* The round starts on the enqueueing thread once all its ops are queued
+     * (the ops table's start_here_*, chain.c): kernel mode's rounds, whose
+     * launch-to-sync it shortens. Program mode's do not gain by it
+     * (measured: docs/performance.md, "Round latency") and would pay the
+     * start in the launching thread's CPU, which its runs report. */
+    bool start_here;
 };
 
 /*

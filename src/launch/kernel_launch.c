@@ -74,6 +74,7 @@ static struct rt_chain_round kernel_round(const struct kernel_round_blocks *b,
         .gated = true,
         .serial_tail = true,
         .commit_tries = COMMIT_TRIES,
+        .start_here = true,
     };
 }
 

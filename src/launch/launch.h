@@ -68,10 +68,11 @@ struct rt_launch_ops {
      * test's) must leave this NULL, or its replacements are bypassed. */
     int (*enqueue_batch)(simdev_stream_t stream, const struct simdev_batch_op *ops, size_t count,
                          size_t *enqueued);
-    /* Optional, both or neither: the chain's enqueues go between them, so
-     * that its ops start on the launching thread once all are enqueued, in
-     * the order they let each other go (simdev_start_here_begin's
-     * contract). NULL: each batch starts as its enqueue would alone. */
+    /* Optional, both or neither: a start_here round's enqueues go between
+     * them (chain.h), so that its ops start on the launching thread once
+     * all are enqueued, in the order they let each other go
+     * (simdev_start_here_begin's contract). NULL: each batch starts as its
+     * enqueue would alone. */
     void (*start_here_begin)(void);
     void (*start_here_end)(void);
 };
