@@ -299,7 +299,7 @@ void rt_hbg_lay(struct rt_run *run)
     rt_signal(run);
 }
 
-void rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
+bool rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
 {
     /* release: a waiter that sees COMPLETED sees this task's outputs */
     atomic_store_explicit(&s->state, RT_COMPLETED, memory_order_release);
@@ -314,10 +314,10 @@ void rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *
     }
     /* seq_cst: as in rt_task_complete, with rt_run_finished — either the
      * scheduler's own thread sees this completion, or we see orch_done
-     * (rt_hbg_lay's end) and wake it for the run's end */
+     * (rt_hbg_lay's end) and wake it for the run's end (the caller's step
+     * does, at its end) */
     uint64_t completed =
         atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_seq_cst) + 1;
-    if (atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
-        completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire))
-        rt_signal(run);
+    return atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
+           completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
 }

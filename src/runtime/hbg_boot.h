@@ -6,6 +6,7 @@
 #ifndef SIMPLER_RUNTIME_HBG_BOOT_H
 #define SIMPLER_RUNTIME_HBG_BOOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,7 +47,8 @@ void rt_hbg_lay(struct rt_run *run);
 /* Completion of `s` in an HBG run (rt_task_complete's): COMPLETED, then
  * each task parked on it is classified again — parked on its latest
  * producer still unfinished, or ready (into `released` when it fits
- * there, as a TMR completion does). Nothing is reclaimed. */
-void rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released);
+ * there, as a TMR completion does). Nothing is reclaimed. True when it
+ * ended the run (rt_task_complete's). */
+bool rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released);
 
 #endif /* SIMPLER_RUNTIME_HBG_BOOT_H */

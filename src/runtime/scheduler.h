@@ -97,6 +97,7 @@ struct sched {
     uint64_t backlog_since[RT_SHAPES]; /* when a step first saw RT_WAKE_BACKLOG queued; 0: not */
     uint64_t task_ns; /* running mean of a dispatch's time on a core; 0: none finished yet */
     bool exited; /* every owned core has been rung EXIT (rt_sched_exit_cores) */
+    bool end_signal; /* a completion of the step in progress ended the run (rt_sched_step) */
     uint32_t waiting; /* owned cores with `waiting` set: their core loop not yet JOINED */
 };
 

@@ -112,15 +112,13 @@ void rt_task_route(struct rt_run *run, struct rt_slot *s, struct rt_released *re
         rt_task_ready(run, s);
 }
 
-void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
+bool rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released)
 {
     platform_mark(SIMDEV_POINT_COMPLETE);
     /* The run's config, read-only after init: not hbg_producers, whose line
      * the orchestrator writes at every submit of a TMR run. */
-    if (run->config.runtime == RT_RUNTIME_HBG) {
-        rt_hbg_complete(run, s, released); /* a host-built graph: no fan-out lists */
-        return;
-    }
+    if (run->config.runtime == RT_RUNTIME_HBG)
+        return rt_hbg_complete(run, s, released); /* a host-built graph: no fan-out lists */
     rt_slot_lock(s);
     RT_ASSERT_INVARIANT(rt_slot_may_complete(s));
     /* release: a consumer wiring later sees COMPLETED under the lock and
@@ -154,12 +152,11 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released 
     }
     /* seq_cst: pairs with rt_run_finished (run.h) — either the
      * scheduler's own thread sees this completion, or we see orch_done and
-     * wake it for the run's end. */
+     * wake it for the run's end (the caller's step does, at its end). */
     uint64_t completed =
         atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_seq_cst) + 1;
-    if (atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
-        completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire))
-        rt_signal(run);
+    bool ended = atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
+                 completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
     atomic_thread_fence(memory_order_seq_cst); /* as in rt_ring_advance */
     /* acquire: the target stored before orch_waiting (rt_orch_block_for). A wait
      * for task slots is ended by retirement alone: no signal per task. */
@@ -167,6 +164,7 @@ void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released 
         atomic_load_explicit(&run->orch_wait_target, memory_order_relaxed) == 0)
         rt_signal_orch(run);
     rt_slot_release(run, s); /* the completion hold */
+    return ended;
 }
 
 /* ------------------------------------------------------------ invariants */

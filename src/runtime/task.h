@@ -151,8 +151,11 @@ void rt_task_route(struct rt_run *run, struct rt_slot *s, struct rt_released *re
 /* Marks `s` COMPLETED, makes its waiting consumers ready (into `released`
  * when not NULL and they qualify, else their ready queues), releases the
  * producers it held, then drops its own completion hold. Called once per
- * task, by whichever thread saw its last subtask finish. */
-void rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released);
+ * task, by a step of the scheduler that saw its last subtask finish.
+ * True when this was the run's last task with the orchestration done: the
+ * step signals the run's end (rt_signal) once it is over, after it rang
+ * its cores' exits (dispatch.c, rt_sched_step). */
+bool rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *released);
 
 /* Pushes a task whose dependencies are all satisfied to its ready queue.
  * Wakes nobody: the caller kicks the schedulers (rt_sched_kick) or is
