@@ -806,6 +806,10 @@ struct hop_result {
 };
 
 static struct hop_result g_hops[2]; /* back to back, isolated */
+/* --rounds N: print N back-to-back rounds' marks, each in its own order,
+ * after the first HOP_DUMP_SKIP (warm-up) */
+static uint32_t g_dump_rounds;
+#define HOP_DUMP_SKIP 20
 
 static const char *mark_op_name(uint32_t op)
 {
@@ -865,10 +869,19 @@ static void hop_add(struct hop_result *r, const char *name, double ns)
         row->samples[row->n++] = ns;
 }
 
+/* Adds a named mark to r's rows and, with `dump`, prints it as one line
+ * of the round's own sequence. */
+static void hop_mark(struct hop_result *r, FILE *dump, const char *name, double ns)
+{
+    hop_add(r, name, ns);
+    if (dump)
+        fprintf(dump, "  %8.1f us  %s\n", ns / 1000.0, name[0] == ' ' ? name + 2 : name);
+}
+
 /* Names each mark of one round, entries e[0..n) sorted by time, launched
- * at t0, into r's rows. */
+ * at t0, into r's rows; with `dump`, also prints them in order. */
 static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *e, size_t n,
-                      uint64_t t0)
+                      uint64_t t0, FILE *dump)
 {
     simdev_stream_t aicore = NULL;
     for (size_t i = 0; i < n; i++)
@@ -894,7 +907,7 @@ static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *
                      mark == SIMDEV_MARK_POINT ? point_name(e[i].op)
                                                : what[mark - SIMDEV_MARK_PARK],
                      k);
-            hop_add(r, name, (double)(e[i].ns - t0));
+            hop_mark(r, dump, name, (double)(e[i].ns - t0));
             continue;
         }
         if (mark > SIMDEV_MARK_SYNC_END)
@@ -920,7 +933,7 @@ static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *
             snprintf(name, sizeof name, "%s: %s %u %s", role, mark_op_name(e[i].op), k,
                      mark == SIMDEV_MARK_OP_BEGIN ? "begins" : "ends");
         }
-        hop_add(r, name, (double)(e[i].ns - t0));
+        hop_mark(r, dump, name, (double)(e[i].ns - t0));
     }
 }
 
@@ -985,9 +998,18 @@ static void measure_hops_in(struct hop_result *r, bool isolated)
         size_t end = at;
         while (end < n && e[end].ns <= t1[i])
             end++;
-        hop_add(r, "launch call returns", (double)(tr[i] - t0[i]));
-        hop_round(r, e + at, end - at, t0[i]);
-        hop_add(r, "sync returns to the caller", (double)(t1[i] - t0[i]));
+        /* --rounds: the first rounds after HOP_DUMP_SKIP, back to back,
+         * each in its own order (the medians above mix rounds that took
+         * different paths) */
+        FILE *dump = !isolated && i >= HOP_DUMP_SKIP && i < HOP_DUMP_SKIP + g_dump_rounds
+                         ? stdout
+                         : NULL;
+        if (dump)
+            fprintf(dump, "round %u, back to back: %.1f us from the launch call to the sync's return\n",
+                    i, (double)(t1[i] - t0[i]) / 1000.0);
+        hop_mark(r, dump, "launch call returns", (double)(tr[i] - t0[i]));
+        hop_round(r, e + at, end - at, t0[i], dump);
+        hop_mark(r, dump, "sync returns to the caller", (double)(t1[i] - t0[i]));
         at = end;
     }
     for (size_t k = 0; k < r->count; k++)
@@ -1284,15 +1306,34 @@ static int write_json(const char *path, double seconds)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: bench_kernel [--quick] [--root REPO_DIR | --out FILE.json]\n"
+            "usage: bench_kernel [--quick] [--rounds N] [--root REPO_DIR | --out FILE.json]\n"
             "Without --out, writes REPO_DIR/bench/results/kernel-latest.json; REPO_DIR is\n"
-            "found above the executable.\n");
+            "found above the executable. --rounds N also prints N back-to-back one-task\n"
+            "rounds of the hop measurement mark by mark, each in its own order.\n");
 }
 
 int main(int argc, char **argv)
 {
     char out_path[PATH_MAX];
-    if (bench_common_args(PROGRAM, argc, argv, "kernel-latest.json", &g_quick, out_path,
+    /* --rounds N is this benchmark's own; the rest are bench_common_args' */
+    char *rest[64];
+    int rest_count = 0;
+    for (int i = 0; i < argc && rest_count < 64; i++) {
+        if (i > 0 && strcmp(argv[i], "--rounds") == 0) {
+            char *end = NULL;
+            unsigned long v = i + 1 < argc ? strtoul(argv[i + 1], &end, 10) : 0;
+            if (!end || *end || v == 0 || v > HOP_ROUNDS / 4 - HOP_DUMP_SKIP) {
+                usage();
+                return 2;
+            }
+            g_dump_rounds = (uint32_t)v;
+            i++;
+            continue;
+        }
+        rest[rest_count++] = argv[i];
+    }
+    if (rest_count == 64 ||
+        bench_common_args(PROGRAM, rest_count, rest, "kernel-latest.json", &g_quick, out_path,
                           sizeof out_path) != 0) {
         usage();
         return 2;
