@@ -879,10 +879,12 @@ static void hop_mark(struct hop_result *r, FILE *dump, const char *name, double 
 }
 
 /* Names each mark of one round, entries e[0..n) sorted by time, launched
- * at t0, into r's rows; with `dump`, also prints them in order. */
+ * at t0 and the launch call returned at `returned`, into r's rows; with
+ * `dump`, also prints them in order. */
 static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *e, size_t n,
-                      uint64_t t0, FILE *dump)
+                      uint64_t t0, uint64_t returned, FILE *dump)
 {
+    bool return_marked = false;
     simdev_stream_t aicore = NULL;
     for (size_t i = 0; i < n; i++)
         if (e[i].mark == SIMDEV_MARK_OP_BEGIN && e[i].op == SIMDEV_MARK_AICORE)
@@ -893,7 +895,13 @@ static void hop_round(struct hop_result *r, const struct simdev_timeline_entry *
      * thread, thread */
     static uint32_t seen_by[4 + 16][3][SIMDEV_MAX_CORES];
     memset(seen_by, 0, sizeof seen_by);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i <= n; i++) {
+        if (!return_marked && (i == n || e[i].ns >= returned)) {
+            hop_mark(r, dump, "launch call returns", (double)(returned - t0));
+            return_marked = true;
+        }
+        if (i == n)
+            break;
         char name[64];
         uint32_t mark = e[i].mark;
         if (mark >= SIMDEV_MARK_PARK && mark <= SIMDEV_MARK_POINT) {
@@ -1007,8 +1015,7 @@ static void measure_hops_in(struct hop_result *r, bool isolated)
         if (dump)
             fprintf(dump, "round %u, back to back: %.1f us from the launch call to the sync's return\n",
                     i, (double)(t1[i] - t0[i]) / 1000.0);
-        hop_mark(r, dump, "launch call returns", (double)(tr[i] - t0[i]));
-        hop_round(r, e + at, end - at, t0[i], dump);
+        hop_round(r, e + at, end - at, t0[i], tr[i], dump);
         hop_mark(r, dump, "sync returns to the caller", (double)(t1[i] - t0[i]));
         at = end;
     }

@@ -230,33 +230,6 @@ static int enqueue_run(const struct chain_call *c, simdev_stream_t stream,
 
 static int chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
                          simdev_stream_t caller, const struct rt_chain_round *round,
-                         enum rt_chain_step *failed);
-
-/*
- * A start_here round's ops start on this thread once all are enqueued
- * (the ops table's start_here_*): its first records, the round begin and the
- * program's hand-out run here instead of waking the caller's stream's
- * executor, and the AICPU program is handed out before the core loop
- * wakes the cores, though the core loop's batch is enqueued first (the
- * program is the commit point, below). Measured: docs/performance.md,
- * "Round latency". A step that fails leaves the steps before it
- * enqueued, and they start here as well.
- */
-int rt_chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
-                     simdev_stream_t caller, const struct rt_chain_round *round,
-                     enum rt_chain_step *failed)
-{
-    bool here = round->start_here && ops->start_here_begin && ops->start_here_end;
-    if (here)
-        ops->start_here_begin();
-    int rc = chain_enqueue(ops, chain, caller, round, failed);
-    if (here)
-        ops->start_here_end();
-    return rc;
-}
-
-static int chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
-                         simdev_stream_t caller, const struct rt_chain_round *round,
                          enum rt_chain_step *failed)
 {
     const struct chain_call c = {ops, chain, caller, round};
@@ -304,6 +277,29 @@ static int chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch
     }
     *failed = RT_CHAIN_STEPS;
     return 0;
+}
+
+/*
+ * A start_here round's ops start on this thread once all are enqueued
+ * (the ops table's start_here_*): its first records, the round begin and the
+ * program's hand-out run here instead of waking the caller's stream's
+ * executor, and the AICPU program is handed out before the core loop
+ * wakes the cores, though the core loop's batch is enqueued first (the
+ * program is the commit point, above). Measured: docs/performance.md,
+ * "Round latency". A step that fails leaves the steps before it
+ * enqueued, and they start here as well.
+ */
+int rt_chain_enqueue(const struct rt_launch_ops *ops, const struct rt_launch_chain *chain,
+                     simdev_stream_t caller, const struct rt_chain_round *round,
+                     enum rt_chain_step *failed)
+{
+    bool here = round->start_here && ops->start_here_begin && ops->start_here_end;
+    if (here)
+        ops->start_here_begin();
+    int rc = chain_enqueue(ops, chain, caller, round, failed);
+    if (here)
+        ops->start_here_end();
+    return rc;
 }
 
 int rt_stream_drain(simdev_stream_t stream)

@@ -312,12 +312,5 @@ bool rt_hbg_complete(struct rt_run *run, struct rt_slot *s, struct rt_released *
         if (!park_again(run, w, s))
             rt_task_route(run, w, released);
     }
-    /* seq_cst: as in rt_task_complete, with rt_run_finished — either the
-     * scheduler's own thread sees this completion, or we see orch_done
-     * (rt_hbg_lay's end) and wake it for the run's end (the caller's step
-     * does, at its end) */
-    uint64_t completed =
-        atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_seq_cst) + 1;
-    return atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
-           completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
+    return rt_run_count_completion(run); /* orch_done: rt_hbg_lay's end */
 }

@@ -149,12 +149,25 @@ static inline int rt_fail_negated(struct rt_run *run, int32_t code)
 static inline bool rt_run_finished(struct rt_run *run)
 {
     /* seq_cst: pairs with the completer's seq_cst increment of
-     * tasks_completed and its look at orch_done (rt_task_complete): either
-     * it sees orch_done and signals, or we see its completion here */
+     * tasks_completed and its look at orch_done (rt_run_count_completion):
+     * either it sees orch_done and signals, or we see its completion here */
     if (!atomic_load_explicit(&run->orch_done, memory_order_seq_cst))
         return false;
     return atomic_load_explicit(&run->tasks_completed, memory_order_seq_cst) ==
            atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
+}
+
+/* Counts one task's completion: true when it was the run's last with the
+ * orchestration done, so that the completer's step signals the run's end
+ * (rt_sched_step). seq_cst: the other half of rt_run_finished's pairing —
+ * either the scheduler's own thread sees this completion, or this sees
+ * orch_done. TMR's completion and host_build_graph's both count here. */
+static inline bool rt_run_count_completion(struct rt_run *run)
+{
+    uint64_t completed =
+        atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_seq_cst) + 1;
+    return atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
+           completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
 }
 
 /* The cold payload of the task in `s`. */

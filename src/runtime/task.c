@@ -150,13 +150,7 @@ bool rt_task_complete(struct rt_run *run, struct rt_slot *s, struct rt_released 
         pos = d->next;
         rt_slot_release(run, d->slot);
     }
-    /* seq_cst: pairs with rt_run_finished (run.h) — either the
-     * scheduler's own thread sees this completion, or we see orch_done and
-     * wake it for the run's end (the caller's step does, at its end). */
-    uint64_t completed =
-        atomic_fetch_add_explicit(&run->tasks_completed, 1, memory_order_seq_cst) + 1;
-    bool ended = atomic_load_explicit(&run->orch_done, memory_order_seq_cst) &&
-                 completed == atomic_load_explicit(&run->tasks_submitted, memory_order_acquire);
+    bool ended = rt_run_count_completion(run);
     atomic_thread_fence(memory_order_seq_cst); /* as in rt_ring_advance */
     /* acquire: the target stored before orch_waiting (rt_orch_block_for). A wait
      * for task slots is ended by retirement alone: no signal per task. */
