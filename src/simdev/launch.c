@@ -260,16 +260,20 @@ static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_wo
     /* An asynchronous job may end, and be freed by its last thread, as soon
      * as its last worker has it: `workers` must not live in the job. */
     bool cores = count && workers[0]->is_core;
+    /* several AICPU threads: one wake-up for all (worker.h, aicpu_wake) */
+    bool together = !cores && count > 1 && sd_wait_either_supported();
     for (uint32_t i = 0; i < count; i++) {
         struct sd_worker *w = workers[i];
         /* release: publishes the job; pairs with the acquire in worker_has_job
          * (worker.c) */
         atomic_store_explicit(&w->job, job, memory_order_release);
-        if (!cores)
+        if (!cores && !together)
             sd_wake(sd_worker_word(w));
     }
     if (cores) /* a core launch takes every core: one word wakes them all */
         sd_wake(&dev->workers.cores_wake);
+    else if (together)
+        sd_wake(&dev->workers.aicpu_wake);
 }
 
 /* Waits for the job's end under the watchdog: 0, TIMEOUT (the watchdog

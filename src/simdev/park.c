@@ -286,6 +286,77 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
     }
 }
 
+bool sd_wait_either_supported(void)
+{
+    /* -1: not asked yet. futex_waitv with no futex is EINVAL where the
+     * call exists, ENOSYS where it does not. */
+    static _Atomic int supported = -1;
+    int known = atomic_load_explicit(&supported, memory_order_relaxed);
+    if (known < 0) {
+        errno = 0;
+        long rc = syscall(SYS_futex_waitv, NULL, 0u, 0u, NULL, CLOCK_MONOTONIC);
+        known = rc == -1 && errno == EINVAL;
+        atomic_store_explicit(&supported, known, memory_order_relaxed);
+    }
+    return known;
+}
+
+/* Sets the sleeper bit in the sequence `seen` that `word` held when looked
+ * at, into *armed; false when a wake came since (the word moved on). */
+static bool arm(struct sd_waitword *word, uint32_t seen, uint32_t *armed)
+{
+    *armed = seen | SD_SLEEPER;
+    return seen == *armed ||
+           atomic_compare_exchange_strong_explicit(&word->seq, &seen, *armed,
+                                                   memory_order_seq_cst, memory_order_seq_cst);
+}
+
+int sd_wait_either(struct sd_waitword *a, struct sd_waitword *b, sd_ready_fn ready, void *arg,
+                   uint64_t spin_ns)
+{
+    /* Spin: as sd_wait's, outside any budget; the clock only every 32
+     * polls, the spin's end set at the first look. */
+    uint64_t spin_end = 0;
+    for (uint32_t i = 1; spin_ns && !ready(arg); i++) {
+        if ((i & 31) != 0) {
+            sd_cpu_relax();
+            continue;
+        }
+        uint64_t now = simdev_clock_ns();
+        if (spin_end == 0)
+            spin_end = now + spin_ns;
+        else if (now >= spin_end)
+            break;
+    }
+    /* Park: sd_wait's protocol on each word (announce, fence, look, arm),
+     * then one sleep on both. A bit armed on a word whose sleep did not
+     * follow costs that word's next waker one needless system call. */
+    for (;;) {
+        atomic_fetch_add_explicit(&a->waiters, 1, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&b->waiters, 1, memory_order_seq_cst);
+        atomic_thread_fence(memory_order_seq_cst);
+        uint32_t seen_a = atomic_load_explicit(&a->seq, memory_order_seq_cst);
+        uint32_t seen_b = atomic_load_explicit(&b->seq, memory_order_seq_cst);
+        bool done = ready(arg);
+        uint32_t armed_a, armed_b;
+        if (!done && arm(a, seen_a, &armed_a) && arm(b, seen_b, &armed_b)) {
+            struct futex_waitv both[2] = {
+                {.val = armed_a, .uaddr = (uintptr_t)&a->seq, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+                {.val = armed_b, .uaddr = (uintptr_t)&b->seq, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+            };
+            if (a->counters)
+                sd_note_park(a->counters);
+            syscall(SYS_futex_waitv, both, 2u, 0u, NULL, CLOCK_MONOTONIC);
+            if (a->counters)
+                sd_note_unpark(a->counters);
+        }
+        atomic_fetch_sub_explicit(&a->waiters, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_relaxed);
+        if (done)
+            return 0;
+    }
+}
+
 static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
                         uint64_t deadline_ns, _Atomic int *lost, bool yield_to_budget)
 {

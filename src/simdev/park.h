@@ -135,6 +135,22 @@ void sd_wake(struct sd_waitword *word);
 int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
             uint64_t deadline_ns, _Atomic int *lost);
 
+/*
+ * Waits until ready(arg) is true, on two words at once (an idle AICPU
+ * worker: its own word and the word a launch of several AICPU threads
+ * wakes them all on): spins for spin_ns, then parks; the thread looks at
+ * ready(arg) again whenever either word moves, so a sd_wake of either
+ * ends its sleep. No deadline, no device loss, no runnable budget: the
+ * wait for a job, which a launch or the device's stop ends. Requires
+ * sd_wait_either_supported() (futex_waitv, Linux 5.16).
+ */
+int sd_wait_either(struct sd_waitword *a, struct sd_waitword *b, sd_ready_fn ready, void *arg,
+                   uint64_t spin_ns);
+
+/* Whether the kernel can sleep on two words at once (sd_wait_either);
+ * asked once. */
+bool sd_wait_either_supported(void);
+
 /* sd_wait whose spin also ends, and the thread parks, while the calling
  * thread's budget (sd_tl_budget) has more threads awake than CPUs. For
  * waiters whose wake-up is off the per-task path when it matters: a core

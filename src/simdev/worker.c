@@ -118,8 +118,14 @@ static void *worker_main(void *arg)
              w->index);
     (void)pthread_setname_np(pthread_self(), name);
     sd_tl_self = w;
+    bool either = !w->is_core && sd_wait_either_supported();
     for (;;) {
-        sd_wait(sd_worker_word(w), worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0, NULL);
+        if (either)
+            sd_wait_either(&w->wake, &w->dev->workers.aicpu_wake, worker_has_job, w,
+                           sd_spin_ns(w->dev, SD_WAIT_IDLE));
+        else
+            sd_wait(sd_worker_word(w), worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0,
+                    NULL);
         /* acquire: pairs with the release store in job_hand_out (launch.c) */
         struct sd_job *job = atomic_exchange_explicit(&w->job, NULL, memory_order_acquire);
         if (!job) {
@@ -167,6 +173,8 @@ int sd_workers_start(struct sd_device *dev)
     atomic_store(&dev->workers.stopping, 0);
     memset(&dev->workers.cores_wake, 0, sizeof dev->workers.cores_wake);
     sd_word_bind(&dev->workers.cores_wake, &dev->waits);
+    memset(&dev->workers.aicpu_wake, 0, sizeof dev->workers.aicpu_wake);
+    sd_word_bind(&dev->workers.aicpu_wake, &dev->waits);
     int made = start_workers(dev, dev->workers.aicpu, dev->config.aicpu_threads, false);
     if (made == 0) {
         int made_cores = start_workers(dev, dev->workers.cores, ncores, true);

@@ -43,11 +43,21 @@ struct sd_workers {
      * wake-up system call wakes them all (one per core, before: the
      * launcher spent 10-40 us in each, one core after the other). */
     _Alignas(SD_CACHELINE) struct sd_waitword cores_wake;
+    /* Idle AICPU threads wait on their own word and on this one at once
+     * (sd_wait_either): a launch of several AICPU threads wakes them all
+     * with one wake-up system call, a one-thread launch its thread alone.
+     * Measured: a kernel-mode round's program launch made two, 6-7 us
+     * apart on the launching thread, and a back-to-back round 1.2-2.5
+     * wake-ups more in all (docs/performance.md). An idle thread that the
+     * launch did not take looks and sleeps again. Never woken where the
+     * kernel cannot sleep on two words. */
+    _Alignas(SD_CACHELINE) struct sd_waitword aicpu_wake;
     _Atomic int stopping; /* set before the workers are woken to exit */
 };
 
 /* The word worker `w` waits on for its next job: its own for an AICPU
- * thread, the cores' shared one for a core. */
+ * thread (which also waits on workers.aicpu_wake, where it can), the
+ * cores' shared one for a core. */
 struct sd_waitword *sd_worker_word(struct sd_worker *w);
 
 /* The AICPU thread that shares `core`'s CPU and has the place, or NULL. */

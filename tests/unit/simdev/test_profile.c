@@ -2,14 +2,18 @@
  * test_profile.c — what a device's threads cost in hand-offs
  * (simdev_wait_stats) and its op timeline (simdev_timeline_*).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -365,6 +369,69 @@ static void a_brief_launch_wakes_no_aicpu_thread(void **state)
     }
 }
 
+/* Whether this kernel has futex_waitv (Linux 5.16), which an idle AICPU
+ * thread needs to sleep on two words at once: EINVAL for no futex at all
+ * where the call exists, ENOSYS where it does not. */
+static bool kernel_sleeps_on_two_words(void)
+{
+    errno = 0;
+    return syscall(SYS_futex_waitv, NULL, 0u, 0u, NULL, CLOCK_MONOTONIC) == -1 && errno == EINVAL;
+}
+
+/* Runs a two-thread AICPU job held at `gate`, started on this thread
+ * (start here: no executor is woken), until both threads wait at the
+ * gate; returns the device's wake-ups up to then, counted from the call,
+ * and opens the gate, the device's counts reset just before. The gate
+ * must outlive the job (its threads leave it after the call). */
+static uint64_t wakeups_to_start_two_aicpu_threads(simdev_stream_t s, struct ts_gate *gate)
+{
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    simdev_start_here_begin();
+    assert_int_equal(simdev_launch_aicpu(s, ts_gate_aicpu_fn, 2, &gate, sizeof gate), 0);
+    simdev_start_here_end();
+    int arrived = ts_gate_wait_arrivals_for(gate, 2, TS_DEADLOCK_GUARD_MS);
+    struct simdev_wait_stats w;
+    assert_int_equal(simdev_wait_stats(0, &w), 0);
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    ts_gate_open(gate); /* before any assertion: a failed one leaves no thread held */
+    assert_int_equal(arrived, 1);
+    return w.wakeups;
+}
+
+/*
+ * Idle AICPU threads sleep on their own word and on one word they share
+ * (src/simdev/worker.h), so a launch of two AICPU threads wakes both
+ * with one wake-up system call. On a device that never spins: a first
+ * two-thread job makes sure where every thread is (cores and the stream's
+ * executor asleep, never woken since); once its two AICPU threads have
+ * slept again (the only threads that can sleep meanwhile: the device
+ * counts 2 sleeps), a second two-thread job must cost exactly one
+ * wake-up. Two would be one a thread, the hand-off the shared word saves
+ * every kernel-mode round; where the kernel cannot sleep on two words
+ * (no futex_waitv), two is what it makes. A one-thread launch still wakes
+ * its own thread only (a_brief_launch_wakes_no_aicpu_thread, plain).
+ */
+static void a_two_thread_launch_wakes_its_threads_at_once(void **state)
+{
+    (void)state;
+    simdev_stream_t s = stream_on_a_sleeping_device();
+    struct ts_gate first, second;
+    ts_gate_init(&first);
+    ts_gate_init(&second);
+    (void)wakeups_to_start_two_aicpu_threads(s, &first);
+    struct simdev_wait_stats w;
+    do
+        assert_int_equal(simdev_wait_stats(0, &w), 0);
+    while (w.parks < 2);
+    assert_int_equal(w.parks, 2);
+    uint64_t wakeups = wakeups_to_start_two_aicpu_threads(s, &second);
+    assert_int_equal(simdev_stream_sync(s), 0); /* both jobs over: the gates may go */
+    ts_gate_destroy(&first);
+    ts_gate_destroy(&second);
+    assert_int_equal(wakeups, kernel_sleeps_on_two_words() ? 1 : 2);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 /* Records which AICPU thread ran it into the int `args` points to. */
 static int which_thread_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
 {
@@ -430,6 +497,7 @@ int main(void)
         SIMPLER_TEST(a_sleeping_worker_costs_one_wakeup),
         SIMPLER_TEST(sleeps_and_wakeups_are_marked_by_the_thread_that_made_them),
         SIMPLER_TEST(a_brief_launch_wakes_no_aicpu_thread),
+        SIMPLER_TEST(a_two_thread_launch_wakes_its_threads_at_once),
         SIMPLER_TEST(a_chain_across_streams_wakes_nobody_but_the_syncing_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
