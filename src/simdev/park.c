@@ -205,9 +205,51 @@ static void give_way_to_woken(const struct sd_wait_counters *counters, uint64_t 
     }
 }
 
-static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void *arg,
-                               uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost,
-                               bool yield_to_budget)
+bool sd_wait_either_supported(void)
+{
+    /* -1: not asked yet. futex_waitv with no futex is EINVAL where the
+     * call exists, ENOSYS where it does not. */
+    static _Atomic int supported = -1;
+    int known = atomic_load_explicit(&supported, memory_order_relaxed);
+    if (known < 0) {
+        errno = 0;
+        long rc = syscall(SYS_futex_waitv, NULL, 0u, 0u, NULL, CLOCK_MONOTONIC);
+        known = rc == -1 && errno == EINVAL;
+        atomic_store_explicit(&supported, known, memory_order_relaxed);
+    }
+    return known;
+}
+
+/* Sets the sleeper bit in the sequence `seen` that `word` held when looked
+ * at, into *armed; false when a wake came since (the word moved on). */
+static bool arm(struct sd_waitword *word, uint32_t seen, uint32_t *armed)
+{
+    *armed = seen | SD_SLEEPER;
+    return seen == *armed ||
+           atomic_compare_exchange_strong_explicit(&word->seq, &seen, *armed,
+                                                   memory_order_seq_cst, memory_order_seq_cst);
+}
+
+/* Sleeps on a and b at once while they hold va and vb (futex_waitv),
+ * until either is woken or deadline_ns (absolute, simdev_clock_ns's
+ * CLOCK_MONOTONIC; 0 = none) passes. */
+static void futex_wait_either(_Atomic uint32_t *a, uint32_t va, _Atomic uint32_t *b, uint32_t vb,
+                              uint64_t deadline_ns)
+{
+    struct futex_waitv both[2] = {
+        {.val = va, .uaddr = (uintptr_t)a, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+        {.val = vb, .uaddr = (uintptr_t)b, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
+    };
+    struct timespec until = {(time_t)(deadline_ns / 1000000000ull),
+                             (long)(deadline_ns % 1000000000ull)};
+    syscall(SYS_futex_waitv, both, 2u, 0u, deadline_ns ? &until : NULL, CLOCK_MONOTONIC);
+}
+
+/* Spins, then parks on `word` and, when `also` is not NULL, on `also` at
+ * once (sd_wait_either): the same protocol on each word. */
+static int wait_spin_then_park(struct sd_waitword *word, struct sd_waitword *also,
+                               sd_ready_fn ready, void *arg, uint64_t spin_ns,
+                               uint64_t deadline_ns, _Atomic int *lost, bool yield_to_budget)
 {
     if (ready(arg))
         return 0;
@@ -258,110 +300,47 @@ static int wait_spin_then_park(struct sd_waitword *word, sd_ready_fn ready, void
         budget_leave(budget);
     for (;;) {
         atomic_fetch_add_explicit(&word->waiters, 1, memory_order_seq_cst);
+        if (also)
+            atomic_fetch_add_explicit(&also->waiters, 1, memory_order_seq_cst);
         /* seq_cst fence: the announcement before every look of the last
          * check (the predicate's own loads too), pairing with a waker's
          * fence between its state change and its look at waiters (e.g.
          * the runtime's submit that skips its step for an awake core) */
         atomic_thread_fence(memory_order_seq_cst);
         uint32_t seen = atomic_load_explicit(&word->seq, memory_order_seq_cst);
+        uint32_t seen_also = also ? atomic_load_explicit(&also->seq, memory_order_seq_cst) : 0;
         uint64_t now = simdev_clock_ns();
         int rc = wait_check(ready, arg, deadline_ns, lost, now);
-        if (rc <= 0) {
-            atomic_fetch_sub_explicit(&word->waiters, 1, memory_order_relaxed);
-            return rc;
-        }
-        /* Sleep only with the sleeper bit set in the seq we looked after
-         * (sd_wake); a failed swap means a wake came since: look again. */
-        uint32_t armed = seen | SD_SLEEPER;
-        if (seen == armed || atomic_compare_exchange_strong_explicit(&word->seq, &seen, armed,
-                                                                     memory_order_seq_cst,
-                                                                     memory_order_seq_cst)) {
+        /* Sleep only with the sleeper bit set in the seq we looked after,
+         * on every word slept on (sd_wake); a failed swap means a wake
+         * came since: look again. A bit set on `word` whose sleep does not
+         * follow costs that word's next waker one needless system call. */
+        uint32_t armed, armed_also = 0;
+        if (rc > 0 && arm(word, seen, &armed) && (!also || arm(also, seen_also, &armed_also))) {
             if (word->counters)
                 sd_note_park(word->counters);
-            futex_wait(&word->seq, armed, deadline_ns ? deadline_ns - now : 0);
+            if (also)
+                futex_wait_either(&word->seq, armed, &also->seq, armed_also, deadline_ns);
+            else
+                futex_wait(&word->seq, armed, deadline_ns ? deadline_ns - now : 0);
             if (word->counters)
                 sd_note_unpark(word->counters);
         }
         atomic_fetch_sub_explicit(&word->waiters, 1, memory_order_relaxed);
+        if (also)
+            atomic_fetch_sub_explicit(&also->waiters, 1, memory_order_relaxed);
+        if (rc <= 0)
+            return rc;
     }
 }
 
-bool sd_wait_either_supported(void)
-{
-    /* -1: not asked yet. futex_waitv with no futex is EINVAL where the
-     * call exists, ENOSYS where it does not. */
-    static _Atomic int supported = -1;
-    int known = atomic_load_explicit(&supported, memory_order_relaxed);
-    if (known < 0) {
-        errno = 0;
-        long rc = syscall(SYS_futex_waitv, NULL, 0u, 0u, NULL, CLOCK_MONOTONIC);
-        known = rc == -1 && errno == EINVAL;
-        atomic_store_explicit(&supported, known, memory_order_relaxed);
-    }
-    return known;
-}
-
-/* Sets the sleeper bit in the sequence `seen` that `word` held when looked
- * at, into *armed; false when a wake came since (the word moved on). */
-static bool arm(struct sd_waitword *word, uint32_t seen, uint32_t *armed)
-{
-    *armed = seen | SD_SLEEPER;
-    return seen == *armed ||
-           atomic_compare_exchange_strong_explicit(&word->seq, &seen, *armed,
-                                                   memory_order_seq_cst, memory_order_seq_cst);
-}
-
-int sd_wait_either(struct sd_waitword *a, struct sd_waitword *b, sd_ready_fn ready, void *arg,
-                   uint64_t spin_ns)
-{
-    /* Spin: as sd_wait's, outside any budget; the clock only every 32
-     * polls, the spin's end set at the first look. */
-    uint64_t spin_end = 0;
-    for (uint32_t i = 1; spin_ns && !ready(arg); i++) {
-        if ((i & 31) != 0) {
-            sd_cpu_relax();
-            continue;
-        }
-        uint64_t now = simdev_clock_ns();
-        if (spin_end == 0)
-            spin_end = now + spin_ns;
-        else if (now >= spin_end)
-            break;
-    }
-    /* Park: sd_wait's protocol on each word (announce, fence, look, arm),
-     * then one sleep on both. A bit armed on a word whose sleep did not
-     * follow costs that word's next waker one needless system call. */
-    for (;;) {
-        atomic_fetch_add_explicit(&a->waiters, 1, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&b->waiters, 1, memory_order_seq_cst);
-        atomic_thread_fence(memory_order_seq_cst);
-        uint32_t seen_a = atomic_load_explicit(&a->seq, memory_order_seq_cst);
-        uint32_t seen_b = atomic_load_explicit(&b->seq, memory_order_seq_cst);
-        bool done = ready(arg);
-        uint32_t armed_a, armed_b;
-        if (!done && arm(a, seen_a, &armed_a) && arm(b, seen_b, &armed_b)) {
-            struct futex_waitv both[2] = {
-                {.val = armed_a, .uaddr = (uintptr_t)&a->seq, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
-                {.val = armed_b, .uaddr = (uintptr_t)&b->seq, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG},
-            };
-            if (a->counters)
-                sd_note_park(a->counters);
-            syscall(SYS_futex_waitv, both, 2u, 0u, NULL, CLOCK_MONOTONIC);
-            if (a->counters)
-                sd_note_unpark(a->counters);
-        }
-        atomic_fetch_sub_explicit(&a->waiters, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&b->waiters, 1, memory_order_relaxed);
-        if (done)
-            return 0;
-    }
-}
-
-static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
-                        uint64_t deadline_ns, _Atomic int *lost, bool yield_to_budget)
+static int wait_counted(struct sd_waitword *word, struct sd_waitword *also, sd_ready_fn ready,
+                        void *arg, uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost,
+                        bool yield_to_budget)
 {
     /* A thread outside a job (no budget) is not counted. */
-    int rc = wait_spin_then_park(word, ready, arg, spin_ns, deadline_ns, lost, yield_to_budget);
+    int rc = wait_spin_then_park(word, also, ready, arg, spin_ns, deadline_ns, lost,
+                                 yield_to_budget);
     if (tl_out)
         budget_rejoin(sd_tl_budget);
     /* Losing the device wakes every waiter, and may itself make a predicate
@@ -374,11 +353,17 @@ static int wait_counted(struct sd_waitword *word, sd_ready_fn ready, void *arg, 
 int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spin_ns,
             uint64_t deadline_ns, _Atomic int *lost)
 {
-    return wait_counted(word, ready, arg, spin_ns, deadline_ns, lost, false);
+    return wait_counted(word, NULL, ready, arg, spin_ns, deadline_ns, lost, false);
+}
+
+int sd_wait_either(struct sd_waitword *a, struct sd_waitword *b, sd_ready_fn ready, void *arg,
+                   uint64_t spin_ns)
+{
+    return wait_counted(a, b, ready, arg, spin_ns, 0, NULL, false);
 }
 
 int sd_wait_within_budget(struct sd_waitword *word, sd_ready_fn ready, void *arg,
                           uint64_t spin_ns, uint64_t deadline_ns, _Atomic int *lost)
 {
-    return wait_counted(word, ready, arg, spin_ns, deadline_ns, lost, true);
+    return wait_counted(word, NULL, ready, arg, spin_ns, deadline_ns, lost, true);
 }

@@ -136,11 +136,10 @@ int sd_wait(struct sd_waitword *word, sd_ready_fn ready, void *arg, uint64_t spi
             uint64_t deadline_ns, _Atomic int *lost);
 
 /*
- * Waits until ready(arg) is true, on two words at once (an idle AICPU
- * worker: its own word and the word a launch of several AICPU threads
- * wakes them all on): spins for spin_ns, then parks; the thread looks at
- * ready(arg) again whenever either word moves, so a sd_wake of either
- * ends its sleep. No deadline, no device loss, no runnable budget: the
+ * sd_wait on two words at once (an idle AICPU worker: its own word and
+ * the word a launch of several AICPU threads wakes them all on): the same
+ * spin, then the same parking protocol on each word and one sleep on
+ * both, so a sd_wake of either ends it. No deadline, no device loss: the
  * wait for a job, which a launch or the device's stop ends. Requires
  * sd_wait_either_supported() (futex_waitv, Linux 5.16).
  */
