@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -224,15 +226,43 @@ int bench_common_args(const char *program, int argc, char **argv, const char *fi
     return bench_out_path(program, out_arg, root_arg, 1, file_name, out_path, size);
 }
 
+/* One topology field from the environment, as simdev reads it (a decimal
+ * count), else `fallback`; simdev_device_configure checks the range. */
+static uint32_t topology_field(const char *name, uint32_t fallback)
+{
+    const char *text = getenv(name);
+    if (!text || !*text)
+        return fallback;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end || v > UINT32_MAX) {
+        fprintf(stderr, "bench: %s=%s is not a count; using %u\n", name, text, fallback);
+        return fallback;
+    }
+    return (uint32_t)v;
+}
+
 void bench_device_configure(const char *program, int device)
 {
     struct simdev_config dc;
     BENCH_CHECK(program, simdev_device_reset(device));
     BENCH_CHECK(program, simdev_config_default(&dc));
-    dc.aicpu_threads = 2;
-    dc.aic_cores = 1;
-    dc.aiv_cores = 2;
+    dc.aicpu_threads = topology_field("SIMDEV_AICPU_THREADS", 2);
+    dc.aic_cores = topology_field("SIMDEV_AIC_CORES", 1);
+    dc.aiv_cores = topology_field("SIMDEV_AIV_CORES", 2);
     dc.memory_bytes = 1ull << 30;
     dc.watchdog_ms = 0;
     BENCH_CHECK(program, simdev_device_configure(device, &dc));
+}
+
+void bench_device_topology(int device, char *out, size_t size)
+{
+    struct simdev_config dc;
+    if (simdev_device_get_config(device, &dc) != 0) {
+        snprintf(out, size, "unknown topology");
+        return;
+    }
+    snprintf(out, size, "%u AICPU threads, %u AIC + %u AIV, %llu MiB", dc.aicpu_threads,
+             dc.aic_cores, dc.aiv_cores, (unsigned long long)(dc.memory_bytes >> 20));
 }

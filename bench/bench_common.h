@@ -89,8 +89,14 @@ int bench_common_args(const char *program, int argc, char **argv, const char *fi
 
 /* Resets `device` and configures the component benchmarks' topology: 2
  * AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB,
- * watchdog off. Exits on failure. */
+ * watchdog off; SIMDEV_AICPU_THREADS, SIMDEV_AIC_CORES and
+ * SIMDEV_AIV_CORES, when set, replace the three counts (to measure another
+ * topology; bench_device_topology says which ran). Exits on failure. */
 void bench_device_configure(const char *program, int device);
+
+/* Writes `device`'s configured topology ("2 AICPU threads, 1 AIC + 2 AIV,
+ * 1024 MiB") to out[size]. */
+void bench_device_topology(int device, char *out, size_t size);
 
 /*
  * Fills out[size] with where the JSON goes: `out_arg` when given; else, when

@@ -118,7 +118,6 @@ _Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repeti
 #define BATCHES 40      /* per repetition, before --quick */
 #define LATENCY_ROUNDS 400
 #define PER_TASK_ROUNDS 12 /* per mode and shape, per repetition */
-#define TOPOLOGY "2 AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB"
 
 /* The goals (the latency issue's, or a stricter earlier one where it had
  * one: launch-to-sync stays at 20 us, not the latency issue's 25). */
@@ -136,6 +135,7 @@ _Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repeti
 
 static int g_quick;
 static double g_load_at_start;
+static char g_topology[96]; /* the devices' topology, as configured */
 static double g_others_pct = -1; /* host CPU other processes used meanwhile, % of all CPUs */
 
 static uint32_t reps(void)
@@ -1241,7 +1241,7 @@ static int write_json(const char *path, double seconds)
     FILE *f;
     if (bench_json_open(PROGRAM, path, "kernel", g_load_at_start, g_quick, seconds, &f) != 0)
         return -1;
-    fprintf(f, "  \"topology\": \"%s\",\n", TOPOLOGY);
+    fprintf(f, "  \"topology\": \"%s\",\n", g_topology);
     fprintf(f, "  \"run_config\": \"windows 1024, heap 64 KiB, dep pool 4096 per ring; TensorMap "
                "1024 x 4096\",\n");
     fprintf(f, "  \"reps\": %u,\n", reps());
@@ -1351,12 +1351,12 @@ int main(int argc, char **argv)
     char what[32];
     snprintf(what, sizeof what, "%u reps per figure", reps());
     bench_print_start(PROGRAM, g_load_at_start, g_quick, what);
-    printf(PROGRAM ": devices %d (kernel mode) and %d (program mode): %s each\n", KERNEL_DEVICE,
-           PROGRAM_DEVICE, TOPOLOGY);
-    fflush(stdout);
-
     device_setup(KERNEL_DEVICE);
     device_setup(PROGRAM_DEVICE);
+    bench_device_topology(KERNEL_DEVICE, g_topology, sizeof g_topology);
+    printf(PROGRAM ": devices %d (kernel mode) and %d (program mode): %s each\n", KERNEL_DEVICE,
+           PROGRAM_DEVICE, g_topology);
+    fflush(stdout);
     struct simpler_config cfg;
     CHECK(simpler_config_default(&cfg));
     cfg.run_capacity = bench_run_config();

@@ -76,12 +76,12 @@ _Static_assert(MAX_REPS <= BENCH_MAX_SAMPLES, "bench_stats_of takes every repeti
 #define HOST_RUNS 400      /* runs per host-cost repetition (before --quick) */
 #define SLICE_ELEMS 64     /* 16task-4k: elements per task */
 #define SIXTEEN 16
-#define TOPOLOGY "2 AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB"
 
 static int g_quick;
 static const char *g_section;
 static const char *g_shape; /* --shape: only this one */
 static double g_load_at_start;
+static char g_topology[96]; /* the device's topology, as configured */
 
 static int section_wanted(const char *name)
 {
@@ -661,7 +661,7 @@ static int write_json(const char *path, double seconds)
     FILE *f;
     if (bench_json_open(PROGRAM, path, "program", g_load_at_start, g_quick, seconds, &f) != 0)
         return -1;
-    fprintf(f, "  \"topology\": \"%s\",\n", TOPOLOGY);
+    fprintf(f, "  \"topology\": \"%s\",\n", g_topology);
     fprintf(f, "  \"run_config\": \"windows 64, heap 64 KiB, dep pool 1024 per ring; TensorMap "
                "256 x 1024\",\n");
     fprintf(f, "  \"shapes\": {");
@@ -759,8 +759,6 @@ int main(int argc, char **argv)
     char what[32];
     snprintf(what, sizeof what, "%u reps per figure", reps());
     bench_print_start(PROGRAM, g_load_at_start, g_quick, what);
-    printf(PROGRAM ": device: %s\n", TOPOLOGY);
-    fflush(stdout);
 
     /* simdev's device memory is this process's heap, and every run here
      * allocates and frees its staging buffers. Left to glibc's defaults, a
@@ -774,6 +772,9 @@ int main(int argc, char **argv)
         return 1;
     }
     device_setup();
+    bench_device_topology(DEVICE, g_topology, sizeof g_topology);
+    printf(PROGRAM ": device: %s\n", g_topology);
+    fflush(stdout);
     for (size_t d = 0; d < DEPTH_COUNT; d++) {
         uint32_t depth = g_depths[d];
         int host_here = depth == MAX_DEPTH && section_wanted("host");
