@@ -226,9 +226,9 @@ int bench_common_args(const char *program, int argc, char **argv, const char *fi
     return bench_out_path(program, out_arg, root_arg, 1, file_name, out_path, size);
 }
 
-/* One topology field from the environment, as simdev reads it (a decimal
- * count), else `fallback`; simdev_device_configure checks the range. */
-static uint32_t topology_field(const char *name, uint32_t fallback)
+/* One field from the environment, as simdev reads it (a decimal count),
+ * else `fallback`; simdev_device_configure checks the range. */
+static uint32_t env_field(const char *name, uint32_t fallback)
 {
     const char *text = getenv(name);
     if (!text || !*text)
@@ -248,12 +248,23 @@ void bench_device_configure(const char *program, int device)
     struct simdev_config dc;
     BENCH_CHECK(program, simdev_device_reset(device));
     BENCH_CHECK(program, simdev_config_default(&dc));
-    dc.aicpu_threads = topology_field("SIMDEV_AICPU_THREADS", 2);
-    dc.aic_cores = topology_field("SIMDEV_AIC_CORES", 1);
-    dc.aiv_cores = topology_field("SIMDEV_AIV_CORES", 2);
+    dc.aicpu_threads = env_field("SIMDEV_AICPU_THREADS", 2);
+    dc.aic_cores = env_field("SIMDEV_AIC_CORES", 1);
+    dc.aiv_cores = env_field("SIMDEV_AIV_CORES", 2);
+    dc.spin_ns = env_field("SIMDEV_SPIN_NS", dc.spin_ns);
+    dc.pin_cores = env_field("SIMDEV_PIN_CORES", dc.pin_cores);
+    dc.runnable_cpus = env_field("SIMDEV_RUNNABLE_CPUS", dc.runnable_cpus);
     dc.memory_bytes = 1ull << 30;
     dc.watchdog_ms = 0;
-    BENCH_CHECK(program, simdev_device_configure(device, &dc));
+    int rc = simdev_device_configure(device, &dc);
+    if (rc != 0) {
+        fprintf(stderr,
+                "%s: device %d: %u AICPU threads, %u AIC + %u AIV, spin %u ns, pin %u, "
+                "runnable %u: %s (the SIMDEV_* environment; docs/device.md)\n",
+                program, device, dc.aicpu_threads, dc.aic_cores, dc.aiv_cores, dc.spin_ns,
+                dc.pin_cores, dc.runnable_cpus, simpler_strerror(rc));
+        exit(1);
+    }
 }
 
 void bench_device_topology(int device, char *out, size_t size)

@@ -89,9 +89,11 @@ int bench_common_args(const char *program, int argc, char **argv, const char *fi
 
 /* Resets `device` and configures the component benchmarks' topology: 2
  * AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB,
- * watchdog off; SIMDEV_AICPU_THREADS, SIMDEV_AIC_CORES and
- * SIMDEV_AIV_CORES, when set, replace the three counts (to measure another
- * topology; bench_device_topology says which ran). Exits on failure. */
+ * watchdog off, simdev's default spin, pinning and runnable budget.
+ * SIMDEV_AICPU_THREADS, SIMDEV_AIC_CORES, SIMDEV_AIV_CORES, SIMDEV_SPIN_NS,
+ * SIMDEV_PIN_CORES and SIMDEV_RUNNABLE_CPUS, when set, replace those
+ * fields (to measure another device; bench_device_topology says which
+ * topology ran). Exits on failure. */
 void bench_device_configure(const char *program, int device);
 
 /* Writes `device`'s configured topology ("2 AICPU threads, 1 AIC + 2 AIV,
