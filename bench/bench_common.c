@@ -8,8 +8,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -226,45 +224,18 @@ int bench_common_args(const char *program, int argc, char **argv, const char *fi
     return bench_out_path(program, out_arg, root_arg, 1, file_name, out_path, size);
 }
 
-/* One field from the environment, as simdev reads it (a decimal count),
- * else `fallback`; simdev_device_configure checks the range. */
-static uint32_t env_field(const char *name, uint32_t fallback)
-{
-    const char *text = getenv(name);
-    if (!text || !*text)
-        return fallback;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || *end || v > UINT32_MAX) {
-        fprintf(stderr, "bench: %s=%s is not a count; using %u\n", name, text, fallback);
-        return fallback;
-    }
-    return (uint32_t)v;
-}
-
 void bench_device_configure(const char *program, int device)
 {
+    /* simdev's defaults with the SIMDEV_* environment applied, as any
+     * program gets them (or the configuration an earlier call set, which a
+     * reset keeps): the defaults are the topology above, and the
+     * environment may ask for another. Memory and the watchdog are fixed. */
     struct simdev_config dc;
     BENCH_CHECK(program, simdev_device_reset(device));
-    BENCH_CHECK(program, simdev_config_default(&dc));
-    dc.aicpu_threads = env_field("SIMDEV_AICPU_THREADS", 2);
-    dc.aic_cores = env_field("SIMDEV_AIC_CORES", 1);
-    dc.aiv_cores = env_field("SIMDEV_AIV_CORES", 2);
-    dc.spin_ns = env_field("SIMDEV_SPIN_NS", dc.spin_ns);
-    dc.pin_cores = env_field("SIMDEV_PIN_CORES", dc.pin_cores);
-    dc.runnable_cpus = env_field("SIMDEV_RUNNABLE_CPUS", dc.runnable_cpus);
+    BENCH_CHECK(program, simdev_device_get_config(device, &dc));
     dc.memory_bytes = 1ull << 30;
     dc.watchdog_ms = 0;
-    int rc = simdev_device_configure(device, &dc);
-    if (rc != 0) {
-        fprintf(stderr,
-                "%s: device %d: %u AICPU threads, %u AIC + %u AIV, spin %u ns, pin %u, "
-                "runnable %u: %s (the SIMDEV_* environment; docs/device.md)\n",
-                program, device, dc.aicpu_threads, dc.aic_cores, dc.aiv_cores, dc.spin_ns,
-                dc.pin_cores, dc.runnable_cpus, simpler_strerror(rc));
-        exit(1);
-    }
+    BENCH_CHECK(program, simdev_device_configure(device, &dc));
 }
 
 void bench_device_topology(int device, char *out, size_t size)

@@ -87,13 +87,12 @@ void bench_print_start(const char *program, double load_at_start, int quick, con
 int bench_common_args(const char *program, int argc, char **argv, const char *file_name,
                       int *quick, char *out_path, size_t size);
 
-/* Resets `device` and configures the component benchmarks' topology: 2
- * AICPU threads (1 orchestrator + 1 scheduler), 1 AIC + 2 AIV, 1 GiB,
- * watchdog off, simdev's default spin, pinning and runnable budget.
- * SIMDEV_AICPU_THREADS, SIMDEV_AIC_CORES, SIMDEV_AIV_CORES, SIMDEV_SPIN_NS,
- * SIMDEV_PIN_CORES and SIMDEV_RUNNABLE_CPUS, when set, replace those
- * fields (to measure another device; bench_device_topology says which
- * topology ran). Exits on failure. */
+/* Resets `device` and configures the component benchmarks' device:
+ * simdev's defaults (2 AICPU threads, 1 orchestrator + 1 scheduler; 1 AIC
+ * + 2 AIV) with the SIMDEV_* environment applied, as for any program (to
+ * measure another device; bench_device_topology says which topology
+ * ran), then 1 GiB and the watchdog off whatever the environment says.
+ * Exits on failure. */
 void bench_device_configure(const char *program, int device);
 
 /* Writes `device`'s configured topology ("2 AICPU threads, 1 AIC + 2 AIV,

@@ -41,7 +41,8 @@ extern "C" {
  * Environment variables (read when a device is first used without an
  * explicit simdev_device_configure) override the defaults:
  *   SIMDEV_AICPU_THREADS, SIMDEV_AIC_CORES, SIMDEV_AIV_CORES,
- *   SIMDEV_MEMORY_BYTES, SIMDEV_WATCHDOG_MS, SIMDEV_SPIN_NS, SIMDEV_PIN_CORES.
+ *   SIMDEV_MEMORY_BYTES, SIMDEV_WATCHDOG_MS, SIMDEV_SPIN_NS, SIMDEV_PIN_CORES,
+ *   SIMDEV_RUNNABLE_CPUS.
  */
 struct simdev_config {
     uint32_t aicpu_threads; /* 1..SIMDEV_MAX_AICPU_THREADS; default 2 */
