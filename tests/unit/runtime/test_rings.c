@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -48,7 +49,8 @@
 /* ---------------------------------------------------------------- kernels */
 
 enum {
-    K_SEED, K_ADD, K_SUM, K_COUNT, K_FILL, K_GATED_FILL, K_GATED_COPY, K_GATED2_FILL, K_KERNELS
+    K_SEED, K_ADD, K_SUM, K_COUNT, K_FILL, K_GATED_FILL, K_GATED_COPY, K_GATED2_FILL,
+    K_HELD_COUNT, K_KERNELS
 };
 
 /* t0 counter (i64, INOUT), t1 out (i32); scalar s: out[k] = s + k. */
@@ -115,9 +117,40 @@ static void kernel_gated2_fill(int64_t *args)
     tk_fill_i32(args);
 }
 
+/*
+ * A count task held until the orchestrator is blocked at a chosen point:
+ * until the orchestration has published `held_after` submits in g_held.seen
+ * and then the run header (the arena's start) shows the orchestrator
+ * waiting. Nothing but this task's end can end that wait, so the test gets
+ * the wait it means whatever the threads' speeds. Bounded by the deadlock
+ * guard: a runtime that never waits there lets the kernel go and the test
+ * fails on its counts, not by hanging.
+ */
+static struct {
+    const struct rt_run *run; /* the harness's arena */
+    uint64_t held_after;
+    atomic_uint_fast64_t seen; /* the orchestration's submits so far, release */
+    atomic_int waited;         /* 1: the kernel saw the orchestrator waiting */
+} g_held;
+
+static void kernel_held_count(int64_t *args)
+{
+    uint64_t deadline = platform_clock_ns() + TS_DEADLOCK_GUARD_MS * 1000000ull;
+    while (atomic_load_explicit(&g_held.seen, memory_order_acquire) < g_held.held_after &&
+           platform_clock_ns() < deadline)
+        sched_yield();
+    while (!atomic_load_explicit(&g_held.run->orch_waiting, memory_order_acquire) &&
+           platform_clock_ns() < deadline)
+        sched_yield();
+    if (platform_clock_ns() < deadline)
+        atomic_store(&g_held.waited, 1);
+    tk_count_i64(args);
+}
+
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
     kernel_seed, kernel_add,        kernel_sum,        tk_count_i64,
     tk_fill_i32, kernel_gated_fill, kernel_gated_copy, kernel_gated2_fill,
+    kernel_held_count,
 };
 
 /* ------------------------------------------------------- task builders */
@@ -366,16 +399,35 @@ static void window_of_4_recycles_slots_over_1000_sequential_tasks(void **state)
  * Scopes of 15 chained count tasks in a window of 16. A blocked submit
  * waits for a quarter of the window (4 slots) to free (hysteresis), but
  * never for more than retirement can give while its own scope pins the
- * rest: with the previous scope's 15 tasks alive, the 14th task of a scope
- * finds 13 of its own pinned and must wait for 3. Waiting for 4 would
+ * rest: with the previous scope's last 3 tasks alive, the 14th task of a
+ * scope finds 13 of its own pinned and must wait for 3. Waiting for 4 would
  * never end (ring timeout).
+ *
+ * Left to the threads' speeds that wait may never happen (under
+ * ThreadSanitizer the cores keep up with the orchestrator and the window
+ * never fills), so scope HELD_SCOPE's 13th task is held until scope
+ * HELD_SCOPE + 1 has submitted 13 tasks and the orchestrator is waiting:
+ * then exactly that wait happens, in every run.
  */
+#define HELD_SCOPE 2
+
 static void scopes_of_15_in_a_window_of_16(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
     for (int s = 0; s < 500; s++) {
         simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-        for (int i = 0; i < 15; i++)
-            count_task(rt, &args->tensors[0]);
+        for (int i = 0; i < 15; i++) {
+            if (s == HELD_SCOPE && i == 12) {
+                struct simpler_task_args ta;
+                struct simpler_task_result r;
+                simpler_task_args_init(&ta);
+                simpler_task_args_add_inout(&ta, &args->tensors[0]);
+                simpler_submit_aiv(rt, K_HELD_COUNT, &ta, &r);
+            } else {
+                count_task(rt, &args->tensors[0]);
+            }
+            if (s == HELD_SCOPE + 1)
+                atomic_store_explicit(&g_held.seen, (uint64_t)i + 1, memory_order_release);
+        }
         simpler_scope_end(rt);
     }
 }
@@ -388,6 +440,10 @@ static void a_blocked_submit_waits_for_no_more_slots_than_its_scope_leaves(void 
         config.task_window[i] = 16;
     struct rt_harness h;
     rth_open(&h, &config, 0);
+    g_held.run = h.arena;
+    g_held.held_after = 13;
+    atomic_store(&g_held.seen, 0);
+    atomic_store(&g_held.waited, 0);
     struct chain c;
     chain_open(&c, 1, 1); /* for its counter only */
     chain_reset(&c);
@@ -395,6 +451,8 @@ static void a_blocked_submit_waits_for_no_more_slots_than_its_scope_leaves(void 
     assert_int_equal(h.result.status, 0); /* RING_TIMEOUT: a wait for more than could free */
     assert_int_equal(h.result.tasks_submitted, 7500);
     assert_int_equal(h.result.tasks_completed, 7500);
+    /* 0: the held task let go without the orchestrator waiting (guard expired) */
+    assert_int_equal(atomic_load(&g_held.waited), 1);
     assert_true(h.result.ring_waits > 0); /* 0: the window never filled */
     int64_t counter;
     ts_from_dev(&counter, c.counter, sizeof counter);
