@@ -44,7 +44,6 @@
 #include "test_support.h"
 
 #define CHAIN_ELEMS 256 /* i32 elements of every chain output: 1 KiB of heap */
-#define ONE_SECOND_NS 1000000000ull
 
 /* ---------------------------------------------------------------- kernels */
 
@@ -147,6 +146,17 @@ static void kernel_held_count(int64_t *args)
     tk_count_i64(args);
 }
 
+/* Arms the hold for a run on `h`: K_HELD_COUNT lets go once the
+ * orchestration has published `held_after` submits and the orchestrator
+ * waits. */
+static void held_reset(const struct rt_harness *h, uint64_t held_after)
+{
+    g_held.run = h->arena;
+    g_held.held_after = held_after;
+    atomic_store(&g_held.seen, 0);
+    atomic_store(&g_held.waited, 0);
+}
+
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
     kernel_seed, kernel_add,        kernel_sum,        tk_count_i64,
     tk_fill_i32, kernel_gated_fill, kernel_gated_copy, kernel_gated2_fill,
@@ -198,6 +208,18 @@ static int count_task(struct simpler_orch *rt, const struct simpler_tensor *coun
     simpler_task_args_init(&ta);
     simpler_task_args_add_inout(&ta, counter);
     return simpler_submit_aiv(rt, K_COUNT, &ta, &r);
+}
+
+/* A count task of kernel `func` (K_COUNT or K_HELD_COUNT); its id. */
+static uint64_t count_task_of(struct simpler_orch *rt, const struct simpler_tensor *counter,
+                              int32_t func)
+{
+    struct simpler_task_args ta;
+    struct simpler_task_result r;
+    simpler_task_args_init(&ta);
+    simpler_task_args_add_inout(&ta, counter);
+    simpler_submit_aiv(rt, func, &ta, &r);
+    return r.task_id;
 }
 
 static int fill_task(struct simpler_orch *rt, int32_t func, uint64_t elems, int32_t s,
@@ -366,11 +388,15 @@ static void tiny_rings_run_100000_tasks_in_nested_scopes_with_exact_results(void
     rth_close(&h);
 }
 
+/* The first task is held until the orchestrator waits (held_reset(h, 0)):
+ * the next three queue behind it, so the fifth submit finds the window of
+ * 4 full whatever the threads' speeds, and waits for the one slot the
+ * hold then frees. */
 static void one_task_per_scope(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
     for (int i = 0; i < 1000; i++) {
         simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-        count_task(rt, &args->tensors[0]);
+        (void)count_task_of(rt, &args->tensors[0], i == 0 ? K_HELD_COUNT : K_COUNT);
         simpler_scope_end(rt);
     }
 }
@@ -384,9 +410,12 @@ static void window_of_4_recycles_slots_over_1000_sequential_tasks(void **state)
     struct chain c;
     chain_open(&c, 1, 1); /* for its counter only */
     chain_reset(&c);
+    held_reset(&h, 0);
     assert_int_equal(rth_run(&h, one_task_per_scope, g_kernels, K_KERNELS, &c.args), 0);
     assert_int_equal(h.result.tasks_submitted, 1000);
     assert_int_equal(h.result.tasks_completed, 1000);
+    /* 0: the held task let go without the orchestrator waiting (guard expired) */
+    assert_int_equal(atomic_load(&g_held.waited), 1);
     assert_true(h.result.ring_waits > 0); /* 0: the window never filled */
     int64_t counter;
     ts_from_dev(&counter, c.counter, sizeof counter);
@@ -407,24 +436,36 @@ static void window_of_4_recycles_slots_over_1000_sequential_tasks(void **state)
  * ThreadSanitizer the cores keep up with the orchestrator and the window
  * never fills), so scope HELD_SCOPE's 13th task is held until scope
  * HELD_SCOPE + 1 has submitted 13 tasks and the orchestrator is waiting:
- * then exactly that wait happens, in every run.
+ * then exactly that wait happens, in every run. Scope HELD_SCOPE + 1
+ * begins only once scope HELD_SCOPE's 12th task has retired: else its
+ * 11th-13th submits could find that scope's 10th-12th tasks alive too,
+ * wait for 4 slots while the hold lets only 3 free, and the test's own
+ * hold would be the deadlock (the runtime cannot know that the held task
+ * waits for a submit).
  */
 #define HELD_SCOPE 2
 
+/* Spins (yielding) until task `id` has retired, bounded by the deadlock
+ * guard: a task that never retires fails the test on its counts. */
+static void await_retired(uint64_t id)
+{
+    uint64_t deadline = platform_clock_ns() + TS_DEADLOCK_GUARD_MS * 1000000ull;
+    while (!rt_task_retired((struct rt_run *)g_held.run, id) && platform_clock_ns() < deadline)
+        sched_yield();
+}
+
 static void scopes_of_15_in_a_window_of_16(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
+    uint64_t before_held = 0;
     for (int s = 0; s < 500; s++) {
+        if (s == HELD_SCOPE + 1)
+            await_retired(before_held);
         simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
         for (int i = 0; i < 15; i++) {
-            if (s == HELD_SCOPE && i == 12) {
-                struct simpler_task_args ta;
-                struct simpler_task_result r;
-                simpler_task_args_init(&ta);
-                simpler_task_args_add_inout(&ta, &args->tensors[0]);
-                simpler_submit_aiv(rt, K_HELD_COUNT, &ta, &r);
-            } else {
-                count_task(rt, &args->tensors[0]);
-            }
+            bool held = s == HELD_SCOPE && i == 12;
+            uint64_t id = count_task_of(rt, &args->tensors[0], held ? K_HELD_COUNT : K_COUNT);
+            if (s == HELD_SCOPE && i == 11)
+                before_held = id;
             if (s == HELD_SCOPE + 1)
                 atomic_store_explicit(&g_held.seen, (uint64_t)i + 1, memory_order_release);
         }
@@ -440,10 +481,7 @@ static void a_blocked_submit_waits_for_no_more_slots_than_its_scope_leaves(void 
         config.task_window[i] = 16;
     struct rt_harness h;
     rth_open(&h, &config, 0);
-    g_held.run = h.arena;
-    g_held.held_after = 13;
-    atomic_store(&g_held.seen, 0);
-    atomic_store(&g_held.waited, 0);
+    held_reset(&h, 13);
     struct chain c;
     chain_open(&c, 1, 1); /* for its counter only */
     chain_reset(&c);
@@ -472,7 +510,15 @@ static void a_blocked_submit_waits_for_no_more_slots_than_its_scope_leaves(void 
  */
 static void full_window_scopes(struct simpler_orch *rt, const struct simpler_orch_args *args)
 {
-    (void)args;
+    /* First a scope of one count task held until the orchestrator waits
+     * (held_reset(h, 0)): retirement is in order, so the first scope of
+     * dummies finds the window full behind it whatever the threads'
+     * speeds, and its wait is judged with the oldest task's scope closed
+     * (not a deadlock). The dummies after it race retirement as they
+     * come. */
+    simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
+    (void)count_task_of(rt, &args->tensors[0], K_HELD_COUNT);
+    simpler_scope_end(rt);
     struct simpler_task_args ta;
     simpler_task_args_init(&ta);
     for (int s = 0; s < 50000; s++) {
@@ -489,18 +535,27 @@ static void a_window_that_frees_while_the_wait_is_judged_is_not_a_deadlock(void 
     struct rt_config config = tiny_config();
     struct rt_harness h;
     rth_open(&h, &config, 0);
-    uint64_t waits = 0;
+    struct chain c;
+    chain_open(&c, 1, 1); /* for its counter only */
+    chain_reset(&c);
     for (int round = 0; round < 10; round++) {
-        int rc = rth_run(&h, full_window_scopes, g_kernels, K_KERNELS, NULL);
+        held_reset(&h, 0);
+        int rc = rth_run(&h, full_window_scopes, g_kernels, K_KERNELS, &c.args);
         /* -3 (TASK_WINDOW_DEADLOCK): the runtime saw the previous scope's
          * task retire between its two looks and blamed the open scope */
         if (rc != 0)
             fail_msg("round %d: status %d after %llu tasks", round, rc,
                      (unsigned long long)h.result.tasks_submitted);
-        assert_int_equal(h.result.tasks_completed, 200000);
-        waits += h.result.ring_waits;
+        assert_int_equal(h.result.tasks_completed, 200001); /* the held task and the dummies */
+        /* 0: the held task let go without the orchestrator waiting, so
+         * no wait was judged (guard expired) */
+        assert_int_equal(atomic_load(&g_held.waited), 1);
+        assert_true(h.result.ring_waits > 0);
     }
-    assert_true(waits > 0); /* 0: the window never filled, nothing was judged */
+    int64_t counter;
+    ts_from_dev(&counter, c.counter, sizeof counter);
+    assert_int_equal(counter, 10); /* the held task of each round, once */
+    chain_close(&c);
     rth_close(&h);
 }
 
@@ -514,8 +569,13 @@ static void rc_reset(void)
         g_rc[i] = 1; /* no call returns 1 */
 }
 
-/* Runs `entry` on `h` and expects `status` within one second with
- * `submitted` tasks accepted, then a clean run on the same harness. */
+/* A ring timeout no run of expect_fast_failure's comes near: a wait that
+ * can never end must fail at once with its own code, never by timing out. */
+#define FAST_FAILURE_RING_TIMEOUT_MS 60000u
+
+/* Runs `entry` on `h` and expects `status` before the ring timeout could
+ * have expired, with `submitted` tasks accepted, then a clean run on the
+ * same harness. */
 static void expect_fast_failure(struct rt_harness *h, simpler_orch_entry_fn entry, int status,
                                 uint64_t submitted)
 {
@@ -526,14 +586,18 @@ static void expect_fast_failure(struct rt_harness *h, simpler_orch_entry_fn entr
     int32_t *ext = ts_dev_alloc(36 * sizeof(int32_t));
     c.args.tensors[2] = ts_dev_tensor_1d(ext, 36, SIMPLER_DTYPE_I32);
     c.args.tensor_count = 3;
+    uint32_t ring_timeout_ms = h->config.ring_timeout_ms;
+    h->config.ring_timeout_ms = FAST_FAILURE_RING_TIMEOUT_MS;
     uint64_t t0 = simdev_clock_ns();
     int rc = rth_run(h, entry, g_kernels, K_KERNELS, &c.args);
     uint64_t elapsed = simdev_clock_ns() - t0;
+    h->config.ring_timeout_ms = ring_timeout_ms;
+    /* RING_TIMEOUT: the runtime waited instead of seeing that the wait
+     * could never end */
     assert_int_equal(rc, status);
     assert_int_equal(h->result.status, status); /* the result block agrees with the stream */
-    /* a second or more: the runtime waited for the ring timeout (2 s) instead
-     * of seeing that the wait could never end */
-    if (elapsed >= ONE_SECOND_NS)
+    /* the ring timeout or more: the same, judged only once it expired */
+    if (elapsed >= (uint64_t)FAST_FAILURE_RING_TIMEOUT_MS * 1000000ull)
         fail_msg("the run took %.3f s to fail", (double)elapsed / 1e9);
     /* more: a submit after the first error was not a no-op */
     assert_int_equal(h->result.tasks_submitted, submitted);
@@ -1061,7 +1125,10 @@ static void read_element_of_an_output_whose_scope_ended_fails_with_invalid_args(
 #define HOLD_ELEMS 256 /* i32: 1 KiB, a quarter of hold_config's heap */
 
 /* Windows of 8 and heaps of 4 KiB; a blocked submit gives up after 200 ms
- * (the heap test's submit must give up: its wait can never end). */
+ * (the heap test's submit must give up: its wait can never end). The runs
+ * that must succeed wait up to UNHELD_RING_TIMEOUT_MS instead. */
+#define UNHELD_RING_TIMEOUT_MS 10000u
+
 static struct rt_config hold_config(void)
 {
     struct rt_config c = rth_small_config();
@@ -1107,6 +1174,10 @@ static void dummies_over_the_producers_slot(struct simpler_orch *rt)
 static void expect_unheld_producer(simpler_orch_entry_fn entry)
 {
     struct rt_config config = hold_config();
+    /* This run must succeed: the eighth dummy waits for P to retire on the
+     * thread that completed it, which may be off its CPU for a while; only
+     * a broken runtime makes it wait out the timeout. */
+    config.ring_timeout_ms = UNHELD_RING_TIMEOUT_MS;
     struct rt_harness h;
     rth_open(&h, &config, 0);
     int32_t *e = ts_dev_alloc(HOLD_ELEMS * sizeof(int32_t));
