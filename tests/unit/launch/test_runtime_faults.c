@@ -100,13 +100,19 @@ static void launcher_create_fails_cleanly_when_its_host_allocation_fails(void **
     assert_int_equal(rt_launcher_destroy(l), 0);
 }
 
-/* Runs add_three once and checks the tensor went from `before` to before+3. */
+/* Runs add_three once and checks the tensor went from `before` to before+3.
+ * A run that must succeed gets a scheduler timeout no thread's delay on a
+ * loaded host comes near (the harness's may be short, for the injected
+ * runs whose cores never start). */
 static void good_run(struct rt_harness *h, uint32_t *x_dev, uint32_t before)
 {
     struct simpler_orch_args args = {0};
     args.tensor_count = 1;
     args.tensors[0] = ts_dev_tensor_1d(x_dev, ELEMS, SIMPLER_DTYPE_U32);
+    uint32_t sched_timeout_ms = h->config.sched_timeout_ms;
+    h->config.sched_timeout_ms = 10000;
     assert_int_equal(rth_run(h, add_three, g_kernels, 1, &args), 0);
+    h->config.sched_timeout_ms = sched_timeout_ms;
     uint32_t x[ELEMS];
     ts_from_dev(x, x_dev, sizeof x);
     for (int i = 0; i < ELEMS; i++)

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -1175,11 +1176,17 @@ static int enqueue_until_gate(struct rt_harness *h, simpler_orch_entry_fn orch)
     return ts_gate_wait_arrivals_for(&g_gate, 1, TS_DEADLOCK_GUARD_MS);
 }
 
+/* The scheduler timeout of the stall tests: long enough that a thread's
+ * delay on a loaded host (a core loop that starts late, a kernel that is
+ * dispatched late) never fires it before the stall it means, short enough
+ * that the test waits little for it. */
+#define STALL_TIMEOUT_MS 1000u
+
 static void scheduler_timeout_while_a_kernel_blocks_is_a_running_stall(void **state)
 {
     (void)state;
     struct rt_harness h;
-    open_with_sched_timeout(&h, 200);
+    open_with_sched_timeout(&h, STALL_TIMEOUT_MS);
     int blocked = enqueue_until_gate(&h, orch_one_gate);
     /* The kernel stays in the gate until the scheduler has given up on it
      * and rung its core's exit; only then may it return. */
@@ -1295,7 +1302,7 @@ static void scheduler_timeout_with_two_schedulers_is_still_a_running_stall(void 
     (void)state;
     use_topology(3, 1, 2);
     struct rt_harness h;
-    open_with_sched_timeout(&h, 200);
+    open_with_sched_timeout(&h, STALL_TIMEOUT_MS);
     for (int round = 0; round < 8; round++) {
         ts_gate_destroy(&g_gate);
         ts_gate_init(&g_gate);
@@ -1324,6 +1331,12 @@ static void orch_stuck(struct simpler_orch *rt, const struct simpler_orch_args *
     struct simpler_task_result r;
     simpler_task_args_init(&ta);
     simpler_submit_aiv(rt, K_COUNT, &ta, &r);
+    /* The first task runs before the orchestration "computes": a stall
+     * judged while it has not run yet would be another class. Bounded by
+     * the deadlock guard (a task never run fails the counts below). */
+    uint64_t deadline = platform_clock_ns() + TS_DEADLOCK_GUARD_MS * 1000000ull;
+    while (atomic_load(&g_invocations) == 0 && platform_clock_ns() < deadline)
+        sched_yield();
     ts_gate_pass(&g_orch_gate);
     g_late_submit_rc = simpler_submit_aiv(rt, K_COUNT, &ta, &r);
 }
@@ -1333,7 +1346,7 @@ static void scheduler_timeout_while_the_orchestration_computes_is_orch_starvatio
     (void)state;
     TS_SKIP_UNDER_HBG("its orchestration runs on the host, before the device starts");
     struct rt_config cfg = rth_small_config();
-    cfg.sched_timeout_ms = 200;
+    cfg.sched_timeout_ms = STALL_TIMEOUT_MS;
     struct rt_harness h;
     rth_open(&h, &cfg, 0);
     run_enqueue(&h, orch_stuck, NULL);
