@@ -49,7 +49,7 @@
 
 enum {
     K_SEED, K_ADD, K_SUM, K_COUNT, K_FILL, K_GATED_FILL, K_GATED_COPY, K_GATED2_FILL,
-    K_HELD_COUNT, K_KERNELS
+    K_HELD_COUNT, K_HELD_ADD, K_KERNELS
 };
 
 /* t0 counter (i64, INOUT), t1 out (i32); scalar s: out[k] = s + k. */
@@ -132,7 +132,8 @@ static struct {
     atomic_int waited;         /* 1: the kernel saw the orchestrator waiting */
 } g_held;
 
-static void kernel_held_count(int64_t *args)
+/* Holds the calling kernel as g_held says (above). */
+static void held_wait(void)
 {
     uint64_t deadline = platform_clock_ns() + TS_DEADLOCK_GUARD_MS * 1000000ull;
     while (atomic_load_explicit(&g_held.seen, memory_order_acquire) < g_held.held_after &&
@@ -143,7 +144,18 @@ static void kernel_held_count(int64_t *args)
         sched_yield();
     if (platform_clock_ns() < deadline)
         atomic_store(&g_held.waited, 1);
+}
+
+static void kernel_held_count(int64_t *args)
+{
+    held_wait();
     tk_count_i64(args);
+}
+
+static void kernel_held_add(int64_t *args)
+{
+    held_wait();
+    kernel_add(args);
 }
 
 /* Arms the hold for a run on `h`: K_HELD_COUNT lets go once the
@@ -160,7 +172,7 @@ static void held_reset(const struct rt_harness *h, uint64_t held_after)
 static const simpler_kernel_fn g_kernels[K_KERNELS] = {
     kernel_seed, kernel_add,        kernel_sum,        tk_count_i64,
     tk_fill_i32, kernel_gated_fill, kernel_gated_copy, kernel_gated2_fill,
-    kernel_held_count,
+    kernel_held_count, kernel_held_add,
 };
 
 /* ------------------------------------------------------- task builders */
@@ -176,8 +188,12 @@ static int seed_task(struct simpler_orch *rt, const struct simpler_tensor *count
     return simpler_submit_aiv(rt, K_SEED, &ta, out);
 }
 
-static int add_task(struct simpler_orch *rt, const struct simpler_tensor *counter,
-                    const struct simpler_tensor *in, int32_t s, struct simpler_task_result *out)
+/* The first add of chain_program's first inner scope is K_HELD_ADD while
+ * this is set (the tiny-rings test; held_reset arms the hold). */
+static bool g_chain_hold_first;
+
+static int add_task_of(struct simpler_orch *rt, int32_t func, const struct simpler_tensor *counter,
+                       const struct simpler_tensor *in, int32_t s, struct simpler_task_result *out)
 {
     uint64_t elems = CHAIN_ELEMS;
     struct simpler_task_args ta;
@@ -186,7 +202,13 @@ static int add_task(struct simpler_orch *rt, const struct simpler_tensor *counte
     simpler_task_args_add_input(&ta, in);
     simpler_task_args_add_output(&ta, &elems, 1, SIMPLER_DTYPE_I32, 0);
     simpler_task_args_add_scalar(&ta, (uint64_t)(uint32_t)s);
-    return simpler_submit_aiv(rt, K_ADD, &ta, out);
+    return simpler_submit_aiv(rt, func, &ta, out);
+}
+
+static int add_task(struct simpler_orch *rt, const struct simpler_tensor *counter,
+                    const struct simpler_tensor *in, int32_t s, struct simpler_task_result *out)
+{
+    return add_task_of(rt, K_ADD, counter, in, s, out);
 }
 
 static int sum_task(struct simpler_orch *rt, const struct simpler_tensor *counter,
@@ -254,7 +276,9 @@ static void chain_program(struct simpler_orch *rt, const struct simpler_orch_arg
         seed_task(rt, counter, CHAIN_ELEMS, (int32_t)o, &seed);
         for (uint64_t j = 0; j < inner; j++) {
             simpler_scope_begin(rt, SIMPLER_SCOPE_AUTO);
-            add_task(rt, counter, &seed.outputs[0], (int32_t)(10000 * (j + 1)), &a);
+            bool held = g_chain_hold_first && o == 0 && j == 0;
+            add_task_of(rt, held ? K_HELD_ADD : K_ADD, counter, &seed.outputs[0],
+                        (int32_t)(10000 * (j + 1)), &a);
             add_task(rt, counter, &a.outputs[0], 1, &b);
             add_task(rt, counter, &b.outputs[0], 1, &c);
             struct simpler_tensor dst;
@@ -376,7 +400,17 @@ static void tiny_rings_run_100000_tasks_in_nested_scopes_with_exact_results(void
     struct chain c;
     chain_open(&c, 4000, 6); /* 4000 x (1 + 4 x 6) = 100000 tasks */
     chain_reset(&c);
-    assert_int_equal(rth_run(&h, chain_program, g_kernels, K_KERNELS, &c.args), 0);
+    /* The first inner scope's first add is held until the orchestrator
+     * waits: its three successors fill ring 2's window of 4 behind it, so
+     * the next inner scope's first submit waits whatever the threads'
+     * speeds (about 40,000 more waits come as they may). */
+    held_reset(&h, 0);
+    g_chain_hold_first = true;
+    int rc = rth_run(&h, chain_program, g_kernels, K_KERNELS, &c.args);
+    g_chain_hold_first = false;
+    assert_int_equal(rc, 0);
+    /* 0: the held add let go without the orchestrator waiting (guard expired) */
+    assert_int_equal(atomic_load(&g_held.waited), 1);
     assert_int_equal(h.result.status, 0);
     assert_int_equal(h.result.tasks_submitted, chain_tasks(&c));
     assert_int_equal(h.result.tasks_completed, chain_tasks(&c)); /* less: tasks lost */
