@@ -117,10 +117,10 @@ static void kernel_gated2_fill(int64_t *args)
 }
 
 /*
- * A count task held until the orchestrator is blocked at a chosen point:
- * until the orchestration has published `held_after` submits in g_held.seen
- * and then the run header (the arena's start) shows the orchestrator
- * waiting. Nothing but this task's end can end that wait, so the test gets
+ * A task (K_HELD_COUNT, K_HELD_ADD) held until the orchestrator is blocked
+ * at a chosen point: until the orchestration has published `held_after`
+ * submits in g_held.seen and then the run header (the arena's start) shows
+ * the orchestrator waiting. Nothing but this task's end can end that wait, so the test gets
  * the wait it means whatever the threads' speeds. Bounded by the deadlock
  * guard: a runtime that never waits there lets the kernel go and the test
  * fails on its counts, not by hanging.
@@ -232,12 +232,13 @@ static int count_task(struct simpler_orch *rt, const struct simpler_tensor *coun
     return simpler_submit_aiv(rt, K_COUNT, &ta, &r);
 }
 
-/* A count task of kernel `func` (K_COUNT or K_HELD_COUNT); its id. */
+/* A count task of kernel `func` (K_COUNT or K_HELD_COUNT); its id (0 when
+ * the submit failed: the test then fails on its counts). */
 static uint64_t count_task_of(struct simpler_orch *rt, const struct simpler_tensor *counter,
                               int32_t func)
 {
     struct simpler_task_args ta;
-    struct simpler_task_result r;
+    struct simpler_task_result r = {0};
     simpler_task_args_init(&ta);
     simpler_task_args_add_inout(&ta, counter);
     simpler_submit_aiv(rt, func, &ta, &r);
