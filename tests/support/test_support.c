@@ -271,33 +271,58 @@ static int64_t elapsed_ms_since(const struct timespec *start)
            (int64_t)(now.tv_nsec - start->tv_nsec) / 1000000;
 }
 
-int ts_stream_query_settled(simdev_stream_t stream)
+int ts_poll_until(bool (*ready)(void *arg), void *arg)
 {
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        int status = simdev_stream_query(stream);
-        if (status != PTO_RUNTIME_ERR_NOT_READY || elapsed_ms_since(&start) >
-                                                       (int64_t)TS_DEADLOCK_GUARD_MS)
-            return status;
-        sched_yield();
-    }
-}
-
-int ts_sem_wait_tickets(simdev_sem_t sem, uint64_t tickets)
-{
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        struct simdev_sem_info info;
-        if (simdev_sem_info(sem, &info) != 0)
-            return 0;
-        if (info.tickets >= tickets)
-            return 1;
+    while (!ready(arg)) {
         if (elapsed_ms_since(&start) > (int64_t)TS_DEADLOCK_GUARD_MS)
             return 0;
         sched_yield();
     }
+    return 1;
+}
+
+struct stream_query {
+    simdev_stream_t stream;
+    int status; /* its latest answer */
+};
+
+static bool stream_settled(void *arg)
+{
+    struct stream_query *q = arg;
+    q->status = simdev_stream_query(q->stream);
+    return q->status != PTO_RUNTIME_ERR_NOT_READY;
+}
+
+int ts_stream_query_settled(simdev_stream_t stream)
+{
+    struct stream_query q = {stream, PTO_RUNTIME_ERR_NOT_READY};
+    (void)ts_poll_until(stream_settled, &q);
+    return q.status;
+}
+
+struct sem_tickets {
+    simdev_sem_t sem;
+    uint64_t tickets;
+    bool gone; /* simdev_sem_info failed */
+};
+
+static bool sem_has_tickets(void *arg)
+{
+    struct sem_tickets *w = arg;
+    struct simdev_sem_info info;
+    if (simdev_sem_info(w->sem, &info) != 0) {
+        w->gone = true;
+        return true;
+    }
+    return info.tickets >= w->tickets;
+}
+
+int ts_sem_wait_tickets(simdev_sem_t sem, uint64_t tickets)
+{
+    struct sem_tickets w = {sem, tickets, false};
+    return ts_poll_until(sem_has_tickets, &w) && !w.gone;
 }
 
 size_t ts_count_lines_with(const char *path, const char *needle)

@@ -166,6 +166,14 @@ int ts_gate_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_
 void *ts_gate_opener_main(void *arg);
 
 /*
+ * Yields until ready(arg) is true, bounded by TS_DEADLOCK_GUARD_MS: 1 once
+ * it is, 0 if it never was. For a condition no gate can report (a word a
+ * runtime writes, a counter a device thread bumps): the bound is a deadlock
+ * guard, never an ordering tool.
+ */
+int ts_poll_until(bool (*ready)(void *arg), void *arg);
+
+/*
  * Polls simdev_stream_query until it stops answering NOT_READY (bounded by
  * TS_DEADLOCK_GUARD_MS; NOT_READY is returned if it never settles) and
  * returns its answer. For checking what a drained stream reports without

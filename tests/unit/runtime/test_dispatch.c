@@ -25,7 +25,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -1322,6 +1321,12 @@ static void scheduler_timeout_with_two_schedulers_is_still_a_running_stall(void 
     rth_close(&h);
 }
 
+static bool first_task_ran(void *arg)
+{
+    (void)arg;
+    return atomic_load(&g_invocations) != 0;
+}
+
 /* One task, then the orchestration blocks on g_orch_gate (it "computes"),
  * then submits again. */
 static void orch_stuck(struct simpler_orch *rt, const struct simpler_orch_args *args)
@@ -1334,9 +1339,7 @@ static void orch_stuck(struct simpler_orch *rt, const struct simpler_orch_args *
     /* The first task runs before the orchestration "computes": a stall
      * judged while it has not run yet would be another class. Bounded by
      * the deadlock guard (a task never run fails the counts below). */
-    uint64_t deadline = platform_clock_ns() + TS_DEADLOCK_GUARD_MS * 1000000ull;
-    while (atomic_load(&g_invocations) == 0 && platform_clock_ns() < deadline)
-        sched_yield();
+    (void)ts_poll_until(first_task_ran, NULL);
     ts_gate_pass(&g_orch_gate);
     g_late_submit_rc = simpler_submit_aiv(rt, K_COUNT, &ta, &r);
 }

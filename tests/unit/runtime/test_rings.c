@@ -19,7 +19,6 @@
 
 #include <cmocka.h>
 
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -132,17 +131,22 @@ static struct {
     atomic_int waited;         /* 1: the kernel saw the orchestrator waiting */
 } g_held;
 
+static bool held_seen(void *arg)
+{
+    (void)arg;
+    return atomic_load_explicit(&g_held.seen, memory_order_acquire) >= g_held.held_after;
+}
+
+static bool orchestrator_waits(void *arg)
+{
+    (void)arg;
+    return atomic_load_explicit(&g_held.run->orch_waiting, memory_order_acquire) != 0;
+}
+
 /* Holds the calling kernel as g_held says (above). */
 static void held_wait(void)
 {
-    uint64_t deadline = platform_clock_ns() + TS_DEADLOCK_GUARD_MS * 1000000ull;
-    while (atomic_load_explicit(&g_held.seen, memory_order_acquire) < g_held.held_after &&
-           platform_clock_ns() < deadline)
-        sched_yield();
-    while (!atomic_load_explicit(&g_held.run->orch_waiting, memory_order_acquire) &&
-           platform_clock_ns() < deadline)
-        sched_yield();
-    if (platform_clock_ns() < deadline)
+    if (ts_poll_until(held_seen, NULL) && ts_poll_until(orchestrator_waits, NULL))
         atomic_store(&g_held.waited, 1);
 }
 
@@ -480,13 +484,23 @@ static void window_of_4_recycles_slots_over_1000_sequential_tasks(void **state)
  */
 #define HELD_SCOPE 2
 
-/* Spins (yielding) until task `id` has retired, bounded by the deadlock
- * guard: a task that never retires fails the test on its counts. */
+struct retire_wait {
+    struct rt_run *run;
+    uint64_t id;
+};
+
+static bool retired(void *arg)
+{
+    struct retire_wait *w = arg;
+    return rt_task_retired(w->run, w->id);
+}
+
+/* Yields until task `id` has retired, bounded by the deadlock guard: a
+ * task that never retires fails the test on its counts. */
 static void await_retired(uint64_t id)
 {
-    uint64_t deadline = platform_clock_ns() + TS_DEADLOCK_GUARD_MS * 1000000ull;
-    while (!rt_task_retired((struct rt_run *)g_held.run, id) && platform_clock_ns() < deadline)
-        sched_yield();
+    struct retire_wait w = {(struct rt_run *)g_held.run, id};
+    (void)ts_poll_until(retired, &w);
 }
 
 static void scopes_of_15_in_a_window_of_16(struct simpler_orch *rt, const struct simpler_orch_args *args)
