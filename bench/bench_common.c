@@ -228,8 +228,9 @@ void bench_device_configure(const char *program, int device)
 {
     /* simdev's defaults with the SIMDEV_* environment applied, as any
      * program gets them (or the configuration an earlier call set, which a
-     * reset keeps): the defaults are the topology above, and the
-     * environment may ask for another. Memory and the watchdog are fixed. */
+     * reset keeps): by default 2 AICPU threads, 1 AIC + 2 AIV
+     * (bench_common.h), and the environment may ask for another. Memory
+     * and the watchdog are fixed. */
     struct simdev_config dc;
     BENCH_CHECK(program, simdev_device_reset(device));
     BENCH_CHECK(program, simdev_device_get_config(device, &dc));
