@@ -316,6 +316,17 @@ enum simdev_batch_kind {
      * thread, rather than hand it to that thread: no hand-off, no
      * wake-up. Counted, checked, faulted and captured as a launch. */
     SIMDEV_BATCH_AICPU_BRIEF,
+    /* simdev_launch_aicore (fields as SIMDEV_BATCH_AICORE) whose cores are
+     * started on demand. Handed out while an AICPU launch of the device is
+     * running, the launch wakes no core: a core runs its block once device
+     * code starts it (platform_core_start), or when an AICPU launch of the
+     * device ends (whichever comes first), or the block is run by the
+     * thread that calls platform_cores_run_unstarted. Handed out while no
+     * AICPU launch runs, it starts every core, as SIMDEV_BATCH_AICORE. For
+     * a core function whose AICPU half decides which cores it needs
+     * (docs/device.md, "Cores started on demand"). Counted, checked,
+     * faulted and captured as an AICore launch. */
+    SIMDEV_BATCH_AICORE_ON_DEMAND,
 };
 struct simdev_batch_op {
     enum simdev_batch_kind kind;

@@ -140,8 +140,8 @@ static simdev_stream_t step_op(const struct chain_call *c, enum rt_chain_step st
     case RT_CHAIN_AICORE_WAIT_START:
         *op = event_op(SIMDEV_BATCH_WAIT, ch->aicore_start);
         return ch->aicore;
-    case RT_CHAIN_CORE_LOOP:
-        *op = (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICORE,
+    case RT_CHAIN_CORE_LOOP: /* its cores started as the scheduler needs them */
+        *op = (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICORE_ON_DEMAND,
                                        .aicore_fn = r->core.fn,
                                        .args = r->core.args,
                                        .args_size = r->core.args_size};
@@ -203,6 +203,7 @@ static int enqueue_one(const struct rt_launch_ops *ops, simdev_stream_t stream,
         return ops->launch_aicpu(stream, op->aicpu_fn, op->thread_count, op->args,
                                  op->args_size);
     case SIMDEV_BATCH_AICORE:
+    case SIMDEV_BATCH_AICORE_ON_DEMAND: /* one op at a time: every core started */
         return ops->launch_aicore(stream, op->aicore_fn, op->args, op->args_size);
     default:
         return PTO_RUNTIME_ERR_INTERNAL;

@@ -102,6 +102,23 @@ int platform_wait_doorbell_or(struct simdev_core_regs *regs, uint64_t last_seen,
                                  uint64_t timeout_ns, uint64_t *value, int (*also)(void *arg),
                                  void *also_arg);
 
+/*
+ * AICPU side: starts the core's block of a core launch made with its
+ * cores started on demand (SIMDEV_BATCH_AICORE_ON_DEMAND), or of the next
+ * such launch when none is handed out yet. A core already started, or
+ * asked for twice, costs nothing more than the first start. Never blocks.
+ */
+void platform_core_start(struct simdev_core_regs *regs);
+
+/*
+ * AICPU side: runs on the calling thread every block of the device's
+ * on-demand core launch that was never started (each as its core, one
+ * after the other). Only for a program that knows these blocks return at
+ * once: the runtime, once its round has left every core that did not
+ * arrive. Returns how many ran.
+ */
+uint32_t platform_cores_run_unstarted(int device);
+
 /* Core side: publish `value` in the condition word (release; pairs with the
  * acquire in platform_read_cond / platform_cond_wait) and wake a parked
  * AICPU waiter. */

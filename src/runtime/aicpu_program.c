@@ -251,9 +251,15 @@ static bool mates_settled(void *arg)
 static void let_mates_arrive(struct rt_run *run)
 {
     struct mates_wait w = {.run = run};
-    for (uint32_t c = 0; c < run->core_count; c++)
-        if (platform_hint_core_shares_my_cpu(run->core_regs[c]))
+    for (uint32_t c = 0; c < run->core_count; c++) {
+        if (platform_hint_core_shares_my_cpu(run->core_regs[c])) {
+            /* Started now, whatever the round needs of it: the round's
+             * cores start on demand (dispatch.c), and one that starts
+             * once this thread submits cannot run. */
+            platform_core_start(run->core_regs[c]);
             w.core[w.count++] = c;
+        }
+    }
     if (mates_settled(&w))
         return;
     uint64_t deadline = platform_clock_ns() + (uint64_t)run->config.sched_timeout_ms * 1000000ull;
@@ -339,7 +345,14 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
         ctx->thread_count)
         return 0;
     end_queues(run, la->request.arena_nonce);
-    return write_run_result(run, la->request.result, la->generation);
+    int32_t status = write_run_result(run, la->request.result, la->generation);
+    /* Every scheduler has left the round of every core loop that did not
+     * join (rt_schedule's exit), so the blocks of the core launch that
+     * were never started (dispatch.c, start_cores) return at once: run
+     * them here, without a wake-up, rather than have this job's end start
+     * their threads (simdev's owner of them). */
+    platform_cores_run_unstarted(ctx->device);
+    return status;
 }
 
 int rt_aicpu_main(const struct simdev_aicpu_ctx *ctx, const void *args, size_t args_size)

@@ -210,6 +210,54 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
     }
 }
 
+/* Asks core `c` to start: its core loop comes, joins and kicks a step. */
+static void ask_core(struct sched_core *c)
+{
+    c->asked = true;
+    platform_core_start(c->regs);
+}
+
+/*
+ * The round's core launch starts its cores on demand (docs/device.md,
+ * "Cores started on demand"): a core loop nobody asked for does not come
+ * while the program runs, and one that never ran is run, returning at
+ * once, when the round is over (aicpu_program.c). So a step that leaves
+ * work no joined core took asks for cores: for wide work (a cluster,
+ * SPMD or sync-start task, queued or held, which waits for every owned
+ * core to join) every core; for plain tasks of a type one more core of
+ * the type while none asked is still joining, every core of the type
+ * once two or more tasks wait. A one-task round starts one core, not
+ * every core of the device (measured: a third of the round, the others'
+ * wake-ups and exits).
+ */
+static void start_cores(struct sched *S)
+{
+    struct rt_run *run = S->run;
+    bool wide = rt_rq_maybe_nonempty(&run->ready[RT_SHAPE_MIX]);
+    for (uint32_t k = 0; k < RT_SHAPES && !wide; k++)
+        wide = S->held[k] || (S->index == run->sync_owner[k] &&
+                              rt_rq_maybe_nonempty(&run->sync_ready[k]));
+    for (uint32_t shape = RT_SHAPE_AIC; shape <= RT_SHAPE_AIV; shape++) {
+        uint64_t queued = wide ? UINT64_MAX : rt_rq_length(&run->ready[shape]);
+        if (!queued)
+            continue;
+        uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
+        bool coming = false;
+        for (uint32_t i = 0; i < S->core_count; i++)
+            coming |= S->cores[i].type == type && S->cores[i].waiting && S->cores[i].asked;
+        if (coming && queued < 2)
+            continue;
+        for (uint32_t i = 0; i < S->core_count; i++) {
+            struct sched_core *c = &S->cores[i];
+            if (c->type != type || !c->waiting || c->asked)
+                continue;
+            ask_core(c);
+            if (queued < 2)
+                break;
+        }
+    }
+}
+
 static bool dispatch_all(struct sched *S)
 {
     struct rt_run *run = S->run;
@@ -223,6 +271,8 @@ static bool dispatch_all(struct sched *S)
     any |= dispatch_shape(S, RT_SHAPE_MIX, UNITS_ANY);
     any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_AWAKE);
     any |= dispatch_shape(S, RT_SHAPE_AIV, UNITS_AWAKE);
+    if (S->waiting)
+        start_cores(S);
     /* Keep busy cores fed: a queued id starts the moment the one before it
      * finishes, without a round trip through this loop. */
     any |= dispatch_shape(S, RT_SHAPE_AIC, UNITS_QUEUE);

@@ -64,7 +64,7 @@ static bool mate_to_spare(const struct sched *S, const struct sched_core *c, uin
 static bool waiting_of_type(const struct sched *S, uint32_t type)
 {
     for (uint32_t i = 0; i < S->core_count && S->waiting; i++)
-        if (S->cores[i].waiting && S->cores[i].type == type)
+        if (S->cores[i].waiting && S->cores[i].asked && S->cores[i].type == type)
             return true;
     return false;
 }

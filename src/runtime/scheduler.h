@@ -75,6 +75,10 @@ struct sched_core {
     uint64_t local_since; /* when a drain first found no room for them; 0: not yet */
     bool joined;  /* in this round with its core loop (rendezvous.c): may ring it */
     bool waiting; /* arrived first, the core loop not yet */
+    /* Its core asked to start (platform_core_start, dispatch.c): a core
+     * loop not yet joined that will come. The round's core launch starts
+     * its cores on demand: one never asked may never come this round. */
+    bool asked;
 };
 
 /* One scheduler's step state, in the arena (inside struct rt_sched,

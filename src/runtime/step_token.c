@@ -83,13 +83,15 @@ static bool queues_maybe_nonempty(struct rt_run *run)
     return false;
 }
 
-/* True when some owned core is free or can take a pending task. A core
- * loop that has not joined yet is no room: it kicks a step once it has
+/* True when some owned core is free or can take a pending task, or is a
+ * core a step may start (never asked, dispatch.c). A core loop asked to
+ * start that has not joined yet is no room: it kicks a step once it has
  * (core_loop.c). */
 static bool has_room(const struct sched *S)
 {
     for (uint32_t i = 0; i < S->core_count; i++)
-        if (sched_core_free(&S->cores[i]) || sched_core_can_queue(&S->cores[i]))
+        if (sched_core_free(&S->cores[i]) || sched_core_can_queue(&S->cores[i]) ||
+            (S->cores[i].waiting && !S->cores[i].asked))
             return true;
     return false;
 }

@@ -39,6 +39,17 @@ static bool work_visible(struct sched *S)
     return false;
 }
 
+/* True when a core loop this scheduler needs has not joined: one asked to
+ * start, or any while work waits (a step asks for it then, dispatch.c).
+ * A core never asked while no work waits is one the round did not need. */
+static bool cores_missing(struct sched *S)
+{
+    for (uint32_t i = 0; i < S->core_count && S->waiting; i++)
+        if (S->cores[i].waiting && S->cores[i].asked)
+            return true;
+    return S->waiting && work_visible(S);
+}
+
 /* Why a run made no progress for a whole watchdog period (enum rt_stall),
  * from the schedulers in `set` (their tokens held: every scheduler whose
  * thread opened it). */
@@ -47,7 +58,7 @@ static uint32_t classify_stall(struct sched *const *set, uint32_t n)
     struct rt_run *run = set[0]->run;
     for (uint32_t k = 0; k < n; k++) {
         rt_sched_see_joins(set[k]);
-        if (set[k]->waiting)
+        if (cores_missing(set[k]))
             return RT_STALL_CORES_NOT_STARTED; /* an owned core loop never joined */
     }
     bool running = atomic_load_explicit(&run->cores_running, memory_order_relaxed) != 0;

@@ -65,6 +65,7 @@ static int args_check(struct simdev_stream *stream, const struct simdev_batch_op
                    ? 0
                    : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     case SIMDEV_BATCH_AICORE:
+    case SIMDEV_BATCH_AICORE_ON_DEMAND:
         return op->aicore_fn && launch_args_ok(op->args, op->args_size)
                    ? 0
                    : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
@@ -118,7 +119,10 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
                               .u.aicpu = {op->aicpu_fn, op->thread_count,
                                           op->kind == SIMDEV_BATCH_AICPU_BRIEF}};
     case SIMDEV_BATCH_AICORE:
-        return (struct sd_op){.type = SD_OP_AICORE, .u.aicore = {op->aicore_fn}};
+    case SIMDEV_BATCH_AICORE_ON_DEMAND:
+        return (struct sd_op){.type = SD_OP_AICORE,
+                              .u.aicore = {op->aicore_fn,
+                                           op->kind == SIMDEV_BATCH_AICORE_ON_DEMAND}};
     case SIMDEV_BATCH_HOST_FN:
         return (struct sd_op){.type = SD_OP_HOST_FN, .u.host = {op->host_fn, op->user_data}};
     case SIMDEV_BATCH_COPY: /* a staged copy's source is the op's own bytes (NULL here) */
@@ -140,7 +144,7 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
 static const void *op_bytes(const struct simdev_batch_op *op, size_t *size)
 {
     if (op->kind == SIMDEV_BATCH_AICPU || op->kind == SIMDEV_BATCH_AICPU_BRIEF ||
-        op->kind == SIMDEV_BATCH_AICORE) {
+        op->kind == SIMDEV_BATCH_AICORE || op->kind == SIMDEV_BATCH_AICORE_ON_DEMAND) {
         *size = op->args_size;
         return op->args;
     }

@@ -37,6 +37,7 @@ void sd_launch_reset(struct sd_device *dev)
     dev->launch.aicpu_free = dev->config.aicpu_threads;
     memset(dev->launch.aicpu_busy, 0, sizeof(dev->launch.aicpu_busy));
     dev->launch.cores_busy = false;
+    dev->launch.held = NULL;
     dev->launch.next_ticket[0] = dev->launch.serving_ticket[0] = 0;
     dev->launch.next_ticket[1] = dev->launch.serving_ticket[1] = 0;
 }
@@ -70,6 +71,27 @@ static void inflight_unlink(struct sd_device *dev, struct sd_job *job)
     job->prev_inflight = job->next_inflight = NULL;
 }
 
+/* Ends the hold of the held core job, if any: every block no core has
+ * taken is started (one wake-up for all of them), which makes this the
+ * owner of every held block whose core nobody starts (the end of an AICPU
+ * job, or a device loss). Caller holds pool_lock. */
+static void release_held_locked(struct sd_device *dev)
+{
+    struct sd_job *job = dev->launch.held;
+    if (!job)
+        return;
+    dev->launch.held = NULL;
+    uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
+    for (uint32_t i = 0; i < cores; i++) {
+        /* The job is alive: it ends under pool_lock, and is no longer held
+         * then. A block taken meanwhile needs no start. */
+        if (atomic_load_explicit(&dev->workers.cores[i].job, memory_order_relaxed) == job) {
+            sd_wake(&dev->workers.cores_wake);
+            return;
+        }
+    }
+}
+
 /* Gives the job's threads back to the pool and wakes the launches waiting
  * for them. Caller holds pool_lock. */
 static void return_threads_locked(struct sd_device *dev, struct sd_job *job, bool on_cores,
@@ -77,10 +99,13 @@ static void return_threads_locked(struct sd_device *dev, struct sd_job *job, boo
 {
     if (on_cores) {
         dev->launch.cores_busy = false;
+        if (dev->launch.held == job)
+            dev->launch.held = NULL; /* every block was taken */
     } else {
         for (uint32_t i = 0; i < job->thread_count; i++)
             dev->launch.aicpu_busy[workers[i]->index] = false;
         dev->launch.aicpu_free += job->thread_count;
+        release_held_locked(dev);
     }
     pthread_cond_broadcast(&dev->launch.pool_cond);
 }
@@ -152,9 +177,10 @@ static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
         return NULL;
     job->workers = (struct sd_worker **)((unsigned char *)job + sizeof(*job) + index_bytes +
                                          args_room);
-    if (op->type == SD_OP_AICORE)
+    if (op->type == SD_OP_AICORE) {
         job->aicore_fn = op->u.aicore.fn;
-    else
+        job->on_demand = op->u.aicore.on_demand;
+    } else
         job->aicpu_fn = op->u.aicpu.fn;
     job->args_size = op->args_size;
     job->thread_count = count;
@@ -213,6 +239,11 @@ static void take_locked(struct sd_device *dev, struct sd_job *job, bool on_cores
         dev->launch.cores_busy = true;
         for (uint32_t i = 0; i < job->thread_count; i++)
             workers[i] = &dev->workers.cores[i];
+        /* Held only while an AICPU job runs: its end is the owner that
+         * starts what nobody else started (release_held_locked). */
+        job->held = job->on_demand && dev->launch.aicpu_free < dev->config.aicpu_threads;
+        if (job->held)
+            dev->launch.held = job;
     } else {
         uint32_t taken = 0;
         uint32_t *indices = sd_job_indices(job);
@@ -241,15 +272,80 @@ static void launch_return_threads(struct sd_device *dev, struct sd_job *job, boo
 static void launch_abandon(struct sd_device *dev, struct sd_job *job)
 {
     pthread_mutex_lock(&dev->launch.pool_lock);
+    if (dev->launch.held == job)
+        release_held_locked(dev); /* its blocks see the loss */
     job->next_abandoned = dev->launch.abandoned;
     dev->launch.abandoned = job;
     pthread_mutex_unlock(&dev->launch.pool_lock);
+}
+
+/* Gives a held core job to its `count` cores without waking them: a core
+ * still spinning after its last job takes its block at once; the others
+ * wait for a start (sd_core_start, asked before or after this) or for
+ * the hold's end (release_held_locked). */
+static void hand_out_held(struct sd_device *dev, struct sd_job *job, struct sd_worker **workers,
+                          uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        /* release: publishes the job; pairs with the acquire in
+         * worker_has_job (worker.c) */
+        atomic_store_explicit(&workers[i]->job, job, memory_order_release);
+    /* Pairs with sd_core_start's store of the request and load of the job:
+     * either this sees the request, or the start sees the job. */
+    atomic_thread_fence(memory_order_seq_cst);
+    for (uint32_t i = 0; i < count; i++) {
+        if (atomic_exchange_explicit(&workers[i]->start_asked, 0, memory_order_relaxed)) {
+            sd_count_wait(&dev->waits.handoffs, 1);
+            sd_worker_wake_core(workers[i]);
+        }
+    }
+}
+
+void sd_core_start(struct sd_device *dev, uint32_t core)
+{
+    struct sd_worker *w = &dev->workers.cores[core];
+    /* seq_cst: pairs with hand_out_held's fence */
+    atomic_store_explicit(&w->start_asked, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&w->job, memory_order_seq_cst) == NULL)
+        return; /* the hand-out to come answers the request */
+    if (atomic_exchange_explicit(&w->start_asked, 0, memory_order_relaxed)) {
+        sd_count_wait(&dev->waits.handoffs, 1);
+        sd_worker_wake_core(w);
+    }
+}
+
+uint32_t sd_cores_run_unstarted(struct sd_device *dev)
+{
+    struct sd_worker *claimed[SIMDEV_MAX_CORES];
+    uint32_t n = 0;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    struct sd_job *job = dev->launch.held; /* alive while held: it ends under pool_lock */
+    uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
+    for (uint32_t i = 0; job && i < cores; i++) {
+        struct sd_job *expected = job;
+        /* acquire: as the worker's take of its job (worker.c) */
+        if (atomic_compare_exchange_strong_explicit(&dev->workers.cores[i].job, &expected, NULL,
+                                                    memory_order_acquire, memory_order_relaxed))
+            claimed[n++] = &dev->workers.cores[i];
+    }
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    /* The job cannot end before the last of these blocks is finished. */
+    for (uint32_t k = 0; k < n; k++)
+        sd_job_finish(dev, job, sd_worker_run_here(claimed[k], job));
+    return n;
 }
 
 /* Gives the job to each of the `count` workers it took and wakes them. */
 static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_worker **workers,
                          uint32_t count)
 {
+    /* An asynchronous job may end, and be freed by its last thread, as soon
+     * as its last worker has it: `workers` must not live in the job. */
+    bool cores = count && workers[0]->is_core;
+    if (cores && job->held) {
+        hand_out_held(dev, job, workers, count);
+        return;
+    }
     sd_count_wait(&dev->waits.handoffs, count);
     /* Counted awake from now, not from when they begin: a woken thread
      * waits for a CPU before it runs, and idle cores spinning meanwhile
@@ -257,9 +353,6 @@ static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_wo
      * round's scheduler began 80 us after its launch, behind cores
      * spinning on their doorbells). */
     atomic_fetch_add_explicit(&dev->budget.awake, count, memory_order_relaxed);
-    /* An asynchronous job may end, and be freed by its last thread, as soon
-     * as its last worker has it: `workers` must not live in the job. */
-    bool cores = count && workers[0]->is_core;
     /* several AICPU threads: one wake-up for all (worker.h, aicpu_wake) */
     bool together = !cores && count > 1 && sd_wait_either_supported();
     for (uint32_t i = 0; i < count; i++) {
@@ -270,8 +363,11 @@ static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_wo
         if (!cores && !together)
             sd_wake(sd_worker_word(w));
     }
-    if (cores) /* a core launch takes every core: one word wakes them all */
+    if (cores) { /* a core launch takes every core: one word wakes them all */
+        for (uint32_t i = 0; i < count; i++) /* a start asked is answered too */
+            atomic_store_explicit(&workers[i]->start_asked, 0, memory_order_relaxed);
         sd_wake(&dev->workers.cores_wake);
+    }
     else if (together)
         sd_wake(&dev->workers.aicpu_wake);
 }
@@ -399,6 +495,7 @@ void sd_launch_fail_inflight(struct sd_device *dev)
     pthread_mutex_lock(&dev->launch.pool_lock);
     struct sd_job *list = dev->launch.inflight;
     dev->launch.inflight = NULL;
+    release_held_locked(dev); /* its blocks see the loss */
     for (struct sd_job *job = list; job; job = job->next_inflight) {
         /* Its threads may be hung: they keep the job until reset, as a
          * blocking launch's do (launch_abandon). */

@@ -47,6 +47,11 @@ struct sd_job {
     int state;            /* SD_JOB_*; pool_lock */
     simdev_aicpu_fn aicpu_fn; /* exactly one of the two is set */
     simdev_aicore_fn aicore_fn;
+    bool on_demand; /* SIMDEV_BATCH_AICORE_ON_DEMAND */
+    /* Handed out without waking its cores (an on-demand launch taken while
+     * an AICPU job ran): each block's taker counts itself in the runnable
+     * budget, nobody counted it at the hand-out. Set before the hand-out. */
+    bool held;
     void *args_copy; /* the job's own copy of the argument bytes */
     size_t args_size;
     uint32_t thread_count;
@@ -79,6 +84,10 @@ struct sd_launch_state {
     uint64_t serving_ticket[2];
     struct sd_job *abandoned; /* jobs whose threads hung; freed at reset */
     struct sd_job *inflight;  /* asynchronous jobs not yet ended */
+    /* The core job handed out held (sd_job.held) until it ends or an AICPU
+     * job ends, whichever is first: that end starts every block of it no
+     * core has taken (docs/device.md, "Cores started on demand"). */
+    struct sd_job *held;
 
     /* The watchdog of asynchronous jobs (only with config.watchdog_ms):
      * sleeps until the earliest deadline in flight, then loses the device.
@@ -123,6 +132,23 @@ int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_don
 
 /* Starts the watchdog of asynchronous jobs when the device has one (device
  * start): 0 or OUT_OF_HOST_MEMORY. */
+/*
+ * Starts core `core`'s block of the core job handed out held, or, when
+ * none is handed out yet, of the next one handed out held (the request is
+ * kept until a hand-out: at worst it starts that core once for nothing).
+ * From any thread; never blocks.
+ */
+void sd_core_start(struct sd_device *dev, uint32_t core);
+
+/*
+ * Runs, on the calling thread and one after the other, every block of the
+ * held core job that no core has taken, each as its core; ends the job if
+ * its last block is one of them (its stream then goes on on this thread).
+ * Returns how many it ran. For an AICPU thread whose program knows these
+ * blocks return at once (the runtime, after its round left every core).
+ */
+uint32_t sd_cores_run_unstarted(struct sd_device *dev);
+
 int sd_launch_watchdog_start(struct sd_device *dev);
 /* Stops and joins it (reset, before the workers stop). */
 void sd_launch_watchdog_stop(struct sd_device *dev);

@@ -46,6 +46,7 @@ struct sd_op {
         } aicpu;
         struct {
             simdev_aicore_fn fn;
+            bool on_demand; /* SIMDEV_BATCH_AICORE_ON_DEMAND: cores started on demand */
         } aicore;
         struct {
             void *dst;

@@ -20,6 +20,7 @@
 #include "simdev/device_config.h"
 #include "simdev/device.h"
 #include "simdev/fault.h"
+#include "simdev/launch.h"
 #include "simdev/park.h"
 #include "simdev/regs.h"
 #include "simdev/worker.h"
@@ -65,6 +66,19 @@ struct simdev_core_regs *platform_core_regs(int device, uint32_t core)
     if (core >= dev->config.aic_cores + dev->config.aiv_cores)
         return NULL;
     return &dev->regs.windows[core];
+}
+
+void platform_core_start(struct simdev_core_regs *regs)
+{
+    sd_core_start(regs->dev, regs->core_id);
+}
+
+uint32_t platform_cores_run_unstarted(int device)
+{
+    struct sd_device *dev;
+    if (sd_device_acquire(device, &dev) != 0)
+        return 0;
+    return sd_cores_run_unstarted(dev);
 }
 
 void platform_ring_doorbell(struct simdev_core_regs *regs, uint64_t value)

@@ -88,7 +88,10 @@ static int call_as(struct sd_worker *w, const struct sd_job *job, uint32_t index
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
 {
     /* Counted awake for the job's length, but while parked (park.c): the
-     * launch counted it when it handed the job out (launch.c). */
+     * launch counted it when it handed the job out (launch.c), or, for a
+     * job handed out held, this thread now that it took its block. */
+    if (job->held)
+        atomic_fetch_add_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
     int status = call_as(w, job, index);
     atomic_fetch_sub_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
     sd_job_finish(w->dev, job, status);
@@ -107,6 +110,11 @@ struct sd_waitword *sd_worker_word(struct sd_worker *w)
     return w->is_core ? &w->dev->workers.cores_wake : &w->wake;
 }
 
+void sd_worker_wake_core(struct sd_worker *w)
+{
+    sd_wake(sd_wait_either_supported() ? &w->wake : &w->dev->workers.cores_wake);
+}
+
 static void *worker_main(void *arg)
 {
     struct sd_worker *w = arg;
@@ -118,10 +126,14 @@ static void *worker_main(void *arg)
              w->index);
     (void)pthread_setname_np(pthread_self(), name);
     sd_tl_self = w;
-    bool either = !w->is_core && sd_wait_either_supported();
+    /* Every idle thread sleeps on its own word and on the one its kind
+     * shares, where the kernel can sleep on two (worker.h). */
+    bool either = sd_wait_either_supported();
+    struct sd_waitword *shared = w->is_core ? &w->dev->workers.cores_wake
+                                            : &w->dev->workers.aicpu_wake;
     for (;;) {
         if (either)
-            sd_wait_either(&w->wake, &w->dev->workers.aicpu_wake, worker_has_job, w,
+            sd_wait_either(&w->wake, shared, worker_has_job, w,
                            sd_spin_ns(w->dev, SD_WAIT_IDLE));
         else
             sd_wait(sd_worker_word(w), worker_has_job, w, sd_spin_ns(w->dev, SD_WAIT_IDLE), 0,

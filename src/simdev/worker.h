@@ -32,7 +32,12 @@ struct sd_worker {
     _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
     /* Set by the launcher, taken (swapped back to NULL) by the worker. */
     _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;
-    struct sd_waitword wake; /* the launcher wakes an AICPU thread here */
+    /* The launcher wakes an AICPU thread here; a core is woken here alone
+     * (sd_core_start) or with every core on cores_wake. */
+    struct sd_waitword wake;
+    /* A core's start asked before its block of a held job was handed out
+     * (sd_core_start); taken by the hand-out or by the start itself. */
+    _Atomic uint32_t start_asked;
 };
 
 /* A device's workers. */
@@ -81,6 +86,9 @@ static inline bool sd_core_gives_way(const struct sd_worker *core)
  * runnable budget, the thread-local identity and the timeline's job marks
  * are w's for the call. Returns the job's status. */
 int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job);
+/* Wakes core `w` alone where its thread sleeps on its own word too, else
+ * every idle core (which look for their jobs and sleep again). */
+void sd_worker_wake_core(struct sd_worker *w);
 
 /* Starts the device's AICPU threads and cores (device start; the workers'
  * memory is zeroed first). 0, or OUT_OF_HOST_MEMORY with every thread it

@@ -70,6 +70,7 @@ static _Atomic uint32_t g_order_violations;     /* a chain task saw the wrong pr
 static _Atomic uint32_t g_blocker_done;         /* the gate kernel has returned from its gate */
 static _Atomic uint32_t g_started_before_blocker; /* a sync-start block ran beside the blocker */
 static _Atomic uint32_t g_gate_core;            /* core of the (last) gate kernel */
+static _Atomic uint32_t g_count_core;           /* core of the (last) count kernel */
 static _Atomic uint32_t g_task_core[FAN_TASKS]; /* core of fan leaf i, + 1 (0 = never ran) */
 static struct ts_gate g_gate;       /* the gate kernel blocks here */
 static struct ts_gate g_gate2;      /* a second held kernel (K_SET) blocks here */
@@ -166,6 +167,7 @@ static void records_reset(void)
     atomic_store(&g_blocker_done, 0);
     atomic_store(&g_started_before_blocker, 0);
     atomic_store(&g_gate_core, UINT32_MAX);
+    atomic_store(&g_count_core, UINT32_MAX);
     for (int i = 0; i < FAN_TASKS; i++)
         atomic_store(&g_task_core[i], 0);
     g_late_submit_rc = 1;
@@ -356,7 +358,7 @@ static void kernel_chain(int64_t *args)
 
 static void kernel_count(int64_t *args)
 {
-    (void)args;
+    atomic_store(&g_count_core, simpler_kernel_context(args)->core_id);
     atomic_fetch_add(&g_invocations, 1);
 }
 
@@ -1354,7 +1356,9 @@ static void scheduler_timeout_while_the_orchestration_computes_is_orch_starvatio
     rth_open(&h, &cfg, 0);
     run_enqueue(&h, orch_stuck, NULL);
     int stuck = ts_gate_wait_arrivals_for(&g_orch_gate, 1, TS_DEADLOCK_GUARD_MS);
-    int exited = stuck && wait_core_exit(0);
+    /* The core that ran the first task: the round's cores start on
+     * demand, and only a joined core is rung out (the others are left). */
+    int exited = stuck && wait_core_exit(atomic_load(&g_count_core));
     ts_gate_open(&g_orch_gate);
     int status = run_wait(&h);
     assert_true(stuck);
