@@ -3,6 +3,7 @@
  * (simdev_wait_stats) and its op timeline (simdev_timeline_*).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "platform/platform.h"
 #include "simpler/simdev_profile.h"
 #include "test_support.h"
 
@@ -435,6 +437,154 @@ static void a_two_thread_launch_wakes_its_threads_at_once(void **state)
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
+/* ------------------------------------------- cores started on demand */
+
+/* What an on-demand core launch's blocks and the AICPU job beside it saw. */
+struct on_demand {
+    struct ts_gate gate;                  /* the AICPU job waits here first */
+    _Atomic uintptr_t core_thread[CORES]; /* the thread that ran core c's block, 0: none */
+    _Atomic uint32_t runs;                /* blocks run */
+    uintptr_t aicpu_thread;               /* the AICPU job's thread */
+    uint32_t start;                       /* the core the AICPU job starts */
+    bool run_rest;                        /* it runs the unstarted blocks itself */
+    uint32_t runs_before;                 /* blocks run when it was about to end */
+    uint32_t unstarted;                   /* platform_cores_run_unstarted's count */
+};
+
+static uintptr_t this_thread(void)
+{
+    return (uintptr_t)pthread_self();
+}
+
+static struct on_demand *on_demand_of(const void *args, size_t size)
+{
+    struct on_demand *od;
+    if (size != sizeof od)
+        return NULL;
+    memcpy(&od, args, sizeof od);
+    return od;
+}
+
+static int on_demand_core_fn(const struct simdev_core_ctx *ctx, const void *args, size_t size)
+{
+    struct on_demand *od = on_demand_of(args, size);
+    if (!od || ctx->core_id >= CORES)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    atomic_store(&od->core_thread[ctx->core_id], this_thread());
+    atomic_fetch_add(&od->runs, 1);
+    return 0;
+}
+
+static bool started_core_ran(void *arg)
+{
+    struct on_demand *od = arg;
+    return atomic_load(&od->core_thread[od->start]) != 0;
+}
+
+/* The AICPU job: passes the gate, starts one core and waits until its
+ * block ran (so the launch was handed out while this job ran: held), then
+ * runs the rest or leaves them to its own end. */
+static int on_demand_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
+{
+    struct on_demand *od = on_demand_of(args, size);
+    if (!od)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    ts_gate_pass(&od->gate);
+    od->aicpu_thread = this_thread();
+    platform_core_start(platform_core_regs(ctx->device, od->start));
+    if (!ts_poll_until(started_core_ran, od))
+        return PTO_RUNTIME_ERR_TIMEOUT;
+    od->runs_before = atomic_load(&od->runs);
+    if (od->run_rest)
+        od->unstarted = platform_cores_run_unstarted(ctx->device);
+    return 0;
+}
+
+/* Runs the AICPU job on `s` and, once it waits at its gate, an on-demand
+ * core launch on `s2`; both must succeed. */
+static void run_on_demand(struct on_demand *od)
+{
+    simdev_stream_t s = stream_on_a_sleeping_device();
+    simdev_stream_t s2 = ts_new_stream();
+    ts_gate_init(&od->gate);
+    assert_int_equal(simdev_launch_aicpu(s, on_demand_aicpu_fn, 1, &od, sizeof od), 0);
+    ts_gate_wait_arrivals(&od->gate, 1);
+    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICORE_ON_DEMAND,
+                                 .aicore_fn = on_demand_core_fn,
+                                 .args = &od,
+                                 .args_size = sizeof od};
+    size_t enqueued;
+    assert_int_equal(simdev_stream_enqueue_batch(s2, &op, 1, &enqueued), 0);
+    ts_gate_open(&od->gate);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simdev_stream_sync(s2), 0);
+    assert_int_equal(simdev_stream_destroy(s2), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    ts_gate_destroy(&od->gate);
+}
+
+/*
+ * An on-demand core launch handed out while an AICPU job runs wakes no
+ * core (docs/device.md, "Cores started on demand"): on a device that never
+ * spins, the job starts core 2 alone, and when its block has run, no other
+ * block has (1 run: a launch that woke its cores would show 2 or 3). The
+ * job then runs the two blocks nobody started on its own thread (count 2;
+ * a block on another thread would mean a core was woken for it).
+ */
+static void an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_here(void **state)
+{
+    (void)state;
+    static struct on_demand od = {.start = 2, .run_rest = true};
+    run_on_demand(&od);
+    assert_int_equal(od.runs_before, 1);
+    assert_int_equal(od.unstarted, CORES - 1);
+    assert_int_equal(atomic_load(&od.runs), CORES);
+    assert_true(atomic_load(&od.core_thread[2]) != od.aicpu_thread);
+    assert_true(atomic_load(&od.core_thread[0]) == od.aicpu_thread);
+    assert_true(atomic_load(&od.core_thread[1]) == od.aicpu_thread);
+}
+
+/*
+ * The owner of a held block nobody starts or runs: the end of an AICPU
+ * job. The job starts core 0 only and ends; the two other blocks then run,
+ * each on its own core's thread, and the launch completes (a block never
+ * started would hang its stream's sync: the test's watchdog).
+ */
+static void an_aicpu_job_end_starts_the_blocks_nobody_started(void **state)
+{
+    (void)state;
+    static struct on_demand od = {.start = 0, .run_rest = false};
+    run_on_demand(&od);
+    assert_int_equal(od.runs_before, 1);
+    assert_int_equal(atomic_load(&od.runs), CORES);
+    for (uint32_t c = 0; c < CORES; c++) {
+        assert_true(atomic_load(&od.core_thread[c]) != 0);
+        assert_true(atomic_load(&od.core_thread[c]) != od.aicpu_thread);
+    }
+}
+
+/* Handed out while no AICPU job runs, an on-demand launch starts every
+ * core, as a plain AICore launch: no block waits for a start that no
+ * program would ask for. */
+static void an_on_demand_launch_on_an_idle_device_starts_every_core(void **state)
+{
+    (void)state;
+    simdev_stream_t s = stream_on_a_sleeping_device();
+    static struct on_demand od;
+    struct on_demand *arg = &od;
+    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICORE_ON_DEMAND,
+                                 .aicore_fn = on_demand_core_fn,
+                                 .args = &arg,
+                                 .args_size = sizeof arg};
+    size_t enqueued;
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&od.runs), CORES);
+    for (uint32_t c = 0; c < CORES; c++)
+        assert_true(atomic_load(&od.core_thread[c]) != 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 /* Records which AICPU thread ran it into the int `args` points to. */
 static int which_thread_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
 {
@@ -502,6 +652,9 @@ int main(void)
         SIMPLER_TEST(a_brief_launch_wakes_no_aicpu_thread),
         SIMPLER_TEST(a_two_thread_launch_wakes_its_threads_at_once),
         SIMPLER_TEST(a_chain_across_streams_wakes_nobody_but_the_syncing_host),
+        SIMPLER_TEST(an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_here),
+        SIMPLER_TEST(an_aicpu_job_end_starts_the_blocks_nobody_started),
+        SIMPLER_TEST(an_on_demand_launch_on_an_idle_device_starts_every_core),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
