@@ -41,7 +41,16 @@
  * wait: two rounds touch the state at once), MUTANT_SKIPPED_RELEASE (the
  * release is skipped after an error like other ops: later rounds wait
  * forever), MUTANT_EARLY_RELEASE (the release comes before the wait for
- * the core loop: the next round starts while this one's core loop runs).
+ * the core loop: the next round starts while this one's core loop runs),
+ * MUTANT_NO_OWNER (a program's end does not start the held core loops: a
+ * core loop handed out beside another round's program, never asked for,
+ * waits forever).
+ *
+ * Cores started on demand (docs/device.md): a core loop handed out while
+ * some program runs is held (held[]) until its scheduler's step starts it
+ * (asked[], at any point of SchedHalf), its own program's end runs it on
+ * the program's thread (run_here[]: the program ends after the core loop
+ * has), or any program ends (simdev's owner of held blocks).
  */
 
 #define ROUNDS 3
@@ -61,6 +70,14 @@ bool aicore_start_err[ROUNDS];
 bool aicore_done[ROUNDS];
 bool aicore_done_err[ROUNDS];
 bool exit_rung[ROUNDS];
+/* Cores started on demand (docs/device.md): a core loop handed out while
+ * a program runs is held until its scheduler starts it, the program runs
+ * it at its end, or a program ends (any: the owner in simdev). */
+byte programs_running = 0;
+bool held[ROUNDS];
+bool asked[ROUNDS];
+bool run_here[ROUNDS];
+bool core_done[ROUNDS];
 bool lane_end[2 * ROUNDS];
 
 inline Touch(r) {
@@ -87,6 +104,10 @@ inline SchedHalf(r, joined, waiting) {
         :: word == EMPTY -> word = SCHED_ARRIVED; waiting = true
         fi
     }
+    if                                         /* a step starts the core (start_cores) */
+    :: atomic { asked[r] = true; held[r] = false }
+    :: skip
+    fi;
     if
     :: waiting ->
         do
@@ -129,6 +150,7 @@ inline CoreHalf(r, joined, waiting) {
 
 proctype AicpuLane(byte r) {
     byte t;
+    byte i;
     bool carried = false;
     bool joined = false;
     bool waiting = false;
@@ -159,7 +181,21 @@ Program:
     if
     :: !carried ->
         if
-        :: SchedHalf(r, joined, waiting)
+        :: programs_running++;
+           SchedHalf(r, joined, waiting);
+           /* its last thread runs the core loop never started, here
+            * (platform_cores_run_unstarted): the program ends after it */
+           atomic { if :: held[r] -> held[r] = false; run_here[r] = true :: else -> skip fi };
+           if
+           :: run_here[r] -> core_done[r]
+           :: else -> skip
+           fi;
+           atomic {                            /* a program's end starts every held core loop */
+               programs_running--;
+#ifndef MUTANT_NO_OWNER
+               for (i : 0 .. ROUNDS - 1) { held[i] = false }
+#endif
+           }
         :: carried = true                      /* never starts */
         fi
     :: else -> skip
@@ -206,7 +242,10 @@ CoreLoop:
     if
     :: !carried ->
         if
-        :: CoreHalf(r, joined, waiting)
+        :: atomic { held[r] = programs_running > 0 && !asked[r] }; /* the hand-out */
+           !held[r];                           /* started, run here, or a program ended */
+           CoreHalf(r, joined, waiting);
+           core_done[r] = true
         :: carried = true                      /* never starts */
         fi
     :: else -> skip

@@ -46,7 +46,7 @@ verify_model() {
     done
 }
 
-verify_model round_gate.pml MUTANT_NO_GATE MUTANT_SKIPPED_RELEASE MUTANT_EARLY_RELEASE
+verify_model round_gate.pml MUTANT_NO_GATE MUTANT_SKIPPED_RELEASE MUTANT_EARLY_RELEASE MUTANT_NO_OWNER
 verify_model park_wake.pml MUTANT_PLAIN_ARM MUTANT_LOOK_THEN_ADD
 verify_model park_either.pml MUTANT_ARM_OWN_ONLY MUTANT_SLEEP_ON_OWN
 exit $status

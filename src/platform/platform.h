@@ -113,11 +113,17 @@ void platform_core_start(struct simdev_core_regs *regs);
 /*
  * AICPU side: runs on the calling thread every block of the device's
  * on-demand core launch that was never started (each as its core, one
- * after the other). Only for a program that knows these blocks return at
- * once: the runtime, once its round has left every core that did not
- * arrive. Returns how many ran.
+ * after the other), if `mine(fn, args, args_size, mine_arg)` says that
+ * launch (its function and argument bytes) is the caller's: the core
+ * launch in flight may be another program's. Only for a program that
+ * knows these blocks return at once: the runtime, once its round has left
+ * every core that did not arrive. `mine` runs under simdev's launch lock
+ * and must only look at its arguments. Returns how many ran.
  */
-uint32_t platform_cores_run_unstarted(int device);
+typedef int (*platform_launch_match_fn)(simdev_aicore_fn fn, const void *args, size_t args_size,
+                                        void *mine_arg);
+uint32_t platform_cores_run_unstarted(int device, platform_launch_match_fn mine,
+                                      void *mine_arg);
 
 /* Core side: publish `value` in the condition word (release; pairs with the
  * acquire in platform_read_cond / platform_cond_wait) and wake a parked

@@ -290,6 +290,25 @@ static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int de
     return rt_wait_until(device, RT_WAIT_COND, run_initialised, &w, &deadline);
 }
 
+/* Whether the core launch of `fn` with these argument bytes is the core
+ * loop of the round of `arg` (its rt_launch_args): the same arena and
+ * round generation, in either mode's core arguments. */
+static int round_core_launch(simdev_aicore_fn fn, const void *args, size_t size, void *arg)
+{
+    const struct rt_launch_args *la = arg;
+    struct rt_launch_args of;
+    if (fn == rt_core_main && size == sizeof of) {
+        memcpy(&of, args, sizeof of);
+    } else if (fn == rt_kernel_mode_core_fn && size == sizeof(struct rt_kernel_mode_core_args)) {
+        struct rt_kernel_mode_core_args ca;
+        memcpy(&ca, args, sizeof ca);
+        of = ca.la;
+    } else {
+        return 0;
+    }
+    return of.request.arena == la->request.arena && of.generation == la->generation;
+}
+
 int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launch_args *la,
                        int32_t rejected)
 {
@@ -351,7 +370,7 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
      * were never started (dispatch.c, start_cores) return at once: run
      * them here, without a wake-up, rather than have this job's end start
      * their threads (simdev's owner of them). */
-    platform_cores_run_unstarted(ctx->device);
+    platform_cores_run_unstarted(ctx->device, round_core_launch, (void *)la);
     return status;
 }
 

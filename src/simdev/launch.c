@@ -314,12 +314,17 @@ void sd_core_start(struct sd_device *dev, uint32_t core)
     }
 }
 
-uint32_t sd_cores_run_unstarted(struct sd_device *dev)
+uint32_t sd_cores_run_unstarted(struct sd_device *dev,
+                                int (*mine)(simdev_aicore_fn fn, const void *args, size_t size,
+                                            void *mine_arg),
+                                void *mine_arg)
 {
     struct sd_worker *claimed[SIMDEV_MAX_CORES];
     uint32_t n = 0;
     pthread_mutex_lock(&dev->launch.pool_lock);
     struct sd_job *job = dev->launch.held; /* alive while held: it ends under pool_lock */
+    if (job && !mine(job->aicore_fn, job->args_copy, job->args_size, mine_arg))
+        job = NULL; /* another program's launch */
     uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
     for (uint32_t i = 0; job && i < cores; i++) {
         struct sd_job *expected = job;

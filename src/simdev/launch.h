@@ -142,12 +142,17 @@ void sd_core_start(struct sd_device *dev, uint32_t core);
 
 /*
  * Runs, on the calling thread and one after the other, every block of the
- * held core job that no core has taken, each as its core; ends the job if
- * its last block is one of them (its stream then goes on on this thread).
- * Returns how many it ran. For an AICPU thread whose program knows these
- * blocks return at once (the runtime, after its round left every core).
+ * held core job that no core has taken, each as its core, if
+ * mine(fn, args, size, mine_arg) — called under pool_lock — says the job
+ * is the caller's; ends the job if its last block is one of them (its
+ * stream then goes on on this thread). Returns how many it ran. For an
+ * AICPU thread whose program knows these blocks return at once (the
+ * runtime, after its round left every core).
  */
-uint32_t sd_cores_run_unstarted(struct sd_device *dev);
+uint32_t sd_cores_run_unstarted(struct sd_device *dev,
+                                int (*mine)(simdev_aicore_fn fn, const void *args, size_t size,
+                                            void *mine_arg),
+                                void *mine_arg);
 
 int sd_launch_watchdog_start(struct sd_device *dev);
 /* Stops and joins it (reset, before the workers stop). */

@@ -73,12 +73,13 @@ void platform_core_start(struct simdev_core_regs *regs)
     sd_core_start(regs->dev, regs->core_id);
 }
 
-uint32_t platform_cores_run_unstarted(int device)
+uint32_t platform_cores_run_unstarted(int device, platform_launch_match_fn mine,
+                                      void *mine_arg)
 {
     struct sd_device *dev;
-    if (sd_device_acquire(device, &dev) != 0)
+    if (!mine || sd_device_acquire(device, &dev) != 0)
         return 0;
-    return sd_cores_run_unstarted(dev);
+    return sd_cores_run_unstarted(dev, mine, mine_arg);
 }
 
 void platform_ring_doorbell(struct simdev_core_regs *regs, uint64_t value)

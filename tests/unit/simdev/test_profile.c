@@ -449,6 +449,7 @@ struct on_demand {
     bool run_rest;                        /* it runs the unstarted blocks itself */
     uint32_t runs_before;                 /* blocks run when it was about to end */
     uint32_t unstarted;                   /* platform_cores_run_unstarted's count */
+    uint32_t refused;                     /* its count for a launch not the job's */
 };
 
 static uintptr_t this_thread(void)
@@ -481,6 +482,12 @@ static bool started_core_ran(void *arg)
     return atomic_load(&od->core_thread[od->start]) != 0;
 }
 
+/* Whether the launch is this test's: its function and its argument, `od`. */
+static int launch_is(simdev_aicore_fn fn, const void *args, size_t size, void *arg)
+{
+    return fn == on_demand_core_fn && on_demand_of(args, size) == arg;
+}
+
 /* The AICPU job: passes the gate, starts one core and waits until its
  * block ran (so the launch was handed out while this job ran: held), then
  * runs the rest or leaves them to its own end. */
@@ -496,7 +503,9 @@ static int on_demand_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *ar
         return PTO_RUNTIME_ERR_TIMEOUT;
     od->runs_before = atomic_load(&od->runs);
     if (od->run_rest)
-        od->unstarted = platform_cores_run_unstarted(ctx->device);
+        od->refused = platform_cores_run_unstarted(ctx->device, launch_is, NULL);
+    if (od->run_rest)
+        od->unstarted = platform_cores_run_unstarted(ctx->device, launch_is, od);
     return 0;
 }
 
@@ -529,7 +538,8 @@ static void run_on_demand(struct on_demand *od)
  * spins, the job starts core 2 alone, and when its block has run, no other
  * block has (1 run: a launch that woke its cores would show 2 or 3). The
  * job then runs the two blocks nobody started on its own thread (count 2;
- * a block on another thread would mean a core was woken for it).
+ * a block on another thread would mean a core was woken for it), after a
+ * call that names another launch has run none.
  */
 static void an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_here(void **state)
 {
@@ -537,6 +547,7 @@ static void an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_her
     static struct on_demand od = {.start = 2, .run_rest = true};
     run_on_demand(&od);
     assert_int_equal(od.runs_before, 1);
+    assert_int_equal(od.refused, 0); /* another program's launch: not run here */
     assert_int_equal(od.unstarted, CORES - 1);
     assert_int_equal(atomic_load(&od.runs), CORES);
     assert_true(atomic_load(&od.core_thread[2]) != od.aicpu_thread);
