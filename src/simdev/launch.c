@@ -205,7 +205,7 @@ static void take_locked(struct sd_device *dev, struct sd_job *job, bool on_cores
  * the same resource (AICPU threads or cores). Returns 0 or DEVICE_LOST.
  * Fills workers[] with the chosen workers. */
 static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool on_cores,
-                               struct sd_worker **workers)
+                               struct sd_worker **workers, bool *held)
 {
     pthread_mutex_lock(&dev->launch.pool_lock);
     uint32_t queue = on_cores ? 1 : 0;
@@ -224,6 +224,7 @@ static int launch_take_threads(struct sd_device *dev, struct sd_job *job, bool o
         pthread_cond_wait(&dev->launch.pool_cond, &dev->launch.pool_lock);
     }
     take_locked(dev, job, on_cores, workers);
+    *held = on_cores && job->held;
     dev->launch.serving_ticket[queue]++;
     pthread_cond_broadcast(&dev->launch.pool_cond);
     pthread_mutex_unlock(&dev->launch.pool_lock);
@@ -242,8 +243,17 @@ static void take_locked(struct sd_device *dev, struct sd_job *job, bool on_cores
         /* Held only while an AICPU job runs: its end is the owner that
          * starts what nobody else started (release_held_locked). */
         job->held = job->on_demand && dev->launch.aicpu_free < dev->config.aicpu_threads;
-        if (job->held)
+        if (job->held) {
             dev->launch.held = job;
+            /* Given out here, under pool_lock, not at the hand-out: the
+             * hold's end and the run of unstarted blocks look at the
+             * cores' jobs under it, and must find every block (a block
+             * given out after the hold ended would have no owner). */
+            for (uint32_t i = 0; i < job->thread_count; i++)
+                /* release: publishes the job; pairs with the acquire in
+                 * worker_has_job (worker.c) */
+                atomic_store_explicit(&workers[i]->job, job, memory_order_release);
+        }
     } else {
         uint32_t taken = 0;
         uint32_t *indices = sd_job_indices(job);
@@ -279,17 +289,13 @@ static void launch_abandon(struct sd_device *dev, struct sd_job *job)
     pthread_mutex_unlock(&dev->launch.pool_lock);
 }
 
-/* Gives a held core job to its `count` cores without waking them: a core
- * still spinning after its last job takes its block at once; the others
- * wait for a start (sd_core_start, asked before or after this) or for
- * the hold's end (release_held_locked). */
-static void hand_out_held(struct sd_device *dev, struct sd_job *job, struct sd_worker **workers,
-                          uint32_t count)
+/* The hand-out of a held core job, whose blocks take_locked gave its
+ * `count` cores without waking them: a core still spinning after its last
+ * job takes its block at once; the others wait for a start (sd_core_start,
+ * asked before or after this, answered here or there) or for the hold's
+ * end (release_held_locked). Never touches the job: it may have ended. */
+static void hand_out_held(struct sd_device *dev, struct sd_worker **workers, uint32_t count)
 {
-    for (uint32_t i = 0; i < count; i++)
-        /* release: publishes the job; pairs with the acquire in
-         * worker_has_job (worker.c) */
-        atomic_store_explicit(&workers[i]->job, job, memory_order_release);
     /* Pairs with sd_core_start's store of the request and load of the job:
      * either this sees the request, or the start sees the job. */
     atomic_thread_fence(memory_order_seq_cst);
@@ -340,15 +346,16 @@ uint32_t sd_cores_run_unstarted(struct sd_device *dev,
     return n;
 }
 
-/* Gives the job to each of the `count` workers it took and wakes them. */
+/* Gives the job to each of the `count` workers it took and wakes them;
+ * `held`: take_locked gave a held core job out already. */
 static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_worker **workers,
-                         uint32_t count)
+                         uint32_t count, bool held)
 {
     /* An asynchronous job may end, and be freed by its last thread, as soon
      * as its last worker has it: `workers` must not live in the job. */
     bool cores = count && workers[0]->is_core;
-    if (cores && job->held) {
-        hand_out_held(dev, job, workers, count);
+    if (held) {
+        hand_out_held(dev, workers, count);
         return;
     }
     sd_count_wait(&dev->waits.handoffs, count);
@@ -407,12 +414,13 @@ int sd_launch_run(struct sd_device *dev, const struct sd_op *op)
     if (!job)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     struct sd_worker *workers[SIMDEV_MAX_CORES];
-    int rc = launch_take_threads(dev, job, on_cores, workers);
+    bool held;
+    int rc = launch_take_threads(dev, job, on_cores, workers, &held);
     if (rc != 0) {
         free(job);
         return rc;
     }
-    job_hand_out(dev, job, workers, count);
+    job_hand_out(dev, job, workers, count, held);
     rc = job_wait(dev, job);
     if (rc == 0) {
         launch_return_threads(dev, job, on_cores, workers);
@@ -490,8 +498,9 @@ int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_don
     dev->launch.inflight = job;
     struct sd_worker *workers[SIMDEV_MAX_CORES];
     memcpy(workers, job->workers, count * sizeof workers[0]);
+    bool held = on_cores && job->held; /* read while the job cannot end */
     pthread_mutex_unlock(&dev->launch.pool_lock);
-    job_hand_out(dev, job, workers, count);
+    job_hand_out(dev, job, workers, count, held);
     return 0;
 }
 
