@@ -214,11 +214,6 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
 {
     struct sd_device *dev = stream->dev;
     for (;;) {
-        if (on_executor && tl_released) { /* the next op may block */
-            tl_frames--;
-            run_released();
-            tl_frames++;
-        }
         pthread_mutex_lock(&stream->lock);
         struct sd_op *op = stream->head;
         if (!op) {
@@ -243,7 +238,22 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
             sd_mark(&dev->timeline, SIMDEV_MARK_OP_BEGIN, (uint32_t)op->type, stream, 0, 0);
         }
         int after = 0;
-        switch (start_op(stream, op, carried, on_executor, &after)) {
+        /* With streams let go on this thread, the executor first starts
+         * the op as any thread would (an attempt that would block does
+         * nothing); only an op that would block lets them go on first:
+         * never wait with a stream let go and not yet run. Before, they
+         * went on before every op here, and a round's core loop, let go
+         * by the record before the program, was handed out before it
+         * (docs/device.md, "Cores started on demand"). */
+        enum start_result started = start_op(stream, op, carried, on_executor && !tl_released,
+                                             &after);
+        if (started == OP_FOR_EXECUTOR && on_executor) {
+            tl_frames--;
+            run_released();
+            tl_frames++;
+            started = start_op(stream, op, carried, true, &after);
+        }
+        switch (started) {
         case OP_PENDING:
             return;
         case OP_FOR_EXECUTOR:
