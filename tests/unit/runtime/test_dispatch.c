@@ -841,6 +841,52 @@ static int run_guarded(struct rt_harness *h, simpler_orch_entry_fn entry,
     return status;
 }
 
+/*
+ * The round's cores start on demand (docs/device.md, "Cores started on
+ * demand"): a one-task round wakes the one core its task needs, and the
+ * program's last thread runs the other core loops, which find the round
+ * left and end. On a device that never spins (idle threads park at once),
+ * the round's timeline shows every core's block run (3 JOB_BEGIN marks of
+ * cores: a core loop never run would have hung the round) and at most one
+ * core thread woken (UNPARK marks of one core id at most; a round that
+ * started every core shows 3 when they slept, as the code before did).
+ * At most, not exactly: a core still awake from the warm-up takes its
+ * block without a wake-up.
+ */
+static void a_one_task_round_wakes_one_core_and_its_program_ends_the_others(void **state)
+{
+    (void)state;
+    struct simdev_config cfg = ts_small_config();
+    cfg.spin_ns = 0;
+    ts_device_setup_config(&cfg);
+    uint32_t cores = cfg.aic_cores + cfg.aiv_cores;
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    assert_int_equal(run_guarded(&h, orch_one_count, NULL), 0); /* warm-up */
+    enum { CAPACITY = 1 << 14 };
+    static struct simdev_timeline_entry e[CAPACITY];
+    assert_int_equal(simdev_timeline_start_with(0, CAPACITY, SIMDEV_TIMELINE_WAITS), 0);
+    assert_int_equal(run_guarded(&h, orch_one_count, NULL), 0);
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, CAPACITY, &n, &dropped), 0);
+    assert_int_equal(dropped, 0); /* the buffer holds every mark */
+    assert_int_equal(atomic_load(&g_invocations), 2);
+    uint32_t jobs = 0, woken_mask = 0, woken = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].core != 1 || e[i].thread >= 32)
+            continue;
+        jobs += e[i].mark == SIMDEV_MARK_JOB_BEGIN;
+        if (e[i].mark == SIMDEV_MARK_UNPARK && !(woken_mask & (1u << e[i].thread))) {
+            woken_mask |= 1u << e[i].thread;
+            woken++;
+        }
+    }
+    assert_int_equal(jobs, cores); /* every core loop ran: started or run by the program */
+    assert_true(woken <= 1);      /* 2-3: cores started that the round did not need */
+    rth_close(&h);
+}
+
 static void use_watchdog(uint32_t watchdog_ms)
 {
     struct simdev_config cfg = ts_small_config();
@@ -1700,6 +1746,8 @@ int main(void)
         SIMPLER_TEST_WITH(mixed_task_of_aic_and_aiv0_uses_two_lanes,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(lone_aiv1_kernel_runs_as_an_aiv_task_on_lane_0,
+                          dispatch_setup, dispatch_teardown),
+        SIMPLER_TEST_WITH(a_one_task_round_wakes_one_core_and_its_program_ends_the_others,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(sync_start_blocks_are_resident_at_once,
                           dispatch_setup, dispatch_teardown),

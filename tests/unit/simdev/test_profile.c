@@ -471,8 +471,9 @@ static int on_demand_core_fn(const struct simdev_core_ctx *ctx, const void *args
     struct on_demand *od = on_demand_of(args, size);
     if (!od || ctx->core_id >= CORES)
         return PTO_RUNTIME_ERR_INTERNAL;
-    atomic_store(&od->core_thread[ctx->core_id], this_thread());
+    /* counted first: a job that sees the thread sees the count */
     atomic_fetch_add(&od->runs, 1);
+    atomic_store(&od->core_thread[ctx->core_id], this_thread());
     return 0;
 }
 
