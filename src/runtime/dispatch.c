@@ -225,7 +225,9 @@ static void ask_core(struct sched_core *c)
  * work no joined core took asks for cores: for wide work (a cluster,
  * SPMD or sync-start task, queued or held, which waits for every owned
  * core to join) every core; for plain tasks of a type one more core of
- * the type while none asked is still joining, every core of the type
+ * the type while none asked by any scheduler is still joining (the run's
+ * cores_coming, claimed from 0 to 1: two schedulers' steps that see the
+ * same lone task start one core between them), every core of the type
  * once two or more tasks wait. A one-task round starts one core, not
  * every core of the device (measured: a third of the round, the others'
  * wake-ups and exits).
@@ -242,18 +244,22 @@ static void start_cores(struct sched *S)
         if (!queued)
             continue;
         uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
-        bool coming = false;
-        for (uint32_t i = 0; i < S->core_count; i++)
-            coming |= S->cores[i].type == type && S->cores[i].waiting && S->cores[i].asked;
-        if (coming && queued < 2)
-            continue;
+        _Atomic uint32_t *coming = &run->cores_coming[type];
         for (uint32_t i = 0; i < S->core_count; i++) {
             struct sched_core *c = &S->cores[i];
             if (c->type != type || !c->waiting || c->asked)
                 continue;
-            ask_core(c);
-            if (queued < 2)
+            if (queued < 2) {
+                uint32_t none = 0;
+                if (!atomic_compare_exchange_strong_explicit(coming, &none, 1,
+                                                             memory_order_relaxed,
+                                                             memory_order_relaxed))
+                    break; /* one is coming: it takes the task */
+                ask_core(c);
                 break;
+            }
+            atomic_fetch_add_explicit(coming, 1, memory_order_relaxed);
+            ask_core(c);
         }
     }
 }

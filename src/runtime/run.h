@@ -96,6 +96,10 @@ struct rt_run {
     _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_completed;
     _Atomic uint64_t subtasks_dispatched;
     _Atomic uint32_t cores_running; /* cores holding a running task, all schedulers */
+    /* Cores asked to start (dispatch.c, start_cores) that have not joined
+     * yet, per core type, all schedulers: a step of any scheduler asks
+     * for one more core for a lone task only when none is coming. */
+    _Atomic uint32_t cores_coming[2];
     /* Written by every submit, read by the watchdog and the run's end only. */
     _Alignas(RT_CACHELINE) _Atomic uint64_t tasks_submitted; /* orchestrator, release */
     /* Read by every completion and retirement, written by the orchestrator

@@ -84,6 +84,8 @@ void rt_sched_see_joins(struct sched *S)
             c->waiting = false;
             c->joined = true;
             S->waiting--;
+            if (c->asked) /* it came */
+                atomic_fetch_sub_explicit(&run->cores_coming[c->type], 1, memory_order_relaxed);
         }
     }
 }
@@ -97,6 +99,8 @@ void rt_sched_leave_waiting(struct sched *S)
             continue;
         c->waiting = false;
         S->waiting--;
+        if (c->asked) /* it comes no more: joined, or left */
+            atomic_fetch_sub_explicit(&run->cores_coming[c->type], 1, memory_order_relaxed);
         /* model: round_gate.pml, rt_rendezvous_leave in SchedHalf */
         if (rt_rendezvous_leave(&run->rendezvous[c->id], run->generation,
                                 RT_RENDEZVOUS_SCHED))
