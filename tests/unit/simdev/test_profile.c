@@ -510,6 +510,17 @@ static int on_demand_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *ar
     return 0;
 }
 
+/* Enqueues on `s` an on-demand core launch of on_demand_core_fn for `od`. */
+static void enqueue_on_demand(simdev_stream_t s, struct on_demand *od)
+{
+    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICORE_ON_DEMAND,
+                                 .aicore_fn = on_demand_core_fn,
+                                 .args = &od,
+                                 .args_size = sizeof od};
+    size_t enqueued;
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+}
+
 /* Runs the AICPU job on `s` and, once it waits at its gate, an on-demand
  * core launch on `s2`; both must succeed. */
 static void run_on_demand(struct on_demand *od)
@@ -519,12 +530,7 @@ static void run_on_demand(struct on_demand *od)
     ts_gate_init(&od->gate);
     assert_int_equal(simdev_launch_aicpu(s, on_demand_aicpu_fn, 1, &od, sizeof od), 0);
     ts_gate_wait_arrivals(&od->gate, 1);
-    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICORE_ON_DEMAND,
-                                 .aicore_fn = on_demand_core_fn,
-                                 .args = &od,
-                                 .args_size = sizeof od};
-    size_t enqueued;
-    assert_int_equal(simdev_stream_enqueue_batch(s2, &op, 1, &enqueued), 0);
+    enqueue_on_demand(s2, od);
     ts_gate_open(&od->gate);
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_int_equal(simdev_stream_sync(s2), 0);
@@ -583,13 +589,7 @@ static void an_on_demand_launch_on_an_idle_device_starts_every_core(void **state
     (void)state;
     simdev_stream_t s = stream_on_a_sleeping_device();
     static struct on_demand od;
-    struct on_demand *arg = &od;
-    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICORE_ON_DEMAND,
-                                 .aicore_fn = on_demand_core_fn,
-                                 .args = &arg,
-                                 .args_size = sizeof arg};
-    size_t enqueued;
-    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+    enqueue_on_demand(s, &od);
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_int_equal(atomic_load(&od.runs), CORES);
     for (uint32_t c = 0; c < CORES; c++)
