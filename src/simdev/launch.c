@@ -289,6 +289,43 @@ static void launch_abandon(struct sd_device *dev, struct sd_job *job)
     pthread_mutex_unlock(&dev->launch.pool_lock);
 }
 
+/* Wake-ups put off by this thread (sd_launch_defer_begin): at most one a
+ * word, in the order they were asked for; a word beyond the room is woken
+ * at once. */
+#define SD_DEFERRED_MAX 8
+static _Thread_local bool tl_defer;
+static _Thread_local unsigned tl_deferred_count;
+static _Thread_local struct sd_waitword *tl_deferred[SD_DEFERRED_MAX];
+
+void sd_launch_defer_begin(void)
+{
+    tl_defer = true;
+}
+
+void sd_launch_defer_end(void)
+{
+    tl_defer = false;
+    for (unsigned i = 0; i < tl_deferred_count; i++)
+        sd_wake(tl_deferred[i]);
+    tl_deferred_count = 0;
+}
+
+/* sd_wake(word), now or at this thread's sd_launch_defer_end. The job is
+ * published before either (a spinning thread takes it meanwhile). */
+static void wake_or_defer(struct sd_waitword *word)
+{
+    if (tl_defer) {
+        for (unsigned i = 0; i < tl_deferred_count; i++)
+            if (tl_deferred[i] == word)
+                return;
+        if (tl_deferred_count < SD_DEFERRED_MAX) {
+            tl_deferred[tl_deferred_count++] = word;
+            return;
+        }
+    }
+    sd_wake(word);
+}
+
 /* The hand-out of a held core job, whose blocks take_locked gave its
  * `count` cores without waking them: a core still spinning after its last
  * job takes its block at once; the others wait for a start (sd_core_start,
@@ -302,7 +339,7 @@ static void hand_out_held(struct sd_device *dev, struct sd_worker **workers, uin
     for (uint32_t i = 0; i < count; i++) {
         if (atomic_exchange_explicit(&workers[i]->start_asked, 0, memory_order_relaxed)) {
             sd_count_wait(&dev->waits.handoffs, 1);
-            sd_worker_wake_core(workers[i]);
+            wake_or_defer(sd_worker_core_word(workers[i]));
         }
     }
 }
@@ -316,7 +353,7 @@ void sd_core_start(struct sd_device *dev, uint32_t core)
         return; /* the hand-out to come answers the request */
     if (atomic_exchange_explicit(&w->start_asked, 0, memory_order_relaxed)) {
         sd_count_wait(&dev->waits.handoffs, 1);
-        sd_worker_wake_core(w);
+        sd_wake(sd_worker_core_word(w));
     }
 }
 
@@ -373,15 +410,15 @@ static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_wo
          * (worker.c) */
         atomic_store_explicit(&w->job, job, memory_order_release);
         if (!cores && !together)
-            sd_wake(sd_worker_word(w));
+            wake_or_defer(sd_worker_word(w));
     }
     if (cores) { /* a core launch takes every core: one word wakes them all */
         for (uint32_t i = 0; i < count; i++) /* a start asked is answered too */
             atomic_store_explicit(&workers[i]->start_asked, 0, memory_order_relaxed);
-        sd_wake(&dev->workers.cores_wake);
+        wake_or_defer(&dev->workers.cores_wake);
     }
     else if (together)
-        sd_wake(&dev->workers.aicpu_wake);
+        wake_or_defer(&dev->workers.aicpu_wake);
 }
 
 /* Waits for the job's end under the watchdog: 0, TIMEOUT (the watchdog

@@ -130,8 +130,21 @@ int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op);
 int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_done_fn done,
                     void *ctx, uintptr_t tag);
 
-/* Starts the watchdog of asynchronous jobs when the device has one (device
- * start): 0 or OUT_OF_HOST_MEMORY. */
+/*
+ * Wake-ups put off to the end of a start-here run (stream.c,
+ * sd_stream_start_held): between sd_launch_defer_begin and
+ * sd_launch_defer_end on one thread, a launch this thread hands out gives
+ * its threads their job at once (a thread still spinning takes it) but
+ * makes its wake-up system call only at sd_launch_defer_end, after every
+ * other op of the run has started. So a round's AICPU program and its core
+ * loop both go out before the launching thread makes the one system call
+ * that lets woken threads take its CPU, and the core loop goes out held.
+ * The thread must not wait for anything between the two (a start-here run
+ * never does: an op that would block goes to its executor). Not nested.
+ */
+void sd_launch_defer_begin(void);
+void sd_launch_defer_end(void);
+
 /*
  * Starts core `core`'s block of the core job handed out held, or, when
  * none is handed out yet, of the next one handed out held (the request is
@@ -154,6 +167,8 @@ uint32_t sd_cores_run_unstarted(struct sd_device *dev,
                                             void *mine_arg),
                                 void *mine_arg);
 
+/* Starts the watchdog of asynchronous jobs when the device has one (device
+ * start): 0 or OUT_OF_HOST_MEMORY. */
 int sd_launch_watchdog_start(struct sd_device *dev);
 /* Stops and joins it (reset, before the workers stop). */
 void sd_launch_watchdog_stop(struct sd_device *dev);

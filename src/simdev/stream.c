@@ -17,6 +17,7 @@
 #include "simdev/event.h"
 #include "simdev/fault.h"
 #include "simdev/graph.h"
+#include "simdev/launch.h"
 #include "simdev/memory.h"
 #include "simdev/op.h"
 #include "simdev/park.h"
@@ -444,10 +445,18 @@ void simdev_start_here_end(void)
 
 void sd_stream_start_held(void)
 {
-    /* Starting a stream enqueues nothing, so no stream is held meanwhile. */
+    if (!tl_held_count)
+        return;
+    /* Starting a stream enqueues nothing, so no stream is held meanwhile.
+     * The launches started here wake their threads once all have gone
+     * out (launch.h, sd_launch_defer_begin): a round's core loop goes out
+     * held, behind its program, before the program's threads can take
+     * this thread's CPU. */
+    sd_launch_defer_begin();
     for (unsigned i = 0; i < tl_held_count; i++)
         advance(tl_held[i], false);
     tl_held_count = 0;
+    sd_launch_defer_end();
 }
 
 void sd_stream_wake_locked(struct simdev_stream *stream)

@@ -110,9 +110,9 @@ struct sd_waitword *sd_worker_word(struct sd_worker *w)
     return w->is_core ? &w->dev->workers.cores_wake : &w->wake;
 }
 
-void sd_worker_wake_core(struct sd_worker *w)
+struct sd_waitword *sd_worker_core_word(struct sd_worker *w)
 {
-    sd_wake(sd_wait_either_supported() ? &w->wake : &w->dev->workers.cores_wake);
+    return sd_wait_either_supported() ? &w->wake : &w->dev->workers.cores_wake;
 }
 
 static void *worker_main(void *arg)

@@ -86,9 +86,10 @@ static inline bool sd_core_gives_way(const struct sd_worker *core)
  * runnable budget, the thread-local identity and the timeline's job marks
  * are w's for the call. Returns the job's status. */
 int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job);
-/* Wakes core `w` alone where its thread sleeps on its own word too, else
- * every idle core (which look for their jobs and sleep again). */
-void sd_worker_wake_core(struct sd_worker *w);
+/* The word that wakes core `w` alone where its thread sleeps on its own
+ * word too, else the one that wakes every idle core (which look for their
+ * jobs and sleep again). */
+struct sd_waitword *sd_worker_core_word(struct sd_worker *w);
 
 /* Starts the device's AICPU threads and cores (device start; the workers'
  * memory is zeroed first). 0, or OUT_OF_HOST_MEMORY with every thread it
