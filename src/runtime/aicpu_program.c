@@ -281,15 +281,24 @@ static bool run_initialised(void *arg)
 }
 
 /* Waits for the orchestrator to publish this run's initialisation. Ended
- * by the orchestrator's store of init_generation and its rt_signal; a
- * orchestrator that never comes by sched_timeout_ms (TIMEOUT), or a lost
- * device. */
+ * by the orchestrator's store of init_generation and its rt_signal; when
+ * the orchestrator ran the schedulers' prologues it does not signal (this
+ * thread has nothing to do before the run's end), and any later rt_signal
+ * of the run, or the deadline, ends the wait, which then finds the run
+ * initialised; an orchestrator that never comes by sched_timeout_ms
+ * (TIMEOUT), or a lost device. */
 static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int device)
 {
     uint64_t deadline =
         platform_clock_ns() + (uint64_t)la->request.config.sched_timeout_ms * 1000000ull;
     struct init_wait w = {run, la->generation};
-    return rt_wait_until(device, RT_WAIT_COND, run_initialised, &w, &deadline);
+    /* On the schedulers' channel, which only rt_signal moves: a wait on
+     * the condition sequence is ended by every core's condition write too,
+     * and this wait may last the whole run (above). */
+    int rc = rt_wait_until(device, RT_NOTIFY_SCHED, run_initialised, &w, &deadline);
+    /* Initialised, whatever ended the wait (a device lost later in the
+     * run): the run's own end and failures are the watch's to see. */
+    return rc && run_initialised(&w) ? 0 : rc;
 }
 
 /* Whether the core launch of `fn` with these argument bytes is the core
@@ -330,10 +339,27 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
             rt_fail(run, code);
         if (code) /* before the schedulers may look (init_generation) */
             atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
+        /* A TMR run's schedulers open here, before the first submit: the
+         * first task goes to a core at once, whenever (and on whichever
+         * CPU) the schedulers' threads begin. Measured, a one-task round:
+         * the scheduler's thread, woken with this one, began 10-25 us
+         * after it, and the task waited for its handshake; or it began
+         * first and slept until this thread's signal, a wake-up system
+         * call on the way to the submit. */
+        run->prologued = !code && !hbg;
+        for (uint32_t t = 0; run->prologued && t < run->schedulers; t++)
+            run->sched_next[t] = (uint8_t)rt_sched_prologue(run, t);
         /* release: every initialised field above before the schedulers'
          * acquire in wait_init */
         atomic_store_explicit(&run->init_generation, la->generation, memory_order_release);
-        rt_signal(run);
+        /* A scheduler's thread waits for the run's initialisation only
+         * when it has its prologue to run; after one run here, it has
+         * nothing to do before the run's end, whose signals (the
+         * orchestrator's end, the last completion, a failure) or its
+         * wait's deadline end its wait_init, and it needs no wake-up
+         * now. */
+        if (!run->prologued)
+            rt_signal(run);
         if (hbg) {
             if (!code) {
                 /* The tasks are laid as the others run them, as a TMR
@@ -358,7 +384,11 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
             rt_exit_cores_uninitialised(la, ctx->device, ctx->thread_index);
             return PTO_RUNTIME_ERR_INTERNAL; /* the run never reported */
         }
-        rt_schedule(run, ctx->thread_index);
+        if (run->prologued)
+            rt_schedule_after(run, ctx->thread_index,
+                              (enum rt_sched_next)run->sched_next[ctx->thread_index]);
+        else
+            rt_schedule(run, ctx->thread_index);
     }
 
     /* acq_rel: the last thread out sees every other thread's final writes */

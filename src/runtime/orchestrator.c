@@ -498,5 +498,13 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
     atomic_store_explicit(&run->tasks_submitted, run->tasks_submitted_local,
                           memory_order_release);
     atomic_store_explicit(&run->orch_done, 1, memory_order_seq_cst);
-    rt_signal(run);
+    /* Only a run that ends here needs the signal: while tasks are still
+     * to complete, the last completion signals the end (rt_run_finished's
+     * pairing: either it sees orch_done, or this sees it), and a failure
+     * signals itself (rt_fail). Signalled always, it woke the watcher
+     * asleep on the run (a wake-up system call on this thread, 5-10 us)
+     * in a one-task round whose core had just been started, and the
+     * watcher then took a CPU from that core. */
+    if (rt_run_finished(run))
+        rt_signal(run);
 }

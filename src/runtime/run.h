@@ -112,6 +112,12 @@ struct rt_run {
      * retirement); else RT_ORCH_WAIT_SLOTS(ring, alive) = task slots of
      * `ring`, which need last_alive >= alive (signal only then). */
     _Atomic uint64_t orch_wait_target;
+    /* Run before init_generation is published, read after its acquire:
+     * whether the orchestrator ran every scheduler's prologue (its
+     * handshake and opening, scheduler.c) before it published the run,
+     * and what each scheduler's own thread still does then. */
+    bool prologued;
+    uint8_t sched_next[SIMDEV_MAX_AICPU_THREADS]; /* enum rt_sched_next */
     _Alignas(RT_CACHELINE) _Atomic uint64_t init_generation;
     _Atomic uint32_t threads_finished;
     /* Per core, written once a round by its core loop (release) when it

@@ -168,6 +168,8 @@ void rt_exit_cores_uninitialised(const struct rt_launch_args *la, int device, ui
         if (rt_core_owner(topo.aic_cores, clusters, la->schedulers, id) != index)
             continue;
         struct simdev_core_regs *regs = platform_core_regs(device, id);
+        if (!regs)
+            return; /* a lost device: its loss ends every core loop */
         uint64_t next = rt_first_dispatch_id(platform_read_doorbell(regs));
         /* Arrive and leave at once; a core loop already waiting is JOINED
          * by the arrival (or by the failed leave) and must be told to end. */
@@ -201,7 +203,7 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
  * so it always has cores. */
 #define RT_WATCHER 0u
 
-void rt_schedule(struct rt_run *run, uint32_t index)
+enum rt_sched_next rt_sched_prologue(struct rt_run *run, uint32_t index)
 {
     struct sched *S = rt_sched_state(run, index);
     /* This thread owns the token (rt_scheds_init) until the handshake has
@@ -215,25 +217,42 @@ void rt_schedule(struct rt_run *run, uint32_t index)
          * watch would sleep to the run's end and be woken for it, on the
          * way to the program's end; the watcher watches the run. */
         rt_sched_close_unopened(run, index);
-        return;
+        return RT_SCHED_GONE;
     }
     int32_t code = handshake(S);
-    bool stalled = false;
     if (code) {
         rt_fail(run, code);
         rt_sched_close_unopened(run, index);
-    } else if (index != RT_WATCHER) {
+        return RT_SCHED_END;
+    }
+    if (index != RT_WATCHER) {
         if (rt_sched_leave_to_watcher(run, index)) {
             /* Its steps run on the threads that kick it, as every step
              * does; the watcher closes it and rings its cores out. */
             platform_mark(SIMDEV_POINT_SCHED_OPEN);
             rt_sched_open(run, index);
-            return;
+            return RT_SCHED_GONE;
         }
         rt_sched_close_unopened(run, index); /* the watcher ended the round first */
-    } else {
-        platform_mark(SIMDEV_POINT_SCHED_OPEN);
-        rt_sched_open(run, index);
+        return RT_SCHED_END;
+    }
+    platform_mark(SIMDEV_POINT_SCHED_OPEN);
+    rt_sched_open(run, index);
+    return RT_SCHED_WATCH;
+}
+
+void rt_schedule(struct rt_run *run, uint32_t index)
+{
+    rt_schedule_after(run, index, rt_sched_prologue(run, index));
+}
+
+void rt_schedule_after(struct rt_run *run, uint32_t index, enum rt_sched_next next)
+{
+    if (next == RT_SCHED_GONE)
+        return;
+    struct sched *S = rt_sched_state(run, index);
+    bool stalled = false;
+    if (next == RT_SCHED_WATCH) {
         stalled = rt_sched_watch(S);
         platform_mark(SIMDEV_POINT_SCHED_DONE);
     }

@@ -125,9 +125,28 @@ static inline bool sched_core_can_queue(const struct sched_core *c)
     return inflight > 0 && inflight < RT_CORE_DEPTH;
 }
 
-/* Scheduler thread `index` of run->schedulers: the handshake with its
- * cores, its watch until the run ends (watchdog.c), their exit. */
+/* What a scheduler's own thread still does after its prologue. */
+enum rt_sched_next {
+    RT_SCHED_GONE,  /* nothing: its steps run on the threads that kick it,
+                     * and the watcher ends it */
+    RT_SCHED_WATCH, /* the watcher: watch the run, then end it */
+    RT_SCHED_END,   /* it could not open: end its own cores */
+};
+
+/* Scheduler `index`'s prologue: its state, the handshake with its cores
+ * and its opening (or closing, when the handshake failed). Runs once a
+ * round, on its own thread (rt_schedule) or, before the run is published,
+ * on the orchestrator's (aicpu_program.c), which then leaves the rest to
+ * the scheduler's thread (rt_schedule_after). */
+enum rt_sched_next rt_sched_prologue(struct rt_run *run, uint32_t index);
+
+/* Scheduler thread `index` of run->schedulers: its prologue, its watch
+ * until the run ends (watchdog.c), the exit of its cores. */
 void rt_schedule(struct rt_run *run, uint32_t index);
+
+/* The rest of scheduler thread `index` after a prologue that ended in
+ * `next` (run on whichever thread). */
+void rt_schedule_after(struct rt_run *run, uint32_t index, enum rt_sched_next next);
 
 /* Marks JOINED the waiting cores whose core loop has arrived since (a step
  * calls it while S->waiting; the token's holder only). */
