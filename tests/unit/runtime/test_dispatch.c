@@ -896,6 +896,62 @@ static void a_one_task_round_wakes_one_core_and_its_program_ends_the_others(void
     rth_close(&h);
 }
 
+/*
+ * A TMR run's schedulers open on the orchestrator's thread, before it
+ * publishes the run (docs/runtime.md, "The scheduler's prologue"): in a
+ * one-task round on a device that never spins, every SCHED_OPEN point
+ * (one per scheduler) is marked by the AICPU thread that then submits,
+ * before its submit, and that thread makes no wake-up system call before
+ * its submit (the run's publication wakes nobody: a scheduler's thread
+ * waits for the run's end). A SCHED_OPEN on another thread would be a
+ * scheduler's own thread running its prologue, which the task would wait
+ * for; a wake-up before the submit, a signal on the way to it.
+ */
+static void a_tmr_rounds_schedulers_open_on_the_orchestrators_thread(void **state)
+{
+    (void)state;
+    TS_SKIP_UNDER_HBG("its schedulers' threads run their own prologue");
+    struct simdev_config cfg = ts_small_config();
+    cfg.spin_ns = 0;
+    ts_device_setup_config(&cfg);
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    assert_int_equal(run_guarded(&h, orch_one_count, NULL), 0); /* warm-up */
+    enum { CAPACITY = 1 << 14 };
+    static struct simdev_timeline_entry e[CAPACITY];
+    assert_int_equal(simdev_timeline_start_with(0, CAPACITY,
+                                                SIMDEV_TIMELINE_WAITS | SIMDEV_TIMELINE_POINTS),
+                     0);
+    assert_int_equal(run_guarded(&h, orch_one_count, NULL), 0);
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, CAPACITY, &n, &dropped), 0);
+    assert_int_equal(dropped, 0); /* the buffer holds every mark */
+    assert_int_equal(atomic_load(&g_invocations), 2);
+    size_t submit = n;
+    for (size_t i = 0; i < n && submit == n; i++)
+        if (e[i].mark == SIMDEV_MARK_POINT && e[i].op == SIMDEV_POINT_SUBMIT)
+            submit = i;
+    assert_true(submit < n);
+    assert_int_equal(e[submit].core, 0); /* an AICPU thread submits */
+    uint32_t orchestrator = e[submit].thread;
+    uint32_t opened = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].mark == SIMDEV_MARK_POINT && e[i].op == SIMDEV_POINT_SCHED_OPEN) {
+            assert_int_equal(e[i].core, 0);
+            assert_int_equal(e[i].thread, orchestrator);
+            assert_true(e[i].ns <= e[submit].ns);
+            opened++;
+        }
+        if (e[i].mark == SIMDEV_MARK_WAKEUP && e[i].core == 0 && e[i].thread == orchestrator)
+            assert_true(e[i].ns > e[submit].ns);
+    }
+    uint32_t schedulers =
+        h.config.scheduler_threads ? h.config.scheduler_threads : cfg.aicpu_threads - 1;
+    assert_int_equal(opened, schedulers); /* each scheduler opened once */
+    rth_close(&h);
+}
+
 static void use_watchdog(uint32_t watchdog_ms)
 {
     struct simdev_config cfg = ts_small_config();
@@ -1757,6 +1813,8 @@ int main(void)
         SIMPLER_TEST_WITH(lone_aiv1_kernel_runs_as_an_aiv_task_on_lane_0,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(a_one_task_round_wakes_one_core_and_its_program_ends_the_others,
+                          dispatch_setup, dispatch_teardown),
+        SIMPLER_TEST_WITH(a_tmr_rounds_schedulers_open_on_the_orchestrators_thread,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(sync_start_blocks_are_resident_at_once,
                           dispatch_setup, dispatch_teardown),

@@ -597,6 +597,71 @@ static void an_on_demand_launch_on_an_idle_device_starts_every_core(void **state
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
+/* Where the first mark of kind `mark` for an op of kind `op` on `stream`
+ * lies in e[0..n) (sorted), or n. */
+static size_t first_op_mark(const struct simdev_timeline_entry *e, size_t n, uint32_t mark,
+                            uint32_t op, simdev_stream_t stream)
+{
+    for (size_t i = 0; i < n; i++)
+        if (e[i].mark == mark && e[i].op == op && e[i].stream == stream)
+            return i;
+    return n;
+}
+
+/*
+ * A burst started here makes its wake-ups once its last op has gone out
+ * (docs/device.md, "Starting a burst here"): on a device that never spins,
+ * an AICPU launch on one stream and an on-demand core launch on another,
+ * both started by this thread, are both handed out before any wake-up
+ * system call (a wake-up between the two would be the AICPU thread's,
+ * made before the core launch went out: the hand-off this saves the
+ * launching thread). Every block of the core launch runs once (whether
+ * a core thread not yet asleep after its last job took its block at once
+ * is not this test's question: an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_here
+ * asks it where the threads have settled). A try whose
+ * AICPU thread had not slept yet makes no wake-up and proves nothing: it
+ * is tried again, and at least one try must make one.
+ */
+static void a_burst_started_here_wakes_its_threads_after_its_last_launch(void **state)
+{
+    (void)state;
+    simdev_stream_t s = stream_on_a_sleeping_device();
+    simdev_stream_t s2 = ts_new_stream();
+    enum { CAPACITY = 1024 };
+    static struct simdev_timeline_entry e[CAPACITY];
+    bool woke = false;
+    for (int tries = 0; tries < 100 && !woke; tries++) {
+        static struct on_demand od;
+        memset(&od, 0, sizeof od);
+        od.start = 2;
+        od.run_rest = true;
+        ts_gate_init(&od.gate);
+        ts_gate_open(&od.gate); /* the job does not wait there */
+        struct on_demand *odp = &od;
+        assert_int_equal(simdev_timeline_start_with(0, CAPACITY, SIMDEV_TIMELINE_WAITS), 0);
+        simdev_start_here_begin();
+        assert_int_equal(simdev_launch_aicpu(s, on_demand_aicpu_fn, 1, &odp, sizeof odp), 0);
+        enqueue_on_demand(s2, &od);
+        simdev_start_here_end();
+        assert_int_equal(simdev_stream_sync(s), 0);
+        assert_int_equal(simdev_stream_sync(s2), 0);
+        size_t n = stop_timeline(e, CAPACITY);
+        ts_gate_destroy(&od.gate);
+        qsort(e, n, sizeof e[0], by_ns);
+        size_t aicpu = first_op_mark(e, n, SIMDEV_MARK_OP_BEGIN, SIMDEV_MARK_AICPU, s);
+        size_t aicore = first_op_mark(e, n, SIMDEV_MARK_OP_BEGIN, SIMDEV_MARK_AICORE, s2);
+        assert_true(aicpu < aicore && aicore < n); /* started in the order enqueued */
+        for (size_t i = aicpu; i < aicore; i++)
+            assert_int_not_equal(e[i].mark, SIMDEV_MARK_WAKEUP);
+        for (size_t i = aicore; i < n; i++)
+            woke |= e[i].mark == SIMDEV_MARK_WAKEUP && e[i].core == SIMDEV_MARK_OTHER_THREAD;
+        assert_int_equal(atomic_load(&od.runs), CORES); /* every block ran, once */
+    }
+    assert_true(woke);
+    assert_int_equal(simdev_stream_destroy(s2), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 /* Records which AICPU thread ran it into the int `args` points to. */
 static int which_thread_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
 {
@@ -667,6 +732,7 @@ int main(void)
         SIMPLER_TEST(an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_here),
         SIMPLER_TEST(an_aicpu_job_end_starts_the_blocks_nobody_started),
         SIMPLER_TEST(an_on_demand_launch_on_an_idle_device_starts_every_core),
+        SIMPLER_TEST(a_burst_started_here_wakes_its_threads_after_its_last_launch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
