@@ -159,6 +159,13 @@ void platform_cond_signal(int device);
 uint64_t platform_notify_seq(int device, uint32_t channel);
 int platform_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns);
 void platform_notify_signal(int device, uint32_t channel);
+/* platform_notify_wait that spins as long as a core on its doorbell
+ * (simdev_config spin_ns) before it parks, cut short, as that core's, by
+ * the device's runnable budget: for a waiter whose wake-up would lie on a
+ * round's path and whose signal comes soon (the runtime's watcher waiting
+ * for its run's end). */
+int platform_notify_wait_within_budget(int device, uint32_t channel, uint64_t seen,
+                                       uint64_t timeout_ns);
 
 /* ------------------------------------------------------- scheduling hints */
 

@@ -287,15 +287,21 @@ static bool run_initialised(void *arg)
  * of the run, or the deadline, ends the wait, which then finds the run
  * initialised; an orchestrator that never comes by sched_timeout_ms
  * (TIMEOUT), or a lost device. */
-static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int device)
+static int wait_init(struct rt_run *run, const struct rt_launch_args *la, int device,
+                     uint32_t index)
 {
     uint64_t deadline =
         platform_clock_ns() + (uint64_t)la->request.config.sched_timeout_ms * 1000000ull;
     struct init_wait w = {run, la->generation};
     /* On the schedulers' channel, which only rt_signal moves: a wait on
      * the condition sequence is ended by every core's condition write too,
-     * and this wait may last the whole run (above). */
-    int rc = rt_wait_until(device, RT_NOTIFY_SCHED, run_initialised, &w, &deadline);
+     * and this wait may last the whole run (above). The watcher of a TMR
+     * run waits awake, as it does for the run's end (watchdog.c): this
+     * wait is the first part of that one. */
+    bool watcher = index == RT_WATCHER && la->request.config.runtime != RT_RUNTIME_HBG;
+    int rc = watcher ? rt_wait_until_spinning(device, RT_NOTIFY_SCHED, run_initialised, &w,
+                                              &deadline)
+                     : rt_wait_until(device, RT_NOTIFY_SCHED, run_initialised, &w, &deadline);
     /* Initialised, whatever ended the wait (a device lost later in the
      * run): the run's own end and failures are the watch's to see. */
     return rc && run_initialised(&w) ? 0 : rc;
@@ -353,12 +359,13 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
          * acquire in wait_init */
         atomic_store_explicit(&run->init_generation, la->generation, memory_order_release);
         /* A scheduler's thread waits for the run's initialisation only
-         * when it has its prologue to run; after one run here, it has
-         * nothing to do before the run's end, whose signals (the
-         * orchestrator's end, the last completion, a failure) or its
-         * wait's deadline end its wait_init, and it needs no wake-up
+         * when it has its prologue to run, or to leave (a scheduler but
+         * the watcher, whose thread has nothing else to do). The watcher
+         * has nothing to do before the run's end, whose signals (the last
+         * completion, a failure) or its wait's deadline end its
+         * wait_init: the default launch (one scheduler) needs no wake-up
          * now. */
-        if (!run->prologued)
+        if (!run->prologued || run->schedulers > 1)
             rt_signal(run);
         if (hbg) {
             if (!code) {
@@ -376,7 +383,7 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
                 rt_trace_orch(run, trace_begin);
         }
     } else {
-        int rc = wait_init(run, la, ctx->device);
+        int rc = wait_init(run, la, ctx->device, ctx->thread_index);
         if (rc) {
             /* The orchestrator never initialised the run: no result block
              * is written, but this thread's cores must still be told to

@@ -196,12 +196,6 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
     return 0;
 }
 
-/* The scheduler whose thread watches the run (watchdog.c) and, at its
- * end, takes over every scheduler whose thread left after its handshake:
- * one thread asleep until the run ends, not one a scheduler, each woken
- * for the end on the way to the program's end. Scheduler 0 owns core 0,
- * so it always has cores. */
-#define RT_WATCHER 0u
 
 enum rt_sched_next rt_sched_prologue(struct rt_run *run, uint32_t index)
 {

@@ -125,6 +125,13 @@ static inline bool sched_core_can_queue(const struct sched_core *c)
     return inflight > 0 && inflight < RT_CORE_DEPTH;
 }
 
+/* The scheduler whose thread watches the run (watchdog.c) and, at its
+ * end, takes over every scheduler whose thread left after its handshake:
+ * one thread waiting for the run's end, not one a scheduler, each woken
+ * for the end on the way to the program's end. Scheduler 0 owns core 0,
+ * so it always has cores. */
+#define RT_WATCHER 0u
+
 /* What a scheduler's own thread still does after its prologue. */
 enum rt_sched_next {
     RT_SCHED_GONE,  /* nothing: its steps run on the threads that kick it,

@@ -21,8 +21,9 @@ static uint64_t wait_seq(int device, uint32_t on)
     return on == RT_WAIT_COND ? platform_cond_seq(device) : platform_notify_seq(device, on);
 }
 
-int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
-                  const uint64_t *deadline_ns)
+/* rt_wait_until's and rt_wait_until_spinning's loop. */
+static int wait_until(int device, uint32_t on, bool spinning, bool (*done)(void *arg), void *arg,
+                      const uint64_t *deadline_ns)
 {
     for (;;) {
         /* The sequence before the look: a change after the look moves it,
@@ -33,12 +34,25 @@ int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
         uint64_t now = platform_clock_ns();
         if (now >= *deadline_ns)
             return PTO_RUNTIME_ERR_TIMEOUT;
-        int rc = on == RT_WAIT_COND
-                     ? platform_cond_wait(device, seq, *deadline_ns - now)
-                     : platform_notify_wait(device, on, seq, *deadline_ns - now);
+        int rc = on == RT_WAIT_COND ? platform_cond_wait(device, seq, *deadline_ns - now)
+                 : spinning ? platform_notify_wait_within_budget(device, on, seq,
+                                                                 *deadline_ns - now)
+                            : platform_notify_wait(device, on, seq, *deadline_ns - now);
         if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
             return rc;
     }
+}
+
+int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
+                  const uint64_t *deadline_ns)
+{
+    return wait_until(device, on, false, done, arg, deadline_ns);
+}
+
+int rt_wait_until_spinning(int device, uint32_t on, bool (*done)(void *arg), void *arg,
+                           const uint64_t *deadline_ns)
+{
+    return wait_until(device, on, true, done, arg, deadline_ns);
 }
 
 void rt_signal(struct rt_run *run)

@@ -43,4 +43,14 @@ void rt_signal_orch(struct rt_run *run);
 int rt_wait_until(int device, uint32_t on, bool (*done)(void *arg), void *arg,
                   const uint64_t *deadline_ns);
 
+/* rt_wait_until on a notification channel whose sleeps spin first as long
+ * as an idle core does, within the runnable budget
+ * (platform_notify_wait_within_budget): for the watcher's wait for its
+ * run's end, which a one-task round reaches 10-30 us after the watcher
+ * began to wait, and whose wake-up system call the round's last core would
+ * make and a parked watcher would take 10 us to answer (measured:
+ * docs/performance.md, "The watcher waits awake"). */
+int rt_wait_until_spinning(int device, uint32_t on, bool (*done)(void *arg), void *arg,
+                           const uint64_t *deadline_ns);
+
 #endif /* SIMPLER_RUNTIME_WAIT_H */

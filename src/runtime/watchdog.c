@@ -152,8 +152,8 @@ bool rt_sched_watch(struct sched *S)
     w.deadline = w.last_progress + w.nap_ns;
     /* A nap's end (TIMEOUT) only means: look again. */
     int rc;
-    while ((rc = rt_wait_until(run->device, RT_NOTIFY_SCHED, own_wait_done, &w, &w.deadline)) ==
-           PTO_RUNTIME_ERR_TIMEOUT)
+    while ((rc = rt_wait_until_spinning(run->device, RT_NOTIFY_SCHED, own_wait_done, &w,
+                                        &w.deadline)) == PTO_RUNTIME_ERR_TIMEOUT)
         ;
     if (rc == PTO_RUNTIME_ERR_DEVICE_LOST)
         rt_fail(run, SIMPLER_SCHED_ERR_TIMEOUT);

@@ -261,7 +261,9 @@ static bool notify_seq_changed(void *arg)
     return sd_word_wakes(w->word) != w->seen;
 }
 
-int platform_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns)
+/* platform_notify_wait's and its budgeted variant's body. */
+static int notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns,
+                       bool within_budget)
 {
     if (channel >= PLATFORM_NOTIFY_CHANNELS)
         return PTO_RUNTIME_ERR_INVALID_ARGUMENT;
@@ -270,8 +272,23 @@ int platform_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t t
     if (rc != 0)
         return rc;
     struct notify_wait w = {.word = &dev->regs.notify[channel].word, .seen = (uint32_t)seen};
+    if (within_budget)
+        return sd_wait_within_budget(w.word, notify_seq_changed, &w,
+                                     sd_spin_ns(dev, SD_WAIT_CORE), deadline_after(timeout_ns),
+                                     &dev->lost);
     return sd_wait(w.word, notify_seq_changed, &w, sd_spin_ns(dev, SD_WAIT_AICPU),
                    deadline_after(timeout_ns), &dev->lost);
+}
+
+int platform_notify_wait(int device, uint32_t channel, uint64_t seen, uint64_t timeout_ns)
+{
+    return notify_wait(device, channel, seen, timeout_ns, false);
+}
+
+int platform_notify_wait_within_budget(int device, uint32_t channel, uint64_t seen,
+                                       uint64_t timeout_ns)
+{
+    return notify_wait(device, channel, seen, timeout_ns, true);
 }
 
 void platform_notify_signal(int device, uint32_t channel)

@@ -952,6 +952,67 @@ static void a_tmr_rounds_schedulers_open_on_the_orchestrators_thread(void **stat
     rth_close(&h);
 }
 
+/*
+ * A TMR run's watcher waits for the run's end awake, as long as an idle
+ * core spins and within the runnable budget (docs/runtime.md, "The
+ * scheduler's own thread"): on a device whose waits may spin for seconds
+ * and whose budget never parks anyone, the watcher of a one-task round
+ * never sleeps between its job's begin and the end of its watch (a PARK
+ * of it there: it slept, and the round's last completion would have had
+ * to wake it), and no AICPU thread is woken once the orchestrator has
+ * submitted. The spin only decides when a thread sleeps; the round's
+ * result is checked as everywhere.
+ */
+static void a_tmr_rounds_watcher_waits_for_the_end_awake(void **state)
+{
+    (void)state;
+    TS_SKIP_UNDER_HBG("its watcher waits as every scheduler's thread does");
+    struct simdev_config cfg = ts_small_config();
+    cfg.spin_ns = 4000000000u; /* 4 s: longer than any round here */
+    cfg.runnable_cpus = 64;    /* nobody parks for the budget */
+    ts_device_setup_config(&cfg);
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    assert_int_equal(run_guarded(&h, orch_one_count, NULL), 0); /* warm-up */
+    enum { CAPACITY = 1 << 14 };
+    static struct simdev_timeline_entry e[CAPACITY];
+    assert_int_equal(simdev_timeline_start_with(0, CAPACITY,
+                                                SIMDEV_TIMELINE_WAITS | SIMDEV_TIMELINE_POINTS),
+                     0);
+    assert_int_equal(run_guarded(&h, orch_one_count, NULL), 0);
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, CAPACITY, &n, &dropped), 0);
+    assert_int_equal(dropped, 0); /* the buffer holds every mark */
+    assert_int_equal(atomic_load(&g_invocations), 2);
+    size_t done = n, submit = n;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].mark == SIMDEV_MARK_POINT && e[i].op == SIMDEV_POINT_SCHED_DONE && done == n)
+            done = i;
+        if (e[i].mark == SIMDEV_MARK_POINT && e[i].op == SIMDEV_POINT_SUBMIT && submit == n)
+            submit = i;
+    }
+    assert_true(done < n && submit < n);
+    assert_int_equal(e[done].core, 0);
+    uint32_t watcher = e[done].thread;
+    size_t begin = n;
+    for (size_t i = 0; i < done; i++)
+        if (e[i].mark == SIMDEV_MARK_JOB_BEGIN && e[i].core == 0 && e[i].thread == watcher)
+            begin = i; /* its last job before the end: the program */
+    assert_true(begin < done);
+    for (size_t i = 0; i < n; i++) {
+        bool watchers = e[i].core == 0 && e[i].thread == watcher;
+        if (watchers && e[i].ns >= e[begin].ns && e[i].ns <= e[done].ns)
+            assert_int_not_equal(e[i].mark, SIMDEV_MARK_PARK);
+        if (e[i].mark == SIMDEV_MARK_UNPARK && e[i].core == 0 && e[i].ns > e[submit].ns &&
+            e[i].ns <= e[done].ns)
+            fail_msg("AICPU thread %u woken at %llu ns, after the submit at %llu ns",
+                     e[i].thread, (unsigned long long)e[i].ns,
+                     (unsigned long long)e[submit].ns);
+    }
+    rth_close(&h);
+}
+
 static void use_watchdog(uint32_t watchdog_ms)
 {
     struct simdev_config cfg = ts_small_config();
@@ -1816,6 +1877,8 @@ int main(void)
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(a_tmr_rounds_schedulers_open_on_the_orchestrators_thread,
                           dispatch_setup, dispatch_teardown),
+        SIMPLER_TEST_WITH(a_tmr_rounds_watcher_waits_for_the_end_awake, dispatch_setup,
+                          dispatch_teardown),
         SIMPLER_TEST_WITH(sync_start_blocks_are_resident_at_once,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(sync_start_task_waits_until_all_its_blocks_fit,
