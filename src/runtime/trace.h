@@ -57,7 +57,9 @@ static inline uint32_t rt_edge_hazard(enum rt_access access, enum rt_access reco
 /* ----------------------------------------------------------------- hooks */
 
 /* An AICPU thread entering round `generation`: resets its own buffer (the
- * orchestrator also stamps the header). */
+ * orchestrator also stamps the header). In a TMR round the orchestrator
+ * resets every AICPU thread's buffer, the schedulers' too: it opens them
+ * before their threads begin. */
 void rt_trace_aicpu_begin(const struct rt_config *c, uint64_t generation, uint32_t thread_index,
                           uint32_t thread_count);
 /* A core entering round `generation`: resets its buffer. */
