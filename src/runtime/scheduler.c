@@ -34,6 +34,7 @@
 #include "runtime/runtime.h"
 #include "runtime/scheduler.h"
 #include "runtime/step_token.h"
+#include "runtime/trace.h"
 #include "runtime/watchdog.h"
 #include "simpler/status.h"
 
@@ -199,6 +200,7 @@ int rt_round_cancel_main(const struct simdev_aicpu_ctx *ctx, const void *args, s
 
 enum rt_sched_next rt_sched_prologue(struct rt_run *run, uint32_t index)
 {
+    rt_trace_sched_begin(&run->config, run->generation, index);
     struct sched *S = rt_sched_state(run, index);
     /* This thread owns the token (rt_scheds_init) until the handshake has
      * JOINED the cores: no step may ring a core before that. */

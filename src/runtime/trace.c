@@ -45,25 +45,19 @@ void rt_trace_aicpu_begin(const struct rt_config *c, uint64_t generation, uint32
                           uint32_t thread_count)
 {
     struct rt_trace_header *h = c->trace;
-    if (!rt_trace_level(c))
+    if (!rt_trace_level(c) || thread_index + 1 != thread_count)
         return;
-    bool hbg = c->runtime == RT_RUNTIME_HBG;
-    if (thread_index + 1 == thread_count) {
-        h->generation = generation;
-        h->tag = c->trace_tag;
-        /* host_build_graph: every thread schedules, and the buffer after
-         * theirs is the last one's lay (rt_hbg_lay) */
-        if (hbg)
-            reset(h, h->core_count + h->schedulers, generation);
-        /* TMR: the orchestrator opens the schedulers (aicpu_program.c), and
-         * their steps may write their buffers before their own threads
-         * begin: the buffers are reset here, before that, and never by
-         * those threads (whose reset would erase a step's records). */
-        for (uint32_t t = 0; !hbg && t + 1 < thread_count; t++)
-            reset(h, h->core_count + t, generation);
-    }
-    if (hbg || thread_index + 1 == thread_count)
-        reset(h, h->core_count + thread_index, generation);
+    h->generation = generation;
+    h->tag = c->trace_tag;
+    /* The buffer after the schedulers': TMR's orchestrator, or
+     * host_build_graph's lay (rt_hbg_lay) by its booting thread. */
+    reset(h, h->core_count + h->schedulers, generation);
+}
+
+void rt_trace_sched_begin(const struct rt_config *c, uint64_t generation, uint32_t sched)
+{
+    if (rt_trace_level(c))
+        reset(c->trace, c->trace->core_count + sched, generation);
 }
 
 void rt_trace_core_begin(const struct rt_config *c, uint64_t generation, uint32_t core)

@@ -56,12 +56,15 @@ static inline uint32_t rt_edge_hazard(enum rt_access access, enum rt_access reco
 
 /* ----------------------------------------------------------------- hooks */
 
-/* An AICPU thread entering round `generation`: resets its own buffer (the
- * orchestrator also stamps the header). In a TMR round the orchestrator
- * resets every AICPU thread's buffer, the schedulers' too: it opens them
- * before their threads begin. */
+/* An AICPU thread entering round `generation`: the last one stamps the
+ * header and resets the buffer after the schedulers' (the orchestrator's,
+ * or host_build_graph's lay). */
 void rt_trace_aicpu_begin(const struct rt_config *c, uint64_t generation, uint32_t thread_index,
                           uint32_t thread_count);
+/* Scheduler `sched`'s prologue in round `generation`, before it opens:
+ * resets its buffer, on whichever thread runs the prologue (the
+ * orchestrator's in a TMR round), before any step can write there. */
+void rt_trace_sched_begin(const struct rt_config *c, uint64_t generation, uint32_t sched);
 /* A core entering round `generation`: resets its buffer. */
 void rt_trace_core_begin(const struct rt_config *c, uint64_t generation, uint32_t core);
 /* A core finished dispatch `reg` that started at `begin`. */
