@@ -125,6 +125,19 @@ typedef int (*platform_launch_match_fn)(simdev_aicore_fn fn, const void *args, s
 uint32_t platform_cores_run_unstarted(int device, platform_launch_match_fn mine,
                                       void *mine_arg);
 
+/*
+ * AICPU side: platform_core_start, except that when the core's block of
+ * the held on-demand launch that `mine` says is the caller's (as
+ * platform_cores_run_unstarted) has not been taken by its core, the
+ * calling thread runs it, as that core, and returns 1 once it returned.
+ * Returns 0 when its core took the block, or when no such launch is held
+ * yet and the core was asked to start. For an AICPU thread with nothing
+ * else to do until that core loop ends (the runtime's orchestrator after
+ * its orchestration, docs/runtime.md).
+ */
+int platform_core_run_here(struct simdev_core_regs *regs, platform_launch_match_fn mine,
+                           void *mine_arg);
+
 /* Core side: publish `value` in the condition word (release; pairs with the
  * acquire in platform_read_cond / platform_cond_wait) and wake a parked
  * AICPU waiter. */

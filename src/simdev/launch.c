@@ -293,28 +293,48 @@ static void launch_abandon(struct sd_device *dev, struct sd_job *job)
  * word, in the order they were asked for; a word beyond the room is woken
  * at once. */
 #define SD_DEFERRED_MAX 8
-static _Thread_local bool tl_defer;
+static _Thread_local unsigned tl_defer_depth;
 static _Thread_local unsigned tl_deferred_count;
 static _Thread_local struct sd_waitword *tl_deferred[SD_DEFERRED_MAX];
 
 void sd_launch_defer_begin(void)
 {
-    tl_defer = true;
+    tl_defer_depth++;
+}
+
+/* Makes the wake-ups put off so far. */
+static void defer_flush(void)
+{
+    for (unsigned i = 0; i < tl_deferred_count; i++)
+        sd_wake(tl_deferred[i]);
+    tl_deferred_count = 0;
 }
 
 void sd_launch_defer_end(void)
 {
-    tl_defer = false;
-    for (unsigned i = 0; i < tl_deferred_count; i++)
-        sd_wake(tl_deferred[i]);
-    tl_deferred_count = 0;
+    if (tl_defer_depth && --tl_defer_depth)
+        return;
+    defer_flush();
+}
+
+unsigned sd_launch_defer_pause(void)
+{
+    unsigned depth = tl_defer_depth;
+    tl_defer_depth = 0;
+    defer_flush();
+    return depth;
+}
+
+void sd_launch_defer_resume(unsigned depth)
+{
+    tl_defer_depth = depth;
 }
 
 /* sd_wake(word), now or at this thread's sd_launch_defer_end. The job is
  * published before either (a spinning thread takes it meanwhile). */
 static void wake_or_defer(struct sd_waitword *word)
 {
-    if (tl_defer) {
+    if (tl_defer_depth) {
         for (unsigned i = 0; i < tl_deferred_count; i++)
             if (tl_deferred[i] == word)
                 return;
@@ -381,6 +401,35 @@ uint32_t sd_cores_run_unstarted(struct sd_device *dev,
     for (uint32_t k = 0; k < n; k++)
         sd_job_finish(dev, job, sd_worker_run_here(claimed[k], job));
     return n;
+}
+
+int sd_core_run_here(struct sd_device *dev, uint32_t core,
+                     int (*mine)(simdev_aicore_fn fn, const void *args, size_t size,
+                                 void *mine_arg),
+                     void *mine_arg)
+{
+    struct sd_worker *w = &dev->workers.cores[core];
+    bool claimed = false;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    struct sd_job *job = dev->launch.held; /* alive while held: it ends under pool_lock */
+    if (job && !mine(job->aicore_fn, job->args_copy, job->args_size, mine_arg))
+        job = NULL; /* another program's launch */
+    if (job) {
+        struct sd_job *expected = job;
+        /* acquire: as the worker's take of its job (worker.c) */
+        claimed = atomic_compare_exchange_strong_explicit(&w->job, &expected, NULL,
+                                                          memory_order_acquire,
+                                                          memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    if (claimed) {
+        /* The job cannot end before this block is finished. */
+        sd_job_finish(dev, job, sd_worker_run_instead(w, job));
+        return 1;
+    }
+    if (!job)
+        sd_core_start(dev, core); /* not handed out held (yet): a start as asked */
+    return 0; /* or its core took the block */
 }
 
 /* Gives the job to each of the `count` workers it took and wakes them;

@@ -131,19 +131,26 @@ int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_don
                     void *ctx, uintptr_t tag);
 
 /*
- * Wake-ups put off to the end of a start-here run (stream.c,
- * sd_stream_start_held): between sd_launch_defer_begin and
+ * Wake-ups put off to the end of a run of ops on one thread (stream.c:
+ * a start-here run, sd_stream_start_held, and every advance of a stream
+ * with the streams it lets go): between sd_launch_defer_begin and
  * sd_launch_defer_end on one thread, a launch this thread hands out gives
  * its threads their job at once (a thread still spinning takes it) but
  * makes its wake-up system call only at sd_launch_defer_end, after every
  * other op of the run has started. So a round's AICPU program and its core
  * loop both go out before the launching thread makes the one system call
- * that lets woken threads take its CPU, and the core loop goes out held.
- * The thread must not wait for anything between the two (a start-here run
- * never does: an op that would block goes to its executor). Not nested.
+ * that lets woken threads take its CPU, the core loop goes out held, and
+ * the program's threads find it handed out when they begin. The thread
+ * must not wait for anything with wake-ups put off: an executor runs an op
+ * that may block it (a launch that waits for its job, a host callback)
+ * between sd_launch_defer_pause, which makes them and puts off nothing
+ * more, and sd_launch_defer_resume. Nested: the outermost end makes them.
  */
 void sd_launch_defer_begin(void);
 void sd_launch_defer_end(void);
+/* Returns the depth to resume with. */
+unsigned sd_launch_defer_pause(void);
+void sd_launch_defer_resume(unsigned depth);
 
 /*
  * Starts core `core`'s block of the core job handed out held, or, when
@@ -166,6 +173,21 @@ uint32_t sd_cores_run_unstarted(struct sd_device *dev,
                                 int (*mine)(simdev_aicore_fn fn, const void *args, size_t size,
                                             void *mine_arg),
                                 void *mine_arg);
+
+/*
+ * Core `core`'s block of the held core job, if mine(fn, args, size,
+ * mine_arg) — called under pool_lock — says the job is the caller's and
+ * no core has taken the block: runs it on the calling thread as that core
+ * and returns 1 once it returned (ending the job if it was its last
+ * block, whose stream then goes on on this thread). Else 0: its core took
+ * the block, or no such job is held and the core is started as
+ * sd_core_start does. For an AICPU thread in a job (counted awake already)
+ * with nothing else to do while that core's function runs.
+ */
+int sd_core_run_here(struct sd_device *dev, uint32_t core,
+                     int (*mine)(simdev_aicore_fn fn, const void *args, size_t size,
+                                 void *mine_arg),
+                     void *mine_arg);
 
 /* Starts the watchdog of asynchronous jobs when the device has one (device
  * start): 0 or OUT_OF_HOST_MEMORY. */

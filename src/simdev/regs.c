@@ -82,6 +82,14 @@ uint32_t platform_cores_run_unstarted(int device, platform_launch_match_fn mine,
     return sd_cores_run_unstarted(dev, mine, mine_arg);
 }
 
+int platform_core_run_here(struct simdev_core_regs *regs, platform_launch_match_fn mine,
+                           void *mine_arg)
+{
+    if (!mine)
+        return 0;
+    return sd_core_run_here(regs->dev, regs->core_id, mine, mine_arg);
+}
+
 void platform_ring_doorbell(struct simdev_core_regs *regs, uint64_t value)
 {
     /* release: pairs with the acquire in platform_read_doorbell */

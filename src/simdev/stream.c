@@ -205,10 +205,18 @@ static void run_released(void)
  * streams it let go go on. */
 static void advance(struct simdev_stream *stream, bool on_executor)
 {
+    /* The launches of this advance and of the streams it lets go wake
+     * their threads at its end (launch.h, sd_launch_defer_begin): a
+     * round's program, handed out before the record that lets its core
+     * loop go on runs, finds that core loop handed out when its threads
+     * begin (the runtime's orchestrator runs a lone task's core block
+     * itself: docs/runtime.md). */
+    sd_launch_defer_begin();
     tl_frames++;
     advance_ops(stream, on_executor);
     tl_frames--;
     run_released();
+    sd_launch_defer_end();
 }
 
 static void advance_ops(struct simdev_stream *stream, bool on_executor)
@@ -245,14 +253,23 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
          * never wait with a stream let go and not yet run. Before, they
          * went on before every op here, and a round's core loop, let go
          * by the record before the program, was handed out before it
-         * (docs/device.md, "Cores started on demand"). */
-        enum start_result started = start_op(stream, op, carried, on_executor && !tl_released,
-                                             &after);
+         * (docs/device.md, "Cores started on demand"). Nor with wake-ups
+         * put off (advance): an op that may block runs with none. */
+        enum start_result started;
+        if (on_executor && !tl_released) {
+            unsigned depth = sd_launch_defer_pause();
+            started = start_op(stream, op, carried, true, &after);
+            sd_launch_defer_resume(depth);
+        } else {
+            started = start_op(stream, op, carried, false, &after);
+        }
         if (started == OP_FOR_EXECUTOR && on_executor) {
             tl_frames--;
             run_released();
             tl_frames++;
+            unsigned depth = sd_launch_defer_pause();
             started = start_op(stream, op, carried, true, &after);
+            sd_launch_defer_resume(depth);
         }
         switch (started) {
         case OP_PENDING:

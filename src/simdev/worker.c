@@ -105,6 +105,11 @@ int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job)
     return status;
 }
 
+int sd_worker_run_instead(struct sd_worker *w, const struct sd_job *job)
+{
+    return call_as(w, job, 0);
+}
+
 struct sd_waitword *sd_worker_word(struct sd_worker *w)
 {
     return w->is_core ? &w->dev->workers.cores_wake : &w->wake;

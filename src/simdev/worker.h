@@ -86,6 +86,10 @@ static inline bool sd_core_gives_way(const struct sd_worker *core)
  * runnable budget, the thread-local identity and the timeline's job marks
  * are w's for the call. Returns the job's status. */
 int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job);
+/* sd_worker_run_here for a core block, on a device thread that is counted
+ * in the runnable budget already (an AICPU thread in its job): the count
+ * is left as it is. */
+int sd_worker_run_instead(struct sd_worker *w, const struct sd_job *job);
 /* The word that wakes core `w` alone where its thread sleeps on its own
  * word too, else the one that wakes every idle core (which look for their
  * jobs and sleep again). */
