@@ -12,6 +12,7 @@
 
 #include "platform/platform.h"
 #include "runtime/aicpu_program.h"
+#include "runtime/dispatch.h"
 #include "runtime/entries.h"
 #include "runtime/hbg_boot.h"
 #include "runtime/layout.h"
@@ -187,6 +188,8 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->cores_running, 0);
     atomic_init(&run->cores_coming[0], 0);
     atomic_init(&run->cores_coming[1], 0);
+    atomic_init(&run->core_owed, 0);
+    atomic_init(&run->core_owed_ns, 0);
     atomic_init(&run->tasks_submitted, 0);
     atomic_init(&run->orch_done, 0);
     atomic_init(&run->orch_waiting, 0);
@@ -250,7 +253,7 @@ static bool mates_settled(void *arg)
  * the core's hello (a condition write, after its arrival), a latched
  * error, or this wait's own deadline, the same sched_timeout_ms.
  */
-static void let_mates_arrive(struct rt_run *run)
+void rt_let_mates_arrive(struct rt_run *run)
 {
     struct mates_wait w = {.run = run};
     for (uint32_t c = 0; c < run->core_count; c++) {
@@ -371,16 +374,22 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
             if (!code) {
                 /* The tasks are laid as the others run them, as a TMR
                  * orchestrator submits (rt_hbg_lay ends orch_done). */
-                let_mates_arrive(run);
+                rt_let_mates_arrive(run);
                 rt_hbg_lay(run);
             }
             rt_schedule(run, ctx->thread_index);
         } else if (!code) {
-            let_mates_arrive(run);
+            /* Before the second submit, not the first: a one-task
+             * orchestration runs its task's core itself (below), and
+             * waits for no core (orchestrator.c, rt_orch_goes_on). */
+            run->mates_due = true;
             uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
             rt_orchestrate(run, la->request.entry, la->request.args);
             if (run->config.trace_level >= 4)
                 rt_trace_orch(run, trace_begin);
+            /* This thread has nothing else to do until the run ends: the
+             * core a lone task owes runs here (dispatch.h, "owed"). */
+            rt_run_owed_core_here(run, round_core_launch, (void *)la);
         }
     } else {
         int rc = wait_init(run, la, ctx->device, ctx->thread_index);

@@ -30,4 +30,8 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
  * topology and schedulers). */
 void rt_choose_sync_owners(struct rt_run *run);
 
+/* The orchestrating thread (a TMR orchestrator, an HBG lay) sleeps until
+ * every core that shares its CPU, started now, has arrived in the round
+ * (or the run failed, or sched_timeout_ms passed). */
+void rt_let_mates_arrive(struct rt_run *run);
 #endif /* SIMPLER_RUNTIME_AICPU_PROGRAM_H */

@@ -210,11 +210,67 @@ static bool dispatch_shape(struct sched *S, uint32_t shape, enum unit_pass pass)
     }
 }
 
-/* Asks core `c` to start: its core loop comes, joins and kicks a step. */
-static void ask_core(struct sched_core *c)
+/* The run whose steps on this thread owe a lone task's core (the
+ * orchestrator's, during its orchestration), or NULL. */
+static _Thread_local struct rt_run *tl_owing;
+
+void rt_owe_cores_begin(struct rt_run *run)
 {
+    tl_owing = run;
+}
+
+void rt_owe_cores_end(void)
+{
+    tl_owing = NULL;
+}
+
+/* Asks core `c` to start: its core loop comes, joins and kicks a step.
+ * `lone`: for the one task queued, which a step on the orchestrator's
+ * thread leaves owed (dispatch.h): that thread runs the core itself at its
+ * end, or starts it at its next submit or wait, and no wake-up is made
+ * now (measured: docs/performance.md, "The orchestrator runs a lone
+ * task's core"). */
+static void ask_core(struct sched *S, struct sched_core *c, bool lone)
+{
+    struct rt_run *run = S->run;
     c->asked = true;
+    if (lone && tl_owing == run && !atomic_load_explicit(&run->core_owed, memory_order_relaxed)) {
+        atomic_store_explicit(&run->core_owed_ns, platform_clock_ns(), memory_order_relaxed);
+        /* release: the watcher that takes it sees when it was owed */
+        atomic_store_explicit(&run->core_owed, c->id + 1, memory_order_release);
+        return;
+    }
     platform_core_start(c->regs);
+}
+
+/* Takes the owed core: its id + 1, or 0. */
+static uint32_t take_owed(struct rt_run *run)
+{
+    if (!atomic_load_explicit(&run->core_owed, memory_order_relaxed))
+        return 0;
+    return atomic_exchange_explicit(&run->core_owed, 0, memory_order_acquire);
+}
+
+void rt_start_owed_core(struct rt_run *run)
+{
+    uint32_t owed = take_owed(run);
+    if (owed)
+        platform_core_start(run->core_regs[owed - 1]);
+}
+
+void rt_run_owed_core_here(struct rt_run *run, platform_launch_match_fn mine, void *mine_arg)
+{
+    uint32_t owed = take_owed(run);
+    if (owed && !rt_error(run))
+        (void)platform_core_run_here(run->core_regs[owed - 1], mine, mine_arg);
+}
+
+uint64_t rt_owed_core_due(struct rt_run *run)
+{
+    /* acquire: pairs with ask_core's release, after the time */
+    if (!atomic_load_explicit(&run->core_owed, memory_order_acquire))
+        return UINT64_MAX;
+    return atomic_load_explicit(&run->core_owed_ns, memory_order_relaxed) + RT_OWED_CORE_NS;
 }
 
 /*
@@ -255,11 +311,11 @@ static void start_cores(struct sched *S)
                                                              memory_order_relaxed,
                                                              memory_order_relaxed))
                     break; /* one is coming: it takes the task */
-                ask_core(c);
+                ask_core(S, c, true);
                 break;
             }
             atomic_fetch_add_explicit(coming, 1, memory_order_relaxed);
-            ask_core(c);
+            ask_core(S, c, false);
         }
     }
 }

@@ -11,6 +11,7 @@
 #ifndef SIMPLER_RUNTIME_DISPATCH_H
 #define SIMPLER_RUNTIME_DISPATCH_H
 
+#include "platform/platform.h"
 #include "runtime/scheduler.h"
 
 /*
@@ -26,5 +27,30 @@ void rt_sched_step(struct sched *S);
  * Cores not JOINED are never rung. Caller holds the token (or owns the
  * scheduler outright: its own thread, after its watch). */
 void rt_sched_exit_cores(struct sched *S);
+
+/*
+ * A lone task's core, owed (docs/runtime.md, "The orchestrator runs a lone
+ * task's core"): between rt_owe_cores_begin and rt_owe_cores_end, a step
+ * on the calling thread that would start one core for a lone task (the
+ * first of a round) puts its start off instead, in run->core_owed. Its
+ * owners: the orchestrator's next submit or wait (rt_start_owed_core),
+ * its end (rt_run_owed_core_here), and the watcher once RT_OWED_CORE_NS
+ * have passed (rt_owed_core_due). Orchestrator thread only, around its
+ * orchestration; not nested.
+ */
+void rt_owe_cores_begin(struct rt_run *run);
+void rt_owe_cores_end(void);
+/* Starts the owed core, if any (platform_core_start). Any thread. */
+void rt_start_owed_core(struct rt_run *run);
+/* Runs the owed core's block of this round's core launch here, as that
+ * core (platform_core_run_here), or starts it; returns once its core loop
+ * returned. A failed run's owed core is dropped (its round is left). */
+void rt_run_owed_core_here(struct rt_run *run, platform_launch_match_fn mine, void *mine_arg);
+/* When the owed core is due to be started by the watcher (ns, the
+ * platform clock), or UINT64_MAX when none is owed. */
+uint64_t rt_owed_core_due(struct rt_run *run);
+
+/* How long a core stays owed at most, ns: then the watcher starts it. */
+#define RT_OWED_CORE_NS 50000u
 
 #endif /* SIMPLER_RUNTIME_DISPATCH_H */

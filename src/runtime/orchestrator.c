@@ -14,8 +14,10 @@
 
 #include "common/task_id.h"
 #include "common/view.h"
+#include "runtime/aicpu_program.h"
 #include "runtime/cpu.h"
 #include "runtime/deps.h"
+#include "runtime/dispatch.h"
 #include "runtime/hbg_build.h"
 #include "runtime/layout.h"
 #include "runtime/orchestrator.h"
@@ -228,6 +230,8 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     struct rt_run *run = run_of(h);
     if (rt_error(run))
         return -rt_error(run);
+    if (run->tasks_submitted_local)
+        rt_orch_goes_on(run);
     uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
     struct task_shape ts;
     int32_t code = check_submit(run, k, a, &ts);
@@ -468,6 +472,15 @@ static const struct simpler_orch_ops g_ops = {
     .cluster_count = op_cluster_count,
 };
 
+void rt_orch_goes_on(struct rt_run *run)
+{
+    rt_start_owed_core(run);
+    if (run->mates_due) {
+        run->mates_due = false;
+        rt_let_mates_arrive(run);
+    }
+}
+
 void rt_orchestrator_init(struct rt_run *run)
 {
     run->handle.ops = &g_ops;
@@ -476,6 +489,7 @@ void rt_orchestrator_init(struct rt_run *run)
     run->scope_task_top = 0;
     run->fanin_n = 0;
     run->tasks_submitted_local = 0;
+    run->mates_due = false;
     run->edges = 0;
     run->ring_waits = 0;
     run->tensormap_live_peak = 0;
@@ -486,11 +500,13 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
                     const struct simpler_orch_args *args)
 {
     if (!rt_error(run) && rt_scope_push(run, SIMPLER_SCOPE_AUTO) == 0) {
+        rt_owe_cores_begin(run);
         entry(&run->handle, args);
         if (run->scope_depth != 1)
             rt_fail(run, SIMPLER_ORCH_ERR_SCOPE); /* the entry left scopes open */
         while (run->scope_depth > 0)
             close_scope(run);
+        rt_owe_cores_end();
     }
     /* seq_cst (a release too): pairs with rt_run_finished (run.h) and the
      * completer's look at orch_done (rt_task_complete); after it

@@ -5,6 +5,7 @@
  * step does, and rt_schedule ends the cores after the watch.
  */
 #include "platform/platform.h"
+#include "runtime/dispatch.h"
 #include "runtime/layout.h"
 #include "runtime/ready_queue.h"
 #include "runtime/run.h"
@@ -126,6 +127,14 @@ static bool own_wait_done(void *arg)
     }
     uint64_t left = w->timeout_ns - (now - w->last_progress);
     w->deadline = now + (left < w->nap_ns ? left : w->nap_ns);
+    /* A lone task's core that the orchestrator still owes is this
+     * thread's to start once due (dispatch.h, "owed"): an orchestration
+     * that goes on without calling the runtime must not hold it back. */
+    uint64_t due = rt_owed_core_due(run);
+    if (due <= now)
+        rt_start_owed_core(run);
+    else if (due < w->deadline)
+        w->deadline = due;
     return false;
 }
 
