@@ -340,6 +340,9 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
     rt_trace_aicpu_begin(&la->request.config, la->generation, ctx->thread_index, ctx->thread_count);
 
     if (ctx->thread_index == orchestrator) {
+        /* The last round in this arena (any at all: only a guess, below)
+         * submitted at most one task. */
+        bool lone_before = atomic_load_explicit(&run->tasks_submitted, memory_order_relaxed) <= 1;
         run_reset_shared(run);
         int32_t code = run_init(run, la, ctx->device);
         if (!code)
@@ -379,10 +382,17 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
             }
             rt_schedule(run, ctx->thread_index);
         } else if (!code) {
-            /* Before the second submit, not the first: a one-task
-             * orchestration runs its task's core itself (below), and
-             * waits for no core (orchestrator.c, rt_orch_goes_on). */
-            run->mates_due = true;
+            /* After a round of one task in this arena, before this one's
+             * second submit, not its first: a one-task orchestration runs
+             * its task's core itself (below) and waits for no core
+             * (orchestrator.c, rt_orch_goes_on). After a larger round,
+             * before the first: a core that arrives after the first task
+             * took it, and a chain then shared this thread's CPU
+             * (measured: docs/performance.md, "The orchestrator runs a
+             * lone task's core"). */
+            run->mates_due = lone_before;
+            if (!lone_before)
+                rt_let_mates_arrive(run);
             uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
             rt_orchestrate(run, la->request.entry, la->request.args);
             if (run->config.trace_level >= 4)

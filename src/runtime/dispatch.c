@@ -273,6 +273,31 @@ uint64_t rt_owed_core_due(struct rt_run *run)
     return atomic_load_explicit(&run->core_owed_ns, memory_order_relaxed) + RT_OWED_CORE_NS;
 }
 
+/* The core of `type` to ask for a lone task: the first one not asked that
+ * has not joined, except that the orchestrator owing it (ask_core) takes
+ * one that shares its CPU where there is one. The orchestrator runs that
+ * core itself at its end, or lets it arrive at its next submit
+ * (orchestrator.c, rt_orch_goes_on), which gives it the CPU: a chain of
+ * tasks then runs there as it did when that core had arrived before the
+ * first submit (measured: started on the other CPU instead, the chain ran
+ * while the orchestrator still submitted and took twice as long a task,
+ * W2 in docs/performance.md). NULL: none. */
+static struct sched_core *lone_task_core(struct sched *S, uint32_t type)
+{
+    bool owing = tl_owing == S->run;
+    struct sched_core *first = NULL;
+    for (uint32_t i = 0; i < S->core_count; i++) {
+        struct sched_core *c = &S->cores[i];
+        if (c->type != type || !c->waiting || c->asked)
+            continue;
+        if (!owing || platform_hint_core_shares_my_cpu(c->regs))
+            return c;
+        if (!first)
+            first = c;
+    }
+    return first;
+}
+
 /*
  * The round's core launch starts its cores on demand (docs/device.md,
  * "Cores started on demand"): a core loop nobody asked for does not come
@@ -301,19 +326,20 @@ static void start_cores(struct sched *S)
             continue;
         uint32_t type = shape == RT_SHAPE_AIC ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         _Atomic uint32_t *coming = &run->cores_coming[type];
+        if (queued < 2) {
+            struct sched_core *c = lone_task_core(S, type);
+            uint32_t none = 0;
+            /* none coming: one asked by any scheduler takes the task */
+            if (c && atomic_compare_exchange_strong_explicit(coming, &none, 1,
+                                                             memory_order_relaxed,
+                                                             memory_order_relaxed))
+                ask_core(S, c, true);
+            continue;
+        }
         for (uint32_t i = 0; i < S->core_count; i++) {
             struct sched_core *c = &S->cores[i];
             if (c->type != type || !c->waiting || c->asked)
                 continue;
-            if (queued < 2) {
-                uint32_t none = 0;
-                if (!atomic_compare_exchange_strong_explicit(coming, &none, 1,
-                                                             memory_order_relaxed,
-                                                             memory_order_relaxed))
-                    break; /* one is coming: it takes the task */
-                ask_core(S, c, true);
-                break;
-            }
             atomic_fetch_add_explicit(coming, 1, memory_order_relaxed);
             ask_core(S, c, false);
         }

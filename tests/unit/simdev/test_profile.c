@@ -450,6 +450,10 @@ struct on_demand {
     uint32_t runs_before;                 /* blocks run when it was about to end */
     uint32_t unstarted;                   /* platform_cores_run_unstarted's count */
     uint32_t refused;                     /* its count for a launch not the job's */
+    bool run_here;                        /* the job runs core `start` itself */
+    int here, here_again;                 /* platform_core_run_here's, for `start` */
+    int here_other;                       /* ... for core `other`, naming another launch */
+    uint32_t other;
 };
 
 static uintptr_t this_thread(void)
@@ -489,6 +493,30 @@ static int launch_is(simdev_aicore_fn fn, const void *args, size_t size, void *a
     return fn == on_demand_core_fn && on_demand_of(args, size) == arg;
 }
 
+static bool other_core_ran(void *arg)
+{
+    struct on_demand *od = arg;
+    return atomic_load(&od->core_thread[od->other]) != 0;
+}
+
+/* The AICPU job of a run-here test, once the launch is handed out (held):
+ * names another launch for core `other` (which starts it, as
+ * platform_core_start), runs core `start` here, asks again for it (taken
+ * now), waits until `other` ran, then runs what is left here. */
+static int on_demand_run_here(const struct simdev_aicpu_ctx *ctx, struct on_demand *od)
+{
+    od->here_other = platform_core_run_here(platform_core_regs(ctx->device, od->other),
+                                            launch_is, NULL);
+    od->here = platform_core_run_here(platform_core_regs(ctx->device, od->start), launch_is, od);
+    od->here_again =
+        platform_core_run_here(platform_core_regs(ctx->device, od->start), launch_is, od);
+    if (!ts_poll_until(other_core_ran, od))
+        return PTO_RUNTIME_ERR_TIMEOUT;
+    od->runs_before = atomic_load(&od->runs);
+    od->unstarted = platform_cores_run_unstarted(ctx->device, launch_is, od);
+    return 0;
+}
+
 /* The AICPU job: passes the gate, starts one core and waits until its
  * block ran (so the launch was handed out while this job ran: held), then
  * runs the rest or leaves them to its own end. */
@@ -499,6 +527,8 @@ static int on_demand_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *ar
         return PTO_RUNTIME_ERR_INTERNAL;
     ts_gate_pass(&od->gate);
     od->aicpu_thread = this_thread();
+    if (od->run_here)
+        return on_demand_run_here(ctx, od);
     platform_core_start(platform_core_regs(ctx->device, od->start));
     if (!ts_poll_until(started_core_ran, od))
         return PTO_RUNTIME_ERR_TIMEOUT;
@@ -530,7 +560,13 @@ static void run_on_demand(struct on_demand *od)
     ts_gate_init(&od->gate);
     assert_int_equal(simdev_launch_aicpu(s, on_demand_aicpu_fn, 1, &od, sizeof od), 0);
     ts_gate_wait_arrivals(&od->gate, 1);
+    /* A run-here job must find the launch handed out: this thread hands
+     * it out before the gate opens (started here, on an idle stream). */
+    if (od->run_here)
+        simdev_start_here_begin();
     enqueue_on_demand(s2, od);
+    if (od->run_here)
+        simdev_start_here_end();
     ts_gate_open(&od->gate);
     assert_int_equal(simdev_stream_sync(s), 0);
     assert_int_equal(simdev_stream_sync(s2), 0);
@@ -560,6 +596,48 @@ static void an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_her
     assert_true(atomic_load(&od.core_thread[2]) != od.aicpu_thread);
     assert_true(atomic_load(&od.core_thread[0]) == od.aicpu_thread);
     assert_true(atomic_load(&od.core_thread[1]) == od.aicpu_thread);
+}
+
+/*
+ * An AICPU job may run a held core block itself (platform_core_run_here):
+ * on a device that never spins, with the launch held while the job waits
+ * at its gate, a call that names another launch runs nothing (0) and
+ * starts that core on its own thread, as platform_core_start (core 1's
+ * block runs on another thread: run here, it would be the job's); the
+ * call for core 2 runs its block on the job's thread and returns 1 after
+ * it; asked again, core 2's block is taken (0, and no second run: 4 runs
+ * in all). What is left then runs here (platform_cores_run_unstarted) and
+ * the launch ends. A core thread woken by anything else takes its block
+ * itself, as simdev allows: a try where core 2's did proves nothing (its
+ * block ran once, on its own thread) and is tried again; one must run it
+ * here.
+ */
+static void an_aicpu_job_runs_a_held_core_block_itself(void **state)
+{
+    (void)state;
+    static struct on_demand od;
+    bool ran_here = false;
+    for (int tries = 0; tries < 20 && !ran_here; tries++) {
+        memset(&od, 0, sizeof od);
+        od.start = 2;
+        od.other = 1;
+        od.run_here = true;
+        run_on_demand(&od);
+        assert_int_equal(od.here_other, 0);
+        assert_int_equal(od.here_again, 0);
+        assert_int_equal(atomic_load(&od.runs), CORES); /* each block once */
+        assert_true(atomic_load(&od.core_thread[1]) != 0);
+        assert_true(atomic_load(&od.core_thread[1]) != od.aicpu_thread);
+        ran_here = od.here == 1;
+        if (ran_here)
+            assert_true(atomic_load(&od.core_thread[2]) == od.aicpu_thread);
+        else
+            assert_true(atomic_load(&od.core_thread[2]) != od.aicpu_thread);
+        /* core 0's block: run here by platform_cores_run_unstarted, or by
+         * its own thread if that took it first */
+        assert_int_equal(od.unstarted, atomic_load(&od.core_thread[0]) == od.aicpu_thread);
+    }
+    assert_true(ran_here);
 }
 
 /*
@@ -731,6 +809,7 @@ int main(void)
         SIMPLER_TEST(a_chain_across_streams_wakes_nobody_but_the_syncing_host),
         SIMPLER_TEST(an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_here),
         SIMPLER_TEST(an_aicpu_job_end_starts_the_blocks_nobody_started),
+        SIMPLER_TEST(an_aicpu_job_runs_a_held_core_block_itself),
         SIMPLER_TEST(an_on_demand_launch_on_an_idle_device_starts_every_core),
         SIMPLER_TEST(a_burst_started_here_wakes_its_threads_after_its_last_launch),
     };
