@@ -247,6 +247,7 @@ enum {
     K_SET,       /* x[0] = value, after g_gate when asked */
     K_SEEN,      /* reads its input and counts its start in g_sync_seen */
     K_PAIR,      /* out[0] = a[0] * 10 + b[0] */
+    K_WHERE,     /* notes the thread it runs on in g_kernel_thread */
     K_KERNELS
 };
 
@@ -464,6 +465,16 @@ static void kernel_seen(int64_t *args)
     ts_gate_pass(&g_sync_seen); /* open: only counts the start */
 }
 
+/* The threads a round's orchestration and its K_WHERE kernel ran on. */
+static _Atomic uintptr_t g_orch_thread, g_kernel_thread;
+
+static void kernel_where(int64_t *args)
+{
+    (void)args;
+    atomic_store(&g_kernel_thread, (uintptr_t)pthread_self());
+    atomic_fetch_add(&g_invocations, 1);
+}
+
 /* tensors 0, 1: int64 a[1], b[1] (INPUT); tensor 2: int64 out[1] (INOUT) */
 static void kernel_pair(int64_t *args)
 {
@@ -483,6 +494,7 @@ static const simpler_kernel_fn g_kernels[K_KERNELS] = {
     [K_SCALE] = kernel_scale,         [K_SUM16] = kernel_sum16,
     [K_STENCIL] = kernel_stencil,     [K_SET] = kernel_set,
     [K_SEEN] = kernel_seen,           [K_PAIR] = kernel_pair,
+    [K_WHERE] = kernel_where,
 };
 
 /* ------------------------------------------------------------ running */
@@ -1010,6 +1022,104 @@ static void a_tmr_rounds_watcher_waits_for_the_end_awake(void **state)
                      "submit: the round's end had to wake it",
                      watcher, (unsigned long long)e[i].ns,
                      (long long)(e[i].ns - e[submit].ns));
+    rth_close(&h);
+}
+
+static void orch_one_where(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)args;
+    atomic_store(&g_orch_thread, (uintptr_t)pthread_self());
+    submit_bare(rt, K_WHERE);
+}
+
+static void orch_two_count(struct simpler_orch *rt, const struct simpler_orch_args *args)
+{
+    (void)args;
+    submit_bare(rt, K_COUNT);
+    submit_bare(rt, K_COUNT);
+}
+
+static bool kernel_ran(void *arg)
+{
+    (void)arg;
+    return atomic_load(&g_invocations) != 0;
+}
+
+/* One K_WHERE task, then it waits outside the runtime until that task's
+ * kernel ran (a fatal error if it never does). */
+static void orch_one_where_then_wait_for_it(struct simpler_orch *rt,
+                                            const struct simpler_orch_args *args)
+{
+    orch_one_where(rt, args);
+    if (!ts_poll_until(kernel_ran, NULL))
+        rt->ops->fatal(rt);
+}
+
+/*
+ * A lone task's core is the orchestrator's to run (docs/runtime.md, "The
+ * orchestrator runs a lone task's core"): in a one-task round the step of
+ * the orchestrator's submit starts no core, and after its orchestration
+ * the orchestrator runs that core's block of the round's core launch
+ * itself, so the kernel runs on the orchestrator's thread. A round where
+ * that core's thread took its block first (simdev lets a core woken by
+ * anything take it), or where the watcher found the core overdue (50 us,
+ * a preempted orchestrator), runs it elsewhere and proves nothing: of 20
+ * rounds one must run it there (none: the core was started, as before
+ * this change, and its own thread ran it). Every round runs its one
+ * kernel once and succeeds.
+ */
+static void a_lone_tasks_core_runs_on_the_orchestrators_thread(void **state)
+{
+    (void)state;
+    TS_SKIP_UNDER_HBG("no orchestrator runs on the device");
+    struct simdev_config cfg = ts_small_config();
+    cfg.spin_ns = 0;   /* no core thread takes its block at the hand-out */
+    cfg.pin_cores = 0; /* no core waits for the orchestrator's CPU */
+    ts_device_setup_config(&cfg);
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    uint32_t here = 0;
+    for (uint32_t round = 0; round < 20 && !here; round++) {
+        atomic_store(&g_invocations, 0);
+        atomic_store(&g_kernel_thread, 0);
+        assert_int_equal(run_guarded(&h, orch_one_where, NULL), 0);
+        assert_int_equal(atomic_load(&g_invocations), 1);
+        assert_int_equal(h.result.tasks_completed, 1);
+        here += atomic_load(&g_kernel_thread) == atomic_load(&g_orch_thread);
+    }
+    assert_int_equal(here, 1);
+    rth_close(&h);
+}
+
+/*
+ * A lone task's core has an owner however the orchestration goes on: one
+ * that submits a task and then waits outside the runtime for that task's
+ * kernel (it never calls the runtime again, so it never starts the core
+ * itself) still sees it run, on another thread, because the watcher
+ * starts the core once it has been owed RT_OWED_CORE_NS (without that,
+ * the orchestration waits TS_DEADLOCK_GUARD_MS and fails the round). Run
+ * twice: once after a larger round, once after a one-task round (the cores
+ * that share the orchestrator's CPU are let arrive before the first submit
+ * after the one, not after the other).
+ */
+static void a_lone_tasks_core_is_started_by_the_watcher_when_the_orchestrator_goes_on(
+    void **state)
+{
+    (void)state;
+    TS_SKIP_UNDER_HBG("no orchestrator runs on the device");
+    struct simdev_config cfg = ts_small_config();
+    cfg.spin_ns = 0;
+    ts_device_setup_config(&cfg);
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    assert_int_equal(run_guarded(&h, orch_two_count, NULL), 0); /* the larger round */
+    for (uint32_t round = 0; round < 2; round++) {
+        atomic_store(&g_invocations, 0);
+        atomic_store(&g_kernel_thread, 0);
+        assert_int_equal(run_guarded(&h, orch_one_where_then_wait_for_it, NULL), 0);
+        assert_int_equal(atomic_load(&g_invocations), 1);
+        assert_true(atomic_load(&g_kernel_thread) != atomic_load(&g_orch_thread));
+    }
     rth_close(&h);
 }
 
@@ -1876,6 +1986,10 @@ int main(void)
         SIMPLER_TEST_WITH(a_one_task_round_wakes_one_core_and_its_program_ends_the_others,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(a_tmr_rounds_schedulers_open_on_the_orchestrators_thread,
+                          dispatch_setup, dispatch_teardown),
+        SIMPLER_TEST_WITH(a_lone_tasks_core_runs_on_the_orchestrators_thread, dispatch_setup,
+                          dispatch_teardown),
+        SIMPLER_TEST_WITH(a_lone_tasks_core_is_started_by_the_watcher_when_the_orchestrator_goes_on,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(a_tmr_rounds_watcher_waits_for_the_end_awake, dispatch_setup,
                           dispatch_teardown),
