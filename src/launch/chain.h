@@ -92,9 +92,10 @@ struct rt_chain_round {
     int commit_tries; /* attempts of each step after RT_CHAIN_PROGRAM (>= 1) */
     /* The round starts on the enqueueing thread once all its ops are queued
      * (the ops table's start_here_*, chain.c): kernel mode's rounds, whose
-     * launch-to-sync it shortens. Program mode's do not gain by it
-     * (measured: docs/performance.md, "Round latency") and would pay the
-     * start in the launching thread's CPU, which its runs report. */
+     * launch-to-sync it shortens, and program mode's TMR runs, since the
+     * orchestrator runs a lone task's core itself (a run stream's executor
+     * woken for each run was then a third of a pipelined run: measured,
+     * docs/performance.md, "The orchestrator runs a lone task's core"). */
     bool start_here;
 };
 

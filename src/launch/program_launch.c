@@ -139,6 +139,14 @@ static struct rt_chain_round program_round(const struct rt_launch_args *la,
         .program = {rt_aicpu_main, hbg ? la->schedulers : la->schedulers + 1, la, sizeof *la},
         .cancel_fn = rt_round_cancel_main,
         .commit_tries = 1,
+        /* TMR: the launching thread runs the chain's first ops (the
+         * run's start record, and while the device is idle the rendezvous
+         * zeroing, the records and the program's hand-out) instead of
+         * waking the run stream's executor to run them (chain.c). Measured:
+         * docs/performance.md, "The orchestrator runs a lone task's
+         * core". HBG's image copy stays off the launching thread, whose
+         * CPU is its host build's figure. */
+        .start_here = !hbg,
     };
 }
 
