@@ -238,6 +238,7 @@ static void ask_core(struct sched *S, struct sched_core *c, bool lone)
         atomic_store_explicit(&run->core_owed_ns, platform_clock_ns(), memory_order_relaxed);
         /* release: the watcher that takes it sees when it was owed */
         atomic_store_explicit(&run->core_owed, c->id + 1, memory_order_release);
+        run->owes_core = true; /* this thread is the orchestrator's */
         return;
     }
     platform_core_start(c->regs);

@@ -230,7 +230,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     struct rt_run *run = run_of(h);
     if (rt_error(run))
         return -rt_error(run);
-    if (run->tasks_submitted_local)
+    if (run->owes_core || run->mates_due) /* after the first submit only */
         rt_orch_goes_on(run);
     uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
     struct task_shape ts;
@@ -474,9 +474,15 @@ static const struct simpler_orch_ops g_ops = {
 
 void rt_orch_goes_on(struct rt_run *run)
 {
-    rt_start_owed_core(run);
-    if (run->mates_due) {
+    if (run->owes_core) {
+        run->owes_core = false;
+        rt_start_owed_core(run);
+    }
+    if (run->mates_due && run->tasks_submitted_local) {
         run->mates_due = false;
+    run->owes_core = false;
+    atomic_init(&run->core_owed, 0);
+    atomic_init(&run->core_owed_ns, 0);
         rt_let_mates_arrive(run);
     }
 }
