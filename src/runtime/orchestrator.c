@@ -480,9 +480,6 @@ void rt_orch_goes_on(struct rt_run *run)
     }
     if (run->mates_due && run->tasks_submitted_local) {
         run->mates_due = false;
-    run->owes_core = false;
-    atomic_init(&run->core_owed, 0);
-    atomic_init(&run->core_owed_ns, 0);
         rt_let_mates_arrive(run);
     }
 }
@@ -496,6 +493,9 @@ void rt_orchestrator_init(struct rt_run *run)
     run->fanin_n = 0;
     run->tasks_submitted_local = 0;
     run->mates_due = false;
+    run->owes_core = false;
+    atomic_init(&run->core_owed, 0);
+    atomic_init(&run->core_owed_ns, 0);
     run->edges = 0;
     run->ring_waits = 0;
     run->tensormap_live_peak = 0;
