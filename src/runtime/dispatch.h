@@ -31,8 +31,9 @@ void rt_sched_exit_cores(struct sched *S);
 /*
  * A lone task's core, owed (docs/runtime.md, "The orchestrator runs a lone
  * task's core"): between rt_owe_cores_begin and rt_owe_cores_end, a step
- * on the calling thread that would start one core for a lone task (the
- * first of a round) puts its start off instead, in run->core_owed. Its
+ * on the calling thread that would start one core for a lone task (one
+ * task queued that no joined core takes), while no core is owed yet,
+ * puts its start off instead, in run->core_owed. Its
  * owners: the orchestrator's next submit or wait (rt_start_owed_core),
  * its end (rt_run_owed_core_here), and the watcher once RT_OWED_CORE_NS
  * have passed (rt_owed_core_due). Orchestrator thread only, around its
