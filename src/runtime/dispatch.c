@@ -239,6 +239,12 @@ static void ask_core(struct sched *S, struct sched_core *c, bool lone)
         /* release: the watcher that takes it sees when it was owed */
         atomic_store_explicit(&run->core_owed, c->id + 1, memory_order_release);
         run->owes_core = true; /* this thread is the orchestrator's */
+        /* The watcher looks again, and sets its next look by when the
+         * core is due: a sequence bump while it spins (no system call), a
+         * wake-up only when it sleeps, as the core's start would have
+         * cost. Without it a sleeping watcher looked only at its nap's
+         * end, a quarter of sched_timeout_ms later. */
+        platform_notify_signal(run->device, RT_NOTIFY_SCHED);
         return;
     }
     platform_core_start(c->regs);

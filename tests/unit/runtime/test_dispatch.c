@@ -1096,8 +1096,10 @@ static void a_lone_tasks_core_runs_on_the_orchestrators_thread(void **state)
  * that submits a task and then waits outside the runtime for that task's
  * kernel (it never calls the runtime again, so it never starts the core
  * itself) still sees it run, on another thread, because the watcher
- * starts the core once it has been owed RT_OWED_CORE_NS (without that,
- * the orchestration waits TS_DEADLOCK_GUARD_MS and fails the round). Run
+ * starts the core once it has been owed RT_OWED_CORE_NS. Its naps here
+ * are longer than the orchestration's wait (TS_DEADLOCK_GUARD_MS), so the
+ * start must come from its look at the owed core (when its watch begins,
+ * or when the owing wakes it), not from a nap's end. Run
  * twice: once after a larger round, once after a one-task round (the cores
  * that share the orchestrator's CPU are let arrive before the first submit
  * after the one, not after the other).
@@ -1110,8 +1112,12 @@ static void a_lone_tasks_core_is_started_by_the_watcher_when_the_orchestrator_go
     struct simdev_config cfg = ts_small_config();
     cfg.spin_ns = 0;
     ts_device_setup_config(&cfg);
+    /* The watcher's naps (a quarter of this) end after the orchestration's
+     * wait gives up (TS_DEADLOCK_GUARD_MS). */
+    struct rt_config config = rth_small_config();
+    config.sched_timeout_ms = 4 * TS_DEADLOCK_GUARD_MS + 40000;
     struct rt_harness h;
-    rth_open(&h, NULL, 0);
+    rth_open(&h, &config, 0);
     assert_int_equal(run_guarded(&h, orch_two_count, NULL), 0); /* the larger round */
     for (uint32_t round = 0; round < 2; round++) {
         atomic_store(&g_invocations, 0);
