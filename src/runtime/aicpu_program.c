@@ -188,6 +188,10 @@ static void run_reset_shared(struct rt_run *run)
     atomic_init(&run->cores_running, 0);
     atomic_init(&run->cores_coming[0], 0);
     atomic_init(&run->cores_coming[1], 0);
+    /* here, not only in the orchestrator's init: HBG's boot has none, and
+     * the watcher of either runtime looks at it */
+    atomic_init(&run->core_owed, 0);
+    atomic_init(&run->core_owed_ns, 0);
     atomic_init(&run->tasks_submitted, 0);
     atomic_init(&run->orch_done, 0);
     atomic_init(&run->orch_waiting, 0);
