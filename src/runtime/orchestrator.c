@@ -493,9 +493,7 @@ void rt_orchestrator_init(struct rt_run *run)
     run->fanin_n = 0;
     run->tasks_submitted_local = 0;
     run->mates_due = false;
-    run->owes_core = false;
-    atomic_init(&run->core_owed, 0);
-    atomic_init(&run->core_owed_ns, 0);
+    run->owes_core = false; /* core_owed: run_reset_shared, both runtimes */
     run->edges = 0;
     run->ring_waits = 0;
     run->tensormap_live_peak = 0;

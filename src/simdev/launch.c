@@ -377,6 +377,30 @@ void sd_core_start(struct sd_device *dev, uint32_t core)
     }
 }
 
+/* The held core job if mine(fn, args, size, mine_arg) says it is the
+ * caller's, else NULL. Caller holds pool_lock (the held job is alive while
+ * held: it ends under the lock). */
+static struct sd_job *held_job_of(struct sd_device *dev,
+                                  int (*mine)(simdev_aicore_fn fn, const void *args, size_t size,
+                                              void *mine_arg),
+                                  void *mine_arg)
+{
+    struct sd_job *job = dev->launch.held;
+    if (job && !mine(job->aicore_fn, job->args_copy, job->args_size, mine_arg))
+        return NULL; /* another program's launch */
+    return job;
+}
+
+/* Takes core `w`'s block of `job` from it, if its core has not: true when
+ * this caller now runs it. */
+static bool claim_block(struct sd_worker *w, struct sd_job *job)
+{
+    struct sd_job *expected = job;
+    /* acquire: as the worker's take of its job (worker.c) */
+    return atomic_compare_exchange_strong_explicit(&w->job, &expected, NULL, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
 uint32_t sd_cores_run_unstarted(struct sd_device *dev,
                                 int (*mine)(simdev_aicore_fn fn, const void *args, size_t size,
                                             void *mine_arg),
@@ -385,17 +409,11 @@ uint32_t sd_cores_run_unstarted(struct sd_device *dev,
     struct sd_worker *claimed[SIMDEV_MAX_CORES];
     uint32_t n = 0;
     pthread_mutex_lock(&dev->launch.pool_lock);
-    struct sd_job *job = dev->launch.held; /* alive while held: it ends under pool_lock */
-    if (job && !mine(job->aicore_fn, job->args_copy, job->args_size, mine_arg))
-        job = NULL; /* another program's launch */
+    struct sd_job *job = held_job_of(dev, mine, mine_arg);
     uint32_t cores = dev->config.aic_cores + dev->config.aiv_cores;
-    for (uint32_t i = 0; job && i < cores; i++) {
-        struct sd_job *expected = job;
-        /* acquire: as the worker's take of its job (worker.c) */
-        if (atomic_compare_exchange_strong_explicit(&dev->workers.cores[i].job, &expected, NULL,
-                                                    memory_order_acquire, memory_order_relaxed))
+    for (uint32_t i = 0; job && i < cores; i++)
+        if (claim_block(&dev->workers.cores[i], job))
             claimed[n++] = &dev->workers.cores[i];
-    }
     pthread_mutex_unlock(&dev->launch.pool_lock);
     /* The job cannot end before the last of these blocks is finished. */
     for (uint32_t k = 0; k < n; k++)
@@ -409,18 +427,9 @@ int sd_core_run_here(struct sd_device *dev, uint32_t core,
                      void *mine_arg)
 {
     struct sd_worker *w = &dev->workers.cores[core];
-    bool claimed = false;
     pthread_mutex_lock(&dev->launch.pool_lock);
-    struct sd_job *job = dev->launch.held; /* alive while held: it ends under pool_lock */
-    if (job && !mine(job->aicore_fn, job->args_copy, job->args_size, mine_arg))
-        job = NULL; /* another program's launch */
-    if (job) {
-        struct sd_job *expected = job;
-        /* acquire: as the worker's take of its job (worker.c) */
-        claimed = atomic_compare_exchange_strong_explicit(&w->job, &expected, NULL,
-                                                          memory_order_acquire,
-                                                          memory_order_relaxed);
-    }
+    struct sd_job *job = held_job_of(dev, mine, mine_arg);
+    bool claimed = job && claim_block(w, job);
     pthread_mutex_unlock(&dev->launch.pool_lock);
     if (claimed) {
         /* The job cannot end before this block is finished. */

@@ -219,6 +219,18 @@ static void advance(struct simdev_stream *stream, bool on_executor)
     sd_launch_defer_end();
 }
 
+/* start_op on the executor, which may block: with no wake-up put off
+ * meanwhile (launch.h, sd_launch_defer_pause), so that nothing it waits
+ * for waits for this thread's wake-up. */
+static enum start_result start_op_blocking(struct simdev_stream *stream, struct sd_op *op,
+                                           int carried, int *after)
+{
+    unsigned depth = sd_launch_defer_pause();
+    enum start_result started = start_op(stream, op, carried, true, after);
+    sd_launch_defer_resume(depth);
+    return started;
+}
+
 static void advance_ops(struct simdev_stream *stream, bool on_executor)
 {
     struct sd_device *dev = stream->dev;
@@ -255,21 +267,14 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
          * by the record before the program, was handed out before it
          * (docs/device.md, "Cores started on demand"). Nor with wake-ups
          * put off (advance): an op that may block runs with none. */
-        enum start_result started;
-        if (on_executor && !tl_released) {
-            unsigned depth = sd_launch_defer_pause();
-            started = start_op(stream, op, carried, true, &after);
-            sd_launch_defer_resume(depth);
-        } else {
-            started = start_op(stream, op, carried, false, &after);
-        }
+        enum start_result started = on_executor && !tl_released
+                                        ? start_op_blocking(stream, op, carried, &after)
+                                        : start_op(stream, op, carried, false, &after);
         if (started == OP_FOR_EXECUTOR && on_executor) {
             tl_frames--;
             run_released();
             tl_frames++;
-            unsigned depth = sd_launch_defer_pause();
-            started = start_op(stream, op, carried, true, &after);
-            sd_launch_defer_resume(depth);
+            started = start_op_blocking(stream, op, carried, &after);
         }
         switch (started) {
         case OP_PENDING:
