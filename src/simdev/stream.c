@@ -145,16 +145,26 @@ static void finish_op(struct simdev_stream *stream, struct sd_op *op, int after)
     stream->completed++;
     /* Wake the syncs only when the nearest of their targets is reached:
      * one wake-up per sync, not one per op completed while it sleeps. */
-    if (stream->drain_sleepers && stream->completed >= stream->drain_wake_at) {
+    bool wake_syncs = stream->drain_sleepers && stream->completed >= stream->drain_wake_at;
+    if (wake_syncs) {
         sd_note_wakeup(&dev->waits);
         stream->drain_wake_at = UINT64_MAX; /* the ones not done set it again */
-        pthread_cond_broadcast(&stream->idle_cond);
     }
     /* The op goes back to the stream's cache under the lock taken anyway;
      * its references are dropped after, outside it. */
     struct sd_op_refs refs = sd_op_refs_take(op);
     bool kept = sd_op_cache_put(&stream->op_cache, op);
     pthread_mutex_unlock(&stream->lock);
+    /* The syncs are woken once the lock is dropped: a sync woken under it
+     * went back to sleep on the lock at once, and this thread made a
+     * second wake-up system call to let it in (measured: a quarter of a
+     * pipelined program's host thread in lll_lock_wait after its
+     * condition wait; docs/performance.md, "The sync woken outside the
+     * stream's lock"). The stream outlives the call: it is still busy
+     * with this thread (every caller goes on with it, advance), and its
+     * teardown waits for the executor, which waits for that. */
+    if (wake_syncs)
+        pthread_cond_broadcast(&stream->idle_cond);
     sd_op_refs_drop(refs);
     if (!kept)
         free(op);
