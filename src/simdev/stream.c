@@ -241,6 +241,25 @@ static enum start_result start_op_blocking(struct simdev_stream *stream, struct 
     return started;
 }
 
+/*
+ * Wakes the stream's executor if it sleeps waiting for work, once: a
+ * caller that finds it woken already (signalled, not yet back from its
+ * wait) signals nothing and counts no wake-up, as the condition variable
+ * has no waiter left to wake and makes no system call. Before, every
+ * enqueue meanwhile counted one: a graph's 16 replays launched in a row
+ * counted 16 wake-ups for the one its executor took. Every change the
+ * executor waits for is made under the stream's lock, which the caller
+ * holds, and the executor looks again under it before it waits.
+ */
+static void wake_executor_locked(struct simdev_stream *stream)
+{
+    if (!stream->executor_asleep)
+        return;
+    stream->executor_asleep = false;
+    sd_note_wakeup(&stream->dev->waits);
+    pthread_cond_signal(&stream->work_cond);
+}
+
 static void advance_ops(struct simdev_stream *stream, bool on_executor)
 {
     struct sd_device *dev = stream->dev;
@@ -250,9 +269,7 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
         if (!op) {
             stream->busy = false;
             if (stream->stopping) { /* its teardown waits for the executor */
-                if (stream->executor_asleep)
-                    sd_note_wakeup(&dev->waits);
-                pthread_cond_signal(&stream->work_cond);
+                wake_executor_locked(stream);
             }
             pthread_mutex_unlock(&stream->lock);
             return;
@@ -293,9 +310,7 @@ static void advance_ops(struct simdev_stream *stream, bool on_executor)
             pthread_mutex_lock(&stream->lock);
             stream->busy = false;
             sd_count_wait(&dev->waits.handoffs, 1);
-            if (stream->executor_asleep)
-                sd_note_wakeup(&dev->waits);
-            pthread_cond_signal(&stream->work_cond);
+            wake_executor_locked(stream);
             pthread_mutex_unlock(&stream->lock);
             return;
         case OP_RAN:
@@ -315,9 +330,7 @@ void sd_stream_post_work(struct simdev_stream *stream, struct sd_work *work)
         stream->work_head = work;
     stream->work_tail = work;
     sd_count_wait(&stream->dev->waits.handoffs, 1);
-    if (stream->executor_asleep)
-        sd_note_wakeup(&stream->dev->waits);
-    pthread_cond_signal(&stream->work_cond);
+    wake_executor_locked(stream);
     pthread_mutex_unlock(&stream->lock);
 }
 
@@ -499,9 +512,7 @@ void sd_stream_wake_locked(struct simdev_stream *stream)
         return;
     }
     sd_count_wait(&stream->dev->waits.handoffs, 1);
-    if (stream->executor_asleep)
-        sd_note_wakeup(&stream->dev->waits);
-    pthread_cond_signal(&stream->work_cond);
+    wake_executor_locked(stream);
 }
 
 bool sd_stream_capturing_locked(struct simdev_stream *stream)

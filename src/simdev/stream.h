@@ -42,7 +42,8 @@ struct simdev_stream {
     uint64_t completed;
     int carried_status; /* error the stream carries; skips later ops */
     bool stopping;
-    bool executor_asleep;    /* in its wait for work (wake-up counting) */
+    bool executor_asleep;    /* in its wait for work and not signalled since (stream.c,
+                              * wake_executor_locked) */
     /* An op at the head is being run, or is in flight (a launch's job, a
      * wait registered on its record): whoever ends it goes on with the
      * stream; the executor takes the stream only when it is not busy. */
