@@ -587,15 +587,28 @@ static void run_on_demand(struct on_demand *od)
 static void an_on_demand_launch_starts_the_cores_asked_for_and_runs_the_rest_here(void **state)
 {
     (void)state;
-    static struct on_demand od = {.start = 2, .run_rest = true};
-    run_on_demand(&od);
-    assert_int_equal(od.runs_before, 1);
-    assert_int_equal(od.refused, 0); /* another program's launch: not run here */
-    assert_int_equal(od.unstarted, CORES - 1);
-    assert_int_equal(atomic_load(&od.runs), CORES);
-    assert_true(atomic_load(&od.core_thread[2]) != od.aicpu_thread);
-    assert_true(atomic_load(&od.core_thread[0]) == od.aicpu_thread);
-    assert_true(atomic_load(&od.core_thread[1]) == od.aicpu_thread);
+    static struct on_demand od;
+    bool alone = false;
+    /* A core thread woken by anything else takes its block itself, as
+     * simdev allows (seen under load: 2 blocks run when the job looked, 1
+     * run in 60): such a try proves nothing and is tried again; one must
+     * show core 2's block alone, the other two run here. */
+    for (int tries = 0; tries < 20 && !alone; tries++) {
+        memset(&od, 0, sizeof od);
+        od.start = 2;
+        od.run_rest = true;
+        run_on_demand(&od);
+        assert_int_equal(od.refused, 0); /* another program's launch: not run here */
+        assert_int_equal(atomic_load(&od.runs), CORES); /* each block once */
+        assert_true(atomic_load(&od.core_thread[2]) != od.aicpu_thread);
+        uint32_t here = (atomic_load(&od.core_thread[0]) == od.aicpu_thread) +
+                        (atomic_load(&od.core_thread[1]) == od.aicpu_thread);
+        assert_int_equal(od.unstarted, here); /* what it ran, it counted */
+        alone = od.runs_before == 1;
+        if (alone)
+            assert_int_equal(here, CORES - 1);
+    }
+    assert_true(alone);
 }
 
 /*
@@ -644,19 +657,30 @@ static void an_aicpu_job_runs_a_held_core_block_itself(void **state)
  * The owner of a held block nobody starts or runs: the end of an AICPU
  * job. The job starts core 0 only and ends; the two other blocks then run,
  * each on its own core's thread, and the launch completes (a block never
- * started would hang its stream's sync: the test's watchdog).
+ * started would hang its stream's sync: the test's watchdog). A core
+ * thread woken by anything else takes its block itself, as simdev allows
+ * (seen under load: 2 or 3 blocks run when the job looked, in 4 of 180
+ * runs): such a try proves nothing about the job's end and is tried
+ * again; one must show core 0's block alone before it.
  */
 static void an_aicpu_job_end_starts_the_blocks_nobody_started(void **state)
 {
     (void)state;
-    static struct on_demand od = {.start = 0, .run_rest = false};
-    run_on_demand(&od);
-    assert_int_equal(od.runs_before, 1);
-    assert_int_equal(atomic_load(&od.runs), CORES);
-    for (uint32_t c = 0; c < CORES; c++) {
-        assert_true(atomic_load(&od.core_thread[c]) != 0);
-        assert_true(atomic_load(&od.core_thread[c]) != od.aicpu_thread);
+    static struct on_demand od;
+    bool alone = false;
+    for (int tries = 0; tries < 20 && !alone; tries++) {
+        memset(&od, 0, sizeof od);
+        od.start = 0;
+        run_on_demand(&od);
+        assert_true(od.runs_before >= 1 && od.runs_before <= CORES);
+        assert_int_equal(atomic_load(&od.runs), CORES); /* each block once */
+        for (uint32_t c = 0; c < CORES; c++) {
+            assert_true(atomic_load(&od.core_thread[c]) != 0);
+            assert_true(atomic_load(&od.core_thread[c]) != od.aicpu_thread);
+        }
+        alone = od.runs_before == 1;
     }
+    assert_true(alone);
 }
 
 /* Handed out while no AICPU job runs, an on-demand launch starts every
@@ -728,12 +752,21 @@ static void a_burst_started_here_wakes_its_threads_after_its_last_launch(void **
         qsort(e, n, sizeof e[0], by_ns);
         size_t aicpu = first_op_mark(e, n, SIMDEV_MARK_OP_BEGIN, SIMDEV_MARK_AICPU, s);
         size_t aicore = first_op_mark(e, n, SIMDEV_MARK_OP_BEGIN, SIMDEV_MARK_AICORE, s2);
-        assert_true(aicpu < aicore && aicore < n); /* started in the order enqueued */
+        assert_true(aicpu < n && aicore < n);
+        assert_int_equal(atomic_load(&od.runs), CORES); /* every block ran, once */
+        /* Started in the order enqueued, unless the AICPU launch found no
+         * thread free at once (the last try's still on its way back,
+         * seen under load: 1 run in 60) and went to its executor: such a
+         * try proves nothing and is tried again. */
+        if (aicore < aicpu)
+            continue;
+        /* none by this thread (another thread: a device thread still
+         * ending the last try's work, seen once in 60 runs under load) */
         for (size_t i = aicpu; i < aicore; i++)
-            assert_int_not_equal(e[i].mark, SIMDEV_MARK_WAKEUP);
+            assert_false(e[i].mark == SIMDEV_MARK_WAKEUP &&
+                         e[i].core == SIMDEV_MARK_OTHER_THREAD);
         for (size_t i = aicore; i < n; i++)
             woke |= e[i].mark == SIMDEV_MARK_WAKEUP && e[i].core == SIMDEV_MARK_OTHER_THREAD;
-        assert_int_equal(atomic_load(&od.runs), CORES); /* every block ran, once */
     }
     assert_true(woke);
     assert_int_equal(simdev_stream_destroy(s2), 0);
