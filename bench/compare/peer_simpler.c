@@ -855,7 +855,7 @@ static uint64_t run_pipeline(struct simpler_context *ctx, uint64_t n, uint32_t d
                                       NULL));
             /* The clock read only when asked: CLOCK_THREAD_CPUTIME_ID is a
              * system call, two a run, a sixth of a timed run's host thread
-             * (docs/performance.md, "The pipeline's own clock reads"). */
+             * (docs/performance.md, "Where the rest goes"). */
             uint64_t c0 = launch_cpu_ns ? thread_cpu_ns() : 0;
             CHECK(simpler_launch_run(ctx, runs[slot]));
             if (launch_cpu_ns)

@@ -159,10 +159,10 @@ static void finish_op(struct simdev_stream *stream, struct sd_op *op, int after)
      * went back to sleep on the lock at once, and this thread made a
      * second wake-up system call to let it in (measured: a quarter of a
      * pipelined program's host thread in lll_lock_wait after its
-     * condition wait; docs/performance.md, "The sync woken outside the
-     * stream's lock"). The stream outlives the call: it is still busy
-     * with this thread (every caller goes on with it, advance), and its
-     * teardown waits for the executor, which waits for that. */
+     * condition wait; docs/performance.md, "Where the rest goes"). The
+     * stream outlives the call: it is still busy with this thread (every
+     * caller goes on with it, advance), and its teardown waits for the
+     * executor, which waits for that. */
     if (wake_syncs)
         pthread_cond_broadcast(&stream->idle_cond);
     sd_op_refs_drop(refs);
