@@ -883,28 +883,37 @@ static void a_one_task_round_wakes_one_core_and_its_program_ends_the_others(void
     assert_int_equal(run_guarded(&h, orch_one_count, NULL), 0); /* warm-up */
     enum { CAPACITY = 1 << 14 };
     static struct simdev_timeline_entry e[CAPACITY];
-    assert_int_equal(simdev_timeline_start_with(0, CAPACITY, SIMDEV_TIMELINE_WAITS), 0);
-    simdev_start_here_begin();
-    run_enqueue(&h, orch_one_count, NULL);
-    simdev_start_here_end();
-    assert_int_equal(run_wait(&h), 0);
-    size_t n = 0;
-    uint64_t dropped = 99;
-    assert_int_equal(simdev_timeline_stop(0, e, CAPACITY, &n, &dropped), 0);
-    assert_int_equal(dropped, 0); /* the buffer holds every mark */
-    assert_int_equal(atomic_load(&g_invocations), 2);
-    uint32_t jobs = 0, woken_mask = 0, woken = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (e[i].core != 1 || e[i].thread >= 32)
-            continue;
-        jobs += e[i].mark == SIMDEV_MARK_JOB_BEGIN;
-        if (e[i].mark == SIMDEV_MARK_UNPARK && !(woken_mask & (1u << e[i].thread))) {
-            woken_mask |= 1u << e[i].thread;
-            woken++;
+    uint32_t woken = cores;
+    /* A core thread woken by anything else runs its block itself, as
+     * simdev allows (seen once in 9 TSan soak runs under host_build_graph:
+     * 2 cores woken): such a round proves nothing and is tried again; one
+     * of 10 must wake at most one (a round that starts every core wakes
+     * 3 each time). */
+    for (int tries = 0; tries < 10 && woken > 1; tries++) {
+        assert_int_equal(simdev_timeline_start_with(0, CAPACITY, SIMDEV_TIMELINE_WAITS), 0);
+        simdev_start_here_begin();
+        run_enqueue(&h, orch_one_count, NULL);
+        simdev_start_here_end();
+        assert_int_equal(run_wait(&h), 0);
+        size_t n = 0;
+        uint64_t dropped = 99;
+        assert_int_equal(simdev_timeline_stop(0, e, CAPACITY, &n, &dropped), 0);
+        assert_int_equal(dropped, 0); /* the buffer holds every mark */
+        assert_int_equal(atomic_load(&g_invocations), 2 + tries);
+        uint32_t jobs = 0, woken_mask = 0;
+        woken = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (e[i].core != 1 || e[i].thread >= 32)
+                continue;
+            jobs += e[i].mark == SIMDEV_MARK_JOB_BEGIN;
+            if (e[i].mark == SIMDEV_MARK_UNPARK && !(woken_mask & (1u << e[i].thread))) {
+                woken_mask |= 1u << e[i].thread;
+                woken++;
+            }
         }
+        assert_int_equal(jobs, cores); /* every core loop ran: started or run by the program */
     }
-    assert_int_equal(jobs, cores); /* every core loop ran: started or run by the program */
-    assert_true(woken <= 1);      /* 2-3: cores started that the round did not need */
+    assert_true(woken <= 1); /* 2-3 in every try: cores started that the round did not need */
     rth_close(&h);
 }
 
