@@ -327,6 +327,18 @@ enum simdev_batch_kind {
      * (docs/device.md, "Cores started on demand"). Counted, checked,
      * faulted and captured as an AICore launch. */
     SIMDEV_BATCH_AICORE_ON_DEMAND,
+    /* simdev_launch_aicpu (fields as SIMDEV_BATCH_AICPU) whose threads but
+     * the last start on demand. The launch starts its last thread
+     * (thread_count - 1) alone, on the thread that starts the op when that
+     * is one of the launch's free AICPU threads. The others start when the
+     * last calls platform_aicpu_start_others, or once the time it gave
+     * platform_aicpu_start_others_after has passed; any still unstarted
+     * when the last thread returns start then, and one alone runs on that
+     * thread, after it, with no hand-off. For a program whose other
+     * threads serve work its last thread makes (docs/device.md, "AICPU
+     * threads started on demand"). Counted, checked, faulted and captured
+     * as a launch. */
+    SIMDEV_BATCH_AICPU_LEAD,
 };
 struct simdev_batch_op {
     enum simdev_batch_kind kind;

@@ -150,8 +150,12 @@ static simdev_stream_t step_op(const struct chain_call *c, enum rt_chain_step st
         *op = event_op(SIMDEV_BATCH_RECORD_HANDOFF, ch->aicore_done);
         return ch->aicore;
     case RT_CHAIN_PROGRAM: /* fails with the round's status, so the caller's
-                            * stream carries a failed round's code */
+                            * stream carries a failed round's code; its
+                            * schedulers' threads start as the runtime
+                            * needs them (aicpu_program.c) */
         *op = aicpu_op(&r->program, false);
+        if (op->thread_count > 1)
+            op->kind = SIMDEV_BATCH_AICPU_LEAD;
         return ch->aicpu;
     case RT_CHAIN_AICPU_WAIT_CORE: /* the next round's AICPU half waits for this core loop */
         *op = event_op(SIMDEV_BATCH_WAIT, ch->aicore_done);
@@ -200,6 +204,7 @@ static int enqueue_one(const struct rt_launch_ops *ops, simdev_stream_t stream,
         return ops->memcpy_async(op->dev_ptr, op->src, op->bytes, op->copy_kind, stream);
     case SIMDEV_BATCH_AICPU:
     case SIMDEV_BATCH_AICPU_BRIEF: /* one op at a time: a plain launch */
+    case SIMDEV_BATCH_AICPU_LEAD:
         return ops->launch_aicpu(stream, op->aicpu_fn, op->thread_count, op->args,
                                  op->args_size);
     case SIMDEV_BATCH_AICORE:

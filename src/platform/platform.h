@@ -138,6 +138,16 @@ uint32_t platform_cores_run_unstarted(int device, platform_launch_match_fn mine,
 int platform_core_run_here(struct simdev_core_regs *regs, platform_launch_match_fn mine,
                            void *mine_arg);
 
+/*
+ * AICPU side, on the last thread of a launch made with its other threads
+ * started on demand (SIMDEV_BATCH_AICPU_LEAD): starts them (those not
+ * started yet); or has them started once `ns` have passed, unless they
+ * start sooner. Anywhere else, nothing. Never blocks. Those still held
+ * when the last thread returns start then (one alone runs on its thread).
+ */
+void platform_aicpu_start_others(void);
+void platform_aicpu_start_others_after(uint64_t ns);
+
 /* Core side: publish `value` in the condition word (release; pairs with the
  * acquire in platform_read_cond / platform_cond_wait) and wake a parked
  * AICPU waiter. */

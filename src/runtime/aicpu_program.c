@@ -376,6 +376,8 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
         if (!run->prologued || run->schedulers > 1)
             rt_signal(run);
         if (hbg) {
+            /* Every thread of a host build schedules from the start. */
+            platform_aicpu_start_others();
             if (!code) {
                 /* The tasks are laid as the others run them, as a TMR
                  * orchestrator submits (rt_hbg_lay ends orch_done). */
@@ -393,6 +395,13 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
              * (measured: docs/performance.md, "The orchestrator runs a
              * lone task's core"). */
             run->mates_due = lone_before;
+            /* The launch started this thread alone (the chain's program
+             * op, SIMDEV_BATCH_AICPU_LEAD): a one-task orchestration runs
+             * its task's core, then the watcher's part, here, with no
+             * wake-up; a larger one starts the schedulers at its second
+             * submit, or at any wait before (rt_orch_goes_on). Measured:
+             * docs/performance.md, "The schedulers started on demand". */
+            run->others_held = run->schedulers > 0;
             if (!lone_before)
                 rt_let_mates_arrive(run);
             uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);

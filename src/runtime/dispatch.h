@@ -53,5 +53,14 @@ uint64_t rt_owed_core_due(struct rt_run *run);
 
 /* How long a core stays owed at most, ns: then the watcher starts it. */
 #define RT_OWED_CORE_NS 50000u
+/* When the schedulers' threads of a program whose orchestrator owes a
+ * core start, if nothing started them before (platform_aicpu_start_others_after;
+ * rt_orch_start_schedulers): an orchestration that goes on outside the
+ * runtime, or waits there for its own task, still gets its watcher. Long
+ * enough that setting the timer does not reprogram the CPU's own (a
+ * deadline within the kernel's tick cost 7.3 us a setting here, one 5 ms
+ * away 1.2 us; docs/performance.md, "The schedulers started on demand"),
+ * and one setting serves every round for that long. */
+#define RT_SCHEDULERS_DUE_NS 5000000u
 
 #endif /* SIMPLER_RUNTIME_DISPATCH_H */

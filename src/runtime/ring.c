@@ -249,6 +249,7 @@ int rt_orch_block_for(struct rt_run *run, rt_orch_ready_fn ready, void *arg,
     if (run->hbg)
         return rt_fail_negated(run, never_code); /* nothing completes in a host build */
     rt_orch_goes_on(run); /* what this waits for may be an owed core's task */
+    rt_orch_start_schedulers(run); /* or need a scheduler to end */
     atomic_store_explicit(&run->orch_wait_target, target, memory_order_relaxed);
     /* Announce the wait, then fence (seq_cst), then look (every look of
      * rt_wait_until comes after): pairs with the fences in task.c between a

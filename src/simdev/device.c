@@ -110,8 +110,15 @@ static int device_start(struct sd_device *dev)
         sd_regs_destroy(dev);
         return rc;
     }
+    rc = sd_launch_timer_start(dev);
+    if (rc != 0) {
+        sd_launch_watchdog_stop(dev);
+        sd_regs_destroy(dev);
+        return rc;
+    }
     rc = sd_workers_start(dev);
     if (rc != 0) {
+        sd_launch_timer_stop(dev);
         sd_launch_watchdog_stop(dev);
         sd_regs_destroy(dev);
         return rc;
@@ -212,6 +219,7 @@ int simdev_device_reset(int device)
     pthread_mutex_unlock(&dev->lock);
     destroy_objects(dev);
     sd_launch_watchdog_stop(dev);
+    sd_launch_timer_stop(dev);
 
     pthread_mutex_lock(&dev->lock);
     sd_workers_stop(dev);

@@ -59,9 +59,10 @@ static int args_check(struct simdev_stream *stream, const struct simdev_batch_op
         return op->event && op->event->dev == dev ? 0 : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     case SIMDEV_BATCH_AICPU:
     case SIMDEV_BATCH_AICPU_BRIEF:
+    case SIMDEV_BATCH_AICPU_LEAD:
         return op->aicpu_fn && op->thread_count && launch_args_ok(op->args, op->args_size) &&
                        op->thread_count <= dev->config.aicpu_threads &&
-                       (op->kind == SIMDEV_BATCH_AICPU || op->thread_count == 1)
+                       (op->kind != SIMDEV_BATCH_AICPU_BRIEF || op->thread_count == 1)
                    ? 0
                    : PTO_RUNTIME_ERR_INVALID_ARGUMENT;
     case SIMDEV_BATCH_AICORE:
@@ -115,9 +116,11 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
         return (struct sd_op){.type = SD_OP_WAIT};
     case SIMDEV_BATCH_AICPU:
     case SIMDEV_BATCH_AICPU_BRIEF:
+    case SIMDEV_BATCH_AICPU_LEAD:
         return (struct sd_op){.type = SD_OP_AICPU,
                               .u.aicpu = {op->aicpu_fn, op->thread_count,
-                                          op->kind == SIMDEV_BATCH_AICPU_BRIEF}};
+                                          op->kind == SIMDEV_BATCH_AICPU_BRIEF,
+                                          op->kind == SIMDEV_BATCH_AICPU_LEAD}};
     case SIMDEV_BATCH_AICORE:
     case SIMDEV_BATCH_AICORE_ON_DEMAND:
         return (struct sd_op){.type = SD_OP_AICORE,
@@ -144,6 +147,7 @@ static struct sd_op op_proto(const struct simdev_batch_op *op)
 static const void *op_bytes(const struct simdev_batch_op *op, size_t *size)
 {
     if (op->kind == SIMDEV_BATCH_AICPU || op->kind == SIMDEV_BATCH_AICPU_BRIEF ||
+        op->kind == SIMDEV_BATCH_AICPU_LEAD ||
         op->kind == SIMDEV_BATCH_AICORE || op->kind == SIMDEV_BATCH_AICORE_ON_DEMAND) {
         *size = op->args_size;
         return op->args;

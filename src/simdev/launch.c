@@ -9,9 +9,12 @@
  * watches them, and the jobs hung threads keep until reset. Must not run a
  * device function (worker.c does) or place a thread (cpu_affinity.c).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "simdev/device_config.h"
 #include "simdev/device.h"
@@ -30,6 +33,7 @@ void sd_launch_init(struct sd_device *dev)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* simdev_clock_ns's clock */
     pthread_cond_init(&dev->launch.watchdog_cond, &attr);
     pthread_condattr_destroy(&attr);
+    dev->launch.timer_fd = -1;
 }
 
 void sd_launch_reset(struct sd_device *dev)
@@ -38,6 +42,7 @@ void sd_launch_reset(struct sd_device *dev)
     memset(dev->launch.aicpu_busy, 0, sizeof(dev->launch.aicpu_busy));
     dev->launch.cores_busy = false;
     dev->launch.held = NULL;
+    dev->launch.armed = NULL;
     dev->launch.next_ticket[0] = dev->launch.serving_ticket[0] = 0;
     dev->launch.next_ticket[1] = dev->launch.serving_ticket[1] = 0;
 }
@@ -180,8 +185,10 @@ static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
     if (op->type == SD_OP_AICORE) {
         job->aicore_fn = op->u.aicore.fn;
         job->on_demand = op->u.aicore.on_demand;
-    } else
+    } else {
         job->aicpu_fn = op->u.aicpu.fn;
+        job->lead = op->u.aicpu.lead && count > 1;
+    }
     job->args_size = op->args_size;
     job->thread_count = count;
     atomic_init(&job->remaining, count);
@@ -257,14 +264,34 @@ static void take_locked(struct sd_device *dev, struct sd_job *job, bool on_cores
     } else {
         uint32_t taken = 0;
         uint32_t *indices = sd_job_indices(job);
-        for (uint32_t i = 0; i < dev->config.aicpu_threads && taken < job->thread_count; i++) {
-            if (!dev->launch.aicpu_busy[i]) {
+        /* A lead job's last thread is the one that starts it when that is
+         * a free AICPU thread of this device (it ended an op and went on
+         * with its stream): it runs its job with no wake-up. */
+        struct sd_worker *self = sd_tl_self;
+        bool mine = job->lead && self && self->dev == dev && !self->is_core &&
+                    !dev->launch.aicpu_busy[self->index];
+        uint32_t others = job->thread_count - (mine ? 1u : 0u);
+        for (uint32_t i = 0; i < dev->config.aicpu_threads && taken < others; i++) {
+            if (!dev->launch.aicpu_busy[i] && !(mine && i == self->index)) {
                 dev->launch.aicpu_busy[i] = true;
                 indices[i] = taken;
                 workers[taken++] = &dev->workers.aicpu[i];
             }
         }
+        if (mine) {
+            dev->launch.aicpu_busy[self->index] = true;
+            indices[self->index] = taken;
+            workers[taken++] = self;
+        }
         dev->launch.aicpu_free -= job->thread_count;
+        if (job->lead) {
+            /* every thread but the last held; their workers kept for
+             * their start, in the job (a blocking launch's list is the
+             * launcher's own) */
+            job->others_held = (1u << (job->thread_count - 1)) - 1u;
+            if (workers != job->workers)
+                memcpy(job->workers, workers, job->thread_count * sizeof workers[0]);
+        }
     }
 }
 
@@ -288,6 +315,8 @@ static void launch_abandon(struct sd_device *dev, struct sd_job *job)
     dev->launch.abandoned = job;
     pthread_mutex_unlock(&dev->launch.pool_lock);
 }
+
+static void unarm_locked(struct sd_device *dev, struct sd_job *job);
 
 /* Wake-ups put off by this thread (sd_launch_defer_begin): at most one a
  * word, in the order they were asked for; a word beyond the room is woken
@@ -453,6 +482,16 @@ static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_wo
         hand_out_held(dev, workers, count);
         return;
     }
+    if (job->lead) { /* the last thread alone; the others wait their start */
+        sd_count_wait(&dev->waits.handoffs, 1);
+        atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
+        struct sd_worker *w = workers[count - 1];
+        /* release: publishes the job; pairs with the acquire in
+         * worker_has_job (worker.c) */
+        atomic_store_explicit(&w->job, job, memory_order_release);
+        wake_or_defer(sd_worker_word(w));
+        return;
+    }
     sd_count_wait(&dev->waits.handoffs, count);
     /* Counted awake from now, not from when they begin: a woken thread
      * waits for a CPU before it runs, and idle cores spinning meanwhile
@@ -605,6 +644,8 @@ void sd_launch_fail_inflight(struct sd_device *dev)
     struct sd_job *list = dev->launch.inflight;
     dev->launch.inflight = NULL;
     release_held_locked(dev); /* its blocks see the loss */
+    while (dev->launch.armed) /* their lead threads' ends start them */
+        unarm_locked(dev, dev->launch.armed);
     for (struct sd_job *job = list; job; job = job->next_inflight) {
         /* Its threads may be hung: they keep the job until reset, as a
          * blocking launch's do (launch_abandon). */
@@ -673,4 +714,194 @@ void sd_launch_watchdog_stop(struct sd_device *dev)
     pthread_mutex_unlock(&dev->launch.pool_lock);
     pthread_join(dev->launch.watchdog, NULL);
     dev->launch.watchdog_running = false;
+}
+
+/* ------------------------------------ AICPU threads started on demand */
+
+/* Sets the hold timer to fire at `due` (0: disarms it). Caller holds
+ * pool_lock. A failure leaves the timer as it was: the held threads then
+ * start at their lead's end, which always comes. The timer is never
+ * disarmed for a job that ends first: a firing that finds nothing due is
+ * cheaper than a system call a round (timer_at, launch.h). */
+static void timer_set_locked(struct sd_device *dev, uint64_t due)
+{
+    if (dev->launch.timer_fd < 0)
+        return;
+    dev->launch.timer_at = due;
+    struct itimerspec spec = {0};
+    spec.it_value.tv_sec = (time_t)(due / 1000000000ull);
+    spec.it_value.tv_nsec = (long)(due % 1000000000ull);
+    (void)timerfd_settime(dev->launch.timer_fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+/* Takes `job` off the armed list. Caller holds pool_lock. */
+static void unarm_locked(struct sd_device *dev, struct sd_job *job)
+{
+    if (!job->others_due)
+        return;
+    job->others_due = 0;
+    for (struct sd_job **p = &dev->launch.armed; *p; p = &(*p)->next_armed) {
+        if (*p == job) {
+            *p = job->next_armed;
+            break;
+        }
+    }
+    job->next_armed = NULL;
+}
+
+/* Takes the held threads of `job` (their bits, 0 when none are left),
+ * which the caller starts or runs. Caller holds pool_lock. */
+static uint32_t take_held_locked(struct sd_device *dev, struct sd_job *job)
+{
+    uint32_t held = job->others_held;
+    job->others_held = 0;
+    unarm_locked(dev, job);
+    return held;
+}
+
+/* Starts the threads in `held` (bits of thread indices) of lead job `job`,
+ * taken from it under pool_lock by the caller (`workers`: their workers,
+ * read then). The job cannot end before they run. */
+static void start_held(struct sd_device *dev, struct sd_job *job, uint32_t held,
+                       struct sd_worker **workers)
+{
+    uint32_t n = (uint32_t)__builtin_popcount(held);
+    if (!n)
+        return;
+    sd_count_wait(&dev->waits.handoffs, n);
+    atomic_fetch_add_explicit(&dev->budget.awake, n, memory_order_relaxed);
+    for (uint32_t k = 0; k < n; k++) {
+        /* release: publishes the job; pairs with the acquire in
+         * worker_has_job (worker.c) */
+        atomic_store_explicit(&workers[k]->job, job, memory_order_release);
+        wake_or_defer(sd_worker_word(workers[k]));
+    }
+}
+
+/* The workers of the threads in `held`, into workers[] (a lead job keeps
+ * thread i's worker in job->workers[i], take_locked). Caller holds
+ * pool_lock. */
+static void held_workers_locked(struct sd_job *job, uint32_t held, struct sd_worker **workers)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; held >> i; i++)
+        if (held & (1u << i))
+            workers[n++] = job->workers[i];
+}
+
+void sd_aicpu_start_others(struct sd_device *dev, struct sd_job *job)
+{
+    struct sd_worker *workers[SIMDEV_MAX_AICPU_THREADS];
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    uint32_t held = take_held_locked(dev, job);
+    held_workers_locked(job, held, workers);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    start_held(dev, job, held, workers);
+}
+
+void sd_aicpu_start_others_after(struct sd_device *dev, struct sd_job *job, uint64_t ns)
+{
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    if (job->others_held && !job->others_due && dev->launch.timer_fd >= 0) {
+        uint64_t due = simdev_clock_ns() + (ns ? ns : 1);
+        job->others_due = due;
+        job->next_armed = dev->launch.armed;
+        dev->launch.armed = job;
+        /* Set only when it would fire later than this is due: a timer
+         * already set for sooner finds this job at its firing and sets
+         * itself for it then. */
+        if (!dev->launch.timer_at || due < dev->launch.timer_at)
+            timer_set_locked(dev, due);
+    }
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+}
+
+uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job)
+{
+    struct sd_worker *workers[SIMDEV_MAX_AICPU_THREADS];
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    uint32_t held = take_held_locked(dev, job);
+    held_workers_locked(job, held, workers);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    if (__builtin_popcount(held) == 1)
+        return held; /* the caller runs it */
+    start_held(dev, job, held, workers);
+    return 0;
+}
+
+/* The hold timer's thread: at each firing, starts the held threads of
+ * every lead job whose time has passed, and sets the timer for the
+ * earliest left. */
+static void *hold_timer_main(void *arg)
+{
+    struct sd_device *dev = arg;
+    (void)pthread_setname_np(pthread_self(), "simdev timer");
+    for (;;) {
+        uint64_t expirations;
+        ssize_t got = read(dev->launch.timer_fd, &expirations, sizeof expirations);
+        if (got < 0 && errno != EINTR && errno != EAGAIN)
+            break; /* the descriptor is gone: nothing is armed any more */
+        pthread_mutex_lock(&dev->launch.pool_lock);
+        if (dev->launch.timer_stop) {
+            pthread_mutex_unlock(&dev->launch.pool_lock);
+            break;
+        }
+        dev->launch.timer_at = 0; /* it fired: set again below if needed */
+        /* One job a pass: its threads start outside the lock. */
+        for (;;) {
+            uint64_t now = simdev_clock_ns(), next = 0;
+            struct sd_job *due = NULL;
+            for (struct sd_job *a = dev->launch.armed; a; a = a->next_armed) {
+                if (!due && a->others_due <= now)
+                    due = a;
+                else if (!next || a->others_due < next)
+                    next = a->others_due;
+            }
+            if (!due) {
+                if (next)
+                    timer_set_locked(dev, next);
+                break;
+            }
+            struct sd_worker *workers[SIMDEV_MAX_AICPU_THREADS];
+            uint32_t held = take_held_locked(dev, due);
+            held_workers_locked(due, held, workers);
+            pthread_mutex_unlock(&dev->launch.pool_lock);
+            start_held(dev, due, held, workers);
+            pthread_mutex_lock(&dev->launch.pool_lock);
+        }
+        pthread_mutex_unlock(&dev->launch.pool_lock);
+    }
+    return NULL;
+}
+
+int sd_launch_timer_start(struct sd_device *dev)
+{
+    dev->launch.timer_stop = false;
+    dev->launch.timer_running = false;
+    dev->launch.timer_at = 0;
+    dev->launch.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (dev->launch.timer_fd < 0)
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    if (sd_thread_create(&dev->launch.timer_thread, hold_timer_main, dev) != 0) {
+        close(dev->launch.timer_fd);
+        dev->launch.timer_fd = -1;
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    }
+    dev->launch.timer_running = true;
+    return 0;
+}
+
+void sd_launch_timer_stop(struct sd_device *dev)
+{
+    if (!dev->launch.timer_running)
+        return;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    dev->launch.timer_stop = true;
+    dev->launch.armed = NULL;
+    timer_set_locked(dev, 1); /* long past: fires at once */
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    pthread_join(dev->launch.timer_thread, NULL);
+    close(dev->launch.timer_fd);
+    dev->launch.timer_fd = -1;
+    dev->launch.timer_running = false;
 }

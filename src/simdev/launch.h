@@ -52,6 +52,15 @@ struct sd_job {
      * an AICPU job ran): each block's taker counts itself in the runnable
      * budget, nobody counted it at the hand-out. Set before the hand-out. */
     bool held;
+    /* SIMDEV_BATCH_AICPU_LEAD: only the last thread was handed the job;
+     * others_held has bit i set while thread i is not started (pool_lock),
+     * others_due is when platform_aicpu_start_others_after starts them (0:
+     * not armed), and next_armed links the jobs so armed (the hold timer's
+     * list). Set before the hand-out. */
+    bool lead;
+    uint32_t others_held;
+    uint64_t others_due;
+    struct sd_job *next_armed;
     void *args_copy; /* the job's own copy of the argument bytes */
     size_t args_size;
     uint32_t thread_count;
@@ -88,6 +97,15 @@ struct sd_launch_state {
      * job ends, whichever is first: that end starts every block of it no
      * core has taken (docs/device.md, "Cores started on demand"). */
     struct sd_job *held;
+    /* Lead jobs whose held threads start at a time (others_due): the hold
+     * timer's thread sleeps on timer_fd until the earliest, then starts
+     * them. Guarded by pool_lock; the timer is armed only while the list
+     * is not empty (docs/device.md, "AICPU threads started on demand"). */
+    struct sd_job *armed;
+    int timer_fd; /* -1: no hold timer (device not started) */
+    uint64_t timer_at; /* when the timer fires (0: not set) */
+    pthread_t timer_thread;
+    bool timer_running, timer_stop;
 
     /* The watchdog of asynchronous jobs (only with config.watchdog_ms):
      * sleeps until the earliest deadline in flight, then loses the device.
@@ -197,6 +215,23 @@ void sd_launch_watchdog_stop(struct sd_device *dev);
 /* Ends every asynchronous job in flight with DEVICE_LOST, abandoning it to
  * its threads (the device was lost). */
 void sd_launch_fail_inflight(struct sd_device *dev);
+
+/*
+ * AICPU threads started on demand (SIMDEV_BATCH_AICPU_LEAD). From the
+ * lead job's last thread: starts its held threads (sd_aicpu_start_others),
+ * or has the hold timer start them once `ns` have passed unless they
+ * started before (sd_aicpu_start_others_after). At the lead thread's
+ * return, sd_aicpu_lead_end starts those still held, but for one alone,
+ * whose bit it returns for the caller to run on its own thread (0 when
+ * there is none).
+ */
+void sd_aicpu_start_others(struct sd_device *dev, struct sd_job *job);
+void sd_aicpu_start_others_after(struct sd_device *dev, struct sd_job *job, uint64_t ns);
+uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job);
+/* Starts the hold timer's thread (device start): 0 or OUT_OF_HOST_MEMORY;
+ * stops and joins it (reset). */
+int sd_launch_timer_start(struct sd_device *dev);
+void sd_launch_timer_stop(struct sd_device *dev);
 
 /* Called by each worker of a job as its device function returns: records
  * a failing `status` (the first wins) and, from the last worker, wakes the

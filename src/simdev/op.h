@@ -43,6 +43,7 @@ struct sd_op {
             simdev_aicpu_fn fn;
             uint32_t thread_count;
             bool brief; /* SIMDEV_BATCH_AICPU_BRIEF: may run on the starting thread */
+            bool lead;  /* SIMDEV_BATCH_AICPU_LEAD: the others start on demand */
         } aicpu;
         struct {
             simdev_aicore_fn fn;

@@ -82,6 +82,22 @@ uint32_t platform_cores_run_unstarted(int device, platform_launch_match_fn mine,
     return sd_cores_run_unstarted(dev, mine, mine_arg);
 }
 
+void platform_aicpu_start_others(void)
+{
+    struct sd_worker *w = sd_tl_worker;
+    struct sd_job *job = sd_tl_job;
+    if (w && !w->is_core && job && job->lead)
+        sd_aicpu_start_others(w->dev, job);
+}
+
+void platform_aicpu_start_others_after(uint64_t ns)
+{
+    struct sd_worker *w = sd_tl_worker;
+    struct sd_job *job = sd_tl_job;
+    if (w && !w->is_core && job && job->lead)
+        sd_aicpu_start_others_after(w->dev, job, ns);
+}
+
 int platform_core_run_here(struct simdev_core_regs *regs, platform_launch_match_fn mine,
                            void *mine_arg)
 {

@@ -57,22 +57,27 @@ static int call_aicpu(struct sd_worker *w, const struct sd_job *job, uint32_t in
     return job->aicpu_fn(&ctx, job->args_copy, job->args_size);
 }
 
+_Thread_local struct sd_job *sd_tl_job;
+
 /* Runs `job`'s function as worker `w` (thread `index` of the job) on the
  * calling thread: the runnable budget, the thread-local identity, the
- * placement and the timeline's job marks are w's for the call, and the
- * calling thread's own are back afterwards. The budget's count is the
- * caller's: a launch counts the job's threads when it hands the job out.
- * Returns the job's status. */
-static int call_as(struct sd_worker *w, const struct sd_job *job, uint32_t index)
+ * placement (unless !place: the thread keeps where it is) and the
+ * timeline's job marks are w's for the call, and the calling thread's own
+ * are back afterwards. The budget's count is the caller's: a launch
+ * counts the job's threads when it hands the job out. Returns the job's
+ * status. */
+static int call_placed(struct sd_worker *w, struct sd_job *job, uint32_t index, bool place)
 {
     struct sd_device *dev = w->dev;
     struct sd_budget *budget = sd_tl_budget;
     struct sd_worker *worker = sd_tl_worker, *self = sd_tl_self;
+    struct sd_job *outer = sd_tl_job;
     atomic_store_explicit(&w->awake, 1, memory_order_relaxed);
     sd_tl_budget = &dev->budget;
     sd_tl_worker = w;
     sd_tl_self = w;
-    bool primary = !w->is_core && sd_place_take(dev, w, job, index);
+    sd_tl_job = job;
+    bool primary = place && !w->is_core && sd_place_take(dev, w, job, index);
     sd_mark(&dev->timeline, SIMDEV_MARK_JOB_BEGIN, 0, NULL, w->is_core, w->index);
     int status = w->is_core ? call_aicore(w, job) : call_aicpu(w, job, index);
     sd_mark(&dev->timeline, SIMDEV_MARK_JOB_END, 0, NULL, w->is_core, w->index);
@@ -81,8 +86,14 @@ static int call_as(struct sd_worker *w, const struct sd_job *job, uint32_t index
     sd_tl_budget = budget;
     sd_tl_worker = worker;
     sd_tl_self = self;
+    sd_tl_job = outer;
     atomic_store_explicit(&w->awake, 0, memory_order_relaxed);
     return sd_status_from_return(status);
+}
+
+static int call_as(struct sd_worker *w, struct sd_job *job, uint32_t index)
+{
+    return call_placed(w, job, index, true);
 }
 
 static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
@@ -93,11 +104,19 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
     if (job->held)
         atomic_fetch_add_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
     int status = call_as(w, job, index);
+    /* A lead job's last thread: a held thread it did not start runs here,
+     * after it, in the place this thread has (launch.h, lead jobs). */
+    uint32_t here = job->lead && index + 1 == job->thread_count ? sd_aicpu_lead_end(w->dev, job)
+                                                                : 0;
+    if (here) {
+        uint32_t other = (uint32_t)__builtin_ctz(here);
+        sd_job_finish(w->dev, job, call_placed(w, job, other, false));
+    }
     atomic_fetch_sub_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
     sd_job_finish(w->dev, job, status);
 }
 
-int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job)
+int sd_worker_run_here(struct sd_worker *w, struct sd_job *job)
 {
     atomic_fetch_add_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
     int status = call_as(w, job, 0);
@@ -105,7 +124,7 @@ int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job)
     return status;
 }
 
-int sd_worker_run_instead(struct sd_worker *w, const struct sd_job *job)
+int sd_worker_run_instead(struct sd_worker *w, struct sd_job *job)
 {
     return call_as(w, job, 0);
 }

@@ -85,11 +85,14 @@ static inline bool sd_core_gives_way(const struct sd_worker *core)
  * (taken for it: launch.c, sd_launch_run_here), which stays asleep: the
  * runnable budget, the thread-local identity and the timeline's job marks
  * are w's for the call. Returns the job's status. */
-int sd_worker_run_here(struct sd_worker *w, const struct sd_job *job);
+int sd_worker_run_here(struct sd_worker *w, struct sd_job *job);
+/* The job the calling thread runs a block of (worker.c sets it around the
+ * block), or NULL. */
+extern _Thread_local struct sd_job *sd_tl_job;
 /* sd_worker_run_here for a core block, on a device thread that is counted
  * in the runnable budget already (an AICPU thread in its job): the count
  * is left as it is. */
-int sd_worker_run_instead(struct sd_worker *w, const struct sd_job *job);
+int sd_worker_run_instead(struct sd_worker *w, struct sd_job *job);
 /* The word that wakes core `w` alone where its thread sleeps on its own
  * word too, else the one that wakes every idle core (which look for their
  * jobs and sleep again). */

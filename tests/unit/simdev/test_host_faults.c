@@ -81,8 +81,9 @@ static void a_failed_device_start_leaves_the_device_unstarted(void **state)
 {
     (void)state;
     assert_int_equal(simdev_device_reset(0), 0); /* configured, not started */
-    /* the register windows, 2 AICPU threads, 3 core threads */
-    assert_int_equal(sweep(start_device, device_not_started, NULL), 1 + 2 + 3);
+    /* the register windows, the hold timer's thread, 2 AICPU threads,
+     * 3 core threads */
+    assert_int_equal(sweep(start_device, device_not_started, NULL), 1 + 1 + 2 + 3);
     struct simdev_config config;
     assert_int_equal(simdev_device_get_config(0, &config), 0);
     assert_int_equal(simdev_device_configure(0, &config), PTO_RUNTIME_ERR_INVALID_STATE);
