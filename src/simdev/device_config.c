@@ -125,5 +125,7 @@ uint64_t sd_spin_ns(const struct sd_device *dev, enum sd_wait_role role)
     uint64_t spin = dev->config.spin_ns;
     if (role == SD_WAIT_CORE)
         return spin; /* bounded by the runnable budget too (regs.c) */
+    if (role == SD_WAIT_ROOM)
+        return spin < SD_ROOM_SPIN_NS ? spin : SD_ROOM_SPIN_NS;
     return spin < SD_SHORT_SPIN_NS ? spin : SD_SHORT_SPIN_NS;
 }

@@ -28,7 +28,14 @@ void sd_config_settle(struct sd_device *dev);
  * worker or launcher spin SD_SHORT_SPIN_NS: no per-task handoff goes
  * through their waits. */
 #define SD_SHORT_SPIN_NS 3000
-enum sd_wait_role { SD_WAIT_CORE, SD_WAIT_AICPU, SD_WAIT_IDLE };
+/* An idle AICPU thread after its job, and a stream sync, spin up to this
+ * (and at most spin_ns) while the device leaves a CPU free
+ * (sd_spin_in_room): the next back-to-back round's thread and the
+ * caller's wake-up then cost no system call (a wake-up here costs its
+ * waker 5-12 us and the woken thread 10-40 us more; measured:
+ * docs/performance.md, "The schedulers started on demand"). */
+#define SD_ROOM_SPIN_NS 40000
+enum sd_wait_role { SD_WAIT_CORE, SD_WAIT_AICPU, SD_WAIT_IDLE, SD_WAIT_ROOM };
 uint64_t sd_spin_ns(const struct sd_device *dev, enum sd_wait_role role);
 
 #endif /* SIMDEV_DEVICE_CONFIG_H */

@@ -444,9 +444,12 @@ uint32_t sd_cores_run_unstarted(struct sd_device *dev,
         if (claim_block(&dev->workers.cores[i], job))
             claimed[n++] = &dev->workers.cores[i];
     pthread_mutex_unlock(&dev->launch.pool_lock);
-    /* The job cannot end before the last of these blocks is finished. */
+    /* The job cannot end before the last of these blocks is finished. They
+     * run on this thread, counted in the runnable budget already (an
+     * AICPU thread in its job): counted again, the device looked to a
+     * spinning sync as if it took both CPUs (park.h, sd_spin_in_room). */
     for (uint32_t k = 0; k < n; k++)
-        sd_job_finish(dev, job, sd_worker_run_here(claimed[k], job));
+        sd_job_finish(dev, job, sd_worker_run_instead(claimed[k], job));
     return n;
 }
 

@@ -367,3 +367,45 @@ int sd_wait_within_budget(struct sd_waitword *word, sd_ready_fn ready, void *arg
 {
     return wait_counted(word, NULL, ready, arg, spin_ns, deadline_ns, lost, true);
 }
+
+/* Whether the device leaves the host a CPU (sd_spin_in_room). */
+static bool room_left(struct sd_budget *b)
+{
+    return atomic_load_explicit(&b->awake, memory_order_relaxed) +
+               atomic_load_explicit(&b->idle_spinning, memory_order_relaxed) <
+           b->cpus;
+}
+
+bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *arg,
+                     uint64_t spin_ns)
+{
+    if (ready(arg))
+        return true;
+    if (!spin_ns || b->cpus < 2)
+        return false;
+    if (idle)
+        atomic_fetch_add_explicit(&b->idle_spinning, 1, memory_order_relaxed);
+    bool done = false;
+    uint64_t end = 0;
+    /* The room is looked at with the clock, about once a microsecond: a
+     * thread counted for an instant (a job handed to a spinner, which
+     * stops spinning) does not end the spin. */
+    for (uint32_t i = 0; i || room_left(b); i++) {
+        if (ready(arg)) {
+            done = true;
+            break;
+        }
+        if ((i & 31) == 31) {
+            uint64_t now = simdev_clock_ns();
+            if (!end)
+                end = now + spin_ns;
+            else if (now >= end || !room_left(b))
+                break;
+        } else {
+            sd_cpu_relax();
+        }
+    }
+    if (idle)
+        atomic_fetch_sub_explicit(&b->idle_spinning, 1, memory_order_relaxed);
+    return done;
+}

@@ -110,8 +110,23 @@ typedef bool (*sd_ready_fn)(void *arg);
  */
 struct sd_budget {
     _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
+    /* Idle device threads spinning for their next job (sd_spin_in_room) */
+    _Atomic uint32_t idle_spinning;
     uint32_t cpus; /* the host CPUs this process may use (device start) */
 };
+
+/*
+ * Spins until ready(arg), for at most spin_ns, while the device leaves a
+ * CPU to the host: its threads in jobs and its idle spinners (this one
+ * among them when `idle`: an idle device thread) are fewer than the
+ * host's CPUs. Returns whether ready(arg) came true; the caller parks
+ * otherwise. Never spins on one CPU or with spin_ns 0. For an idle AICPU
+ * thread after its job (the next back-to-back round's) and a stream sync
+ * (the caller's): with a round on one device thread, both then wait
+ * awake, two threads on two CPUs.
+ */
+bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *arg,
+                     uint64_t spin_ns);
 
 /* Runs on every device thread while it runs a job (worker.c sets it around
  * the job): the budget its waits count against, or NULL. */

@@ -14,6 +14,7 @@
 
 #include "simdev/capture.h"
 #include "simdev/device.h"
+#include "simdev/device_config.h"
 #include "simdev/event.h"
 #include "simdev/fault.h"
 #include "simdev/graph.h"
@@ -143,6 +144,8 @@ static void finish_op(struct simdev_stream *stream, struct sd_op *op, int after)
      * and sync (which waits for completion first) write carried_status. */
     stream->carried_status = after;
     stream->completed++;
+    /* release: the op's effects before a spinning sync sees it done */
+    atomic_store_explicit(&stream->completed_seen, stream->completed, memory_order_release);
     /* Wake the syncs only when the nearest of their targets is reached:
      * one wake-up per sync, not one per op completed while it sleeps. */
     bool wake_syncs = stream->drain_sleepers && stream->completed >= stream->drain_wake_at;
@@ -627,14 +630,35 @@ int simdev_stream_destroy(simdev_stream_t stream)
 
 /* Waits until the ops enqueued before the call completed; returns the
  * carried status and clears it. */
+struct drain_wait {
+    struct simdev_stream *stream;
+    uint64_t target;
+};
+
+static bool drained(void *arg)
+{
+    const struct drain_wait *w = arg;
+    /* acquire: pairs with the release in finish_op */
+    return atomic_load_explicit(&w->stream->completed_seen, memory_order_acquire) >= w->target;
+}
+
 static int stream_drain(struct simdev_stream *stream)
 {
     sd_stream_start_held(); /* never wait for a stream this thread holds */
     pthread_mutex_lock(&stream->lock);
     uint64_t target = stream->enqueued;
-    struct sd_wait_counters *counters = &stream->dev->waits;
-    if (stream->completed < target)
+    struct sd_device *dev = stream->dev;
+    struct sd_wait_counters *counters = &dev->waits;
+    if (stream->completed < target) {
         sd_count_wait(&counters->handoffs, 1);
+        /* The caller waits awake while the device leaves it a CPU (a
+         * round on one device thread): its wake-up would cost more than
+         * the round (device_config.h, SD_ROOM_SPIN_NS). */
+        pthread_mutex_unlock(&stream->lock);
+        struct drain_wait w = {stream, target};
+        (void)sd_spin_in_room(&dev->budget, false, drained, &w, sd_spin_ns(dev, SD_WAIT_ROOM));
+        pthread_mutex_lock(&stream->lock);
+    }
     while (stream->completed < target) {
         sd_note_park(counters);
         if (!stream->drain_sleepers || target < stream->drain_wake_at)

@@ -40,6 +40,8 @@ struct simdev_stream {
     struct sd_op *tail;
     uint64_t enqueued;
     uint64_t completed;
+    /* completed, published for a sync that spins (stream_drain) */
+    _Atomic uint64_t completed_seen;
     int carried_status; /* error the stream carries; skips later ops */
     bool stopping;
     bool executor_asleep;    /* in its wait for work and not signalled since (stream.c,

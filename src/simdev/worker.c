@@ -155,7 +155,15 @@ static void *worker_main(void *arg)
     bool either = sd_wait_either_supported();
     struct sd_waitword *shared = w->is_core ? &w->dev->workers.cores_wake
                                             : &w->dev->workers.aicpu_wake;
+    bool after_job = false;
     for (;;) {
+        /* An AICPU thread that ran a job waits for the next awake while the
+         * device leaves the host a CPU: a back-to-back round (its program
+         * on one thread) then finds it running (park.h, sd_spin_in_room). */
+        if (after_job && !w->is_core)
+            (void)sd_spin_in_room(&w->dev->budget, true, worker_has_job, w,
+                                  sd_spin_ns(w->dev, SD_WAIT_ROOM));
+        after_job = false;
         if (either)
             sd_wait_either(&w->wake, shared, worker_has_job, w,
                            sd_spin_ns(w->dev, SD_WAIT_IDLE));
@@ -172,6 +180,7 @@ static void *worker_main(void *arg)
         /* AICPU workers find their thread index in the job's index table. */
         uint32_t index = w->is_core ? 0 : sd_job_indices(job)[w->index];
         run_job(w, job, index);
+        after_job = true;
     }
     return NULL;
 }
