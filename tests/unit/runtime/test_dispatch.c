@@ -1100,6 +1100,60 @@ static void a_lone_tasks_core_runs_on_the_orchestrators_thread(void **state)
     rth_close(&h);
 }
 
+/* The AICPU jobs of one round of `orch` on `h` (timeline on), and how
+ * many of the device's AICPU threads ran them. */
+static void program_jobs(struct rt_harness *h, simpler_orch_entry_fn orch, uint32_t *jobs,
+                         uint32_t *threads)
+{
+    enum { CAPACITY = 1 << 14 };
+    static struct simdev_timeline_entry e[CAPACITY];
+    assert_int_equal(simdev_timeline_start_with(0, CAPACITY, 0), 0);
+    assert_int_equal(run_guarded(h, orch, NULL), 0);
+    size_t n = 0;
+    uint64_t dropped = 99;
+    assert_int_equal(simdev_timeline_stop(0, e, CAPACITY, &n, &dropped), 0);
+    assert_int_equal(dropped, 0); /* the buffer holds every mark */
+    uint32_t mask = 0;
+    *jobs = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].mark != SIMDEV_MARK_JOB_BEGIN || e[i].core != 0 || e[i].thread >= 32)
+            continue;
+        (*jobs)++;
+        mask |= 1u << e[i].thread;
+    }
+    *threads = (uint32_t)__builtin_popcount(mask);
+}
+
+/*
+ * A TMR program's launch starts the orchestrator's thread alone
+ * (SIMDEV_BATCH_AICPU_LEAD): a one-task round runs its scheduler's part on
+ * that thread after the orchestration (its two jobs on one AICPU thread),
+ * and a two-task round starts the scheduler's thread at its second
+ * submit (two threads). A one-task round whose scheduler's thread was
+ * started anyway (the hold timer, if the round took longer than
+ * RT_SCHEDULERS_DUE_NS under load) proves nothing and is tried again: one
+ * of 10 must use one thread. Two threads in every try: the schedulers
+ * started with the program, as before.
+ */
+static void a_tmr_rounds_schedulers_start_when_its_orchestration_needs_them(void **state)
+{
+    (void)state;
+    TS_SKIP_UNDER_HBG("every thread of a host build schedules from the start");
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    assert_int_equal(run_guarded(&h, orch_two_count, NULL), 0); /* warm-up */
+    uint32_t jobs = 0, threads = 2;
+    for (int tries = 0; tries < 10 && threads != 1; tries++) {
+        program_jobs(&h, orch_one_count, &jobs, &threads);
+        assert_int_equal(jobs, 2); /* the orchestrator's and the scheduler's */
+    }
+    assert_int_equal(threads, 1);
+    program_jobs(&h, orch_two_count, &jobs, &threads);
+    assert_int_equal(jobs, 2);
+    assert_int_equal(threads, 2); /* 1: the scheduler ran only after the orchestration */
+    rth_close(&h);
+}
+
 /*
  * A lone task's core has an owner however the orchestration goes on: one
  * that submits a task and then waits outside the runtime for that task's
@@ -2001,6 +2055,8 @@ int main(void)
         SIMPLER_TEST_WITH(a_one_task_round_wakes_one_core_and_its_program_ends_the_others,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(a_tmr_rounds_schedulers_open_on_the_orchestrators_thread,
+                          dispatch_setup, dispatch_teardown),
+        SIMPLER_TEST_WITH(a_tmr_rounds_schedulers_start_when_its_orchestration_needs_them,
                           dispatch_setup, dispatch_teardown),
         SIMPLER_TEST_WITH(a_lone_tasks_core_runs_on_the_orchestrators_thread, dispatch_setup,
                           dispatch_teardown),

@@ -1,0 +1,246 @@
+/*
+ * test_lead.c — AICPU launches whose threads but the last start on demand
+ * (SIMDEV_BATCH_AICPU_LEAD; platform_aicpu_start_others[_after]).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "platform/platform.h"
+#include "simpler/simdev_fault.h"
+#include "test_support.h"
+
+#define MAX_THREADS 4
+
+/* What the last thread does before it returns. */
+enum lead_mode {
+    LEAD_NOTHING,     /* returns at once */
+    LEAD_START,       /* starts the others (twice), waits until thread 0 ran */
+    LEAD_START_AFTER, /* asks for their start in 1 ms, waits until thread 0 ran */
+};
+
+/* What each thread of a lead launch saw. */
+struct lead_probe {
+    enum lead_mode mode;
+    _Atomic uint32_t seq;                   /* threads begun so far */
+    _Atomic uint32_t order[MAX_THREADS];    /* 1 + how many began before it; 0: never ran */
+    _Atomic uintptr_t thread[MAX_THREADS];  /* the OS thread it ran on */
+    _Atomic uint32_t saw_thread0;           /* the last thread saw thread 0 run */
+};
+
+static bool thread0_ran(void *arg)
+{
+    struct lead_probe *p = arg;
+    return atomic_load(&p->order[0]) != 0;
+}
+
+static int lead_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
+{
+    struct lead_probe *p;
+    if (size != sizeof p || ctx->thread_index >= MAX_THREADS)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&p, args, sizeof p);
+    uint32_t i = ctx->thread_index;
+    atomic_store(&p->thread[i], (uintptr_t)pthread_self());
+    atomic_store(&p->order[i], atomic_fetch_add(&p->seq, 1) + 1);
+    if (i + 1 != ctx->thread_count || p->mode == LEAD_NOTHING)
+        return 0;
+    if (p->mode == LEAD_START) {
+        platform_aicpu_start_others();
+        platform_aicpu_start_others(); /* started already: nothing more */
+    } else {
+        platform_aicpu_start_others_after(1000000u);
+    }
+    atomic_store(&p->saw_thread0, ts_poll_until(thread0_ran, p) ? 1u : 0u);
+    return 0;
+}
+
+/* Runs a lead launch of `threads` threads of lead_fn for `p` on a new
+ * stream and waits for it. */
+static void run_lead(struct lead_probe *p, uint32_t threads)
+{
+    simdev_stream_t s = ts_new_stream();
+    struct lead_probe *arg = p;
+    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICPU_LEAD,
+                                 .aicpu_fn = lead_fn,
+                                 .thread_count = threads,
+                                 .args = &arg,
+                                 .args_size = sizeof arg};
+    size_t enqueued = 99;
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+    assert_int_equal(enqueued, 1);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+/* Nobody starts the other thread: it runs when the last returns, after
+ * it and on its OS thread (no hand-off). Thread 0 first, or on another
+ * thread, would mean the launch started it with the last. */
+static void the_one_thread_nobody_started_runs_after_the_last_on_its_thread(void **state)
+{
+    (void)state;
+    struct lead_probe p = {.mode = LEAD_NOTHING};
+    run_lead(&p, 2);
+    assert_int_equal(atomic_load(&p.order[1]), 1);
+    assert_int_equal(atomic_load(&p.order[0]), 2);
+    assert_true(atomic_load(&p.thread[0]) == atomic_load(&p.thread[1]));
+}
+
+/* The last thread starts the other and sees it run before it returns:
+ * on its own OS thread. saw_thread0 0 means the start did nothing (thread
+ * 0 ran only after the last returned). */
+static void the_last_thread_starts_the_others(void **state)
+{
+    (void)state;
+    struct lead_probe p = {.mode = LEAD_START};
+    run_lead(&p, 2);
+    assert_int_equal(atomic_load(&p.saw_thread0), 1);
+    assert_int_equal(atomic_load(&p.order[1]), 1);
+    assert_int_equal(atomic_load(&p.order[0]), 2);
+    assert_true(atomic_load(&p.thread[0]) != atomic_load(&p.thread[1]));
+}
+
+/* The last thread asks for the others' start in 1 ms and waits for thread
+ * 0 without returning: only the hold timer can start it (saw_thread0 0:
+ * the timer never fired, and thread 0 ran at the last's return). */
+static void the_hold_timer_starts_the_others_the_last_thread_waits_for(void **state)
+{
+    (void)state;
+    struct lead_probe p = {.mode = LEAD_START_AFTER};
+    run_lead(&p, 2);
+    assert_int_equal(atomic_load(&p.saw_thread0), 1);
+    assert_int_equal(atomic_load(&p.order[0]), 2);
+    assert_true(atomic_load(&p.thread[0]) != atomic_load(&p.thread[1]));
+}
+
+/* Two threads nobody started: the last's return starts both, each on its
+ * own OS thread (run one after the other on the last's thread, a thread
+ * waiting for the other would never end). */
+static void several_threads_nobody_started_start_at_the_last_ones_return(void **state)
+{
+    (void)state;
+    struct simdev_config config = ts_small_config();
+    config.aicpu_threads = 3;
+    ts_device_setup_config(&config);
+    struct lead_probe p = {.mode = LEAD_NOTHING};
+    run_lead(&p, 3);
+    assert_int_equal(atomic_load(&p.order[2]), 1);
+    assert_int_equal(atomic_load(&p.seq), 3);
+    uintptr_t last = atomic_load(&p.thread[2]);
+    assert_true(atomic_load(&p.thread[0]) != last && atomic_load(&p.thread[1]) != last);
+    assert_true(atomic_load(&p.thread[0]) != atomic_load(&p.thread[1]));
+}
+
+/* A one-thread lead launch is a plain launch; the calls are nothing
+ * outside a lead launch's last thread (here from a plain launch and from
+ * the host): no crash, no start, no effect on the launch. */
+static int plain_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
+{
+    (void)ctx;
+    (void)args;
+    (void)size;
+    platform_aicpu_start_others();
+    platform_aicpu_start_others_after(1);
+    return 0;
+}
+
+static void the_calls_do_nothing_outside_a_lead_launch(void **state)
+{
+    (void)state;
+    struct lead_probe p = {.mode = LEAD_START};
+    run_lead(&p, 1); /* its only thread is the last: it starts nothing */
+    assert_int_equal(atomic_load(&p.seq), 1);
+    assert_int_equal(atomic_load(&p.saw_thread0), 1); /* it is thread 0 */
+    platform_aicpu_start_others();
+    platform_aicpu_start_others_after(1);
+    simdev_stream_t s = ts_new_stream();
+    assert_int_equal(simdev_launch_aicpu(s, plain_fn, 2, NULL, 0), 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+/* A lead launch is checked, faulted and refused as a launch: a bad thread
+ * count and an armed launch fault refuse it and enqueue nothing. */
+static void a_lead_launch_is_checked_and_faulted_as_a_launch(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    struct lead_probe p = {.mode = LEAD_NOTHING};
+    struct lead_probe *arg = &p;
+    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICPU_LEAD,
+                                 .aicpu_fn = lead_fn,
+                                 .thread_count = 0,
+                                 .args = &arg,
+                                 .args_size = sizeof arg};
+    size_t enqueued = 99;
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(enqueued, 0);
+    op.thread_count = 3; /* the fixture has 2 AICPU threads */
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    op.thread_count = 2;
+    assert_int_equal(simdev_fault_inject(0, SIMDEV_OP_LAUNCH, 1, -77), 0);
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), -77);
+    assert_int_equal(enqueued, 0);
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&p.seq), 0); /* nothing ran */
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0); /* retry works */
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&p.seq), 2);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+/* Captured and replayed, a lead launch keeps its start on demand: each
+ * replay runs thread 0 after the last, on its thread. */
+static void a_captured_lead_launch_replays_as_one(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    struct lead_probe p = {.mode = LEAD_NOTHING};
+    struct lead_probe *arg = &p;
+    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICPU_LEAD,
+                                 .aicpu_fn = lead_fn,
+                                 .thread_count = 2,
+                                 .args = &arg,
+                                 .args_size = sizeof arg};
+    size_t enqueued = 99;
+    simdev_graph_t g;
+    simdev_graph_exec_t x;
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
+    assert_int_equal(simdev_stream_end_capture(s, &g), 0);
+    assert_int_equal(simdev_graph_instantiate(&x, g), 0);
+    assert_int_equal(atomic_load(&p.seq), 0); /* captured, not run */
+    for (int replay = 0; replay < 3; replay++) {
+        memset(&p, 0, sizeof p);
+        assert_int_equal(simdev_graph_launch(x, s), 0);
+        assert_int_equal(simdev_stream_sync(s), 0);
+        assert_int_equal(atomic_load(&p.order[1]), 1);
+        assert_int_equal(atomic_load(&p.order[0]), 2);
+        assert_true(atomic_load(&p.thread[0]) == atomic_load(&p.thread[1]));
+    }
+    assert_int_equal(simdev_graph_exec_destroy(x), 0);
+    assert_int_equal(simdev_graph_destroy(g), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        SIMPLER_TEST(the_one_thread_nobody_started_runs_after_the_last_on_its_thread),
+        SIMPLER_TEST(the_last_thread_starts_the_others),
+        SIMPLER_TEST(the_hold_timer_starts_the_others_the_last_thread_waits_for),
+        SIMPLER_TEST(several_threads_nobody_started_start_at_the_last_ones_return),
+        SIMPLER_TEST(the_calls_do_nothing_outside_a_lead_launch),
+        SIMPLER_TEST(a_lead_launch_is_checked_and_faulted_as_a_launch),
+        SIMPLER_TEST(a_captured_lead_launch_replays_as_one),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
