@@ -376,7 +376,9 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
         if (!run->prologued || run->schedulers > 1)
             rt_signal(run);
         if (hbg) {
-            /* Every thread of a host build schedules from the start. */
+            /* Every thread of a host build schedules from the start (its
+             * launch is a plain one, chain.c; were it a lead launch, here
+             * its others would start). */
             platform_aicpu_start_others();
             if (!code) {
                 /* The tasks are laid as the others run them, as a TMR
