@@ -404,6 +404,10 @@ int32_t rt_aicpu_round(const struct simdev_aicpu_ctx *ctx, const struct rt_launc
              * submit, or at any wait before (rt_orch_goes_on). Measured:
              * docs/performance.md, "The schedulers started on demand". */
             run->others_held = run->schedulers > 0;
+            /* their owner while the orchestration runs user code
+             * (dispatch.h, RT_SCHEDULERS_DUE_NS) */
+            if (run->others_held)
+                platform_aicpu_start_others_after(RT_SCHEDULERS_DUE_NS);
             if (!lone_before)
                 rt_let_mates_arrive(run);
             uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);

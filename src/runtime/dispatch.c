@@ -239,14 +239,6 @@ static void ask_core(struct sched *S, struct sched_core *c, bool lone)
         /* release: the watcher that takes it sees when it was owed */
         atomic_store_explicit(&run->core_owed, c->id + 1, memory_order_release);
         run->owes_core = true; /* this thread is the orchestrator's */
-        /* With the schedulers' threads not started, the watcher's start
-         * of a core owed too long (rt_owed_core_due) needs them started
-         * by then: an orchestration may go on outside the runtime, or
-         * wait there for this very task. Their start is put off
-         * (RT_SCHEDULERS_DUE_NS), and costs nothing if this thread returns
-         * first. */
-        if (run->others_held)
-            platform_aicpu_start_others_after(RT_SCHEDULERS_DUE_NS);
         /* The watcher looks again, and sets its next look by when the
          * core is due: a sequence bump while it spins (no system call), a
          * wake-up only when it sleeps, as the core's start would have

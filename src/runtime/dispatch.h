@@ -53,10 +53,12 @@ uint64_t rt_owed_core_due(struct rt_run *run);
 
 /* How long a core stays owed at most, ns: then the watcher starts it. */
 #define RT_OWED_CORE_NS 50000u
-/* When the schedulers' threads of a program whose orchestrator owes a
- * core start, if nothing started them before (platform_aicpu_start_others_after;
- * rt_orch_start_schedulers): an orchestration that goes on outside the
- * runtime, or waits there for its own task, still gets its watcher. Long
+/* When the schedulers' threads of a TMR program start, counted from its
+ * orchestration's start, if nothing started them before
+ * (platform_aicpu_start_others_after; rt_orch_start_schedulers): an
+ * orchestration that goes on outside the runtime (computing, or waiting
+ * there for its own task) still gets its watcher, which starts a core
+ * owed too long and judges a stall at sched_timeout_ms. Long
  * enough that setting the timer does not reprogram the CPU's own (a
  * deadline within the kernel's tick cost 7.3 us a setting here, one 5 ms
  * away 1.2 us; docs/performance.md, "The schedulers started on demand"),
