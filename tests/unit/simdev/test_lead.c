@@ -61,17 +61,24 @@ static int lead_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t 
     return 0;
 }
 
+/* A lead launch of `threads` threads of lead_fn whose argument is *arg
+ * (the probe's address, borrowed until the op is enqueued). */
+static struct simdev_batch_op lead_op(struct lead_probe *const *arg, uint32_t threads)
+{
+    return (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICPU_LEAD,
+                                    .aicpu_fn = lead_fn,
+                                    .thread_count = threads,
+                                    .args = arg,
+                                    .args_size = sizeof *arg};
+}
+
 /* Runs a lead launch of `threads` threads of lead_fn for `p` on a new
  * stream and waits for it. */
 static void run_lead(struct lead_probe *p, uint32_t threads)
 {
     simdev_stream_t s = ts_new_stream();
     struct lead_probe *arg = p;
-    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICPU_LEAD,
-                                 .aicpu_fn = lead_fn,
-                                 .thread_count = threads,
-                                 .args = &arg,
-                                 .args_size = sizeof arg};
+    struct simdev_batch_op op = lead_op(&arg, threads);
     size_t enqueued = 99;
     assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued), 0);
     assert_int_equal(enqueued, 1);
@@ -173,11 +180,7 @@ static void a_lead_launch_is_checked_and_faulted_as_a_launch(void **state)
     simdev_stream_t s = ts_new_stream();
     struct lead_probe p = {.mode = LEAD_NOTHING};
     struct lead_probe *arg = &p;
-    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICPU_LEAD,
-                                 .aicpu_fn = lead_fn,
-                                 .thread_count = 0,
-                                 .args = &arg,
-                                 .args_size = sizeof arg};
+    struct simdev_batch_op op = lead_op(&arg, 0);
     size_t enqueued = 99;
     assert_int_equal(simdev_stream_enqueue_batch(s, &op, 1, &enqueued),
                      PTO_RUNTIME_ERR_INVALID_ARGUMENT);
@@ -205,11 +208,7 @@ static void a_captured_lead_launch_replays_as_one(void **state)
     simdev_stream_t s = ts_new_stream();
     struct lead_probe p = {.mode = LEAD_NOTHING};
     struct lead_probe *arg = &p;
-    struct simdev_batch_op op = {.kind = SIMDEV_BATCH_AICPU_LEAD,
-                                 .aicpu_fn = lead_fn,
-                                 .thread_count = 2,
-                                 .args = &arg,
-                                 .args_size = sizeof arg};
+    struct simdev_batch_op op = lead_op(&arg, 2);
     size_t enqueued = 99;
     simdev_graph_t g;
     simdev_graph_exec_t x;
