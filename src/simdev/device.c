@@ -104,6 +104,8 @@ static int device_start(struct sd_device *dev)
         return rc;
     atomic_store(&dev->lost, 0);
     atomic_store(&dev->budget.awake, 0);
+    atomic_store(&dev->budget.device_cpu, -1);
+    atomic_store(&dev->budget.sync_cpu, -1);
     sd_launch_reset(dev);
     rc = sd_launch_watchdog_start(dev);
     if (rc != 0) {

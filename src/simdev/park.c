@@ -397,15 +397,20 @@ bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *ar
         }
         if ((i & 31) == 31) {
             uint64_t now = simdev_clock_ns();
+            int32_t cpu = sched_getcpu();
+            atomic_store_explicit(idle ? &b->device_cpu : &b->sync_cpu, cpu, memory_order_relaxed);
             if (!end)
                 end = now + spin_ns;
-            else if (now >= end || !room_left(b))
-                break;
+            else if (now >= end || !room_left(b) ||
+                     atomic_load_explicit(idle ? &b->sync_cpu : &b->device_cpu,
+                                          memory_order_relaxed) == cpu)
+                break; /* out of time, of room, or sharing its CPU with the other */
         } else {
             sd_cpu_relax();
         }
     }
     if (idle)
         atomic_fetch_sub_explicit(&b->idle_spinning, 1, memory_order_relaxed);
+    atomic_store_explicit(idle ? &b->device_cpu : &b->sync_cpu, -1, memory_order_relaxed);
     return done;
 }

@@ -112,6 +112,12 @@ struct sd_budget {
     _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
     /* Idle device threads spinning for their next job (sd_spin_in_room) */
     _Atomic uint32_t idle_spinning;
+    /* The CPU the device's AICPU thread last seen running (a job's start,
+     * an idle spin) and a spinning sync's, or -1: two spinners on one CPU
+     * take turns by time slice while the other CPU may idle (this host's
+     * kernel packs threads onto few vCPUs), so each gives way to the other
+     * by parking (sd_spin_in_room). */
+    _Atomic int32_t device_cpu, sync_cpu;
     uint32_t cpus; /* the host CPUs this process may use (device start) */
 };
 

@@ -8,6 +8,7 @@
  * (launch.c) or where they run (cpu_affinity.c).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,8 @@ static int call_placed(struct sd_worker *w, struct sd_job *job, uint32_t index, 
     sd_tl_self = w;
     sd_tl_job = job;
     bool primary = place && !w->is_core && sd_place_take(dev, w, job, index);
+    if (!w->is_core) /* where a spinning sync must not spin beside it (park.h) */
+        atomic_store_explicit(&dev->budget.device_cpu, sched_getcpu(), memory_order_relaxed);
     sd_mark(&dev->timeline, SIMDEV_MARK_JOB_BEGIN, 0, NULL, w->is_core, w->index);
     int status = w->is_core ? call_aicore(w, job) : call_aicpu(w, job, index);
     sd_mark(&dev->timeline, SIMDEV_MARK_JOB_END, 0, NULL, w->is_core, w->index);
