@@ -317,6 +317,8 @@ static void launch_abandon(struct sd_device *dev, struct sd_job *job)
 }
 
 static void unarm_locked(struct sd_device *dev, struct sd_job *job);
+static void start_held(struct sd_device *dev, struct sd_job *job, uint32_t n,
+                       struct sd_worker **workers);
 
 /* Wake-ups put off by this thread (sd_launch_defer_begin): at most one a
  * word, in the order they were asked for; a word beyond the room is woken
@@ -486,13 +488,7 @@ static void job_hand_out(struct sd_device *dev, struct sd_job *job, struct sd_wo
         return;
     }
     if (job->lead) { /* the last thread alone; the others wait their start */
-        sd_count_wait(&dev->waits.handoffs, 1);
-        atomic_fetch_add_explicit(&dev->budget.awake, 1, memory_order_relaxed);
-        struct sd_worker *w = workers[count - 1];
-        /* release: publishes the job; pairs with the acquire in
-         * worker_has_job (worker.c) */
-        atomic_store_explicit(&w->job, job, memory_order_release);
-        wake_or_defer(sd_worker_word(w));
+        start_held(dev, job, 1, &workers[count - 1]);
         return;
     }
     sd_count_wait(&dev->waits.handoffs, count);
@@ -753,22 +749,28 @@ static void unarm_locked(struct sd_device *dev, struct sd_job *job)
 }
 
 /* Takes the held threads of `job` (their bits, 0 when none are left),
- * which the caller starts or runs. Caller holds pool_lock. */
-static uint32_t take_held_locked(struct sd_device *dev, struct sd_job *job)
+ * which the caller starts or runs, and their workers into workers[] (a
+ * lead job keeps thread i's worker in job->workers[i], take_locked).
+ * Caller holds pool_lock. */
+static uint32_t take_held_locked(struct sd_device *dev, struct sd_job *job,
+                                 struct sd_worker **workers)
 {
     uint32_t held = job->others_held;
     job->others_held = 0;
     unarm_locked(dev, job);
+    uint32_t n = 0;
+    for (uint32_t i = 0; held >> i; i++)
+        if (held & (1u << i))
+            workers[n++] = job->workers[i];
     return held;
 }
 
-/* Starts the threads in `held` (bits of thread indices) of lead job `job`,
- * taken from it under pool_lock by the caller (`workers`: their workers,
- * read then). The job cannot end before they run. */
-static void start_held(struct sd_device *dev, struct sd_job *job, uint32_t held,
+/* Hands `job` to its `n` threads in workers[] and wakes them: a lead job's
+ * last thread at the hand-out, or held threads taken from it under
+ * pool_lock by the caller. The job cannot end before they run. */
+static void start_held(struct sd_device *dev, struct sd_job *job, uint32_t n,
                        struct sd_worker **workers)
 {
-    uint32_t n = (uint32_t)__builtin_popcount(held);
     if (!n)
         return;
     sd_count_wait(&dev->waits.handoffs, n);
@@ -781,25 +783,13 @@ static void start_held(struct sd_device *dev, struct sd_job *job, uint32_t held,
     }
 }
 
-/* The workers of the threads in `held`, into workers[] (a lead job keeps
- * thread i's worker in job->workers[i], take_locked). Caller holds
- * pool_lock. */
-static void held_workers_locked(struct sd_job *job, uint32_t held, struct sd_worker **workers)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; held >> i; i++)
-        if (held & (1u << i))
-            workers[n++] = job->workers[i];
-}
-
 void sd_aicpu_start_others(struct sd_device *dev, struct sd_job *job)
 {
     struct sd_worker *workers[SIMDEV_MAX_AICPU_THREADS];
     pthread_mutex_lock(&dev->launch.pool_lock);
-    uint32_t held = take_held_locked(dev, job);
-    held_workers_locked(job, held, workers);
+    uint32_t held = take_held_locked(dev, job, workers);
     pthread_mutex_unlock(&dev->launch.pool_lock);
-    start_held(dev, job, held, workers);
+    start_held(dev, job, (uint32_t)__builtin_popcount(held), workers);
 }
 
 void sd_aicpu_start_others_after(struct sd_device *dev, struct sd_job *job, uint64_t ns)
@@ -823,12 +813,11 @@ uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job)
 {
     struct sd_worker *workers[SIMDEV_MAX_AICPU_THREADS];
     pthread_mutex_lock(&dev->launch.pool_lock);
-    uint32_t held = take_held_locked(dev, job);
-    held_workers_locked(job, held, workers);
+    uint32_t held = take_held_locked(dev, job, workers);
     pthread_mutex_unlock(&dev->launch.pool_lock);
     if (__builtin_popcount(held) == 1)
         return held; /* the caller runs it */
-    start_held(dev, job, held, workers);
+    start_held(dev, job, (uint32_t)__builtin_popcount(held), workers);
     return 0;
 }
 
@@ -866,10 +855,9 @@ static void *hold_timer_main(void *arg)
                 break;
             }
             struct sd_worker *workers[SIMDEV_MAX_AICPU_THREADS];
-            uint32_t held = take_held_locked(dev, due);
-            held_workers_locked(due, held, workers);
+            uint32_t held = take_held_locked(dev, due, workers);
             pthread_mutex_unlock(&dev->launch.pool_lock);
-            start_held(dev, due, held, workers);
+            start_held(dev, due, (uint32_t)__builtin_popcount(held), workers);
             pthread_mutex_lock(&dev->launch.pool_lock);
         }
         pthread_mutex_unlock(&dev->launch.pool_lock);
