@@ -32,11 +32,16 @@ extern "C" {
  *   executor takes from the thread that enqueued it, each job a launch
  *   hands to a device thread, each launch's end reported to its executor,
  *   each stream a completed record lets go, each sync that had to wait.
+ * - taken: round programs a waiting sync took from the device thread they
+ *   were handed to, before that thread began them, and ran on its own
+ *   thread (docs/device.md, "A sync runs the program it waits for"). The
+ *   wake-up made for that thread is counted in `wakeups` all the same.
  */
 struct simdev_wait_stats {
     uint64_t wakeups;
     uint64_t parks;
     uint64_t handoffs;
+    uint64_t taken;
 };
 
 /* Writes `device`'s counters to *out. INVALID_ARGUMENT for a bad id or NULL. */

@@ -24,7 +24,7 @@
 #include "simdev/op.h"
 #include "simdev/stream.h"
 
-static pthread_mutex_t g_capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_capture_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static struct sd_capture *g_live; /* open sessions, all devices */
 static _Atomic int g_live_count;  /* lets sync paths skip the lock */
 static uint64_t g_next_capture_id; /* the last capture id given (g_capture_lock) */

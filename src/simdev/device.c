@@ -38,7 +38,7 @@ static void devices_init(void)
     for (int i = 0; i < SIMDEV_MAX_DEVICES; i++) {
         struct sd_device *dev = &g_devices[i];
         dev->id = i;
-        pthread_mutex_init(&dev->lock, NULL);
+        sd_mutex_init(&dev->lock);
         sd_launch_init(dev);
         sd_memory_init(dev);
         sd_timeline_init(&dev->timeline);

@@ -180,6 +180,7 @@ static int queue_locked(struct simdev_stream *stream, const struct simdev_batch_
         if (!record)
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
         proto.u.record = record; /* the op's reference */
+        record->stream = stream;
         if (sd_stream_queue_new_locked(stream, &proto, NULL, 0, wake) != 0) {
             sd_record_unref(record);
             return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;

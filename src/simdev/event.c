@@ -28,7 +28,7 @@
  * costs"). A record in the pool has no owner: nobody waits on it.
  */
 #define RECORD_POOL_MAX 256u
-static pthread_mutex_t record_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t record_pool_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static struct sd_event_record *record_pool;
 static uint32_t record_pool_count;
 
@@ -54,7 +54,7 @@ struct sd_event_record *sd_record_new(void)
     if (!record)
         return NULL;
     atomic_init(&record->refs, 1);
-    pthread_mutex_init(&record->lock, NULL);
+    sd_mutex_init(&record->lock);
     pthread_cond_init(&record->cond, NULL);
     return record;
 }
@@ -173,7 +173,7 @@ int simdev_event_create(simdev_event_t *out)
         return rc;
     struct simdev_event *event = object;
     event->dev = dev;
-    pthread_mutex_init(&event->lock, NULL);
+    sd_mutex_init(&event->lock);
     pthread_mutex_lock(&dev->lock);
     event->next_in_device = dev->events;
     dev->events = event;

@@ -31,6 +31,10 @@ struct sd_event_record {
     _Atomic int done;
     int status; /* written before done is released */
     uint32_t sleepers; /* threads asleep in sd_record_wait; guarded by lock */
+    /* The stream whose op completes it, set as the op is queued (NULL: a
+     * graph's record): a sync waiting for it looks there for a program
+     * not yet started (stream.c, sync_runs_program). */
+    struct simdev_stream *stream;
     struct simdev_stream *waiting; /* streams whose head waits for it (lock) */
     struct sd_capture *capture; /* non-NULL: recorded inside this capture */
     size_t *capture_tail;       /* the recording stream's tail at that point */

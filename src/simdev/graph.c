@@ -695,7 +695,7 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph)
     exec->dev = dev;
     sd_word_bind(&exec->progress, &dev->waits);
     atomic_init(&exec->refs, 1);
-    pthread_mutex_init(&exec->params_lock, NULL);
+    sd_mutex_init(&exec->params_lock);
     exec->node_count = graph->node_count;
     exec->lane_count = graph->lane_count ? graph->lane_count : 1;
     exec->nodes = gnodes_clone(graph->nodes, graph->node_count);

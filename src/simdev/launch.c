@@ -26,7 +26,7 @@
 
 void sd_launch_init(struct sd_device *dev)
 {
-    pthread_mutex_init(&dev->launch.pool_lock, NULL);
+    sd_mutex_init(&dev->launch.pool_lock);
     pthread_cond_init(&dev->launch.pool_cond, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -819,6 +819,37 @@ uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job)
         return held; /* the caller runs it */
     start_held(dev, job, (uint32_t)__builtin_popcount(held), workers);
     return 0;
+}
+
+bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx)
+{
+    struct sd_worker *taker = NULL;
+    struct sd_job *job = NULL;
+    /* Under pool_lock a job a worker has not taken is alive: its end frees
+     * it under this lock, after that worker's block ran. */
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    for (uint32_t i = 0; i < dev->config.aicpu_threads && !taker; i++) {
+        struct sd_worker *w = &dev->workers.aicpu[i];
+        /* acquire: pairs with the release store in job_hand_out */
+        struct sd_job *j = atomic_load_explicit(&w->job, memory_order_acquire);
+        if (!j || !j->lead || j->done_ctx != done_ctx ||
+            sd_job_indices(j)[w->index] + 1 != j->thread_count)
+            continue;
+        /* the worker's own take (worker.c) is an exchange: one of the two
+         * has the block */
+        if (atomic_compare_exchange_strong_explicit(&w->job, &j, NULL, memory_order_acquire,
+                                                    memory_order_relaxed)) {
+            atomic_store_explicit(&w->job_taken, true, memory_order_relaxed);
+            taker = w;
+            job = j;
+        }
+    }
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    if (!taker)
+        return false;
+    sd_count_wait(&dev->waits.taken, 1);
+    sd_worker_run_taken(taker, job);
+    return true;
 }
 
 /* The hold timer's thread: at each firing, starts the held threads of

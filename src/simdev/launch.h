@@ -228,6 +228,19 @@ void sd_launch_fail_inflight(struct sd_device *dev);
 void sd_aicpu_start_others(struct sd_device *dev, struct sd_job *job);
 void sd_aicpu_start_others_after(struct sd_device *dev, struct sd_job *job, uint64_t ns);
 uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job);
+
+/*
+ * A program not started yet, run by a sync that waits for it: the block
+ * of the last thread of a lead job (the runtime's round program) launched
+ * from the stream `done_ctx`, if the worker handed it has not begun it
+ * (still waking: a parked thread takes 40-70 us here to run again), is
+ * taken from that worker and run on the calling thread
+ * (sd_worker_run_taken); the worker finds nothing when it wakes. True when
+ * it ran one. A lead job's program waits for nothing the host does, so a
+ * sync may wait for it where the worker would have (docs/device.md, "A
+ * sync runs the program it waits for").
+ */
+bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx);
 /* Starts the hold timer's thread (device start): 0 or OUT_OF_HOST_MEMORY;
  * stops and joins it (reset). */
 int sd_launch_timer_start(struct sd_device *dev);

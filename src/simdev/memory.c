@@ -23,7 +23,7 @@
 
 void sd_memory_init(struct sd_device *dev)
 {
-    pthread_mutex_init(&dev->mem.lock, NULL);
+    sd_mutex_init(&dev->mem.lock);
 }
 
 /* Index of the first allocation whose base is > addr. Caller must hold

@@ -373,7 +373,7 @@ static bool room_left(struct sd_budget *b)
 {
     return atomic_load_explicit(&b->awake, memory_order_relaxed) +
                atomic_load_explicit(&b->idle_spinning, memory_order_relaxed) <
-           b->cpus;
+           b->cpus + atomic_load_explicit(&b->host_running, memory_order_relaxed);
 }
 
 bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *arg,

@@ -8,6 +8,7 @@
 #ifndef SIMDEV_PARK_H
 #define SIMDEV_PARK_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,12 +45,29 @@ struct sd_wait_counters {
     _Alignas(SD_CACHELINE) _Atomic uint64_t wakeups;
     _Atomic uint64_t parks;
     _Atomic uint64_t handoffs;
+    _Atomic uint64_t taken; /* simdev_wait_stats' `taken` */
     /* simdev_clock_ns() at the latest wake-up system call (sd_note_wakeup):
      * a spinner gives way to a thread that may still wait for its CPU
      * (park.c, give_way_to_woken) */
     _Atomic uint64_t last_wakeup_ns;
     struct sd_timeline *timeline; /* its device's: sleeps and wake-ups are marked there */
 };
+
+/*
+ * Initialises a lock shared by the host's threads and the device's: one
+ * that spins a while before it sleeps (glibc's adaptive mutex). Its
+ * sections are a few stores long, and a thread that slept on it cost the
+ * one that let it go a wake-up system call (docs/device.md, "What an
+ * enqueue costs").
+ */
+static inline void sd_mutex_init(pthread_mutex_t *lock)
+{
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
 
 /* Counts `n` into one of a device's counters (NULL: nothing). */
 static inline void sd_count_wait(_Atomic uint64_t *counter, uint64_t n)
@@ -118,6 +136,12 @@ struct sd_budget {
      * kernel packs threads onto few vCPUs), so each gives way to the other
      * by parking (sd_spin_in_room). */
     _Atomic int32_t device_cpu, sync_cpu;
+    /* Host threads running a device job themselves (a sync that took a
+     * program, sd_worker_run_taken; a launch or sync running a brief job,
+     * sd_worker_run_here): counted in `awake` for it, on the CPU the
+     * device leaves the host, which then has none to leave: an idle
+     * spinner may take the other. */
+    _Atomic uint32_t host_running;
     uint32_t cpus; /* the host CPUs this process may use (device start) */
 };
 

@@ -29,6 +29,7 @@ int simdev_wait_stats(int device, struct simdev_wait_stats *out)
     out->wakeups = atomic_load_explicit(&dev->waits.wakeups, memory_order_relaxed);
     out->parks = atomic_load_explicit(&dev->waits.parks, memory_order_relaxed);
     out->handoffs = atomic_load_explicit(&dev->waits.handoffs, memory_order_relaxed);
+    out->taken = atomic_load_explicit(&dev->waits.taken, memory_order_relaxed);
     return 0;
 }
 
@@ -40,6 +41,7 @@ int simdev_wait_stats_reset(int device)
     atomic_store_explicit(&dev->waits.wakeups, 0, memory_order_relaxed);
     atomic_store_explicit(&dev->waits.parks, 0, memory_order_relaxed);
     atomic_store_explicit(&dev->waits.handoffs, 0, memory_order_relaxed);
+    atomic_store_explicit(&dev->waits.taken, 0, memory_order_relaxed);
     return 0;
 }
 
@@ -71,7 +73,7 @@ void platform_mark_slow(uint32_t point)
 
 void sd_timeline_init(struct sd_timeline *t)
 {
-    pthread_mutex_init(&t->lock, NULL);
+    sd_mutex_init(&t->lock);
 }
 
 void sd_mark_slow(struct sd_timeline *t, enum simdev_mark mark, uint32_t op,

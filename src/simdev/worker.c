@@ -27,6 +27,7 @@ static bool worker_has_job(void *arg)
     /* acquire: pairs with the release store of the job in job_hand_out
      * (launch.c) */
     return atomic_load_explicit(&w->job, memory_order_acquire) != NULL ||
+           atomic_load_explicit(&w->job_taken, memory_order_relaxed) ||
            atomic_load_explicit(&w->dev->workers.stopping, memory_order_acquire);
 }
 
@@ -99,14 +100,14 @@ static int call_as(struct sd_worker *w, struct sd_job *job, uint32_t index)
     return call_placed(w, job, index, true);
 }
 
-static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
+static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index, bool place)
 {
     /* Counted awake for the job's length, but while parked (park.c): the
      * launch counted it when it handed the job out (launch.c), or, for a
      * job handed out held, this thread now that it took its block. */
     if (job->held)
         atomic_fetch_add_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
-    int status = call_as(w, job, index);
+    int status = call_placed(w, job, index, place);
     /* A lead job's last thread: a held thread it did not start runs here,
      * after it, in the place this thread has (launch.h, lead jobs). */
     uint32_t here = job->lead && index + 1 == job->thread_count ? sd_aicpu_lead_end(w->dev, job)
@@ -121,15 +122,29 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index)
 
 int sd_worker_run_here(struct sd_worker *w, struct sd_job *job)
 {
-    atomic_fetch_add_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
+    struct sd_budget *b = &w->dev->budget;
+    bool host = !sd_tl_self; /* a host thread: on the CPU left to the host (park.h) */
+    if (host)
+        atomic_fetch_add_explicit(&b->host_running, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->awake, 1, memory_order_relaxed);
     int status = call_as(w, job, 0);
-    atomic_fetch_sub_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
+    if (host)
+        atomic_fetch_sub_explicit(&b->host_running, 1, memory_order_relaxed);
     return status;
 }
 
 int sd_worker_run_instead(struct sd_worker *w, struct sd_job *job)
 {
     return call_as(w, job, 0);
+}
+
+void sd_worker_run_taken(struct sd_worker *w, struct sd_job *job)
+{
+    atomic_fetch_add_explicit(&w->dev->budget.host_running, 1, memory_order_relaxed);
+    /* where the calling thread is: w's placement is its own thread's */
+    run_job(w, job, sd_job_indices(job)[w->index], false);
+    atomic_fetch_sub_explicit(&w->dev->budget.host_running, 1, memory_order_relaxed);
 }
 
 struct sd_waitword *sd_worker_word(struct sd_worker *w)
@@ -178,11 +193,17 @@ static void *worker_main(void *arg)
         if (!job) {
             if (atomic_load_explicit(&w->dev->workers.stopping, memory_order_acquire))
                 break;
+            /* Woken for a job a sync took and ran (launch.h,
+             * sd_launch_run_unstarted_program): waits awake for the next
+             * as after a job, so that the next back-to-back round finds it
+             * running, not the sync taking it again behind another
+             * wake-up. */
+            after_job = atomic_exchange_explicit(&w->job_taken, false, memory_order_relaxed);
             continue;
         }
         /* AICPU workers find their thread index in the job's index table. */
         uint32_t index = w->is_core ? 0 : sd_job_indices(job)[w->index];
-        run_job(w, job, index);
+        run_job(w, job, index, true);
         after_job = true;
     }
     return NULL;

@@ -32,6 +32,10 @@ struct sd_worker {
     _Alignas(SD_CACHELINE) _Atomic uint32_t awake;
     /* Set by the launcher, taken (swapped back to NULL) by the worker. */
     _Alignas(SD_CACHELINE) _Atomic(struct sd_job *) job;
+    /* Its job was taken by a sync before it began it (launch.c,
+     * sd_launch_run_unstarted_program): it wakes to wait awake as after a
+     * job. Set with job, on its line. */
+    _Atomic bool job_taken;
     /* The launcher wakes an AICPU thread here; a core is woken here alone
      * (sd_core_start) or with every core on cores_wake. */
     struct sd_waitword wake;
@@ -93,6 +97,12 @@ extern _Thread_local struct sd_job *sd_tl_job;
  * in the runnable budget already (an AICPU thread in its job): the count
  * is left as it is. */
 int sd_worker_run_instead(struct sd_worker *w, struct sd_job *job);
+/* Runs the block of AICPU job `job` handed to worker `w`, taken from it
+ * before w began it (launch.c, sd_launch_run_unstarted_program), on the
+ * calling thread as w would: counted in the runnable budget as w was at
+ * the hand-out, a lead job's held thread after it, the job finished. The
+ * calling thread keeps its placement. */
+void sd_worker_run_taken(struct sd_worker *w, struct sd_job *job);
 /* The word that wakes core `w` alone where its thread sleeps on its own
  * word too, else the one that wakes every idle core (which look for their
  * jobs and sleep again). */

@@ -14,6 +14,7 @@
 
 #include "platform/platform.h"
 #include "simpler/simdev_fault.h"
+#include "simpler/simdev_profile.h"
 #include "test_support.h"
 
 #define MAX_THREADS 4
@@ -230,6 +231,110 @@ static void a_captured_lead_launch_replays_as_one(void **state)
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
+/* How many programs syncs took so far on device 0. */
+static uint64_t programs_taken(void)
+{
+    struct simdev_wait_stats stats;
+    assert_int_equal(simdev_wait_stats(0, &stats), 0);
+    return stats.taken;
+}
+
+/* A stream waiting for a lead launch on another, the way a round's
+ * caller stream waits for its AICPU stream: `program` gets the launch
+ * (threads threads of lead_fn for `p`) and a record of `done`; `caller`
+ * a wait for it. Started on this thread (simdev_start_here_begin), so the
+ * launch is handed to its last thread before this returns. */
+static void enqueue_waited_program(simdev_stream_t program, simdev_stream_t caller,
+                                   simdev_event_t done, struct lead_probe *p, uint32_t threads)
+{
+    struct lead_probe *arg = p;
+    struct simdev_batch_op ops[2] = {lead_op(&arg, threads),
+                                     {.kind = SIMDEV_BATCH_RECORD, .event = done}};
+    size_t enqueued = 99;
+    simdev_start_here_begin();
+    assert_int_equal(simdev_stream_enqueue_batch(program, ops, 2, &enqueued), 0);
+    assert_int_equal(enqueued, 2);
+    assert_int_equal(simdev_stream_wait_event(caller, done), 0);
+    simdev_start_here_end();
+}
+
+/*
+ * A sync whose stream waits for a program handed to a thread that has not
+ * begun it (parked: it takes tens of microseconds to run again) takes the
+ * program and runs it itself: both threads of the launch then ran on the
+ * syncing thread, the last first, and `taken` counts it once. A try whose
+ * thread began first (it was still spinning after the device started)
+ * proves nothing and is made again on a fresh device; one in TRIES must
+ * take it. Never taken would mean a sync still waits for a parked thread.
+ */
+static void a_sync_runs_the_program_its_stream_waits_for_when_its_thread_has_not_begun(
+    void **state)
+{
+    (void)state;
+    enum { TRIES = 20 };
+    const uintptr_t self = (uintptr_t)pthread_self();
+    bool taken = false;
+    for (int try = 0; try < TRIES && !taken; try++) {
+        struct simdev_config config = ts_small_config();
+        ts_device_setup_config(&config); /* its threads start idle */
+        simdev_stream_t program = ts_new_stream(), caller = ts_new_stream();
+        simdev_event_t done = ts_new_event();
+        struct lead_probe p = {.mode = LEAD_NOTHING};
+        uint64_t before = programs_taken();
+        enqueue_waited_program(program, caller, done, &p, 2);
+        assert_int_equal(simdev_stream_sync(caller), 0);
+        /* the whole launch ran, the last thread first, on one OS thread */
+        assert_int_equal(atomic_load(&p.order[1]), 1);
+        assert_int_equal(atomic_load(&p.order[0]), 2);
+        assert_true(atomic_load(&p.thread[0]) == atomic_load(&p.thread[1]));
+        uint64_t took = programs_taken() - before;
+        if (took == 1)
+            assert_true(atomic_load(&p.thread[1]) == self);
+        else
+            assert_int_equal(took, 0); /* its thread began it: ran there */
+        taken = took == 1;
+        assert_int_equal(simdev_stream_sync(program), 0);
+        assert_int_equal(simdev_event_destroy(done), 0);
+        assert_int_equal(simdev_stream_destroy(caller), 0);
+        assert_int_equal(simdev_stream_destroy(program), 0);
+    }
+    assert_true(taken);
+}
+
+/*
+ * A sync takes only a program its stream waits for directly: `caller`
+ * waits for a record on stream `other`, which waits for the program's
+ * record, while the program waits for its parked thread. The sync must
+ * leave it to its thread: taken 0, the launch's last thread not this one.
+ * Taking it would make a sync run work it does not wait for (a program
+ * that waits for the host would never end it).
+ */
+static void a_sync_leaves_a_program_its_stream_does_not_wait_for(void **state)
+{
+    (void)state;
+    simdev_stream_t program = ts_new_stream(), other = ts_new_stream(),
+                    caller = ts_new_stream();
+    simdev_event_t done = ts_new_event(), other_done = ts_new_event();
+    struct lead_probe p = {.mode = LEAD_NOTHING};
+    uint64_t before = programs_taken();
+    simdev_start_here_begin(); /* the launch handed out before the sync */
+    enqueue_waited_program(program, other, done, &p, 2);
+    assert_int_equal(simdev_event_record(other_done, other), 0);
+    assert_int_equal(simdev_stream_wait_event(caller, other_done), 0);
+    simdev_start_here_end();
+    assert_int_equal(simdev_stream_sync(caller), 0);
+    assert_int_equal(programs_taken() - before, 0);
+    assert_int_equal(atomic_load(&p.seq), 2);
+    assert_true(atomic_load(&p.thread[1]) != (uintptr_t)pthread_self());
+    assert_int_equal(simdev_stream_sync(other), 0);
+    assert_int_equal(simdev_stream_sync(program), 0);
+    assert_int_equal(simdev_event_destroy(done), 0);
+    assert_int_equal(simdev_event_destroy(other_done), 0);
+    assert_int_equal(simdev_stream_destroy(caller), 0);
+    assert_int_equal(simdev_stream_destroy(other), 0);
+    assert_int_equal(simdev_stream_destroy(program), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +345,8 @@ int main(void)
         SIMPLER_TEST(the_calls_do_nothing_outside_a_lead_launch),
         SIMPLER_TEST(a_lead_launch_is_checked_and_faulted_as_a_launch),
         SIMPLER_TEST(a_captured_lead_launch_replays_as_one),
+        SIMPLER_TEST(a_sync_runs_the_program_its_stream_waits_for_when_its_thread_has_not_begun),
+        SIMPLER_TEST(a_sync_leaves_a_program_its_stream_does_not_wait_for),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
