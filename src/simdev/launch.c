@@ -57,6 +57,13 @@ void sd_launch_wake_all(struct sd_device *dev)
 
 void sd_launch_free_abandoned(struct sd_device *dev)
 {
+    /* A sync that took a program runs it on its own thread, which no
+     * worker join waits for: an abandoned job is freed once that is
+     * over (sd_launch_run_unstarted_program). */
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    while (dev->launch.host_runs)
+        pthread_cond_wait(&dev->launch.pool_cond, &dev->launch.pool_lock);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
     while (dev->launch.abandoned) {
         struct sd_job *next = dev->launch.abandoned->next_abandoned;
         free(dev->launch.abandoned);
@@ -821,7 +828,8 @@ uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job)
     return 0;
 }
 
-bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx)
+bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx,
+                                     const _Atomic int *waited_done)
 {
     struct sd_worker *taker = NULL;
     struct sd_job *job = NULL;
@@ -835,6 +843,12 @@ bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx
         if (!j || !j->lead || j->done_ctx != done_ctx ||
             sd_job_indices(j)[w->index] + 1 != j->thread_count)
             continue;
+        /* A job handed out after the record waited for completed is a
+         * later one of that stream, which the sync does not wait for: its
+         * hand-out (the release store the load above pairs with) came
+         * after the completion, so the completion is seen here. */
+        if (atomic_load_explicit(waited_done, memory_order_acquire))
+            break;
         /* the worker's own take (worker.c) is an exchange: one of the two
          * has the block */
         if (atomic_compare_exchange_strong_explicit(&w->job, &j, NULL, memory_order_acquire,
@@ -842,6 +856,7 @@ bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx
             atomic_store_explicit(&w->job_taken, true, memory_order_relaxed);
             taker = w;
             job = j;
+            dev->launch.host_runs++;
         }
     }
     pthread_mutex_unlock(&dev->launch.pool_lock);
@@ -849,6 +864,10 @@ bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx
         return false;
     sd_count_wait(&dev->waits.taken, 1);
     sd_worker_run_taken(taker, job);
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    dev->launch.host_runs--;
+    pthread_cond_broadcast(&dev->launch.pool_cond); /* a reset may wait for it */
+    pthread_mutex_unlock(&dev->launch.pool_lock);
     return true;
 }
 

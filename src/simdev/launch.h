@@ -92,6 +92,7 @@ struct sd_launch_state {
     uint64_t next_ticket[2];
     uint64_t serving_ticket[2];
     struct sd_job *abandoned; /* jobs whose threads hung; freed at reset */
+    uint32_t host_runs; /* programs syncs took and run now (launch.h) */
     struct sd_job *inflight;  /* asynchronous jobs not yet ended */
     /* The core job handed out held (sd_job.held) until it ends or an AICPU
      * job ends, whichever is first: that end starts every block of it no
@@ -238,9 +239,13 @@ uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job);
  * (sd_worker_run_taken); the worker finds nothing when it wakes. True when
  * it ran one. A lead job's program waits for nothing the host does, so a
  * sync may wait for it where the worker would have (docs/device.md, "A
- * sync runs the program it waits for").
+ * sync runs the program it waits for). `waited_done` is the done flag
+ * of the record the sync waits for: once it is set, a lead job of that
+ * stream is a later one, and none is taken. A reset frees no abandoned
+ * job while a sync runs one (host_runs).
  */
-bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx);
+bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx,
+                                     const _Atomic int *waited_done);
 /* Starts the hold timer's thread (device start): 0 or OUT_OF_HOST_MEMORY;
  * stops and joins it (reset). */
 int sd_launch_timer_start(struct sd_device *dev);

@@ -371,9 +371,9 @@ int sd_wait_within_budget(struct sd_waitword *word, sd_ready_fn ready, void *arg
 /* Whether the device leaves the host a CPU (sd_spin_in_room). */
 static bool room_left(struct sd_budget *b)
 {
-    return atomic_load_explicit(&b->awake, memory_order_relaxed) +
+    return (uint64_t)atomic_load_explicit(&b->awake, memory_order_relaxed) +
                atomic_load_explicit(&b->idle_spinning, memory_order_relaxed) <
-           b->cpus + atomic_load_explicit(&b->host_running, memory_order_relaxed);
+           (uint64_t)b->cpus + atomic_load_explicit(&b->host_running, memory_order_relaxed);
 }
 
 bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *arg,

@@ -654,16 +654,30 @@ static bool drained(void *arg)
  */
 static bool sync_runs_program(struct simdev_stream *stream)
 {
+    struct sd_device *dev = stream->dev;
+    /* Never from a thread that runs a stream (a host callback's sync, or
+     * a device thread's): the streams the program's end lets go would
+     * wait behind this thread's frame, and its sync for them. Never on a
+     * device with a watchdog: a sync running a program that hangs could
+     * not return DEVICE_LOST when the watchdog loses the device. */
+    if (tl_frames || tl_draining || sd_tl_self || dev->config.watchdog_ms)
+        return false;
     pthread_mutex_lock(&stream->lock);
     /* the head op and its record stay while the lock is held: its end
      * takes the lock to pop it (finish_op) */
     const struct sd_op *head = stream->head;
-    const struct simdev_stream *source = NULL;
-    if (head && head->type == SD_OP_WAIT && head->u.record &&
-        !atomic_load_explicit(&head->u.record->done, memory_order_acquire))
-        source = head->u.record->stream;
+    struct sd_event_record *record = NULL;
+    if (head && head->type == SD_OP_WAIT && head->u.record && head->u.record->stream &&
+        !atomic_load_explicit(&head->u.record->done, memory_order_acquire)) {
+        record = head->u.record;
+        sd_record_ref(record); /* its done flag is looked at after the lock */
+    }
     pthread_mutex_unlock(&stream->lock);
-    return source && sd_launch_run_unstarted_program(stream->dev, source);
+    if (!record)
+        return false;
+    bool ran = sd_launch_run_unstarted_program(dev, record->stream, &record->done);
+    sd_record_unref(record);
+    return ran;
 }
 
 static int stream_drain(struct simdev_stream *stream)

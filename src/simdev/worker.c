@@ -80,7 +80,9 @@ static int call_placed(struct sd_worker *w, struct sd_job *job, uint32_t index, 
     sd_tl_self = w;
     sd_tl_job = job;
     bool primary = place && !w->is_core && sd_place_take(dev, w, job, index);
-    if (!w->is_core) /* where a spinning sync must not spin beside it (park.h) */
+    /* where a spinning sync must not spin beside it (park.h); a host
+     * thread's CPU is the sync's own, not the device's */
+    if (!w->is_core && self)
         atomic_store_explicit(&dev->budget.device_cpu, sched_getcpu(), memory_order_relaxed);
     sd_mark(&dev->timeline, SIMDEV_MARK_JOB_BEGIN, 0, NULL, w->is_core, w->index);
     int status = w->is_core ? call_aicore(w, job) : call_aicpu(w, job, index);
@@ -100,8 +102,12 @@ static int call_as(struct sd_worker *w, struct sd_job *job, uint32_t index)
     return call_placed(w, job, index, true);
 }
 
-static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index, bool place)
+static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index, bool place,
+                    bool host)
 {
+    struct sd_budget *b = &w->dev->budget;
+    if (host) /* a host thread: on the CPU left to the host (park.h) */
+        atomic_fetch_add_explicit(&b->host_running, 1, memory_order_relaxed);
     /* Counted awake for the job's length, but while parked (park.c): the
      * launch counted it when it handed the job out (launch.c), or, for a
      * job handed out held, this thread now that it took its block. */
@@ -116,7 +122,9 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index, boo
         uint32_t other = (uint32_t)__builtin_ctz(here);
         sd_job_finish(w->dev, job, call_placed(w, job, other, false));
     }
-    atomic_fetch_sub_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
+    if (host)
+        atomic_fetch_sub_explicit(&b->host_running, 1, memory_order_relaxed);
     sd_job_finish(w->dev, job, status);
 }
 
@@ -141,10 +149,8 @@ int sd_worker_run_instead(struct sd_worker *w, struct sd_job *job)
 
 void sd_worker_run_taken(struct sd_worker *w, struct sd_job *job)
 {
-    atomic_fetch_add_explicit(&w->dev->budget.host_running, 1, memory_order_relaxed);
     /* where the calling thread is: w's placement is its own thread's */
-    run_job(w, job, sd_job_indices(job)[w->index], false);
-    atomic_fetch_sub_explicit(&w->dev->budget.host_running, 1, memory_order_relaxed);
+    run_job(w, job, sd_job_indices(job)[w->index], false, !sd_tl_self);
 }
 
 struct sd_waitword *sd_worker_word(struct sd_worker *w)
@@ -203,7 +209,7 @@ static void *worker_main(void *arg)
         }
         /* AICPU workers find their thread index in the job's index table. */
         uint32_t index = w->is_core ? 0 : sd_job_indices(job)[w->index];
-        run_job(w, job, index, true);
+        run_job(w, job, index, true, false);
         after_job = true;
     }
     return NULL;

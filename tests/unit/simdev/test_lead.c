@@ -335,6 +335,95 @@ static void a_sync_leaves_a_program_its_stream_does_not_wait_for(void **state)
     assert_int_equal(simdev_stream_destroy(program), 0);
 }
 
+/* A host callback that syncs `caller` once told to (go), then says so. */
+struct callback_sync {
+    simdev_stream_t caller;
+    _Atomic int started, go, rc;
+};
+
+static bool flag_set(void *arg)
+{
+    return atomic_load((_Atomic int *)arg) != 0;
+}
+
+static int callback_syncs(void *user_data)
+{
+    struct callback_sync *c = user_data;
+    atomic_store(&c->started, 1);
+    (void)ts_poll_until(flag_set, &c->go);
+    atomic_store(&c->rc, simdev_stream_sync(c->caller));
+    return 0;
+}
+
+/*
+ * A sync made from a host callback (on a stream's executor, which runs
+ * that stream) never takes a program: the streams the program's end lets
+ * go would wait behind the callback on its thread, and the callback's
+ * sync for them, forever (a hang here). Each try on a fresh device, the
+ * program's thread parked: taken stays 0 and the callback's sync returns
+ * 0 with the launch run on a device thread.
+ */
+static void a_sync_from_a_host_callback_takes_no_program(void **state)
+{
+    (void)state;
+    enum { TRIES = 10 };
+    for (int try = 0; try < TRIES; try++) {
+        struct simdev_config config = ts_small_config();
+        ts_device_setup_config(&config);
+        simdev_stream_t program = ts_new_stream(), caller = ts_new_stream(),
+                        host = ts_new_stream();
+        simdev_event_t done = ts_new_event();
+        struct lead_probe p = {.mode = LEAD_NOTHING};
+        struct callback_sync c = {.caller = caller, .rc = -1};
+        uint64_t before = programs_taken();
+        assert_int_equal(simdev_launch_host_func(host, callback_syncs, &c), 0);
+        assert_true(ts_poll_until(flag_set, &c.started));
+        enqueue_waited_program(program, caller, done, &p, 2);
+        atomic_store(&c.go, 1);
+        assert_int_equal(simdev_stream_sync(host), 0); /* the callback returned */
+        assert_int_equal(atomic_load(&c.rc), 0);
+        assert_int_equal(programs_taken() - before, 0);
+        assert_int_equal(atomic_load(&p.seq), 2);
+        assert_true(atomic_load(&p.thread[1]) != (uintptr_t)pthread_self());
+        assert_int_equal(simdev_stream_sync(program), 0);
+        assert_int_equal(simdev_event_destroy(done), 0);
+        assert_int_equal(simdev_stream_destroy(host), 0);
+        assert_int_equal(simdev_stream_destroy(caller), 0);
+        assert_int_equal(simdev_stream_destroy(program), 0);
+    }
+}
+
+/*
+ * On a device with a watchdog a sync never takes a program: one that hung
+ * on the sync's thread would keep the sync from returning DEVICE_LOST
+ * when the watchdog loses the device. Each try on a fresh device whose
+ * program thread is parked, as in the test that takes it: taken stays 0,
+ * the launch runs on a device thread.
+ */
+static void a_sync_on_a_device_with_a_watchdog_takes_no_program(void **state)
+{
+    (void)state;
+    enum { TRIES = 10 };
+    for (int try = 0; try < TRIES; try++) {
+        struct simdev_config config = ts_small_config();
+        config.watchdog_ms = 30000;
+        ts_device_setup_config(&config);
+        simdev_stream_t program = ts_new_stream(), caller = ts_new_stream();
+        simdev_event_t done = ts_new_event();
+        struct lead_probe p = {.mode = LEAD_NOTHING};
+        uint64_t before = programs_taken();
+        enqueue_waited_program(program, caller, done, &p, 2);
+        assert_int_equal(simdev_stream_sync(caller), 0);
+        assert_int_equal(programs_taken() - before, 0);
+        assert_int_equal(atomic_load(&p.seq), 2);
+        assert_true(atomic_load(&p.thread[1]) != (uintptr_t)pthread_self());
+        assert_int_equal(simdev_stream_sync(program), 0);
+        assert_int_equal(simdev_event_destroy(done), 0);
+        assert_int_equal(simdev_stream_destroy(caller), 0);
+        assert_int_equal(simdev_stream_destroy(program), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +436,8 @@ int main(void)
         SIMPLER_TEST(a_captured_lead_launch_replays_as_one),
         SIMPLER_TEST(a_sync_runs_the_program_its_stream_waits_for_when_its_thread_has_not_begun),
         SIMPLER_TEST(a_sync_leaves_a_program_its_stream_does_not_wait_for),
+        SIMPLER_TEST(a_sync_from_a_host_callback_takes_no_program),
+        SIMPLER_TEST(a_sync_on_a_device_with_a_watchdog_takes_no_program),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
