@@ -258,6 +258,46 @@ static void enqueue_waited_program(simdev_stream_t program, simdev_stream_t call
     simdev_start_here_end();
 }
 
+/* One try of a sync against a program on a fresh device (its threads
+ * start idle): the program's stream, the caller's, the record between
+ * them, the launch's probe and `taken` before the try. */
+struct sync_try {
+    simdev_stream_t program, caller;
+    simdev_event_t done;
+    struct lead_probe p;
+    uint64_t before;
+};
+
+static void try_begin(struct sync_try *t, uint32_t watchdog_ms)
+{
+    struct simdev_config config = ts_small_config();
+    config.watchdog_ms = watchdog_ms;
+    ts_device_setup_config(&config);
+    t->program = ts_new_stream();
+    t->caller = ts_new_stream();
+    t->done = ts_new_event();
+    memset(&t->p, 0, sizeof t->p);
+    t->p.mode = LEAD_NOTHING;
+    t->before = programs_taken();
+}
+
+/* The program left to its thread: nothing taken, both threads ran, the
+ * last on a device thread, not this one. */
+static void assert_left_to_its_thread(struct sync_try *t)
+{
+    assert_int_equal(programs_taken() - t->before, 0);
+    assert_int_equal(atomic_load(&t->p.seq), 2);
+    assert_true(atomic_load(&t->p.thread[1]) != (uintptr_t)pthread_self());
+}
+
+static void try_end(struct sync_try *t)
+{
+    assert_int_equal(simdev_stream_sync(t->program), 0);
+    assert_int_equal(simdev_event_destroy(t->done), 0);
+    assert_int_equal(simdev_stream_destroy(t->caller), 0);
+    assert_int_equal(simdev_stream_destroy(t->program), 0);
+}
+
 /*
  * A sync whose stream waits for a program handed to a thread that has not
  * begun it (parked: it takes tens of microseconds to run again) takes the
@@ -272,31 +312,23 @@ static void a_sync_runs_the_program_its_stream_waits_for_when_its_thread_has_not
 {
     (void)state;
     enum { TRIES = 20 };
-    const uintptr_t self = (uintptr_t)pthread_self();
     bool taken = false;
     for (int try = 0; try < TRIES && !taken; try++) {
-        struct simdev_config config = ts_small_config();
-        ts_device_setup_config(&config); /* its threads start idle */
-        simdev_stream_t program = ts_new_stream(), caller = ts_new_stream();
-        simdev_event_t done = ts_new_event();
-        struct lead_probe p = {.mode = LEAD_NOTHING};
-        uint64_t before = programs_taken();
-        enqueue_waited_program(program, caller, done, &p, 2);
-        assert_int_equal(simdev_stream_sync(caller), 0);
+        struct sync_try t;
+        try_begin(&t, 0);
+        enqueue_waited_program(t.program, t.caller, t.done, &t.p, 2);
+        assert_int_equal(simdev_stream_sync(t.caller), 0);
         /* the whole launch ran, the last thread first, on one OS thread */
-        assert_int_equal(atomic_load(&p.order[1]), 1);
-        assert_int_equal(atomic_load(&p.order[0]), 2);
-        assert_true(atomic_load(&p.thread[0]) == atomic_load(&p.thread[1]));
-        uint64_t took = programs_taken() - before;
+        assert_int_equal(atomic_load(&t.p.order[1]), 1);
+        assert_int_equal(atomic_load(&t.p.order[0]), 2);
+        assert_true(atomic_load(&t.p.thread[0]) == atomic_load(&t.p.thread[1]));
+        uint64_t took = programs_taken() - t.before;
         if (took == 1)
-            assert_true(atomic_load(&p.thread[1]) == self);
+            assert_true(atomic_load(&t.p.thread[1]) == (uintptr_t)pthread_self());
         else
             assert_int_equal(took, 0); /* its thread began it: ran there */
         taken = took == 1;
-        assert_int_equal(simdev_stream_sync(program), 0);
-        assert_int_equal(simdev_event_destroy(done), 0);
-        assert_int_equal(simdev_stream_destroy(caller), 0);
-        assert_int_equal(simdev_stream_destroy(program), 0);
+        try_end(&t);
     }
     assert_true(taken);
 }
@@ -312,30 +344,24 @@ static void a_sync_runs_the_program_its_stream_waits_for_when_its_thread_has_not
 static void a_sync_leaves_a_program_its_stream_does_not_wait_for(void **state)
 {
     (void)state;
-    simdev_stream_t program = ts_new_stream(), other = ts_new_stream(),
-                    caller = ts_new_stream();
-    simdev_event_t done = ts_new_event(), other_done = ts_new_event();
-    struct lead_probe p = {.mode = LEAD_NOTHING};
-    uint64_t before = programs_taken();
+    struct sync_try t;
+    try_begin(&t, 0);
+    simdev_stream_t other = ts_new_stream();
+    simdev_event_t other_done = ts_new_event();
     simdev_start_here_begin(); /* the launch handed out before the sync */
-    enqueue_waited_program(program, other, done, &p, 2);
+    enqueue_waited_program(t.program, other, t.done, &t.p, 2);
     assert_int_equal(simdev_event_record(other_done, other), 0);
-    assert_int_equal(simdev_stream_wait_event(caller, other_done), 0);
+    assert_int_equal(simdev_stream_wait_event(t.caller, other_done), 0);
     simdev_start_here_end();
-    assert_int_equal(simdev_stream_sync(caller), 0);
-    assert_int_equal(programs_taken() - before, 0);
-    assert_int_equal(atomic_load(&p.seq), 2);
-    assert_true(atomic_load(&p.thread[1]) != (uintptr_t)pthread_self());
+    assert_int_equal(simdev_stream_sync(t.caller), 0);
+    assert_left_to_its_thread(&t);
     assert_int_equal(simdev_stream_sync(other), 0);
-    assert_int_equal(simdev_stream_sync(program), 0);
-    assert_int_equal(simdev_event_destroy(done), 0);
     assert_int_equal(simdev_event_destroy(other_done), 0);
-    assert_int_equal(simdev_stream_destroy(caller), 0);
     assert_int_equal(simdev_stream_destroy(other), 0);
-    assert_int_equal(simdev_stream_destroy(program), 0);
+    try_end(&t);
 }
 
-/* A host callback that syncs `caller` once told to (go), then says so. */
+/* A host callback that syncs `caller` once told to (go). */
 struct callback_sync {
     simdev_stream_t caller;
     _Atomic int started, go, rc;
@@ -360,67 +386,46 @@ static int callback_syncs(void *user_data)
  * that stream) never takes a program: the streams the program's end lets
  * go would wait behind the callback on its thread, and the callback's
  * sync for them, forever (a hang here). Each try on a fresh device, the
- * program's thread parked: taken stays 0 and the callback's sync returns
- * 0 with the launch run on a device thread.
+ * program's thread parked: the callback's sync returns 0, nothing taken.
  */
 static void a_sync_from_a_host_callback_takes_no_program(void **state)
 {
     (void)state;
     enum { TRIES = 10 };
     for (int try = 0; try < TRIES; try++) {
-        struct simdev_config config = ts_small_config();
-        ts_device_setup_config(&config);
-        simdev_stream_t program = ts_new_stream(), caller = ts_new_stream(),
-                        host = ts_new_stream();
-        simdev_event_t done = ts_new_event();
-        struct lead_probe p = {.mode = LEAD_NOTHING};
-        struct callback_sync c = {.caller = caller, .rc = -1};
-        uint64_t before = programs_taken();
+        struct sync_try t;
+        try_begin(&t, 0);
+        simdev_stream_t host = ts_new_stream();
+        struct callback_sync c = {.caller = t.caller, .rc = -1};
         assert_int_equal(simdev_launch_host_func(host, callback_syncs, &c), 0);
         assert_true(ts_poll_until(flag_set, &c.started));
-        enqueue_waited_program(program, caller, done, &p, 2);
+        enqueue_waited_program(t.program, t.caller, t.done, &t.p, 2);
         atomic_store(&c.go, 1);
         assert_int_equal(simdev_stream_sync(host), 0); /* the callback returned */
         assert_int_equal(atomic_load(&c.rc), 0);
-        assert_int_equal(programs_taken() - before, 0);
-        assert_int_equal(atomic_load(&p.seq), 2);
-        assert_true(atomic_load(&p.thread[1]) != (uintptr_t)pthread_self());
-        assert_int_equal(simdev_stream_sync(program), 0);
-        assert_int_equal(simdev_event_destroy(done), 0);
+        assert_left_to_its_thread(&t);
         assert_int_equal(simdev_stream_destroy(host), 0);
-        assert_int_equal(simdev_stream_destroy(caller), 0);
-        assert_int_equal(simdev_stream_destroy(program), 0);
+        try_end(&t);
     }
 }
 
 /*
  * On a device with a watchdog a sync never takes a program: one that hung
  * on the sync's thread would keep the sync from returning DEVICE_LOST
- * when the watchdog loses the device. Each try on a fresh device whose
- * program thread is parked, as in the test that takes it: taken stays 0,
- * the launch runs on a device thread.
+ * when the watchdog loses the device. Each try as in the test that takes
+ * it, with the default's 30 s watchdog: nothing taken.
  */
 static void a_sync_on_a_device_with_a_watchdog_takes_no_program(void **state)
 {
     (void)state;
     enum { TRIES = 10 };
     for (int try = 0; try < TRIES; try++) {
-        struct simdev_config config = ts_small_config();
-        config.watchdog_ms = 30000;
-        ts_device_setup_config(&config);
-        simdev_stream_t program = ts_new_stream(), caller = ts_new_stream();
-        simdev_event_t done = ts_new_event();
-        struct lead_probe p = {.mode = LEAD_NOTHING};
-        uint64_t before = programs_taken();
-        enqueue_waited_program(program, caller, done, &p, 2);
-        assert_int_equal(simdev_stream_sync(caller), 0);
-        assert_int_equal(programs_taken() - before, 0);
-        assert_int_equal(atomic_load(&p.seq), 2);
-        assert_true(atomic_load(&p.thread[1]) != (uintptr_t)pthread_self());
-        assert_int_equal(simdev_stream_sync(program), 0);
-        assert_int_equal(simdev_event_destroy(done), 0);
-        assert_int_equal(simdev_stream_destroy(caller), 0);
-        assert_int_equal(simdev_stream_destroy(program), 0);
+        struct sync_try t;
+        try_begin(&t, 30000);
+        enqueue_waited_program(t.program, t.caller, t.done, &t.p, 2);
+        assert_int_equal(simdev_stream_sync(t.caller), 0);
+        assert_left_to_its_thread(&t);
+        try_end(&t);
     }
 }
 
