@@ -828,13 +828,22 @@ uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job)
     return 0;
 }
 
+bool sd_launch_aicpu_job_unbegun(const struct sd_device *dev)
+{
+    for (uint32_t i = 0; i < dev->config.aicpu_threads; i++)
+        if (atomic_load_explicit(&dev->workers.aicpu[i].job, memory_order_relaxed))
+            return true;
+    return false;
+}
+
 bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx,
                                      const _Atomic int *waited_done)
 {
     struct sd_worker *taker = NULL;
     struct sd_job *job = NULL;
-    /* Under pool_lock a job a worker has not taken is alive: its end frees
-     * it under this lock, after that worker's block ran. */
+    /* Under pool_lock a job a worker has not taken is alive: it ends only
+     * after every block ran, and its end takes this lock before it frees
+     * it (job_end_async; a blocking launch's return). */
     pthread_mutex_lock(&dev->launch.pool_lock);
     for (uint32_t i = 0; i < dev->config.aicpu_threads && !taker; i++) {
         struct sd_worker *w = &dev->workers.aicpu[i];

@@ -246,6 +246,10 @@ uint32_t sd_aicpu_lead_end(struct sd_device *dev, struct sd_job *job);
  */
 bool sd_launch_run_unstarted_program(struct sd_device *dev, const void *done_ctx,
                                      const _Atomic int *waited_done);
+/* Whether some AICPU thread has a job handed to it and not begun: a look
+ * without a lock, so that a sync whose round runs already (back to back,
+ * its thread took its job at once) takes no lock to find nothing. */
+bool sd_launch_aicpu_job_unbegun(const struct sd_device *dev);
 /* Starts the hold timer's thread (device start): 0 or OUT_OF_HOST_MEMORY;
  * stops and joins it (reset). */
 int sd_launch_timer_start(struct sd_device *dev);

@@ -660,7 +660,8 @@ static bool sync_runs_program(struct simdev_stream *stream)
      * wait behind this thread's frame, and its sync for them. Never on a
      * device with a watchdog: a sync running a program that hangs could
      * not return DEVICE_LOST when the watchdog loses the device. */
-    if (tl_frames || tl_draining || sd_tl_self || dev->config.watchdog_ms)
+    if (tl_frames || tl_draining || sd_tl_self || dev->config.watchdog_ms ||
+        !sd_launch_aicpu_job_unbegun(dev))
         return false;
     pthread_mutex_lock(&stream->lock);
     /* the head op and its record stay while the lock is held: its end

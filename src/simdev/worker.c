@@ -102,17 +102,25 @@ static int call_as(struct sd_worker *w, struct sd_job *job, uint32_t index)
     return call_placed(w, job, index, true);
 }
 
-static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index, bool place,
-                    bool host)
+/* Counts the calling thread in host_running by `delta` (+1 before device
+ * work, -1 after it: call_placed gives the thread its identity back in
+ * between) if it is a host thread, with no device thread of its own: the
+ * work sits on the CPU the device leaves the host (park.h). */
+static void host_running_add(struct sd_budget *b, int32_t delta)
+{
+    if (!sd_tl_self)
+        atomic_fetch_add_explicit(&b->host_running, (uint32_t)delta, memory_order_relaxed);
+}
+
+static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index, bool place)
 {
     struct sd_budget *b = &w->dev->budget;
-    if (host) /* a host thread: on the CPU left to the host (park.h) */
-        atomic_fetch_add_explicit(&b->host_running, 1, memory_order_relaxed);
+    host_running_add(b, 1);
     /* Counted awake for the job's length, but while parked (park.c): the
      * launch counted it when it handed the job out (launch.c), or, for a
      * job handed out held, this thread now that it took its block. */
     if (job->held)
-        atomic_fetch_add_explicit(&w->dev->budget.awake, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->awake, 1, memory_order_relaxed);
     int status = call_placed(w, job, index, place);
     /* A lead job's last thread: a held thread it did not start runs here,
      * after it, in the place this thread has (launch.h, lead jobs). */
@@ -123,22 +131,18 @@ static void run_job(struct sd_worker *w, struct sd_job *job, uint32_t index, boo
         sd_job_finish(w->dev, job, call_placed(w, job, other, false));
     }
     atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
-    if (host)
-        atomic_fetch_sub_explicit(&b->host_running, 1, memory_order_relaxed);
+    host_running_add(b, -1);
     sd_job_finish(w->dev, job, status);
 }
 
 int sd_worker_run_here(struct sd_worker *w, struct sd_job *job)
 {
     struct sd_budget *b = &w->dev->budget;
-    bool host = !sd_tl_self; /* a host thread: on the CPU left to the host (park.h) */
-    if (host)
-        atomic_fetch_add_explicit(&b->host_running, 1, memory_order_relaxed);
+    host_running_add(b, 1);
     atomic_fetch_add_explicit(&b->awake, 1, memory_order_relaxed);
     int status = call_as(w, job, 0);
     atomic_fetch_sub_explicit(&b->awake, 1, memory_order_relaxed);
-    if (host)
-        atomic_fetch_sub_explicit(&b->host_running, 1, memory_order_relaxed);
+    host_running_add(b, -1);
     return status;
 }
 
@@ -150,7 +154,7 @@ int sd_worker_run_instead(struct sd_worker *w, struct sd_job *job)
 void sd_worker_run_taken(struct sd_worker *w, struct sd_job *job)
 {
     /* where the calling thread is: w's placement is its own thread's */
-    run_job(w, job, sd_job_indices(job)[w->index], false, !sd_tl_self);
+    run_job(w, job, sd_job_indices(job)[w->index], false);
 }
 
 struct sd_waitword *sd_worker_word(struct sd_worker *w)
@@ -209,7 +213,7 @@ static void *worker_main(void *arg)
         }
         /* AICPU workers find their thread index in the job's index table. */
         uint32_t index = w->is_core ? 0 : sd_job_indices(job)[w->index];
-        run_job(w, job, index, true, false);
+        run_job(w, job, index, true);
         after_job = true;
     }
     return NULL;
