@@ -751,15 +751,20 @@ struct replay_result {
     const struct op *op;
     uint32_t tasks, batches; /* tasks per round; batches per repetition and kind */
     struct bench_stats replay_ns, eager_ns, program_ns, ratio; /* ratio: replay / eager */
+    /* the device's wake-up system calls per round, over every timed batch */
+    double replay_wakeups, eager_wakeups;
 };
 
 static struct replay_result g_replay[3];
 
 /* Wall ns per round of REPLAY_BATCH rounds of `op` enqueued on the
  * framework's stream, then one sync: replays of `exec`, or eager launches
- * when exec is NULL. */
-static double kernel_batch_ns(struct op *op, simdev_graph_exec_t exec)
+ * when exec is NULL. The device's wake-ups meanwhile are added to
+ * *wakeups (NULL: not counted). */
+static double kernel_batch_ns(struct op *op, simdev_graph_exec_t exec, uint64_t *wakeups)
 {
+    struct simdev_wait_stats w0, w1;
+    CHECK(simdev_wait_stats(KERNEL_DEVICE, &w0));
     uint64_t t0 = now_ns();
     for (uint32_t i = 0; i < REPLAY_BATCH; i++) {
         if (exec) {
@@ -770,7 +775,11 @@ static double kernel_batch_ns(struct op *op, simdev_graph_exec_t exec)
         }
     }
     kernel_sync();
-    return (double)(now_ns() - t0) / REPLAY_BATCH;
+    double ns = (double)(now_ns() - t0) / REPLAY_BATCH;
+    CHECK(simdev_wait_stats(KERNEL_DEVICE, &w1));
+    if (wakeups)
+        *wakeups += w1.wakeups - w0.wakeups;
+    return ns;
 }
 
 /* ======================================================================= hops */
@@ -1088,8 +1097,9 @@ static void measure_replay(struct op *op, uint32_t tasks, struct replay_result *
     const uint32_t batches = scaled(REPLAY_BATCHES);
     double replay[REPLAY_BATCHES], eager[REPLAY_BATCHES], program[REPLAY_BATCH];
     double replay_rep[MAX_REPS], eager_rep[MAX_REPS], program_rep[MAX_REPS], ratio[MAX_REPS];
-    kernel_batch_ns(op, exec); /* warm-up */
-    kernel_batch_ns(op, NULL);
+    uint64_t replay_wakeups = 0, eager_wakeups = 0;
+    kernel_batch_ns(op, exec, NULL); /* warm-up */
+    kernel_batch_ns(op, NULL, NULL);
     program_rounds_timed(op, program, 2);
     for (uint32_t rep = 0; rep < reps(); rep++) {
         for (uint32_t b = 0; b < batches; b++) {
@@ -1097,10 +1107,10 @@ static void measure_replay(struct op *op, uint32_t tasks, struct replay_result *
              * the other's tail. */
             int replay_first = (rep + b) % 2 == 0;
             if (replay_first)
-                replay[b] = kernel_batch_ns(op, exec);
-            eager[b] = kernel_batch_ns(op, NULL);
+                replay[b] = kernel_batch_ns(op, exec, &replay_wakeups);
+            eager[b] = kernel_batch_ns(op, NULL, &eager_wakeups);
             if (!replay_first)
-                replay[b] = kernel_batch_ns(op, exec);
+                replay[b] = kernel_batch_ns(op, exec, &replay_wakeups);
         }
         kernel_check(op); /* every replay and launch ran exactly once, whole */
         program_rounds_timed(op, program, REPLAY_BATCH);
@@ -1117,10 +1127,13 @@ static void measure_replay(struct op *op, uint32_t tasks, struct replay_result *
                                   bench_stats_of(replay_rep, reps()),
                                   bench_stats_of(eager_rep, reps()),
                                   bench_stats_of(program_rep, reps()),
-                                  bench_stats_of(ratio, reps())};
-    printf("  replay, %s: %.0f ns per replay, eager %.0f ns, program %.0f ns, ratio %.3f\n",
+                                  bench_stats_of(ratio, reps()),
+                                  (double)replay_wakeups / (reps() * batches * REPLAY_BATCH),
+                                  (double)eager_wakeups / (reps() * batches * REPLAY_BATCH)};
+    printf("  replay, %s: %.0f ns per replay, eager %.0f ns, program %.0f ns, ratio %.3f; "
+           "wake-ups per round %.3f replay, %.3f eager\n",
            op->name, out->replay_ns.median, out->eager_ns.median, out->program_ns.median,
-           out->ratio.median);
+           out->ratio.median, out->replay_wakeups, out->eager_wakeups);
     fflush(stdout);
 }
 
@@ -1233,6 +1246,8 @@ static void print_figures(void)
         char goal[32];
         snprintf(goal, sizeof goal, "<= %.2f", replay_goal(r));
         print_row("  replay / eager", r->ratio, 3, "", goal, replay_met(r));
+        printf("  wake-ups per round: replay %.3f, eager %.3f\n", r->replay_wakeups,
+               r->eager_wakeups);
     }
 }
 
@@ -1303,6 +1318,8 @@ static int write_json(const char *path, double seconds)
         bench_json_stats(f, "program_ns_per_round", r->program_ns, 1);
         fprintf(f, ", ");
         bench_json_stats(f, "ratio_replay_to_eager", r->ratio, 3);
+        fprintf(f, ", \"wakeups_per_replay\": %.3f, \"wakeups_per_eager_round\": %.3f",
+                r->replay_wakeups, r->eager_wakeups);
         fprintf(f, ", \"goal_ratio\": %.2f, \"met\": %s}%s\n", replay_goal(r),
                 replay_met(r) ? "true" : "false", i + 1 < 3 ? "," : "");
     }

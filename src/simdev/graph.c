@@ -782,7 +782,14 @@ int simdev_graph_launch(simdev_graph_exec_t exec, simdev_stream_t stream)
     exec_ref(exec);
     op->u.graph.exec = exec;
     op->u.graph.params = params_take(exec); /* this replay's arguments, whatever updates follow */
+    /* On an idle stream the replay starts here, as a launch chain does
+     * (simdev_start_here_begin): its first nodes run on this thread as far
+     * as they run without blocking, and no executor is woken to start it
+     * (a woken executor was most of a one-task replay: docs/performance.md,
+     * "A replay starts where it is launched"). */
+    simdev_start_here_begin();
     rc = sd_stream_submit(stream, op);
+    simdev_start_here_end();
     if (rc != 0) {
         sd_op_free(op);
         return rc;

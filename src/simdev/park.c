@@ -376,8 +376,8 @@ static bool room_left(struct sd_budget *b)
            (uint64_t)b->cpus + atomic_load_explicit(&b->host_running, memory_order_relaxed);
 }
 
-bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *arg,
-                     uint64_t spin_ns)
+bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, sd_progress_fn progress,
+                     void *arg, uint64_t spin_ns)
 {
     if (ready(arg))
         return true;
@@ -387,6 +387,7 @@ bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *ar
         atomic_fetch_add_explicit(&b->idle_spinning, 1, memory_order_relaxed);
     bool done = false;
     uint64_t end = 0;
+    uint64_t seen = progress ? progress(arg) : 0;
     /* The room is looked at with the clock, about once a microsecond: a
      * thread counted for an instant (a job handed to a spinner, which
      * stops spinning) does not end the spin. */
@@ -399,12 +400,14 @@ bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *ar
             uint64_t now = simdev_clock_ns();
             int32_t cpu = sched_getcpu();
             atomic_store_explicit(idle ? &b->device_cpu : &b->sync_cpu, cpu, memory_order_relaxed);
-            if (!end)
-                end = now + spin_ns;
+            uint64_t count = progress ? progress(arg) : 0;
+            if (!end || count != seen)
+                end = now + spin_ns; /* the first look, or progress since the last */
             else if (now >= end || !room_left(b) ||
                      atomic_load_explicit(idle ? &b->sync_cpu : &b->device_cpu,
                                           memory_order_relaxed) == cpu)
                 break; /* out of time, of room, or sharing its CPU with the other */
+            seen = count;
         } else {
             sd_cpu_relax();
         }

@@ -115,6 +115,8 @@ static inline uint32_t sd_word_wakes(struct sd_waitword *word)
 }
 
 typedef bool (*sd_ready_fn)(void *arg);
+/* A count that grows while what a waiter waits for makes progress. */
+typedef uint64_t (*sd_progress_fn)(void *arg);
 
 /*
  * The runnable budget of a device (the engine rule: never more runnable
@@ -153,10 +155,13 @@ struct sd_budget {
  * otherwise. Never spins on one CPU or with spin_ns 0. For an idle AICPU
  * thread after its job (the next back-to-back round's) and a stream sync
  * (the caller's): with a round on one device thread, both then wait
- * awake, two threads on two CPUs.
+ * awake, two threads on two CPUs. `progress` (NULL: none): each time its
+ * count grows the spin_ns start again, so a sync behind a queue of short
+ * ops that keep completing stays awake to its end (a replayed graph's
+ * rounds: docs/device.md, "Waiting awake").
  */
-bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, void *arg,
-                     uint64_t spin_ns);
+bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, sd_progress_fn progress,
+                     void *arg, uint64_t spin_ns);
 
 /* Runs on every device thread while it runs a job (worker.c sets it around
  * the job): the budget its waits count against, or NULL. */

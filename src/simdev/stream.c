@@ -642,6 +642,14 @@ static bool drained(void *arg)
     return atomic_load_explicit(&w->stream->completed_seen, memory_order_acquire) >= w->target;
 }
 
+/* The ops the stream completed so far: a sync that sees them grow stays
+ * awake (sd_spin_in_room). */
+static uint64_t drain_progress(void *arg)
+{
+    const struct drain_wait *w = arg;
+    return atomic_load_explicit(&w->stream->completed_seen, memory_order_relaxed);
+}
+
 /*
  * A sync runs the program it waits for (launch.h,
  * sd_launch_run_unstarted_program): when the stream's head waits for a
@@ -699,7 +707,8 @@ static int stream_drain(struct simdev_stream *stream)
          * handed out meanwhile. */
         if (!drained(&w))
             (void)sync_runs_program(stream);
-        if (!sd_spin_in_room(&dev->budget, false, drained, &w, sd_spin_ns(dev, SD_WAIT_ROOM)))
+        if (!sd_spin_in_room(&dev->budget, false, drained, drain_progress, &w,
+                             sd_spin_ns(dev, SD_WAIT_ROOM)))
             (void)sync_runs_program(stream);
         pthread_mutex_lock(&stream->lock);
     }

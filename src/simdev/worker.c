@@ -189,7 +189,7 @@ static void *worker_main(void *arg)
          * device leaves the host a CPU: a back-to-back round (its program
          * on one thread) then finds it running (park.h, sd_spin_in_room). */
         if (after_job && !w->is_core)
-            (void)sd_spin_in_room(&w->dev->budget, true, worker_has_job, w,
+            (void)sd_spin_in_room(&w->dev->budget, true, worker_has_job, NULL, w,
                                   sd_spin_ns(w->dev, SD_WAIT_ROOM));
         after_job = false;
         if (either)

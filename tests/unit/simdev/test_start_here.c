@@ -215,6 +215,46 @@ static void a_ninth_idle_stream_goes_to_its_executor(void **state)
     }
 }
 
+/*
+ * A graph launched on an idle stream starts on the launching thread, as a
+ * burst between begin and end does, without the calls: a captured brief
+ * launch replays on this thread, before simdev_graph_launch returns, and
+ * no executor is woken. A wake-up, a not-ready stream or another thread
+ * here would mean the replay was handed to the stream's executor (each
+ * batch of replays then paid a wake-up: docs/performance.md, "A replay
+ * starts where it is launched").
+ */
+static void a_graph_launched_on_an_idle_stream_starts_here(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream();
+    struct trail trail = {0};
+    struct step_args a = {&trail, 'G'};
+    struct simdev_batch_op op = step_op(&a);
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    enqueue(s, &op, 1);
+    simdev_graph_t graph = NULL;
+    assert_int_equal(simdev_stream_end_capture(s, &graph), 0);
+    simdev_graph_exec_t exec = NULL;
+    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    assert_int_equal(atomic_load(&trail.count), 0); /* captured, not run */
+    assert_int_equal(simdev_wait_stats_reset(0), 0);
+    assert_int_equal(simdev_graph_launch(exec, s), 0);
+    int at_return = simdev_stream_query(s);
+    struct simdev_wait_stats w;
+    assert_int_equal(simdev_wait_stats(0, &w), 0);
+    assert_int_equal(simdev_stream_sync(s), 0); /* the trail outlives the replay, whatever ran it */
+    assert_int_equal(at_return, 0);             /* the replay ended before the launch returned */
+    assert_int_equal(atomic_load(&trail.count), 1);
+    assert_int_equal(trail.letters[0], 'G');
+    assert_true(pthread_equal(trail.threads[0], pthread_self()));
+    assert_int_equal(w.wakeups, 0);
+    assert_int_equal(w.handoffs, 0);
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +262,7 @@ int main(void)
         SIMPLER_TEST(held_streams_go_on_in_the_order_their_ops_let_each_other_go),
         SIMPLER_TEST(calls_nest_and_a_sync_starts_what_this_thread_holds),
         SIMPLER_TEST(a_ninth_idle_stream_goes_to_its_executor),
+        SIMPLER_TEST(a_graph_launched_on_an_idle_stream_starts_here),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
