@@ -240,6 +240,16 @@ int platform_hint_core_shares_my_cpu(const struct simdev_core_regs *regs);
 int platform_hint_budget_has_room(void);
 
 /*
+ * AICPU side: the runnable budget of the calling device thread's device
+ * (simdev_config runnable_cpus: how many of its threads may be awake at
+ * once); UINT32_MAX outside a device thread, or with no budget. The
+ * runtime's orchestrator starts its schedulers' threads beside itself
+ * only where the budget leaves a CPU for a core too. A hint, like
+ * platform_hint_core_parked.
+ */
+uint32_t platform_hint_budget_cpus(void);
+
+/*
  * Device thread side: 1 while the calling thread, awake, fits its device's
  * runnable budget: at most runnable_cpus threads awake, counting itself
  * (a thread that a wait has taken out of the count, to park, needs a place
@@ -269,6 +279,10 @@ static inline int platform_hint_core_shares_my_cpu(const struct simdev_core_regs
 static inline int platform_hint_budget_has_room(void)
 {
     return 1;
+}
+static inline uint32_t platform_hint_budget_cpus(void)
+{
+    return UINT32_MAX;
 }
 static inline int platform_hint_budget_fits(void)
 {

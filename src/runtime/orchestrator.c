@@ -230,7 +230,7 @@ static int op_submit(struct simpler_orch *h, const struct simpler_mixed_kernels 
     struct rt_run *run = run_of(h);
     if (rt_error(run))
         return -rt_error(run);
-    if (run->owes_core || run->mates_due || run->others_held) /* after the first submit only */
+    if (run->owes_core || run->mates_due || run->schedulers_at_submit) /* after the first submit only */
         rt_orch_goes_on(run);
     uint64_t trace_begin = RT_TRACE_CLOCK(run->config.trace_level >= 4);
     struct task_shape ts;
@@ -476,13 +476,14 @@ void rt_orch_start_schedulers(struct rt_run *run)
 {
     if (run->others_held) {
         run->others_held = false;
+        run->schedulers_at_submit = false;
         platform_aicpu_start_others();
     }
 }
 
 void rt_orch_goes_on(struct rt_run *run)
 {
-    if (run->others_held && run->tasks_submitted_local)
+    if (run->schedulers_at_submit && run->tasks_submitted_local)
         rt_orch_start_schedulers(run);
     if (run->owes_core) {
         run->owes_core = false;
@@ -505,6 +506,7 @@ void rt_orchestrator_init(struct rt_run *run)
     run->mates_due = false;
     run->owes_core = false; /* core_owed: run_reset_shared, both runtimes */
     run->others_held = false; /* rt_aicpu_round sets it for a TMR run */
+    run->schedulers_at_submit = false;
     run->edges = 0;
     run->ring_waits = 0;
     run->tensormap_live_peak = 0;

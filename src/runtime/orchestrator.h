@@ -18,8 +18,9 @@ void rt_orchestrate(struct rt_run *run, simpler_orch_entry_fn entry,
 /* Orchestrator thread, at each submit after the first and before any
  * wait: the orchestration goes on, so the core an earlier lone task owes
  * is started (dispatch.h, "owed"), the schedulers' threads are started
- * (run->others_held) and the cores that share this thread's CPU are let
- * arrive, once (rt_let_mates_arrive). */
+ * where the budget leaves a core a CPU beside them
+ * (run->schedulers_at_submit) and the cores that share this thread's CPU
+ * are let arrive, once (rt_let_mates_arrive). */
 void rt_orch_goes_on(struct rt_run *run);
 /* Orchestrator thread: starts the schedulers' threads if they are held
  * (run->others_held); before anything that waits for them. */

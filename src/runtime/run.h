@@ -81,9 +81,12 @@ struct rt_run {
     bool mates_due; /* rt_let_mates_arrive still to run (orchestrator.c) */
     /* The schedulers' threads are not started yet (a TMR program's
      * launch starts the orchestrator's thread alone): the orchestrator
-     * starts them at its second submit or first wait, or its return
-     * does (docs/runtime.md, "The schedulers started on demand"). */
+     * starts them at its second submit where the runnable budget leaves a
+     * CPU for a core beside them (schedulers_at_submit), else at its
+     * first wait, or its return does (docs/runtime.md, "The schedulers
+     * started on demand"). */
     bool others_held;
+    bool schedulers_at_submit;
     /* A core is owed (below); the orchestrator's own note, so that its
      * submits look at no line the cores write (measured: a look at
      * core_owed beside tasks_completed cost independent tasks 20%). */

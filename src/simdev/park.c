@@ -139,6 +139,12 @@ int platform_hint_budget_has_room(void)
     return !b || atomic_load_explicit(&b->awake, memory_order_relaxed) < b->cpus;
 }
 
+uint32_t platform_hint_budget_cpus(void)
+{
+    const struct sd_budget *b = sd_tl_budget;
+    return b ? b->cpus : UINT32_MAX;
+}
+
 /* True for a core alone on its CPU (cpu_affinity.c): when more
  * threads are awake than CPUs, the excess is elsewhere, on a CPU it does
  * not run on, and its parking would leave its own CPU idle. */

@@ -1125,32 +1125,56 @@ static void program_jobs(struct rt_harness *h, simpler_orch_entry_fn orch, uint3
 }
 
 /*
+ * The AICPU threads one round of `orch` used, on a fresh harness: the
+ * round is tried up to 10 times until it uses `want` threads (a round
+ * whose schedulers' thread the hold timer started, because the round took
+ * longer than RT_SCHEDULERS_DUE_NS under load, proves nothing: one of 10
+ * must not). Every try runs two jobs: the orchestrator's and the
+ * scheduler's.
+ */
+static uint32_t threads_of_round(simpler_orch_entry_fn orch, uint32_t want)
+{
+    struct rt_harness h;
+    rth_open(&h, NULL, 0);
+    assert_int_equal(run_guarded(&h, orch_two_count, NULL), 0); /* warm-up */
+    uint32_t jobs = 0, threads = 0;
+    for (int tries = 0; tries < 10 && threads != want; tries++) {
+        program_jobs(&h, orch, &jobs, &threads);
+        assert_int_equal(jobs, 2); /* the orchestrator's and the scheduler's */
+    }
+    rth_close(&h);
+    return threads;
+}
+
+/*
  * A TMR program's launch starts the orchestrator's thread alone
  * (SIMDEV_BATCH_AICPU_LEAD): a one-task round runs its scheduler's part on
- * that thread after the orchestration (its two jobs on one AICPU thread),
- * and a two-task round starts the scheduler's thread at its second
- * submit (two threads). A one-task round whose scheduler's thread was
- * started anyway (the hold timer, if the round took longer than
- * RT_SCHEDULERS_DUE_NS under load) proves nothing and is tried again: one
- * of 10 must use one thread. Two threads in every try: the schedulers
- * started with the program, as before.
+ * that thread after the orchestration (its two jobs on one AICPU thread).
+ * A two-task round starts the scheduler's thread at its second submit
+ * where the runnable budget leaves a core a CPU beside the orchestrator
+ * and the scheduler (a budget of 4: two threads); with a budget of 2 the
+ * scheduler waits for the orchestration and runs on its thread after it
+ * (one thread). 2 threads with the budget of 2 would mean the scheduler
+ * took the cores' CPU while the orchestrator submits (each dispatch then
+ * woke a core); 1 with the budget of 4, that it was never started beside
+ * the orchestration; 2 for the one-task round, that the schedulers
+ * started with the program, as before the lead launch.
  */
 static void a_tmr_rounds_schedulers_start_when_its_orchestration_needs_them(void **state)
 {
     (void)state;
     TS_SKIP_UNDER_HBG("every thread of a host build schedules from the start");
+    use_topology_budget(2, 1, 2, 2);
+    assert_int_equal(threads_of_round(orch_one_count, 1), 1);
+    assert_int_equal(threads_of_round(orch_two_count, 1), 1);
+    use_topology_budget(2, 1, 2, 4);
+    uint32_t jobs = 0, threads = 0;
     struct rt_harness h;
     rth_open(&h, NULL, 0);
     assert_int_equal(run_guarded(&h, orch_two_count, NULL), 0); /* warm-up */
-    uint32_t jobs = 0, threads = 2;
-    for (int tries = 0; tries < 10 && threads != 1; tries++) {
-        program_jobs(&h, orch_one_count, &jobs, &threads);
-        assert_int_equal(jobs, 2); /* the orchestrator's and the scheduler's */
-    }
-    assert_int_equal(threads, 1);
     program_jobs(&h, orch_two_count, &jobs, &threads);
     assert_int_equal(jobs, 2);
-    assert_int_equal(threads, 2); /* 1: the scheduler ran only after the orchestration */
+    assert_int_equal(threads, 2);
     rth_close(&h);
 }
 
