@@ -383,9 +383,10 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
  * they run without blocking — as the device thread that ends an op goes
  * on with its stream: a record, a wait for a completed record, a
  * semaphore op that holds at once, a brief AICPU launch, the hand-out of
- * a launch whose threads are free, a small copy. An op that would block
- * (a host callback, a graph launch, a large copy, a launch that has to
- * wait for threads) goes to its stream's executor then. Ops, their order,
+ * a launch whose threads are free, a small copy, a graph launch whose
+ * graph has no replay running. An op that would block (a host callback, a
+ * graph launch behind another replay of its graph, a large copy, a launch
+ * that has to wait for threads) goes to its stream's executor then. Ops, their order,
  * codes, counts, faults and capture are those of the same enqueues
  * without the calls; only which thread starts the work, and when, differ.
  * For a burst of dependent ops across streams (a launch chain): no
@@ -464,6 +465,9 @@ int simdev_graph_instantiate(simdev_graph_exec_t *out, simdev_graph_t graph);
  * concurrently, and the replay completes when every node has. Replays of one
  * executable graph never overlap. A failing node fails the replay, and the
  * stream carries its error. CAPTURE_UNSUPPORTED on a capturing stream.
+ * On an idle stream the replay starts on the calling thread, as work
+ * enqueued between simdev_start_here_begin and _end does: its first nodes
+ * run before the call returns, as far as they run without blocking.
  */
 int simdev_graph_launch(simdev_graph_exec_t exec, simdev_stream_t stream);
 int simdev_graph_exec_destroy(simdev_graph_exec_t exec);
