@@ -407,13 +407,16 @@ bool sd_spin_in_room(struct sd_budget *b, bool idle, sd_ready_fn ready, sd_progr
             int32_t cpu = sched_getcpu();
             atomic_store_explicit(idle ? &b->device_cpu : &b->sync_cpu, cpu, memory_order_relaxed);
             uint64_t count = progress ? progress(arg) : 0;
-            if (!end || count != seen)
-                end = now + spin_ns; /* the first look, or progress since the last */
-            else if (now >= end || !room_left(b) ||
-                     atomic_load_explicit(idle ? &b->sync_cpu : &b->device_cpu,
-                                          memory_order_relaxed) == cpu)
-                break; /* out of time, of room, or sharing its CPU with the other */
+            /* Progress since the last look only moves the end: the room
+             * and the CPU are looked at on every look but the first. */
+            bool first = !end;
+            if (first || count != seen)
+                end = now + spin_ns;
             seen = count;
+            if (!first && (now >= end || !room_left(b) ||
+                           atomic_load_explicit(idle ? &b->sync_cpu : &b->device_cpu,
+                                                memory_order_relaxed) == cpu))
+                break; /* out of time, of room, or sharing its CPU with the other */
         } else {
             sd_cpu_relax();
         }

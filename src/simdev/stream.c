@@ -509,7 +509,11 @@ void sd_stream_start_held(void)
 
 void sd_stream_wake_locked(struct simdev_stream *stream)
 {
-    if (tl_hold_depth && !sd_tl_self && tl_held_count < SD_HELD_MAX) {
+    /* Never inside a stream's frame (a host callback's enqueues): the
+     * streams a held stream's records let go would wait for the frame's
+     * end (run_released), and a sync in the callback for them. */
+    if (tl_hold_depth && !sd_tl_self && !tl_frames && !tl_draining &&
+        tl_held_count < SD_HELD_MAX) {
         stream->busy = true; /* this thread's now: no executor takes it */
         tl_held[tl_held_count++] = stream;
         return;

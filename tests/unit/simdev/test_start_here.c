@@ -255,6 +255,83 @@ static void a_graph_launched_on_an_idle_stream_starts_here(void **state)
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
 
+/* A host callback that starts a burst of its own: a record of `e` on `t`,
+ * a wait for it on `u`, and either a replay of `exec` on `t` (the begin
+ * and end inside simdev_graph_launch) or, exec NULL, the two enqueues
+ * between its own begin and end; then it waits for `u`, as a sync in the
+ * callback would, bounded by the deadlock guard (rc: what `u` settled to,
+ * NOT_READY if it never did). */
+struct callback_burst {
+    simdev_stream_t t, u;
+    simdev_event_t e;
+    simdev_graph_exec_t exec;
+    _Atomic int rc;
+};
+
+static int callback_starts_a_burst(void *user_data)
+{
+    struct callback_burst *c = user_data;
+    struct simdev_batch_op record = {.kind = SIMDEV_BATCH_RECORD, .event = c->e};
+    struct simdev_batch_op wait = {.kind = SIMDEV_BATCH_WAIT, .event = c->e};
+    size_t n = 0;
+    if (!c->exec)
+        simdev_start_here_begin();
+    int rc = simdev_stream_enqueue_batch(c->t, &record, 1, &n);
+    if (!rc)
+        rc = simdev_stream_enqueue_batch(c->u, &wait, 1, &n);
+    if (!rc && c->exec)
+        rc = simdev_graph_launch(c->exec, c->t);
+    if (!c->exec)
+        simdev_start_here_end();
+    atomic_store(&c->rc, rc ? rc : ts_stream_query_settled(c->u));
+    return 0;
+}
+
+/*
+ * Inside a host callback (a stream's frame, on its executor) nothing is
+ * held: the streams a held stream's record let go would wait on this
+ * thread for the callback to return, and a wait for them in the callback
+ * would never end. Once with the callback's own begin and end (the record
+ * on t would run here and let u go onto this thread: deterministic), and
+ * 20 times through simdev_graph_launch from the callback (t idle when
+ * the launch came, in most tries before the fix). NOT_READY here is that
+ * hang, cut short by the deadlock guard.
+ */
+static void a_host_callback_holds_nothing(void **state)
+{
+    (void)state;
+    simdev_stream_t s = ts_new_stream(), t = ts_new_stream(), u = ts_new_stream();
+    simdev_stream_t cap = ts_new_stream();
+    struct trail trail = {0};
+    struct step_args a = {&trail, 'G'};
+    struct simdev_batch_op step = step_op(&a);
+    assert_int_equal(simdev_stream_begin_capture(cap), 0);
+    enqueue(cap, &step, 1);
+    simdev_graph_t graph = NULL;
+    assert_int_equal(simdev_stream_end_capture(cap, &graph), 0);
+    simdev_graph_exec_t exec = NULL;
+    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    enum { TRIES = 21 };
+    for (int try = 0; try < TRIES; try++) {
+        simdev_event_t e = ts_new_event();
+        struct callback_burst c = {t, u, e, try == 0 ? NULL : exec, -1};
+        atomic_store(&trail.count, 0);
+        assert_int_equal(simdev_launch_host_func(s, callback_starts_a_burst, &c), 0);
+        assert_int_equal(simdev_stream_sync(s), 0); /* the callback returned */
+        assert_int_equal(atomic_load(&c.rc), 0);
+        assert_int_equal(simdev_stream_sync(t), 0);
+        assert_int_equal(simdev_stream_sync(u), 0);
+        assert_int_equal(atomic_load(&trail.count), try == 0 ? 0 : 1); /* the replay ran once */
+        assert_int_equal(simdev_event_destroy(e), 0);
+    }
+    assert_int_equal(simdev_graph_exec_destroy(exec), 0);
+    assert_int_equal(simdev_graph_destroy(graph), 0);
+    assert_int_equal(simdev_stream_destroy(cap), 0);
+    assert_int_equal(simdev_stream_destroy(s), 0);
+    assert_int_equal(simdev_stream_destroy(t), 0);
+    assert_int_equal(simdev_stream_destroy(u), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +340,7 @@ int main(void)
         SIMPLER_TEST(calls_nest_and_a_sync_starts_what_this_thread_holds),
         SIMPLER_TEST(a_ninth_idle_stream_goes_to_its_executor),
         SIMPLER_TEST(a_graph_launched_on_an_idle_stream_starts_here),
+        SIMPLER_TEST(a_host_callback_holds_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
