@@ -396,9 +396,10 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
  * Calls nest (the outermost end starts); an end without a begin does
  * nothing. Up to 8 streams are held at once; a further idle stream goes
  * to its executor as usual. On a device thread (a device function, a
- * kernel) both are no-ops, and inside a host callback nothing is held
- * (the streams a held stream let go would wait for the callback to
- * return). A simdev call of the holding thread that may
+ * kernel) both are no-ops, and inside a stream's frame (a host callback
+ * run by a stream's executor) nothing is held: the streams a held stream
+ * let go would wait for the callback to return. A graph's host-function
+ * node, which runs outside any frame, holds as any host thread does. A simdev call of the holding thread that may
  * wait for a stream (a sync, a stream destroy, a device reset) starts the
  * held streams first, so it never waits for work it holds.
  */
