@@ -507,13 +507,20 @@ void sd_stream_start_held(void)
     sd_launch_defer_end();
 }
 
+/* Whether the calling thread runs a stream or device work: a device
+ * thread, or one inside a stream's frame (a host callback's). The streams
+ * a record lets go there wait for the frame's end (run_released), so such
+ * a thread neither holds a stream (a held stream run at its end would let
+ * them go onto it) nor runs a program a sync of it takes; a sync in a
+ * host callback waits for them. */
+static bool runs_a_stream(void)
+{
+    return sd_tl_self || tl_frames || tl_draining;
+}
+
 void sd_stream_wake_locked(struct simdev_stream *stream)
 {
-    /* Never inside a stream's frame (a host callback's enqueues): the
-     * streams a held stream's records let go would wait for the frame's
-     * end (run_released), and a sync in the callback for them. */
-    if (tl_hold_depth && !sd_tl_self && !tl_frames && !tl_draining &&
-        tl_held_count < SD_HELD_MAX) {
+    if (tl_hold_depth && !runs_a_stream() && tl_held_count < SD_HELD_MAX) {
         stream->busy = true; /* this thread's now: no executor takes it */
         tl_held[tl_held_count++] = stream;
         return;
@@ -667,12 +674,10 @@ static uint64_t drain_progress(void *arg)
 static bool sync_runs_program(struct simdev_stream *stream)
 {
     struct sd_device *dev = stream->dev;
-    /* Never from a thread that runs a stream (a host callback's sync, or
-     * a device thread's): the streams the program's end lets go would
-     * wait behind this thread's frame, and its sync for them. Never on a
+    /* Never from a thread that runs a stream (runs_a_stream). Never on a
      * device with a watchdog: a sync running a program that hangs could
      * not return DEVICE_LOST when the watchdog loses the device. */
-    if (tl_frames || tl_draining || sd_tl_self || dev->config.watchdog_ms ||
+    if (runs_a_stream() || dev->config.watchdog_ms ||
         !sd_launch_aicpu_job_unbegun(dev))
         return false;
     pthread_mutex_lock(&stream->lock);

@@ -215,6 +215,22 @@ static void a_ninth_idle_stream_goes_to_its_executor(void **state)
     }
 }
 
+/* A graph of one brief launch of step_fn (args `a`), captured on `s`,
+ * and its executable graph; nothing has run. */
+static simdev_graph_exec_t capture_step(simdev_stream_t s, struct step_args *a,
+                                        simdev_graph_t *graph)
+{
+    struct simdev_batch_op op = step_op(a);
+    assert_int_equal(simdev_stream_begin_capture(s), 0);
+    enqueue(s, &op, 1);
+    *graph = NULL;
+    assert_int_equal(simdev_stream_end_capture(s, graph), 0);
+    simdev_graph_exec_t exec = NULL;
+    assert_int_equal(simdev_graph_instantiate(&exec, *graph), 0);
+    assert_int_equal(atomic_load(&a->trail->count), 0); /* captured, not run */
+    return exec;
+}
+
 /*
  * A graph launched on an idle stream starts on the launching thread, as a
  * burst between begin and end does, without the calls: a captured brief
@@ -230,14 +246,8 @@ static void a_graph_launched_on_an_idle_stream_starts_here(void **state)
     simdev_stream_t s = ts_new_stream();
     struct trail trail = {0};
     struct step_args a = {&trail, 'G'};
-    struct simdev_batch_op op = step_op(&a);
-    assert_int_equal(simdev_stream_begin_capture(s), 0);
-    enqueue(s, &op, 1);
-    simdev_graph_t graph = NULL;
-    assert_int_equal(simdev_stream_end_capture(s, &graph), 0);
-    simdev_graph_exec_t exec = NULL;
-    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
-    assert_int_equal(atomic_load(&trail.count), 0); /* captured, not run */
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec = capture_step(s, &a, &graph);
     assert_int_equal(simdev_wait_stats_reset(0), 0);
     assert_int_equal(simdev_graph_launch(exec, s), 0);
     int at_return = simdev_stream_query(s);
@@ -304,13 +314,8 @@ static void a_host_callback_holds_nothing(void **state)
     simdev_stream_t cap = ts_new_stream();
     struct trail trail = {0};
     struct step_args a = {&trail, 'G'};
-    struct simdev_batch_op step = step_op(&a);
-    assert_int_equal(simdev_stream_begin_capture(cap), 0);
-    enqueue(cap, &step, 1);
-    simdev_graph_t graph = NULL;
-    assert_int_equal(simdev_stream_end_capture(cap, &graph), 0);
-    simdev_graph_exec_t exec = NULL;
-    assert_int_equal(simdev_graph_instantiate(&exec, graph), 0);
+    simdev_graph_t graph;
+    simdev_graph_exec_t exec = capture_step(cap, &a, &graph);
     enum { TRIES = 21 };
     for (int try = 0; try < TRIES; try++) {
         simdev_event_t e = ts_new_event();
