@@ -76,6 +76,7 @@ static int kernel_prepare(struct simpler_context *ctx, const void *image, size_t
     if ((rc = simdev_memcpy(&k->binding->slots[c->id], &slot, sizeof slot,
                             SIMDEV_COPY_HOST_TO_DEVICE)))
         goto unload;
+    c->kernel_config = run;
     c->slot_generation = slot.generation;
     sp_residency_add(ctx, c);
     *callable_id = k->next_id++;

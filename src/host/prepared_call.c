@@ -119,6 +119,15 @@ static int fit_config(struct simpler_context *ctx, const struct sp_callable *c, 
 {
     size_t need;
     int rc;
+    if (kernel && !config) {
+        /* fitted at its registration (kernel_mode_callable.c): nothing it
+         * depends on changes in a kernel-mode context (measured: a third
+         * of an unprepared launch's host work outside the chain,
+         * docs/performance.md, "Enqueue in instructions") */
+        *rtc = c->kernel_config;
+        *schedulers = ctx->kernel.schedulers;
+        return *schedulers + 1 > ctx->topo.aicpu_threads ? PTO_RUNTIME_ERR_INVALID_ARGUMENT : 0;
+    }
     sp_rt_config(&ctx->config, config ? config : &c->config, rtc);
     if (kernel)
         *schedulers = ctx->kernel.schedulers;

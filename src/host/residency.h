@@ -36,6 +36,11 @@ struct sp_callable {
     uint32_t runs;         /* program mode: unfinalized runs using it */
     uint32_t prepared_refs; /* live prepared calls of it (simpler_prepare_call's) */
     uint64_t slot_generation; /* kernel mode: its binding slot's (0: not launchable) */
+    /* kernel mode: its run config as the context fits it (the context's
+     * config, topology and arena are fixed at its init), checked against
+     * the arena at registration; a launch without a config of its own uses
+     * it as it is (valid while slot_generation is nonzero). */
+    struct rt_config kernel_config;
     /* host_build_graph (the context's runtime is HBG): the orchestration as
      * loaded in the host process at registration, once, and which func ids
      * the image gives a kernel. */

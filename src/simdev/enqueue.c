@@ -23,6 +23,7 @@
 /* Ops queued under one acquisition of the stream at most: bounds the
  * records whose replaced predecessors are let go after it. */
 #define BATCH_CHUNK 16
+_Static_assert(SIMDEV_OP_KIND_COUNT <= 32, "a batch's kinds are bits of a uint32_t");
 
 static enum simdev_op_kind kind_of(enum simdev_batch_kind kind)
 {
@@ -281,7 +282,9 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
         size_t replaced_count = 0;
         size_t chunk_end = count - done > BATCH_CHUNK ? done + BATCH_CHUNK : count;
         bool wake = false, capturing = false, checked = false;
-        uint32_t performed[SIMDEV_OP_KIND_COUNT] = {0}; /* counted once the lock is dropped */
+        /* counted once the lock is dropped: performed[k] for each kind k
+         * whose bit is in `kinds` (only those are set) */
+        uint32_t performed[SIMDEV_OP_KIND_COUNT], kinds = 0;
         pthread_mutex_lock(&stream->lock);
         sd_op_cache_prefetch(&stream->op_cache, chunk_end - done);
         while (done < chunk_end) {
@@ -300,7 +303,12 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
                 break;
             if (replaced[replaced_count])
                 replaced_count++;
-            performed[kind_of(ops[done].kind)]++;
+            enum simdev_op_kind kind = kind_of(ops[done].kind);
+            if (!(kinds & 1u << kind)) {
+                kinds |= 1u << kind;
+                performed[kind] = 0;
+            }
+            performed[kind]++;
             done++;
         }
         /* One hand-off for the whole batch: the executor takes the stream
@@ -308,9 +316,10 @@ int simdev_stream_enqueue_batch(simdev_stream_t stream, const struct simdev_batc
         if (wake)
             sd_stream_wake_locked(stream);
         pthread_mutex_unlock(&stream->lock);
-        for (int kind = 0; kind < SIMDEV_OP_KIND_COUNT; kind++)
-            if (performed[kind])
-                sd_count_n(dev, (enum simdev_op_kind)kind, performed[kind]);
+        for (; kinds; kinds &= kinds - 1) {
+            int kind = __builtin_ctz(kinds);
+            sd_count_n(dev, (enum simdev_op_kind)kind, performed[kind]);
+        }
         for (size_t i = 0; i < replaced_count; i++)
             sd_record_unref(replaced[i]);
         if (capturing) { /* this op as its single-op call records it */

@@ -52,6 +52,10 @@ struct simdev_event {
 struct sd_event_record *sd_record_new(void);
 void sd_record_ref(struct sd_event_record *record);
 void sd_record_unref(struct sd_event_record *record);
+/* Tests: how many ended records the process-wide pool keeps (event.c);
+ * sd_record_pool_empty frees them. Neither touches a thread's own cache. */
+uint32_t sd_record_pool_count(void);
+void sd_record_pool_empty(void);
 /* Completes the record with `status`; counts the wake-up it makes, if a
  * thread sleeps in sd_record_wait, and that thread's hand-off, in
  * `counters` (may be NULL). */
