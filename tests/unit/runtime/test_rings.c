@@ -1460,6 +1460,44 @@ static struct rt_config layout_variant(const struct rt_config *base, uint32_t k)
 }
 
 /*
+ * rt_layout_compute keeps the last layout a thread computed (layout.c):
+ * what it gives must still be the layout of the config and core count it
+ * is asked about. Two configs and two core counts, asked in turn, each
+ * give the same bytes as the first time they were asked; a config the
+ * check refuses is refused right after a valid one was kept. A stale
+ * layout would show as a total or a rendezvous size of the other one.
+ */
+static void a_layout_is_the_one_of_the_config_asked_not_the_last_one(void **state)
+{
+    (void)state;
+    struct rt_config a = rth_small_config(), b = layout_variant(&a, 7);
+    struct rt_layout la3, la4, lb3, again;
+    assert_int_equal(rt_layout_compute(&a, 3, &la3), 0);
+    assert_int_equal(rt_layout_compute(&b, 3, &lb3), 0);
+    assert_int_equal(rt_layout_compute(&a, 4, &la4), 0);
+    assert_true(la3.total != lb3.total); /* the two configs differ in size */
+    assert_int_equal(la4.rendezvous_bytes, 4 * sizeof(struct rt_rendezvous));
+    assert_int_equal(la3.rendezvous_bytes, 3 * sizeof(struct rt_rendezvous));
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(rt_layout_compute(&a, 3, &again), 0);
+        assert_memory_equal(&again, &la3, sizeof again);
+        assert_int_equal(rt_layout_compute(&a, 3, &again), 0); /* asked twice in a row */
+        assert_memory_equal(&again, &la3, sizeof again);
+        assert_int_equal(rt_layout_compute(&b, 3, &again), 0);
+        assert_memory_equal(&again, &lb3, sizeof again);
+        assert_int_equal(rt_layout_compute(&a, 4, &again), 0);
+        assert_memory_equal(&again, &la4, sizeof again);
+    }
+    struct rt_config bad = a;
+    bad.task_window[0] = 3; /* not a power of two */
+    assert_int_equal(rt_layout_compute(&bad, 3, &again), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_layout_compute(&a, 0, &again), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_layout_compute(&a, SIMDEV_MAX_CORES + 1, &again),
+                     PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+    assert_int_equal(rt_layout_compute(NULL, 3, &again), PTO_RUNTIME_ERR_INVALID_ARGUMENT);
+}
+
+/*
  * The launch chain writes a run's rendezvous words before the run's own
  * init, even when its AICPU program never starts; an earlier run's ready
  * queues are reused only if nothing wrote them since (run_init). So the
@@ -1622,6 +1660,7 @@ int main(void)
         SIMPLER_TEST(clean_run_leaves_its_ready_queues_to_the_next_run_and_a_failed_one_does_not),
         SIMPLER_TEST(arena_nonces_are_distinct_and_never_zero),
         SIMPLER_TEST(round_words_lie_at_one_offset_below_every_configs_queues),
+        SIMPLER_TEST(a_layout_is_the_one_of_the_config_asked_not_the_last_one),
         SIMPLER_TEST(an_hbg_arena_lays_out_none_of_the_orchestrators_regions),
         SIMPLER_TEST(a_run_whose_program_never_starts_leaves_the_next_run_working),
     };
