@@ -68,6 +68,15 @@ enum simdev_mark {
  * executor, a host thread in a sync). */
 #define SIMDEV_MARK_OTHER_THREAD 2u
 
+/* The `op` of a PARK or UNPARK entry made by one of the device's threads
+ * while it waits for its next job, outside every job (0: a wait inside a
+ * job, or another thread's). A block of a job may run as a device thread
+ * on another thread (a program a caller's sync took, a core's block run
+ * by an AICPU thread), and its marks carry that device thread's core and
+ * thread too: the device thread's own waits between jobs are told apart
+ * by this op. */
+#define SIMDEV_MARK_IDLE 1u
+
 /* The op an OP mark names. */
 enum simdev_mark_op {
     SIMDEV_MARK_AICPU = 0,
@@ -87,7 +96,8 @@ struct simdev_timeline_entry {
     uint64_t ns;     /* simdev_clock_ns() at the mark */
     uint32_t mark;   /* enum simdev_mark */
     uint32_t op;     /* OP and SYNC marks: enum simdev_mark_op (SYNC: 0); POINT marks:
-                        enum simdev_point; others 0 */
+                        enum simdev_point; PARK and UNPARK marks: SIMDEV_MARK_IDLE or
+                        0; others 0 */
     simdev_stream_t stream; /* OP and SYNC marks: the stream; other marks: NULL */
     uint32_t core;   /* JOB, PARK, UNPARK, WAKEUP, POINT marks: 1 for a core, 0 for an
                         AICPU thread (in a job or idle), SIMDEV_MARK_OTHER_THREAD */

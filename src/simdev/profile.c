@@ -60,8 +60,12 @@ static void mark_as_self(struct sd_timeline *t, uint32_t kind, enum simdev_mark 
 
 void sd_mark_wait(const struct sd_wait_counters *counters, enum simdev_mark mark)
 {
+    /* A device thread outside every job waits for its next one: marked
+     * idle, since its worker may run meanwhile on another thread (a block
+     * run as it) whose marks carry the same core and thread. */
+    uint32_t op = sd_tl_self && !sd_tl_worker ? SIMDEV_MARK_IDLE : 0;
     if (counters->timeline)
-        mark_as_self(counters->timeline, SIMDEV_TIMELINE_WAITS, mark, 0);
+        mark_as_self(counters->timeline, SIMDEV_TIMELINE_WAITS, mark, op);
 }
 
 void platform_mark_slow(uint32_t point)

@@ -1001,7 +1001,11 @@ static void a_tmr_rounds_schedulers_open_on_the_orchestrators_thread(void **stat
  * never sleeps between its job's begin and the end of its watch (a PARK
  * of it there: it slept, and the round's last completion would have had
  * to wake it). The spin only decides when a thread sleeps; the round's
- * result is checked as everywhere.
+ * result is checked as everywhere. The watcher's part may run on another
+ * thread as the watcher's AICPU thread (the caller's sync takes a program
+ * that thread has not begun): then that thread's own waits for its next
+ * job, marked SIMDEV_MARK_IDLE, are not the watcher's (counted, they
+ * failed about 1 run in 100 on a fast host).
  */
 static void a_tmr_rounds_watcher_waits_for_the_end_awake(void **state)
 {
@@ -1026,7 +1030,7 @@ static void a_tmr_rounds_watcher_waits_for_the_end_awake(void **state)
     assert_true(begin < done);
     for (size_t i = 0; i < n; i++)
         if (e[i].mark == SIMDEV_MARK_PARK && e[i].core == 0 && e[i].thread == watcher &&
-            e[i].ns >= e[begin].ns && e[i].ns <= e[done].ns)
+            e[i].op != SIMDEV_MARK_IDLE && e[i].ns >= e[begin].ns && e[i].ns <= e[done].ns)
             fail_msg("the watcher (AICPU thread %u) slept at %llu ns, %lld ns after the "
                      "submit: the round's end had to wake it",
                      watcher, (unsigned long long)e[i].ns,

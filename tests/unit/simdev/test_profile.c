@@ -322,6 +322,12 @@ static void sleeps_and_wakeups_are_marked_by_the_thread_that_made_them(void **st
                 assert_int_not_equal(e[j].mark, e[i].mark);
             break;
         }
+        /* The job here never waits, so every wait of a device thread is
+         * one for its next job (SIMDEV_MARK_IDLE); a host thread's or a
+         * stream's is not (0). The other way round, a thread's idle wait
+         * would pass for a wait of the worker it is, in a block another
+         * thread runs as it. */
+        assert_int_equal(e[i].op, e[i].core == SIMDEV_MARK_OTHER_THREAD ? 0 : SIMDEV_MARK_IDLE);
     }
     assert_int_equal(simdev_stream_destroy(s), 0);
 }
