@@ -62,6 +62,16 @@ static void record_destroy(struct sd_event_record *record)
     free(record);
 }
 
+/* Frees every record of the list `list` (linked by next_free). */
+static void destroy_list(struct sd_event_record *list)
+{
+    while (list) {
+        struct sd_event_record *record = list;
+        list = record->next_free;
+        record_destroy(record);
+    }
+}
+
 /* Gives the first `n` records of this thread's cache to the pool (those
  * the pool has no room for are freed). */
 static void cache_give(uint32_t n)
@@ -82,11 +92,7 @@ static void cache_give(uint32_t n)
         }
     }
     pthread_mutex_unlock(&record_pool_lock);
-    while (freed) {
-        struct sd_event_record *record = freed;
-        freed = record->next_free;
-        record_destroy(record);
-    }
+    destroy_list(freed);
 }
 
 /* record_key's destructor: the ending thread's cache back to the pool. */
@@ -194,11 +200,7 @@ void sd_record_pool_empty(void)
     record_pool = NULL;
     record_pool_count = 0;
     pthread_mutex_unlock(&record_pool_lock);
-    while (all) {
-        struct sd_event_record *record = all;
-        all = record->next_free;
-        record_destroy(record);
-    }
+    destroy_list(all);
 }
 
 static bool record_is_done(const struct sd_event_record *record)
