@@ -173,22 +173,16 @@ static bool job_done(void *arg)
     return atomic_load_explicit(&job->remaining, memory_order_acquire) == 0;
 }
 
-/* A job for launch `op` on `count` threads, or NULL when out of host
- * memory. The job carries its own copy of the args (a hung launch must not
- * read memory its op's owner frees) and the AICPU index table. */
-static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
+/* Fills the job at `job` for launch `op` on `count` threads: its header
+ * zeroed, its args copied to `args_room` (room for op->args_size bytes) and
+ * `workers` (room for `count` entries) as its worker table. The AICPU index
+ * table that follows the header and the worker table are filled when its
+ * threads are taken (take_locked), and read only up to `count`. */
+static void job_init(struct sd_job *job, const struct sd_op *op, uint32_t count,
+                     unsigned char *args_room, struct sd_worker **workers)
 {
-    size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
-    _Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
-                       SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t) % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
-                   "the args copy after the job and its index table keeps its promised alignment");
-    size_t args_room = (op->args_size + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
-    size_t worker_bytes = SIMDEV_MAX_CORES * sizeof(struct sd_worker *);
-    struct sd_job *job = sd_calloc(1, sizeof(*job) + index_bytes + args_room + worker_bytes);
-    if (!job)
-        return NULL;
-    job->workers = (struct sd_worker **)((unsigned char *)job + sizeof(*job) + index_bytes +
-                                         args_room);
+    *job = (struct sd_job){0};
+    job->workers = workers;
     if (op->type == SD_OP_AICORE) {
         job->aicore_fn = op->u.aicore.fn;
         job->on_demand = op->u.aicore.on_demand;
@@ -199,11 +193,38 @@ static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
     job->args_size = op->args_size;
     job->thread_count = count;
     atomic_init(&job->remaining, count);
+    atomic_init(&job->status, 0);
     if (op->args_size) {
-        job->args_copy = (unsigned char *)job + sizeof(*job) + index_bytes;
+        job->args_copy = args_room;
         memcpy(job->args_copy, op->args, op->args_size);
     }
+}
+
+/* A job for launch `op` on `count` threads, on the heap, or NULL when out
+ * of host memory (one host allocation point either way: job_new counts it,
+ * job_make is its allocation). The job carries its own copy of the args (a
+ * hung launch must not read memory its op's owner frees) and the AICPU
+ * index table. */
+static struct sd_job *job_make(const struct sd_op *op, uint32_t count)
+{
+    size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
+    _Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
+                       SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t) % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
+                   "the args copy after the job and its index table keeps its promised alignment");
+    size_t args_room = (op->args_size + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+    size_t worker_bytes = SIMDEV_MAX_CORES * sizeof(struct sd_worker *);
+    unsigned char *bytes = malloc(sizeof(struct sd_job) + index_bytes + args_room + worker_bytes);
+    if (!bytes)
+        return NULL;
+    struct sd_job *job = (struct sd_job *)bytes;
+    job_init(job, op, count, bytes + sizeof(*job) + index_bytes,
+             (struct sd_worker **)(bytes + sizeof(*job) + index_bytes + args_room));
     return job;
+}
+
+static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
+{
+    return sd_host_fault() ? NULL : job_make(op, count);
 }
 
 /* Whether the threads `job` needs are free. Caller holds pool_lock. */
@@ -597,19 +618,39 @@ int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
 {
     if (op->type != SD_OP_AICPU || op->u.aicpu.thread_count != 1)
         return SD_LAUNCH_BUSY;
-    struct sd_job *job = job_new(op, 1);
-    if (!job)
+    /* The job lives only in this call, on this thread (no watchdog, never
+     * abandoned): on the stack when its args fit, which saves a round two
+     * host allocations (docs/device.md, "What a launch's job costs"). Its
+     * allocation point stays (sd_host_fault). The index table must follow
+     * the header, as job_make lays it out (sd_job_indices). */
+    struct {
+        struct sd_job job;
+        uint32_t indices[SIMDEV_MAX_AICPU_THREADS];
+        struct sd_worker *workers[1];
+        _Alignas(SIMDEV_LAUNCH_ARGS_ALIGN) unsigned char args[SD_OP_LARGE_ARGS];
+    } here;
+    _Static_assert(offsetof(__typeof__(here), indices) == sizeof(struct sd_job),
+                   "the index table follows the job's header");
+    struct sd_job *job = &here.job;
+    if (sd_host_fault())
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    if (op->args_size <= sizeof here.args)
+        job_init(job, op, 1, here.args, here.workers);
+    else if (!(job = job_make(op, 1)))
+        return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    bool heap = job != &here.job;
     pthread_mutex_lock(&dev->launch.pool_lock);
     if (!take_at_once_locked(dev, job, false)) {
         pthread_mutex_unlock(&dev->launch.pool_lock);
-        free(job);
+        if (heap)
+            free(job);
         return SD_LAUNCH_BUSY;
     }
     pthread_mutex_unlock(&dev->launch.pool_lock);
     int status = sd_worker_run_here(job->workers[0], job);
     launch_return_threads(dev, job, false, job->workers);
-    free(job);
+    if (heap)
+        free(job);
     return status;
 }
 

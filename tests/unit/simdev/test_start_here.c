@@ -337,6 +337,74 @@ static void a_host_callback_holds_nothing(void **state)
     assert_int_equal(simdev_stream_destroy(u), 0);
 }
 
+/* A run-here launch's args: `size` bytes, byte i = (i * 7 + size) & 0xff,
+ * and the trail to write its letter into at the end. */
+struct sized_args {
+    struct trail *trail;
+    char letter;
+    size_t size;
+};
+
+static int sized_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
+{
+    (void)ctx;
+    struct sized_args a;
+    if (size < sizeof a)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    memcpy(&a, args, sizeof a);
+    if (a.size != size)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    const unsigned char *bytes = args;
+    for (size_t i = sizeof a; i < size; i++)
+        if (bytes[i] != (unsigned char)((i * 7 + size) & 0xff))
+            return PTO_RUNTIME_ERR_INTERNAL;
+    int at = atomic_fetch_add(&a.trail->count, 1);
+    if (at >= 16)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    a.trail->letters[at] = a.letter;
+    a.trail->threads[at] = pthread_self();
+    return 0;
+}
+
+/*
+ * A one-thread launch run here keeps its job in the call (on the stack
+ * when its args fit the largest cached op's room, 2,048 bytes; on the heap
+ * past it): launches with 16 bytes more than the header, exactly 2,048
+ * and 4,096 bytes of args each see every byte of theirs, in order, on this
+ * thread. A letter missing or a launch's stream failing with INTERNAL
+ * means a job was handed bytes that were not its launch's (a stack room
+ * too small, a fallback that dropped the copy).
+ */
+static void a_launch_run_here_sees_its_args_whole_whatever_their_size(void **state)
+{
+    (void)state;
+    static unsigned char buffers[3][4096];
+    static const size_t sizes[3] = {sizeof(struct sized_args) + 16, 2048, 4096};
+    simdev_stream_t s = ts_new_stream();
+    struct trail trail = {0};
+    struct simdev_batch_op ops[3];
+    for (int k = 0; k < 3; k++) {
+        struct sized_args a = {&trail, (char)('X' + k), sizes[k]};
+        memcpy(buffers[k], &a, sizeof a);
+        for (size_t i = sizeof a; i < sizes[k]; i++)
+            buffers[k][i] = (unsigned char)((i * 7 + sizes[k]) & 0xff);
+        ops[k] = (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICPU_BRIEF,
+                                          .aicpu_fn = sized_fn,
+                                          .thread_count = 1,
+                                          .args = buffers[k],
+                                          .args_size = sizes[k]};
+    }
+    simdev_start_here_begin();
+    enqueue(s, ops, 3);
+    simdev_start_here_end();
+    assert_int_equal(simdev_stream_sync(s), 0);
+    assert_int_equal(atomic_load(&trail.count), 3);
+    assert_memory_equal(trail.letters, "XYZ", 3);
+    for (int k = 0; k < 3; k++)
+        assert_true(pthread_equal(trail.threads[k], pthread_self()));
+    assert_int_equal(simdev_stream_destroy(s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +414,7 @@ int main(void)
         SIMPLER_TEST(a_ninth_idle_stream_goes_to_its_executor),
         SIMPLER_TEST(a_graph_launched_on_an_idle_stream_starts_here),
         SIMPLER_TEST(a_host_callback_holds_nothing),
+        SIMPLER_TEST(a_launch_run_here_sees_its_args_whole_whatever_their_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
