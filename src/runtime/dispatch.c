@@ -353,11 +353,35 @@ static void start_cores(struct sched *S)
     }
 }
 
+/* Whether a step's dispatch may find work: a task this scheduler holds,
+ * or a queue it serves (every shape's ready queue; the sync-start queues
+ * it owns) that looks nonempty. These are the looks each pass of
+ * dispatch_all begins with (dispatch_shape, start_cores,
+ * rt_sched_wake_parked), taken once: a step after a completion that
+ * released nothing, or at the run's end, finds every queue empty, and its
+ * nine passes then cost about 400 instructions of looks that all say so
+ * (callgrind, docs/performance.md, "A round's jobs"). */
+static bool work_in_sight(const struct sched *S)
+{
+    struct rt_run *run = S->run;
+    for (uint32_t k = 0; k < RT_SHAPES; k++)
+        if (S->held[k] || rt_rq_maybe_nonempty(&run->ready[k]) ||
+            (S->index == run->sync_owner[k] && rt_rq_maybe_nonempty(&run->sync_ready[k])))
+            return true;
+    return false;
+}
+
 static bool dispatch_all(struct sched *S)
 {
     struct rt_run *run = S->run;
     bool any = false;
     struct rt_slot *s;
+    if (!work_in_sight(S)) {
+        /* what rt_sched_wake_parked does on finding its queue empty */
+        S->backlog_since[RT_SHAPE_AIC] = 0;
+        S->backlog_since[RT_SHAPE_AIV] = 0;
+        return false;
+    }
     while ((s = rt_rq_pop(&run->ready[RT_SHAPE_DUMMY]))) {
         S->end_signal |= rt_task_complete(run, s, NULL);
         S->completions++;
