@@ -66,7 +66,7 @@ static void sched_init(struct sched *S, struct rt_run *run, uint32_t index)
         c->id = id;
         c->type = id < run->aic_count ? SIMDEV_CORE_AIC : SIMDEV_CORE_AIV;
         c->cluster = RT_NO_CLUSTER;
-        c->regs = platform_core_regs(run->device, id);
+        c->regs = run->core_regs[id]; /* run_init looked them up this round */
         slot_of_core[id] = S->core_count++;
     }
     for (uint32_t k = 0; k < run->cluster_count; k++) {

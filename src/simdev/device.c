@@ -225,7 +225,7 @@ int simdev_device_reset(int device)
 
     pthread_mutex_lock(&dev->lock);
     sd_workers_stop(dev);
-    sd_launch_free_abandoned(dev);
+    sd_launch_free_jobs(dev);
     sd_memory_release_all(dev);
     sd_regs_destroy(dev);
     atomic_store_explicit(&dev->started, false, memory_order_release);

@@ -55,7 +55,7 @@ void sd_launch_wake_all(struct sd_device *dev)
     sd_wake(&dev->launch.done);
 }
 
-void sd_launch_free_abandoned(struct sd_device *dev)
+void sd_launch_free_jobs(struct sd_device *dev)
 {
     /* A sync that took a program runs it on its own thread, which no
      * worker join waits for: an abandoned job is freed once that is
@@ -69,6 +69,23 @@ void sd_launch_free_abandoned(struct sd_device *dev)
         free(dev->launch.abandoned);
         dev->launch.abandoned = next;
     }
+    while (dev->launch.kept) {
+        struct sd_job *next = dev->launch.kept->next_kept;
+        free(dev->launch.kept);
+        dev->launch.kept = next;
+    }
+    dev->launch.kept_count = 0;
+}
+
+uint32_t sd_launch_kept_count(int device)
+{
+    struct sd_device *dev;
+    if (sd_device_acquire(device, &dev) != 0)
+        return UINT32_MAX;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    uint32_t n = dev->launch.kept_count;
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    return n;
 }
 
 /* Unlinks `job` from the jobs in flight. Caller holds pool_lock. */
@@ -122,6 +139,8 @@ static void return_threads_locked(struct sd_device *dev, struct sd_job *job, boo
     pthread_cond_broadcast(&dev->launch.pool_cond);
 }
 
+static bool job_keep_locked(struct sd_device *dev, struct sd_job *job);
+
 /* The end of an asynchronous job, on its last finisher: its threads back,
  * its stream op ended, and that stream gone on with on this thread —
  * unless a device loss abandoned the job first (and ended the op). */
@@ -135,12 +154,17 @@ static void job_end_async(struct sd_device *dev, struct sd_job *job)
     job->state = SD_JOB_ENDED;
     inflight_unlink(dev, job);
     return_threads_locked(dev, job, job->aicore_fn != NULL, job->workers);
-    pthread_mutex_unlock(&dev->launch.pool_lock);
     sd_launch_done_fn done = job->done;
     void *ctx = job->done_ctx;
     uintptr_t tag = job->done_tag;
     int status = atomic_load_explicit(&job->status, memory_order_relaxed);
-    free(job);
+    /* Nothing points at an ended job (each of its threads took it from
+     * its worker before it ran: worker.c), so it is the next launch's
+     * once kept; it is not touched after that. */
+    bool kept = job_keep_locked(dev, job);
+    pthread_mutex_unlock(&dev->launch.pool_lock);
+    if (!kept)
+        free(job);
     done(ctx, tag, status);
 }
 
@@ -205,13 +229,15 @@ static void job_init(struct sd_job *job, const struct sd_op *op, uint32_t count,
  * job_make is its allocation). The job carries its own copy of the args (a
  * hung launch must not read memory its op's owner frees) and the AICPU
  * index table. */
-static struct sd_job *job_make(const struct sd_op *op, uint32_t count)
+static struct sd_job *job_make(const struct sd_op *op, uint32_t count, size_t room)
 {
     size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
     _Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
                        SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t) % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
                    "the args copy after the job and its index table keeps its promised alignment");
     size_t args_room = (op->args_size + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+    if (args_room < room)
+        args_room = room;
     size_t worker_bytes = SIMDEV_MAX_CORES * sizeof(struct sd_worker *);
     unsigned char *bytes = malloc(sizeof(struct sd_job) + index_bytes + args_room + worker_bytes);
     if (!bytes)
@@ -219,12 +245,45 @@ static struct sd_job *job_make(const struct sd_op *op, uint32_t count)
     struct sd_job *job = (struct sd_job *)bytes;
     job_init(job, op, count, bytes + sizeof(*job) + index_bytes,
              (struct sd_worker **)(bytes + sizeof(*job) + index_bytes + args_room));
+    job->keepable = args_room == SD_OP_LARGE_ARGS;
     return job;
 }
 
 static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
 {
-    return sd_host_fault() ? NULL : job_make(op, count);
+    return sd_host_fault() ? NULL : job_make(op, count, 0);
+}
+
+/* Keeps ended job `job` for a later launch if it has the kept room and
+ * the device keeps fewer than SD_JOB_KEEP; false: the caller frees it.
+ * Caller holds pool_lock. */
+static bool job_keep_locked(struct sd_device *dev, struct sd_job *job)
+{
+    if (!job->keepable || dev->launch.kept_count >= SD_JOB_KEEP)
+        return false;
+    job->next_kept = dev->launch.kept;
+    dev->launch.kept = job;
+    dev->launch.kept_count++;
+    return true;
+}
+
+/* A kept job refilled for launch `op` on `count` threads, or NULL when
+ * none is kept or its args do not fit. Caller holds pool_lock. */
+static struct sd_job *job_take_kept_locked(struct sd_device *dev, const struct sd_op *op,
+                                           uint32_t count)
+{
+    struct sd_job *job = dev->launch.kept;
+    if (!job || op->args_size > SD_OP_LARGE_ARGS)
+        return NULL;
+    dev->launch.kept = job->next_kept;
+    dev->launch.kept_count--;
+    /* the layout job_make gave it: header, index table, args, workers */
+    unsigned char *bytes = (unsigned char *)job;
+    size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
+    job_init(job, op, count, bytes + sizeof(*job) + index_bytes,
+             (struct sd_worker **)(bytes + sizeof(*job) + index_bytes + SD_OP_LARGE_ARGS));
+    job->keepable = true;
+    return job;
 }
 
 /* Whether the threads `job` needs are free. Caller holds pool_lock. */
@@ -619,10 +678,10 @@ int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
     if (op->type != SD_OP_AICPU || op->u.aicpu.thread_count != 1)
         return SD_LAUNCH_BUSY;
     /* The job lives only in this call, on this thread (no watchdog, never
-     * abandoned): on the stack when its args fit, which saves a round two
-     * host allocations (docs/device.md, "What a launch's job costs"). Its
-     * allocation point stays (sd_host_fault). The index table must follow
-     * the header, as job_make lays it out (sd_job_indices). */
+     * abandoned): on the stack when its args fit (docs/device.md, "What a
+     * launch's job costs"). Its allocation point stays (sd_host_fault).
+     * The index table must follow the header, as job_make lays it out
+     * (sd_job_indices). */
     struct {
         struct sd_job job;
         uint32_t indices[SIMDEV_MAX_AICPU_THREADS];
@@ -636,7 +695,7 @@ int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     if (op->args_size <= sizeof here.args)
         job_init(job, op, 1, here.args, here.workers);
-    else if (!(job = job_make(op, 1)))
+    else if (!(job = job_make(op, 1, 0)))
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
     bool heap = job != &here.job;
     pthread_mutex_lock(&dev->launch.pool_lock);
@@ -657,20 +716,35 @@ int sd_launch_run_here(struct sd_device *dev, const struct sd_op *op)
 int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_done_fn done,
                     void *ctx, uintptr_t tag)
 {
-    bool on_cores;
-    uint32_t count;
-    struct sd_job *job = job_of(dev, op, &on_cores, &count);
-    if (!job)
+    bool on_cores = op->type == SD_OP_AICORE;
+    uint32_t count =
+        on_cores ? dev->config.aic_cores + dev->config.aiv_cores : op->u.aicpu.thread_count;
+    /* One host allocation point, whether the job is a kept one or made
+     * now (as job_new's), so the points of a launch do not depend on what
+     * ran before it. */
+    if (sd_host_fault())
         return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+    uint64_t deadline = dev->config.watchdog_ms ? simdev_clock_ns() +
+                                                      (uint64_t)dev->config.watchdog_ms * 1000000ull
+                                                : 0;
+    pthread_mutex_lock(&dev->launch.pool_lock);
+    struct sd_job *job = job_take_kept_locked(dev, op, count);
+    if (!job) {
+        pthread_mutex_unlock(&dev->launch.pool_lock);
+        job = job_make(op, count, op->args_size <= SD_OP_LARGE_ARGS ? SD_OP_LARGE_ARGS : 0);
+        if (!job)
+            return PTO_RUNTIME_ERR_OUT_OF_HOST_MEMORY;
+        pthread_mutex_lock(&dev->launch.pool_lock);
+    }
     job->done = done;
     job->done_ctx = ctx;
     job->done_tag = tag;
-    if (dev->config.watchdog_ms)
-        job->deadline_ns = simdev_clock_ns() + (uint64_t)dev->config.watchdog_ms * 1000000ull;
-    pthread_mutex_lock(&dev->launch.pool_lock);
+    job->deadline_ns = deadline;
     if (!take_at_once_locked(dev, job, on_cores)) {
+        bool kept = job_keep_locked(dev, job);
         pthread_mutex_unlock(&dev->launch.pool_lock);
-        free(job);
+        if (!kept)
+            free(job);
         return SD_LAUNCH_BUSY;
     }
     job->next_inflight = dev->launch.inflight;

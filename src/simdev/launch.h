@@ -34,6 +34,8 @@ enum { SD_JOB_RUNNING = 0, SD_JOB_ENDED, SD_JOB_ABANDONED };
 /* One execution of an AICPU or AICore launch, shared with its workers. */
 struct sd_job {
     struct sd_job *next_abandoned;
+    struct sd_job *next_kept; /* in sd_launch_state.kept; pool_lock */
+    bool keepable;            /* made with room for SD_OP_LARGE_ARGS argument bytes */
     /* Asynchronous jobs only (sd_launch_start; NULL done: a blocking
      * launch waits for the job itself): what its end calls, the workers it
      * took, its place in the device's list of jobs in flight (pool_lock)
@@ -75,6 +77,12 @@ static inline uint32_t *sd_job_indices(struct sd_job *job)
     return (uint32_t *)((unsigned char *)job + sizeof(*job));
 }
 
+/* Ended asynchronous jobs a device keeps for its next launches, at most
+ * (sd_launch_state.kept): a round starts two. */
+#ifndef SD_JOB_KEEP
+#define SD_JOB_KEEP 8u
+#endif
+
 /* A device's launch state. */
 struct sd_launch_state {
     /* Gang scheduling of launches: a launch takes all the threads it needs at
@@ -93,6 +101,12 @@ struct sd_launch_state {
     uint64_t serving_ticket[2];
     struct sd_job *abandoned; /* jobs whose threads hung; freed at reset */
     uint32_t host_runs; /* programs syncs took and run now (launch.h) */
+    /* Ended asynchronous jobs kept for the next ones (sd_job.kept_next):
+     * each has room for SD_OP_LARGE_ARGS argument bytes; at most
+     * SD_JOB_KEEP, freed at the device's reset (docs/device.md, "What a
+     * launch's job costs"). */
+    struct sd_job *kept;
+    uint32_t kept_count;
     struct sd_job *inflight;  /* asynchronous jobs not yet ended */
     /* The core job handed out held (sd_job.held) until it ends or an AICPU
      * job ends, whichever is first: that end starts every block of it no
@@ -269,7 +283,11 @@ void sd_launch_reset(struct sd_device *dev);
 /* Wakes every launch waiting for threads or for its job (the device was
  * lost). */
 void sd_launch_wake_all(struct sd_device *dev);
-/* Frees the jobs hung threads held (reset, once every worker stopped). */
-void sd_launch_free_abandoned(struct sd_device *dev);
+/* Frees the jobs hung threads held and the jobs kept for reuse (reset,
+ * once every worker stopped). */
+void sd_launch_free_jobs(struct sd_device *dev);
+/* Test hook: how many ended jobs `device` keeps (UINT32_MAX: no such
+ * device). */
+uint32_t sd_launch_kept_count(int device);
 
 #endif /* SIMDEV_LAUNCH_H */
