@@ -360,7 +360,7 @@ static void start_cores(struct sched *S)
  * rt_sched_wake_parked), taken once: a step after a completion that
  * released nothing, or at the run's end, finds every queue empty, and its
  * nine passes then cost about 400 instructions of looks that all say so
- * (callgrind, docs/performance.md, "A round's jobs"). */
+ * (callgrind, docs/performance.md, "A round's jobs and idle steps"). */
 static bool work_in_sight(const struct sched *S)
 {
     struct rt_run *run = S->run;

@@ -101,7 +101,7 @@ struct sd_launch_state {
     uint64_t serving_ticket[2];
     struct sd_job *abandoned; /* jobs whose threads hung; freed at reset */
     uint32_t host_runs; /* programs syncs took and run now (launch.h) */
-    /* Ended asynchronous jobs kept for the next ones (sd_job.kept_next):
+    /* Ended asynchronous jobs kept for the next ones (sd_job.next_kept):
      * each has room for SD_OP_LARGE_ARGS argument bytes; at most
      * SD_JOB_KEEP, freed at the device's reset (docs/device.md, "What a
      * launch's job costs"). */
