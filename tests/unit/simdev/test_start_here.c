@@ -28,6 +28,17 @@ struct step_args {
     char letter;
 };
 
+/* Leaves `letter` and this thread in `trail`; INTERNAL when it is full. */
+static int trail_leave(struct trail *trail, char letter)
+{
+    int at = atomic_fetch_add(&trail->count, 1);
+    if (at >= 16)
+        return PTO_RUNTIME_ERR_INTERNAL;
+    trail->letters[at] = letter;
+    trail->threads[at] = pthread_self();
+    return 0;
+}
+
 static int step_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t size)
 {
     (void)ctx;
@@ -35,12 +46,7 @@ static int step_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t 
     if (size != sizeof a)
         return PTO_RUNTIME_ERR_INTERNAL;
     memcpy(&a, args, sizeof a);
-    int at = atomic_fetch_add(&a.trail->count, 1);
-    if (at >= 16)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    a.trail->letters[at] = a.letter;
-    a.trail->threads[at] = pthread_self();
-    return 0;
+    return trail_leave(a.trail, a.letter);
 }
 
 /* A brief one-thread AICPU launch of step_fn leaving `letter`. */
@@ -358,12 +364,7 @@ static int sized_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t
     for (size_t i = sizeof a; i < size; i++)
         if (bytes[i] != (unsigned char)((i * 7 + size) & 0xff))
             return PTO_RUNTIME_ERR_INTERNAL;
-    int at = atomic_fetch_add(&a.trail->count, 1);
-    if (at >= 16)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    a.trail->letters[at] = a.letter;
-    a.trail->threads[at] = pthread_self();
-    return 0;
+    return trail_leave(a.trail, a.letter);
 }
 
 /*
