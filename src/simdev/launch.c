@@ -224,29 +224,45 @@ static void job_init(struct sd_job *job, const struct sd_op *op, uint32_t count,
     }
 }
 
-/* A job for launch `op` on `count` threads, on the heap, or NULL when out
- * of host memory (one host allocation point either way: job_new counts it,
- * job_make is its allocation). The job carries its own copy of the args (a
- * hung launch must not read memory its op's owner frees) and the AICPU
- * index table. */
+/* The AICPU index table's bytes, after a job's header (sd_job_indices). */
+#define JOB_INDEX_BYTES (SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t))
+_Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
+                   JOB_INDEX_BYTES % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
+               "the args copy after the job and its index table keeps its promised alignment");
+
+/* The bytes a heap job with `args_room` bytes of argument room takes:
+ * header, index table, args, a worker table for any launch. */
+static size_t job_bytes(size_t args_room)
+{
+    return sizeof(struct sd_job) + JOB_INDEX_BYTES + args_room +
+           SIMDEV_MAX_CORES * sizeof(struct sd_worker *);
+}
+
+/* Lays a heap job out in `bytes` (job_bytes(args_room) of them) and fills
+ * it for launch `op` on `count` threads; a job with SD_OP_LARGE_ARGS of
+ * room may be kept for a later launch (job_keep_locked). */
+static struct sd_job *job_lay_out(unsigned char *bytes, const struct sd_op *op, uint32_t count,
+                                  size_t args_room)
+{
+    struct sd_job *job = (struct sd_job *)bytes;
+    unsigned char *args = bytes + sizeof(*job) + JOB_INDEX_BYTES;
+    job_init(job, op, count, args, (struct sd_worker **)(args + args_room));
+    job->keepable = args_room == SD_OP_LARGE_ARGS;
+    return job;
+}
+
+/* A job for launch `op` on `count` threads, on the heap, with at least
+ * `room` bytes of argument room, or NULL when out of host memory (one
+ * host allocation point either way: job_new counts it, job_make is its
+ * allocation). The job carries its own copy of the args (a hung launch
+ * must not read memory its op's owner frees) and the AICPU index table. */
 static struct sd_job *job_make(const struct sd_op *op, uint32_t count, size_t room)
 {
-    size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
-    _Static_assert(sizeof(struct sd_job) % SIMDEV_LAUNCH_ARGS_ALIGN == 0 &&
-                       SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t) % SIMDEV_LAUNCH_ARGS_ALIGN == 0,
-                   "the args copy after the job and its index table keeps its promised alignment");
     size_t args_room = (op->args_size + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
     if (args_room < room)
         args_room = room;
-    size_t worker_bytes = SIMDEV_MAX_CORES * sizeof(struct sd_worker *);
-    unsigned char *bytes = malloc(sizeof(struct sd_job) + index_bytes + args_room + worker_bytes);
-    if (!bytes)
-        return NULL;
-    struct sd_job *job = (struct sd_job *)bytes;
-    job_init(job, op, count, bytes + sizeof(*job) + index_bytes,
-             (struct sd_worker **)(bytes + sizeof(*job) + index_bytes + args_room));
-    job->keepable = args_room == SD_OP_LARGE_ARGS;
-    return job;
+    unsigned char *bytes = malloc(job_bytes(args_room));
+    return bytes ? job_lay_out(bytes, op, count, args_room) : NULL;
 }
 
 static struct sd_job *job_new(const struct sd_op *op, uint32_t count)
@@ -277,13 +293,7 @@ static struct sd_job *job_take_kept_locked(struct sd_device *dev, const struct s
         return NULL;
     dev->launch.kept = job->next_kept;
     dev->launch.kept_count--;
-    /* the layout job_make gave it: header, index table, args, workers */
-    unsigned char *bytes = (unsigned char *)job;
-    size_t index_bytes = SIMDEV_MAX_AICPU_THREADS * sizeof(uint32_t);
-    job_init(job, op, count, bytes + sizeof(*job) + index_bytes,
-             (struct sd_worker **)(bytes + sizeof(*job) + index_bytes + SD_OP_LARGE_ARGS));
-    job->keepable = true;
-    return job;
+    return job_lay_out((unsigned char *)job, op, count, SD_OP_LARGE_ARGS);
 }
 
 /* Whether the threads `job` needs are free. Caller holds pool_lock. */
@@ -616,13 +626,20 @@ static int job_wait(struct sd_device *dev, struct sd_job *job)
                    &dev->lost);
 }
 
+/* How many threads launch `op` takes (every core for a core launch). */
+static uint32_t job_thread_count(const struct sd_device *dev, const struct sd_op *op)
+{
+    return op->type == SD_OP_AICORE ? dev->config.aic_cores + dev->config.aiv_cores
+                                    : op->u.aicpu.thread_count;
+}
+
 /* The job of launch `op` (NULL when out of host memory): whether it runs
  * on the cores, and on how many threads. */
 static struct sd_job *job_of(const struct sd_device *dev, const struct sd_op *op,
                              bool *on_cores, uint32_t *count)
 {
     *on_cores = op->type == SD_OP_AICORE;
-    *count = *on_cores ? dev->config.aic_cores + dev->config.aiv_cores : op->u.aicpu.thread_count;
+    *count = job_thread_count(dev, op);
     return job_new(op, *count);
 }
 
@@ -717,8 +734,7 @@ int sd_launch_start(struct sd_device *dev, const struct sd_op *op, sd_launch_don
                     void *ctx, uintptr_t tag)
 {
     bool on_cores = op->type == SD_OP_AICORE;
-    uint32_t count =
-        on_cores ? dev->config.aic_cores + dev->config.aiv_cores : op->u.aicpu.thread_count;
+    uint32_t count = job_thread_count(dev, op);
     /* One host allocation point, whether the job is a kept one or made
      * now (as job_new's), so the points of a launch do not depend on what
      * ran before it. */
