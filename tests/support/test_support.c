@@ -233,6 +233,25 @@ int ts_count_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size
     return 0;
 }
 
+static unsigned char pattern_byte(size_t i, size_t size)
+{
+    return (unsigned char)((i * 7 + size) & 0xff);
+}
+
+void ts_pattern_fill(unsigned char *bytes, size_t from, size_t size)
+{
+    for (size_t i = from; i < size; i++)
+        bytes[i] = pattern_byte(i, size);
+}
+
+bool ts_pattern_ok(const unsigned char *bytes, size_t from, size_t size)
+{
+    for (size_t i = from; i < size; i++)
+        if (bytes[i] != pattern_byte(i, size))
+            return false;
+    return true;
+}
+
 void ts_launch_count(simdev_stream_t stream, atomic_int *counter)
 {
     assert_int_equal(simdev_launch_aicpu(stream, ts_count_aicpu_fn, 1, &counter, sizeof counter), 0);

@@ -17,7 +17,7 @@
 #include "simdev/launch.h"
 #include "test_support.h"
 
-/* A launch's args: a header, then byte i = (i * 13 + size) & 0xff. */
+/* A launch's args: a header, then the pattern (ts_pattern_fill). */
 struct sized {
     atomic_int *ran;
     size_t size;
@@ -32,10 +32,8 @@ static int sized_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t
     memcpy(&h, args, sizeof h);
     if (h.size != size)
         return PTO_RUNTIME_ERR_INTERNAL;
-    const unsigned char *bytes = args;
-    for (size_t i = sizeof h; i < size; i++)
-        if (bytes[i] != (unsigned char)((i * 13 + size) & 0xff))
-            return PTO_RUNTIME_ERR_INTERNAL;
+    if (!ts_pattern_ok(args, sizeof h, size))
+        return PTO_RUNTIME_ERR_INTERNAL;
     atomic_fetch_add(h.ran, 1);
     return 0;
 }
@@ -49,8 +47,7 @@ static void launch_sized(simdev_stream_t s, atomic_int *ran, size_t size)
 {
     struct sized h = {ran, size};
     memcpy(g_args, &h, sizeof h);
-    for (size_t i = sizeof h; i < size; i++)
-        g_args[i] = (unsigned char)((i * 13 + size) & 0xff);
+    ts_pattern_fill(g_args, sizeof h, size);
     assert_int_equal(simdev_launch_aicpu(s, sized_fn, 2, g_args, size), 0);
 }
 

@@ -343,7 +343,7 @@ static void a_host_callback_holds_nothing(void **state)
     assert_int_equal(simdev_stream_destroy(u), 0);
 }
 
-/* A run-here launch's args: `size` bytes, byte i = (i * 7 + size) & 0xff,
+/* A run-here launch's args: `size` bytes, the pattern after the header (ts_pattern_fill),
  * and the trail to write its letter into at the end. */
 struct sized_args {
     struct trail *trail;
@@ -360,10 +360,8 @@ static int sized_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t
     memcpy(&a, args, sizeof a);
     if (a.size != size)
         return PTO_RUNTIME_ERR_INTERNAL;
-    const unsigned char *bytes = args;
-    for (size_t i = sizeof a; i < size; i++)
-        if (bytes[i] != (unsigned char)((i * 7 + size) & 0xff))
-            return PTO_RUNTIME_ERR_INTERNAL;
+    if (!ts_pattern_ok(args, sizeof a, size))
+        return PTO_RUNTIME_ERR_INTERNAL;
     return trail_leave(a.trail, a.letter);
 }
 
@@ -387,8 +385,7 @@ static void a_launch_run_here_sees_its_args_whole_whatever_their_size(void **sta
     for (int k = 0; k < 3; k++) {
         struct sized_args a = {&trail, (char)('X' + k), sizes[k]};
         memcpy(buffers[k], &a, sizeof a);
-        for (size_t i = sizeof a; i < sizes[k]; i++)
-            buffers[k][i] = (unsigned char)((i * 7 + sizes[k]) & 0xff);
+        ts_pattern_fill(buffers[k], sizeof a, sizes[k]);
         ops[k] = (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICPU_BRIEF,
                                           .aicpu_fn = sized_fn,
                                           .thread_count = 1,
