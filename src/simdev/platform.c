@@ -12,6 +12,15 @@
 #include "simdev/device.h"
 #include "simpler/device.h"
 
+static struct platform_topology topology_of(const struct simdev_config *config)
+{
+    return (struct platform_topology){
+        .aicpu_threads = config->aicpu_threads,
+        .aic_cores = config->aic_cores,
+        .aiv_cores = config->aiv_cores,
+    };
+}
+
 int platform_topology(int device, struct platform_topology *out)
 {
     struct simdev_config config;
@@ -25,21 +34,13 @@ int platform_topology(int device, struct platform_topology *out)
      * lock and a whole copy were 130 instructions a call). */
     struct sd_device *dev = sd_device_peek(device);
     if (dev && atomic_load_explicit(&dev->started, memory_order_acquire)) {
-        *out = (struct platform_topology){
-            .aicpu_threads = dev->config.aicpu_threads,
-            .aic_cores = dev->config.aic_cores,
-            .aiv_cores = dev->config.aiv_cores,
-        };
+        *out = topology_of(&dev->config);
         return 0;
     }
     int rc = simdev_device_get_config(device, &config);
     if (rc)
         return rc;
-    *out = (struct platform_topology){
-        .aicpu_threads = config.aicpu_threads,
-        .aic_cores = config.aic_cores,
-        .aiv_cores = config.aiv_cores,
-    };
+    *out = topology_of(&config);
     return 0;
 }
 

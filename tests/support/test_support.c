@@ -238,15 +238,21 @@ static unsigned char pattern_byte(size_t i, size_t size)
     return (unsigned char)((i * 7 + size) & 0xff);
 }
 
-void ts_pattern_fill(unsigned char *bytes, size_t from, size_t size)
+void ts_pattern_args(unsigned char *args, const void *header, size_t header_size, size_t size)
 {
-    for (size_t i = from; i < size; i++)
-        bytes[i] = pattern_byte(i, size);
+    assert_true(size >= header_size);
+    memcpy(args, header, header_size);
+    for (size_t i = header_size; i < size; i++)
+        args[i] = pattern_byte(i, size);
 }
 
-bool ts_pattern_ok(const unsigned char *bytes, size_t from, size_t size)
+bool ts_pattern_args_read(const void *args, size_t size, void *header, size_t header_size)
 {
-    for (size_t i = from; i < size; i++)
+    if (size < header_size)
+        return false;
+    memcpy(header, args, header_size);
+    const unsigned char *bytes = args;
+    for (size_t i = header_size; i < size; i++)
         if (bytes[i] != pattern_byte(i, size))
             return false;
     return true;

@@ -153,12 +153,14 @@ int ts_count_aicpu_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size
 /* Enqueues ts_count_aicpu_fn on one AICPU thread (asserts the enqueue). */
 void ts_launch_count(simdev_stream_t stream, atomic_int *counter);
 
-/* Launch arguments whose every byte is checkable: bytes [from, size) of
- * `bytes` get byte i = (i * 7 + size) & 0xff (ts_pattern_fill), and
- * ts_pattern_ok says whether they still hold it, so a launch that was
- * handed another launch's bytes, or too few of them, can tell. */
-void ts_pattern_fill(unsigned char *bytes, size_t from, size_t size);
-bool ts_pattern_ok(const unsigned char *bytes, size_t from, size_t size);
+/* Launch arguments whose every byte is checkable: `size` bytes at `args`,
+ * the `header_size` bytes of `header` first, then byte i = (i * 7 + size)
+ * & 0xff (ts_pattern_args). ts_pattern_args_read copies the header back
+ * into `header` and says whether `size` holds it and every byte after it
+ * is the pattern's, so a launch that was handed another launch's bytes, or
+ * too few of them, can tell. */
+void ts_pattern_args(unsigned char *args, const void *header, size_t header_size, size_t size);
+bool ts_pattern_args_read(const void *args, size_t size, void *header, size_t header_size);
 
 /* Enqueues ts_gate_host_fn on `stream` (asserts the enqueue). */
 void ts_launch_gate(simdev_stream_t stream, struct ts_gate *gate);

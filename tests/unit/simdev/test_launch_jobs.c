@@ -17,7 +17,7 @@
 #include "simdev/launch.h"
 #include "test_support.h"
 
-/* A launch's args: a header, then the pattern (ts_pattern_fill). */
+/* A launch's args: a header, then the pattern (ts_pattern_args). */
 struct sized {
     atomic_int *ran;
     size_t size;
@@ -27,12 +27,7 @@ static int sized_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t
 {
     (void)ctx;
     struct sized h;
-    if (size < sizeof h)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&h, args, sizeof h);
-    if (h.size != size)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    if (!ts_pattern_ok(args, sizeof h, size))
+    if (!ts_pattern_args_read(args, size, &h, sizeof h) || h.size != size)
         return PTO_RUNTIME_ERR_INTERNAL;
     atomic_fetch_add(h.ran, 1);
     return 0;
@@ -46,8 +41,7 @@ static unsigned char g_args[4096];
 static void launch_sized(simdev_stream_t s, atomic_int *ran, size_t size)
 {
     struct sized h = {ran, size};
-    memcpy(g_args, &h, sizeof h);
-    ts_pattern_fill(g_args, sizeof h, size);
+    ts_pattern_args(g_args, &h, sizeof h, size);
     assert_int_equal(simdev_launch_aicpu(s, sized_fn, 2, g_args, size), 0);
 }
 

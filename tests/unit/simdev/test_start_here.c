@@ -343,7 +343,7 @@ static void a_host_callback_holds_nothing(void **state)
     assert_int_equal(simdev_stream_destroy(u), 0);
 }
 
-/* A run-here launch's args: `size` bytes, the pattern after the header (ts_pattern_fill),
+/* A run-here launch's args: `size` bytes, the pattern after the header (ts_pattern_args),
  * and the trail to write its letter into at the end. */
 struct sized_args {
     struct trail *trail;
@@ -355,12 +355,7 @@ static int sized_fn(const struct simdev_aicpu_ctx *ctx, const void *args, size_t
 {
     (void)ctx;
     struct sized_args a;
-    if (size < sizeof a)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    memcpy(&a, args, sizeof a);
-    if (a.size != size)
-        return PTO_RUNTIME_ERR_INTERNAL;
-    if (!ts_pattern_ok(args, sizeof a, size))
+    if (!ts_pattern_args_read(args, size, &a, sizeof a) || a.size != size)
         return PTO_RUNTIME_ERR_INTERNAL;
     return trail_leave(a.trail, a.letter);
 }
@@ -384,8 +379,7 @@ static void a_launch_run_here_sees_its_args_whole_whatever_their_size(void **sta
     struct simdev_batch_op ops[3];
     for (int k = 0; k < 3; k++) {
         struct sized_args a = {&trail, (char)('X' + k), sizes[k]};
-        memcpy(buffers[k], &a, sizeof a);
-        ts_pattern_fill(buffers[k], sizeof a, sizes[k]);
+        ts_pattern_args(buffers[k], &a, sizeof a, sizes[k]);
         ops[k] = (struct simdev_batch_op){.kind = SIMDEV_BATCH_AICPU_BRIEF,
                                           .aicpu_fn = sized_fn,
                                           .thread_count = 1,
